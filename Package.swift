@@ -15,12 +15,14 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
+        // C shims for syscalls Swift's Glibc module does not export.
+        .target(name: "CLinux"),
         // Reads and validates a bundle. Pure: it reads, never writes.
         .target(name: "AppBundle"),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
-            dependencies: ["AppBundle", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: ["AppBundle", "CLinux", .product(name: "GRDB", package: "GRDB.swift")]
         ),
         .executableTarget(
             name: "appd",

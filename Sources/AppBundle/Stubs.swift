@@ -42,3 +42,5 @@ extension AppBundle {
         throw AppdError(.unsupported, "not yet")
     }
 }
+extension PlistValue: Encodable { public func encode(to encoder: Encoder) throws { var c = encoder.singleValueContainer(); try c.encode("stub") } }
+extension BundleProblem {}

@@ -1,0 +1,125 @@
+import AppBundle
+import Foundation
+import Glibc
+
+/// One thing doctor looked at and found wrong.
+public struct DoctorFinding: Sendable, Codable, Equatable {
+    /// The app or path concerned.
+    public var subject: String
+    public var problem: String
+    /// What doctor did about it; nil if it needs a person (the message says what to do).
+    public var repair: String?
+}
+
+public struct DoctorReport: Sendable, Codable {
+    public var findings: [DoctorFinding] = []
+    public var appsChecked = 0
+    /// Findings nobody repaired.
+    public var unresolved: [DoctorFinding] { findings.filter { $0.repair == nil } }
+}
+
+extension AppStore {
+    /// Checks registry against disk. With `repair`, fixes what it safely can: staging
+    /// leftovers and orphan containers (via recovery), layout modes, the owner and mode of data
+    /// containers and their standard directories, a missing data container (recreated empty:
+    /// the data is already gone, the app should still start). Never deletes a container a row
+    /// names, and never touches files inside a data container.
+    public func doctor(repair: Bool, onWait: () -> Void = {}) throws -> DoctorReport {
+        let lock = try StateLock(root, onWait: onWait)
+        defer { withExtendedLifetime(lock) {} }
+        let registry = try writableRegistry
+        var report = DoctorReport()
+        func note(_ subject: String, _ problem: String, _ repaired: String?) {
+            report.findings.append(DoctorFinding(subject: subject, problem: problem, repair: repaired))
+        }
+
+        for problem in try registry.integrityProblems() {
+            note(root.registryPath, "SQLite integrity check: \(problem)", nil)
+        }
+        for (relative, mode) in StateRoot.layout {
+            let full = relative.isEmpty ? root.path : "\(root.path)/\(relative)"
+            var st = stat()
+            guard lstat(full, &st) == 0 else { continue }  // createLayout made it
+            if st.st_mode & 0o7777 != mode || st.st_uid != 0 {
+                let problem = String(format: "mode %o owner %d, expected %o owner 0", st.st_mode & 0o7777, st.st_uid, mode)
+                let fixed = repair && chown(full, 0, 0) == 0 && chmod(full, mode) == 0
+                note(full, problem, fixed ? "reset to mode \(String(mode, radix: 8)) owner root" : nil)
+            }
+        }
+
+        if repair {
+            let recovered = try recover()
+            for name in recovered.staging { note("\(root.stagingPath)/\(name)", "left by an interrupted operation", "removed") }
+            for name in recovered.orphanBundleContainers { note(root.bundleContainer(name), "no app owns this bundle container", "removed") }
+            for name in recovered.orphanDataContainers { note(root.dataContainer(name), "no app owns this data container", "removed") }
+        } else {
+            let apps = try registry.apps()
+            let named = Set(apps.compactMap(\.bundleUUID)).union(apps.map(\.dataUUID))
+            for name in (try? FileDescriptor.directory(root.stagingPath).entries()) ?? [] {
+                note("\(root.stagingPath)/\(name)", "left by an interrupted operation", nil)
+            }
+            for dir in [root.bundleContainersPath, root.dataContainersPath] {
+                for name in (try? FileDescriptor.directory(dir).entries()) ?? [] where !named.contains(name) {
+                    note("\(dir)/\(name)", "no app owns this container", nil)
+                }
+            }
+        }
+
+        for app in try registry.apps() {
+            report.appsChecked += 1
+            try check(app, repair: repair, note: note)
+        }
+        return report
+    }
+
+    private func check(_ app: InstalledApp, repair: Bool, note: (String, String, String?) -> Void) throws {
+        let id = app.bundleID
+        if let other = getpwuid(app.uid) {
+            note(id, "uid \(app.uid) is also the host account '\(String(cString: other.pointee.pw_name))'", nil)
+        }
+        if app.state == .installed {
+            if let bundle = app.bundlePath(in: root), let executable = app.executable {
+                var st = stat()
+                if lstat(bundle, &st) != 0 || st.st_mode & S_IFMT != S_IFDIR {
+                    note(id, "its bundle \(bundle) is missing", nil)
+                } else if lstat("\(bundle)/\(executable)", &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+                    note(id, "its executable \(bundle)/\(executable) is missing", nil)
+                }
+            } else {
+                note(id, "the registry row has no bundle container", nil)
+            }
+        }
+
+        let dataPath = app.dataContainer(in: root)
+        var st = stat()
+        guard lstat(dataPath, &st) == 0 else {
+            var fixed: String?
+            if repair {
+                let data = try FileDescriptor.directory(root.dataContainersPath)
+                try DataContainer.create(in: data, name: app.dataUUID, uid: app.uid, gid: app.gid)
+                fixed = "recreated empty"
+            }
+            note(id, "its data container \(dataPath) is missing", fixed)
+            return
+        }
+        guard st.st_mode & S_IFMT == S_IFDIR else {
+            note(id, "its data container \(dataPath) is not a directory", nil)
+            return
+        }
+        let missing = DataContainer.standardPaths.filter { !FileManager.default.fileExists(atPath: "\(dataPath)/\($0)") }
+        if st.st_uid != app.uid || st.st_gid != app.gid || st.st_mode & 0o7777 != 0o700 || !missing.isEmpty {
+            var problem = String(format: "data container owner %d:%d mode %o", st.st_uid, st.st_gid, st.st_mode & 0o7777)
+            if !missing.isEmpty { problem += ", missing \(missing.joined(separator: ", "))" }
+            var fixed: String?
+            if repair {
+                do {
+                    try DataContainer.populate(try FileDescriptor.directory(dataPath), uid: app.uid, gid: app.gid)
+                    fixed = "owner \(app.uid):\(app.gid), mode 700, standard directories restored"
+                } catch {
+                    problem += " (repair failed: \(error))"
+                }
+            }
+            note(id, problem + "; expected \(app.uid):\(app.gid) mode 700", fixed)
+        }
+    }
+}

@@ -1,0 +1,193 @@
+import AppBundle
+import Foundation
+import Glibc
+
+public struct InstallOptions: Sendable {
+    public var allowDowngrade = false
+    /// Called while files are copied (files so far, bytes so far); for progress displays.
+    public var progress: (@Sendable (_ files: Int, _ bytes: Int64, _ totalFiles: Int, _ totalBytes: Int64) -> Void)?
+    /// Called once if another appd process holds the state lock.
+    public var onWait: @Sendable () -> Void = {}
+
+    public init() {}
+}
+
+public struct InstallResult: Sendable {
+    public var app: InstalledApp
+    /// The version replaced, for an upgrade; nil for a new install (or a return after
+    /// `uninstall --keep-data`, see `reusedData`).
+    public var previousVersion: String?
+    /// The data container existed before this install (upgrade, or return after --keep-data).
+    public var reusedData: Bool
+    public var bundle: AppBundle
+    public var recovery: RecoveryReport
+}
+
+extension AppStore {
+    /// Installs or upgrades the bundle at `path`.
+    ///
+    /// The order is what makes it crash-safe: (1) validate the source and report every problem;
+    /// (2) copy it into `staging/<txn>/` through the walker's checked fds; (3) validate the
+    /// staged copy, which is the one that counts (root-owned, nobody can change it now);
+    /// (4) make it durable (syncfs); (5) publish the containers by rename; (6) commit the
+    /// registry row; (7) only then remove the old bundle container. A crash before (6) leaves
+    /// unnamed containers that recovery removes; after (6), an old container that recovery
+    /// removes. No step ever touches the contents of an existing data container.
+    public func install(bundleAt path: String, options: InstallOptions = .init()) throws -> InstallResult {
+        let (lock, recovery) = try lockAndRecover(onWait: options.onWait)
+        defer { withExtendedLifetime(lock) {} }
+        CrashPoint.reach("install.locked")
+        let registry = try writableRegistry
+        let limits = config.bundleLimits
+
+        let source = try AppBundle.open(at: path, limits: limits)
+        let id = source.info.identifier.rawValue
+        let existing = try registry.app(id)
+        if let existing {
+            guard existing.bundleID == id else {
+                throw AppdError(.conflict,
+                    "'\(id)' differs only in case from the installed '\(existing.bundleID)'; bundle ids are compared without regard to case",
+                    hint: "fix CFBundleIdentifier, or uninstall '\(existing.bundleID)' first")
+            }
+            if let installed = existing.version, let old = try? BundleVersion(validating: installed),
+                source.info.version < old, !options.allowDowngrade
+            {
+                throw AppdError(.conflict,
+                    "\(id) \(installed) is installed; refusing to replace it with the older \(source.info.version)",
+                    hint: "pass --allow-downgrade if the app's data can take it")
+            }
+        }
+
+        let txnName = "install-\(UUID().uuidString)"
+        let staging = try FileDescriptor.directory(root.stagingPath)
+        let txn = try staging.makeDirectory(txnName)
+        // Whatever happens next, a failure leaves no trace; a crash leaves it to recover().
+        var published = false
+        defer { if !published { try? staging.removeTree(txnName) } }
+
+        let bundleUUID = UUID().uuidString
+        let bundleContainer = try txn.makeDirectory("bundle")
+        let stagedBundle = try bundleContainer.makeDirectory(source.directoryName)
+        var copier = BundleCopier(into: stagedBundle, limits: limits)
+        if let progress = options.progress {
+            let (totalFiles, totalBytes) = (source.fileCount, source.totalBytes)
+            copier.progress = { files, bytes in progress(files, bytes, totalFiles, totalBytes) }
+        }
+        let copied = try BundleWalker.walk(source.path, limits: limits, visitor: &copier)
+        guard copied.problems.isEmpty else {
+            throw AppdError(.invalidBundle, "\(source.path) changed while it was being installed",
+                problems: copied.problems)
+        }
+        CrashPoint.reach("install.copied")
+
+        let staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
+        guard staged.info.identifier == source.info.identifier, staged.info.version == source.info.version,
+            staged.entitlements == source.entitlements
+        else {
+            throw AppdError(.invalidBundle,
+                "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)")
+        }
+
+        let uid = try existing?.uid ?? UIDAllocator(range: config.uidRange).allocate(excluding: registry.usedUIDs())
+        let gid = uid
+        // Only root and the app may enter the bundle container; nobody may write it.
+        try stagedBundle.chmod(0o555)
+        try bundleContainer.chown(uid: 0, gid: gid)
+        try bundleContainer.chmod(0o550)
+
+        let dataUUID: String
+        if let existing {
+            dataUUID = existing.dataUUID
+            guard FileManager.default.fileExists(atPath: existing.dataContainer(in: root)) else {
+                throw AppdError(.corruptState,
+                    "the data container of \(existing.bundleID) (\(existing.dataContainer(in: root))) is missing",
+                    hint: "run 'appd doctor' to recreate an empty one")
+            }
+        } else {
+            dataUUID = UUID().uuidString
+            try DataContainer.create(in: txn, name: "data", uid: uid, gid: gid)
+        }
+        CrashPoint.reach("install.staged")
+        try txn.syncFilesystem()
+        CrashPoint.reach("install.synced")
+
+        let bundles = try FileDescriptor.directory(root.bundleContainersPath)
+        let data = try FileDescriptor.directory(root.dataContainersPath)
+        if existing == nil {
+            try txn.rename("data", to: data, as: dataUUID)
+            try data.sync()
+            CrashPoint.reach("install.data-published")
+        }
+        try txn.rename("bundle", to: bundles, as: bundleUUID)
+        try bundles.sync()
+        CrashPoint.reach("install.published")
+
+        let now = Date()
+        let app = InstalledApp(
+            bundleID: id, state: .installed, uid: uid, dataUUID: dataUUID, bundleUUID: bundleUUID,
+            bundleName: source.directoryName, title: staged.info.title,
+            version: staged.info.version.rawValue, shortVersion: staged.info.shortVersion,
+            executable: staged.executablePath, layout: staged.layout.rawValue,
+            entitlements: try staged.entitlements.plistData(),
+            fileCount: staged.fileCount, totalBytes: staged.totalBytes,
+            installedAt: existing?.installedAt ?? now, updatedAt: now)
+        try registry.save(app)
+        published = true
+        CrashPoint.reach("install.committed")
+
+        // The new version is live; the old bundle container is garbage from here on (and
+        // recovery would remove it if we stopped now).
+        if let old = existing?.bundleUUID { try discard(old, in: bundles) }
+        CrashPoint.reach("install.old-removed")
+        try staging.removeTree(txnName)
+
+        return InstallResult(
+            app: app, previousVersion: existing?.state == .installed ? existing?.version : nil,
+            reusedData: existing != nil,
+            bundle: AppBundle(
+                path: app.bundlePath(in: root) ?? staged.path, layout: staged.layout, info: staged.info,
+                entitlements: staged.entitlements, executablePath: staged.executablePath,
+                fileCount: staged.fileCount, totalBytes: staged.totalBytes, warnings: source.warnings),
+            recovery: recovery)
+    }
+}
+
+/// The app's home: `Documents`, `Library/Preferences`, `Library/Caches`, `tmp`, all owned by
+/// the app's uid and gid, mode 0700.
+enum DataContainer {
+    /// Top-level directories and their children. Walked one component at a time with
+    /// O_NOFOLLOW: when doctor repairs an existing container its contents are the app's, and a
+    /// symlink planted as `Library` must not steer a root chown outside the container.
+    static let directories: [(name: String, children: [String])] = [
+        ("Documents", []), ("Library", ["Preferences", "Caches"]), ("tmp", []),
+    ]
+
+    /// The same, as paths relative to the container (`Library/Caches`).
+    static var standardPaths: [String] {
+        directories.flatMap { top in [top.name] + top.children.map { "\(top.name)/\($0)" } }
+    }
+
+    static func create(in parent: FileDescriptor, name: String, uid: uid_t, gid: gid_t) throws {
+        let top = try parent.makeDirectory(name, mode: 0o700)
+        try populate(top, uid: uid, gid: gid)
+    }
+
+    /// Creates the standard directories that are missing and sets owner and mode on all of them.
+    static func populate(_ top: FileDescriptor, uid: uid_t, gid: gid_t) throws {
+        func ensure(_ name: String, in parent: FileDescriptor) throws -> FileDescriptor {
+            if mkdirat(parent.raw, name, 0o700) != 0 && errno != EEXIST {
+                throw AppdError.system("mkdir \(parent.child(name))")
+            }
+            let dir = try parent.openDirectory(name)
+            try dir.chmod(0o700)
+            try dir.chown(uid: uid, gid: gid)
+            return dir
+        }
+        try top.chmod(0o700)
+        try top.chown(uid: uid, gid: gid)
+        for (name, children) in directories {
+            let dir = try ensure(name, in: top)
+            for child in children { _ = try ensure(child, in: dir) }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import AppBundle
+import Foundation
+
+public struct UninstallResult: Sendable {
+    public var app: InstalledApp
+    /// The data container stays (and with it the uid) for the app's return.
+    public var keptData: Bool
+    public var recovery: RecoveryReport
+}
+
+extension AppStore {
+    /// Uninstalls `id`. The registry commits first; the containers are removed after, so a crash
+    /// in between leaves containers no row names, which recovery removes.
+    ///
+    /// With `keepData` the row stays in state `data-kept`: the data container and the uid remain
+    /// reserved, and installing the same id again brings the app back to its data. Uninstalling
+    /// a `data-kept` app without `keepData` removes the data and releases the uid.
+    public func uninstall(_ id: String, keepData: Bool, onWait: () -> Void = {}) throws -> UninstallResult {
+        let (lock, recovery) = try lockAndRecover(onWait: onWait)
+        defer { withExtendedLifetime(lock) {} }
+        let registry = try writableRegistry
+        let app = try self.app(id)
+        let bundles = try FileDescriptor.directory(root.bundleContainersPath)
+        let data = try FileDescriptor.directory(root.dataContainersPath)
+
+        if keepData {
+            guard app.state == .installed else {
+                throw AppdError(.notFound, "\(app.bundleID) is already uninstalled (its data is kept)",
+                    hint: "'appd uninstall \(app.bundleID)' without --keep-data removes the data")
+            }
+            var kept = app
+            kept.state = .dataKept
+            kept.bundleUUID = nil
+            kept.bundleName = nil
+            try registry.save(kept)
+            CrashPoint.reach("uninstall.committed")
+            if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
+            return UninstallResult(app: kept, keptData: true, recovery: recovery)
+        }
+
+        try registry.delete(app.bundleID)
+        CrashPoint.reach("uninstall.committed")
+        if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
+        CrashPoint.reach("uninstall.bundle-removed")
+        try discard(app.dataUUID, in: data)
+        return UninstallResult(app: app, keptData: false, recovery: recovery)
+    }
+}

@@ -1,0 +1,117 @@
+import AppBundle
+import Foundation
+import Glibc
+
+/// The front door of the state root: install, upgrade, uninstall, list, info, doctor.
+///
+/// Commands that change anything hold the state lock and first run `recover()`, so whatever a
+/// crashed predecessor left behind is cleaned before new work starts.
+public final class AppStore {
+    public let root: StateRoot
+    public let config: AppdConfiguration
+    /// nil when opened read-only on a state root that has no registry yet (nothing installed).
+    let registry: Registry?
+
+    public enum Access { case readOnly, readWrite }
+
+    public init(root: StateRoot, config: AppdConfiguration, access: Access) throws {
+        self.root = root
+        self.config = config
+        let registryExists = FileManager.default.fileExists(atPath: root.registryPath)
+        switch access {
+        case .readOnly:
+            registry = registryExists ? try Registry(path: root.registryPath) : nil
+        case .readWrite:
+            try root.createLayout()
+            if !registryExists {
+                // Without the registry every container would look like garbage to recover():
+                // never treat a lost registry as "nothing installed".
+                let leftovers = (try? FileDescriptor.directory(root.dataContainersPath).entries())
+                    ?? []
+                guard leftovers.isEmpty else {
+                    throw AppdError(.corruptState,
+                        "\(root.registryPath) is missing but \(leftovers.count) data container(s) exist in \(root.dataContainersPath)",
+                        hint: "restore registry.sqlite from a backup; appd will not delete app data it cannot account for")
+                }
+            }
+            registry = try Registry(path: root.registryPath)
+        }
+    }
+
+    var writableRegistry: Registry {
+        get throws {
+            guard let registry else { throw AppdError(.permissionDenied, "the state root was opened read-only") }
+            return registry
+        }
+    }
+
+    /// Every app, including those uninstalled with `--keep-data`.
+    public func apps() throws -> [InstalledApp] { try registry?.apps() ?? [] }
+
+    /// The app matching `id` without regard to case.
+    public func app(_ id: String) throws -> InstalledApp {
+        guard let app = try registry?.app(id) else {
+            throw AppdError(.notFound, "no app with id '\(id)' is installed",
+                hint: "'appd list' shows what is installed")
+        }
+        return app
+    }
+
+    /// Takes the state lock and cleans up after any crashed predecessor.
+    func lockAndRecover(onWait: () -> Void) throws -> (StateLock, RecoveryReport) {
+        let lock = try StateLock(root, onWait: onWait)
+        return (lock, try recover())
+    }
+}
+
+/// What recovery removed.
+public struct RecoveryReport: Sendable, Codable, Equatable {
+    /// Entries of `staging/` (interrupted installs, upgrades, uninstalls).
+    public var staging: [String] = []
+    /// Containers no registry row names: published by an install that never committed, or
+    /// left by an uninstall that committed but was stopped before removing them.
+    public var orphanBundleContainers: [String] = []
+    public var orphanDataContainers: [String] = []
+
+    public var isEmpty: Bool {
+        staging.isEmpty && orphanBundleContainers.isEmpty && orphanDataContainers.isEmpty
+    }
+}
+
+extension AppStore {
+    /// Removes staging leftovers and containers the registry does not name. Caller holds the
+    /// lock. Orphans are first renamed into staging, so a crash during the removal itself is
+    /// finished by the next recovery.
+    func recover() throws -> RecoveryReport {
+        var report = RecoveryReport()
+        let staging = try FileDescriptor.directory(root.stagingPath)
+        for name in try staging.entries() {
+            try staging.removeTree(name)
+            report.staging.append(name)
+        }
+        let apps = try writableRegistry.apps()
+        let bundles = Set(apps.compactMap(\.bundleUUID))
+        let data = Set(apps.map(\.dataUUID))
+        let bundleDir = try FileDescriptor.directory(root.bundleContainersPath)
+        for name in try bundleDir.entries() where !bundles.contains(name) {
+            try discard(name, in: bundleDir)
+            report.orphanBundleContainers.append(name)
+        }
+        let dataDir = try FileDescriptor.directory(root.dataContainersPath)
+        for name in try dataDir.entries() where !data.contains(name) {
+            try discard(name, in: dataDir)
+            report.orphanDataContainers.append(name)
+        }
+        return report
+    }
+
+    /// Moves `name` out of `directory` into staging (atomic, so it is gone from its container
+    /// directory at once), then deletes it.
+    func discard(_ name: String, in directory: FileDescriptor) throws {
+        let staging = try FileDescriptor.directory(root.stagingPath)
+        let trashName = "trash-\(UUID().uuidString)"
+        try directory.rename(name, to: staging, as: trashName)
+        try directory.sync()
+        try staging.removeTree(trashName)
+    }
+}

@@ -1,0 +1,114 @@
+import AppBundle
+import Foundation
+
+/// The settings of `appd.conf`: systemd-style INI (`[Section]`, `Key=Value`, `#` comments),
+/// the format Linux admins already edit for journald and logind. `config/appd.conf` in the
+/// repository documents every key with its default.
+///
+/// Unknown sections and keys are errors, not warnings: a typo in a security setting must not
+/// silently leave the default in force.
+public struct AppdConfiguration: Sendable, Equatable {
+    /// Where appd looks when neither `--config` nor `APPD_CONFIG` names a file. Missing is fine
+    /// (built-in defaults apply); a file named explicitly must exist.
+    public static let defaultPath = "/etc/appd/appd.conf"
+    public static let defaultRoot = "/var/lib/appd"
+
+    public var bundleLimits = BundleLimits()
+    /// uids (and gids, the same numbers) handed to apps. Above the ranges Debian and systemd
+    /// use for accounts (<60000), DynamicUser (61184-65519) and nspawn containers
+    /// (524288-1879048191), below 2^31 so no tool mistakes them for negative numbers.
+    public var uidRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
+
+    public init() {}
+
+    /// Reads `path`; `explicit` says whether the user named it (then it must exist).
+    public static func load(path: String, explicit: Bool) throws -> AppdConfiguration {
+        guard FileManager.default.fileExists(atPath: path) else {
+            if explicit { throw AppdError(.invalidConfig, "config file \(path) does not exist") }
+            return AppdConfiguration()
+        }
+        guard let data = FileManager.default.contents(atPath: path),
+            let text = String(data: data, encoding: .utf8)
+        else { throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8") }
+        return try parse(text, file: path)
+    }
+
+    public static func parse(_ text: String, file: String) throws -> AppdConfiguration {
+        var config = AppdConfiguration()
+        var section = ""
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false)
+            .enumerated()
+        {
+            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let place = "\(file):\(index + 1)"
+            if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
+            if line.hasPrefix("[") {
+                guard line.hasSuffix("]") else {
+                    throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
+                }
+                section = String(line.dropFirst().dropLast())
+                guard ["Bundle", "Users"].contains(section) else {
+                    throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
+                        hint: "known sections: [Bundle], [Users]")
+                }
+                continue
+            }
+            guard let equals = line.firstIndex(of: "=") else {
+                throw AppdError(.invalidConfig, "\(place): expected Key=Value, found '\(line)'")
+            }
+            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            try config.set(section: section, key: key, value: value, place: place)
+        }
+        return config
+    }
+
+    private mutating func set(section: String, key: String, value: String, place: String) throws {
+        func bad(_ expected: String) -> AppdError {
+            AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
+        }
+        func count() throws -> Int {
+            guard let n = Int(value), n > 0 else { throw bad("a positive whole number") }
+            return n
+        }
+        func bytes() throws -> Int64 {
+            guard let n = Self.parseSize(value), n > 0 else {
+                throw bad("a size (a number with an optional K, M, G or T suffix)")
+            }
+            return n
+        }
+        switch (section, key) {
+        case ("Bundle", "MaxFiles"): bundleLimits.maxFiles = try count()
+        case ("Bundle", "MaxTotalBytes"): bundleLimits.maxTotalBytes = try bytes()
+        case ("Bundle", "MaxDepth"): bundleLimits.maxDepth = try count()
+        case ("Bundle", "MaxPathLength"): bundleLimits.maxPathLength = try count()
+        case ("Bundle", "MaxInfoPlistBytes"): bundleLimits.maxInfoPlistBytes = Int(try bytes())
+        case ("Bundle", "MaxEntitlementsBytes"): bundleLimits.maxEntitlementsBytes = Int(try bytes())
+        case ("Users", "UIDRange"):
+            let parts = value.split(separator: "-").map { UInt32($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 2, let low = parts[0], let high = parts[1], low <= high else {
+                throw bad("a range 'FIRST-LAST'")
+            }
+            guard low >= 1000 else {
+                throw AppdError(.invalidConfig,
+                    "\(place): UIDRange starts at \(low); uids below 1000 belong to the system")
+            }
+            uidRange = low...high
+        case ("", _):
+            throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
+        default:
+            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [\(section)]")
+        }
+    }
+
+    /// `4096`, `64K`, `300M`, `4G`, `1T` (powers of 1024).
+    static func parseSize(_ text: String) -> Int64? {
+        let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]
+        guard let last = text.last else { return nil }
+        if let unit = units[Character(last.uppercased())] {
+            guard let n = Int64(text.dropLast()), n <= Int64.max / unit else { return nil }
+            return n * unit
+        }
+        return Int64(text)
+    }
+}

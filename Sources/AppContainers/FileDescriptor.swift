@@ -1,0 +1,120 @@
+import AppBundle
+import CLinux
+import Glibc
+
+/// An owned, close-on-exec file descriptor, closed when the value goes away.
+///
+/// Everything the installer does inside the state root goes through directory fds
+/// (`openat`, `mkdirat`, `renameat`, `unlinkat`), never through paths that could be
+/// redirected by a symlink someone slipped in.
+final class FileDescriptor {
+    let raw: Int32
+    /// For messages only.
+    let path: String
+
+    init(raw: Int32, path: String) {
+        self.raw = raw
+        self.path = path
+    }
+
+    deinit { close(raw) }
+
+    /// Opens an existing directory without following a final symlink.
+    static func directory(_ path: String) throws -> FileDescriptor {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        return FileDescriptor(raw: fd, path: path)
+    }
+
+    func openDirectory(_ name: String) throws -> FileDescriptor {
+        let fd = openat(raw, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(child(name))") }
+        return FileDescriptor(raw: fd, path: child(name))
+    }
+
+    /// Creates a directory and opens it. Fails if something already has that name.
+    func makeDirectory(_ name: String, mode: mode_t = 0o700) throws -> FileDescriptor {
+        guard mkdirat(raw, name, mode) == 0 else { throw AppdError.system("mkdir \(child(name))") }
+        return try openDirectory(name)
+    }
+
+    func child(_ name: String) -> String { path == "/" ? "/\(name)" : "\(path)/\(name)" }
+
+    func exists(_ name: String) -> Bool {
+        var st = stat()
+        return fstatat(raw, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+    }
+
+    func status() throws -> Glibc.stat {
+        var st = Glibc.stat()
+        guard fstat(raw, &st) == 0 else { throw AppdError.system("stat \(path)") }
+        return st
+    }
+
+    func chown(uid: uid_t, gid: gid_t) throws {
+        guard fchown(raw, uid, gid) == 0 else { throw AppdError.system("chown \(path)") }
+    }
+
+    func chmod(_ mode: mode_t) throws {
+        guard fchmod(raw, mode) == 0 else { throw AppdError.system("chmod \(path)") }
+    }
+
+    func sync() throws {
+        guard fsync(raw) == 0 else { throw AppdError.system("fsync \(path)") }
+    }
+
+    /// Flushes the whole filesystem: one call makes thousands of staged files durable.
+    func syncFilesystem() throws {
+        guard appd_syncfs(raw) == 0 else { throw AppdError.system("syncfs \(path)") }
+    }
+
+    /// Moves `name` to `target/newName`, refusing to replace anything already there.
+    func rename(_ name: String, to target: FileDescriptor, as newName: String) throws {
+        guard appd_rename_noreplace(raw, name, target.raw, newName) == 0 else {
+            throw AppdError.system("rename \(child(name)) to \(target.child(newName))")
+        }
+    }
+
+    /// Names in this directory, without `.` and `..`, sorted.
+    func entries() throws -> [String] {
+        // fdopendir takes ownership of the fd it is given, so hand it a duplicate.
+        let dup = fcntl(raw, F_DUPFD_CLOEXEC, 0)
+        guard dup >= 0, let dir = fdopendir(dup) else {
+            if dup >= 0 { close(dup) }
+            throw AppdError.system("opendir \(path)")
+        }
+        defer { closedir(dir) }
+        rewinddir(dir)
+        var names: [String] = []
+        while let entry = readdir(dir) {
+            let name = withUnsafePointer(to: entry.pointee.d_name) {
+                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
+    }
+
+    /// Removes `name` and everything below it without ever following a symlink, so a tree an
+    /// app controls (its data container) cannot redirect the removal outside itself.
+    func removeTree(_ name: String) throws {
+        var st = Glibc.stat()
+        guard fstatat(raw, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+            if errno == ENOENT { return }
+            throw AppdError.system("stat \(child(name))")
+        }
+        if st.st_mode & S_IFMT == S_IFDIR {
+            let dir = try openDirectory(name)
+            // A directory left read-only (bundle containers are 0555) still has to be emptied.
+            _ = fchmod(dir.raw, 0o700)
+            for entry in try dir.entries() { try dir.removeTree(entry) }
+            guard unlinkat(raw, name, AT_REMOVEDIR) == 0 else {
+                throw AppdError.system("rmdir \(child(name))")
+            }
+        } else {
+            guard unlinkat(raw, name, 0) == 0 || errno == ENOENT else {
+                throw AppdError.system("unlink \(child(name))")
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import AppBundle
+import Foundation
+import GRDB
+
+/// The registry: `registry.sqlite` under the state root (SQLite via GRDB, WAL journal).
+///
+/// Bundle ids are unique *without regard to case*: `com.Example.App` and `com.example.app`
+/// cannot both be installed, because case-insensitive filesystems, DNS and people all treat
+/// them as one name (Apple's App Store does the same). Lookups are case-insensitive too.
+public final class Registry: Sendable {
+    private let db: DatabasePool
+
+    /// Opens (creating if needed) the registry at `path` and migrates it to the current schema.
+    public init(path: String) throws {
+        var config = Configuration()
+        // A committed install must survive power loss, not only a crash: installs are rare.
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = FULL")
+        }
+        config.busyMode = .timeout(10)
+        do {
+            db = try DatabasePool(path: path, configuration: config)
+            try Self.migrator.migrate(db)
+        } catch let error as DatabaseError {
+            throw AppdError(.corruptState, "registry \(path): \(error.message ?? "\(error)")",
+                hint: "run 'appd doctor' to check the state root")
+        }
+        // The registry names every uid and container: nobody but root reads it.
+        chmod(path, 0o600)
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1") { db in
+            try db.create(table: "apps") { t in
+                t.column("bundleID", .text).notNull().primaryKey().collate(.nocase)
+                t.column("state", .text).notNull()
+                t.column("uid", .integer).notNull().unique()
+                t.column("dataUUID", .text).notNull().unique()
+                t.column("bundleUUID", .text).unique()
+                t.column("bundleName", .text)
+                t.column("title", .text)
+                t.column("version", .text)
+                t.column("shortVersion", .text)
+                t.column("executable", .text)
+                t.column("layout", .text)
+                t.column("entitlements", .blob)
+                t.column("fileCount", .integer)
+                t.column("totalBytes", .integer)
+                t.column("installedAt", .datetime).notNull()
+                t.column("updatedAt", .datetime).notNull()
+            }
+        }
+        return migrator
+    }
+
+    /// The app whose id matches `id` without regard to case, in any state.
+    public func app(_ id: String) throws -> InstalledApp? {
+        try read { db in
+            try InstalledApp.filter(sql: "bundleID = ? COLLATE NOCASE", arguments: [id]).fetchOne(db)
+        }
+    }
+
+    /// Every row, sorted by bundle id.
+    public func apps() throws -> [InstalledApp] {
+        try read { db in try InstalledApp.order(sql: "bundleID COLLATE NOCASE").fetchAll(db) }
+    }
+
+    public func usedUIDs() throws -> Set<UInt32> {
+        try read { db in Set(try UInt32.fetchAll(db, sql: "SELECT uid FROM apps")) }
+    }
+
+    /// Inserts or replaces the row for `app.bundleID`, in one transaction.
+    public func save(_ app: InstalledApp) throws {
+        try write { db in try app.save(db) }
+    }
+
+    public func delete(_ bundleID: String) throws {
+        try write { db in _ = try InstalledApp.deleteOne(db, key: bundleID) }
+    }
+
+    /// SQLite's own consistency check; empty when all is well.
+    public func integrityProblems() throws -> [String] {
+        try read { db in
+            try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
+        }
+    }
+
+    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try db.read(body) } catch let error as DatabaseError {
+            throw AppdError(.corruptState, "registry read failed: \(error.message ?? "\(error)")")
+        }
+    }
+
+    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+        do { return try db.write(body) } catch let error as DatabaseError {
+            throw AppdError(.corruptState, "registry write failed: \(error.message ?? "\(error)")")
+        }
+    }
+}

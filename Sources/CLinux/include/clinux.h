@@ -1,0 +1,21 @@
+#ifndef APPD_CLINUX_H
+#define APPD_CLINUX_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+// Swift's Glibc module does not export these (they sit behind _GNU_SOURCE in glibc's headers),
+// so each gets a tiny prefixed wrapper here.
+
+/// syncfs(2): flush the whole filesystem holding `fd`. One call instead of an fsync per file
+/// when publishing an install of thousands of files.
+int appd_syncfs(int fd);
+
+/// copy_file_range(2) with NULL offsets: copies in the kernel, no userspace buffer.
+ssize_t appd_copy_file_range(int fd_in, int fd_out, size_t len);
+
+/// renameat2(2) with RENAME_NOREPLACE: publishing a container must never replace one.
+int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
+
+#endif

@@ -1,0 +1,40 @@
+import AppBundle
+import AppContainers
+import ArgumentParser
+import Foundation
+
+struct Doctor: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Check the registry against the disk and repair what is safe to repair.",
+        discussion: """
+            Repairs: leftovers of interrupted operations, containers no app owns, modes of the \
+            state root layout, owner and mode of data containers, a missing data container \
+            (recreated empty). Reports, without touching: a missing bundle (reinstall the app), \
+            a uid the host now uses for an account, registry corruption. Exits 1 if anything \
+            is left unresolved.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(help: "Only report; change nothing.")
+    var checkOnly = false
+
+    func run() throws {
+        try options.run {
+            let store = try options.openStore(.readWrite)
+            let report = try store.doctor(repair: !checkOnly, onWait: options.waitNotice)
+            if options.json {
+                Output.json(report)
+            } else {
+                for finding in report.findings {
+                    let status = finding.repair.map { "repaired: \($0)" } ?? "NEEDS ATTENTION"
+                    print("\(finding.subject): \(finding.problem) [\(status)]")
+                }
+                let unresolved = report.unresolved.count
+                print("\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved")
+            }
+            if !report.unresolved.isEmpty { throw ExitCode.failure }
+        }
+    }
+}

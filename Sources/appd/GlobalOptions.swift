@@ -1,0 +1,53 @@
+import AppBundle
+import AppContainers
+import ArgumentParser
+import Foundation
+
+/// Options every subcommand takes.
+struct GlobalOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("State root directory (default: $APPD_ROOT or /var/lib/appd).", valueName: "dir"))
+    var root: String?
+
+    @Option(name: .long, help: ArgumentHelp("Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file"))
+    var config: String?
+
+    @Flag(name: .long, help: "Print machine-readable JSON on stdout (errors too).")
+    var json = false
+
+    var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    var stateRoot: StateRoot {
+        StateRoot(path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+            ?? AppdConfiguration.defaultRoot)
+    }
+
+    func loadConfiguration() throws -> AppdConfiguration {
+        if let path = config ?? environment["APPD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            return try AppdConfiguration.load(path: path, explicit: true)
+        }
+        return try AppdConfiguration.load(path: AppdConfiguration.defaultPath, explicit: false)
+    }
+
+    func openStore(_ access: AppStore.Access) throws -> AppStore {
+        if access == .readWrite && geteuid() != 0 {
+            throw AppdError(.permissionDenied, "changing the state root \(stateRoot.path) needs root",
+                hint: "run it with sudo; a later release routes this through the appd daemon")
+        }
+        return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
+    }
+
+    /// Runs `body`, turning an `AppdError` into a message (or a JSON error object) and exit 1.
+    func run(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as AppdError {
+            Output.fail(error, json: json)
+            throw ExitCode.failure
+        }
+    }
+
+    /// Told once when another appd process holds the lock.
+    var waitNotice: @Sendable () -> Void {
+        { FileHandle.standardError.write(Data("appd: waiting for another appd command to finish...\n".utf8)) }
+    }
+}
