@@ -41,7 +41,7 @@ extension AppStore {
             var st = stat()
             guard lstat(full, &st) == 0 else { continue }  // createLayout made it
             if st.st_mode & 0o7777 != mode || st.st_uid != 0 {
-                let problem = String(format: "mode %o owner %d, expected %o owner 0", st.st_mode & 0o7777, st.st_uid, mode)
+                let problem = "mode \(String(st.st_mode & 0o7777, radix: 8)) owner \(st.st_uid), expected mode \(String(mode, radix: 8)) owner 0"
                 let fixed = repair && chown(full, 0, 0) == 0 && chmod(full, mode) == 0
                 note(full, problem, fixed ? "reset to mode \(String(mode, radix: 8)) owner root" : nil)
             }
@@ -106,20 +106,17 @@ extension AppStore {
             note(id, "its data container \(dataPath) is not a directory", nil)
             return
         }
-        let missing = DataContainer.standardPaths.filter { !FileManager.default.fileExists(atPath: "\(dataPath)/\($0)") }
-        if st.st_uid != app.uid || st.st_gid != app.gid || st.st_mode & 0o7777 != 0o700 || !missing.isEmpty {
-            var problem = String(format: "data container owner %d:%d mode %o", st.st_uid, st.st_gid, st.st_mode & 0o7777)
-            if !missing.isEmpty { problem += ", missing \(missing.joined(separator: ", "))" }
-            var fixed: String?
-            if repair {
-                do {
-                    try DataContainer.populate(try FileDescriptor.directory(dataPath), uid: app.uid, gid: app.gid)
-                    fixed = "owner \(app.uid):\(app.gid), mode 700, standard directories restored"
-                } catch {
-                    problem += " (repair failed: \(error))"
-                }
+        var problems = DataContainer.problems(at: dataPath, uid: app.uid, gid: app.gid)
+        guard !problems.isEmpty else { return }
+        var fixed: String?
+        if repair {
+            do {
+                try DataContainer.populate(try FileDescriptor.directory(dataPath), uid: app.uid, gid: app.gid)
+                fixed = "owner \(app.uid):\(app.gid), mode 700, standard directories restored"
+            } catch {
+                problems.append("repair failed: \(error)")
             }
-            note(id, problem + "; expected \(app.uid):\(app.gid) mode 700", fixed)
         }
+        note(id, "data container \(dataPath): " + problems.joined(separator: "; "), fixed)
     }
 }

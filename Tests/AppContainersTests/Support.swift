@@ -1,0 +1,123 @@
+import AppBundle
+import AppContainers
+import Foundation
+import Testing
+
+/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
+/// in CI) they run anyway and fail loudly instead of being skipped.
+let isRoot = getuid() == 0
+let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
+let rootOnly = Testing.ConditionTrait.enabled(
+    if: isRoot || requireRoot, "requires root (chown to app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead")
+
+/// A scratch directory removed when the value goes away, even if the test failed.
+final class Scratch {
+    let path: String
+
+    init(_ label: String = "appd-test") {
+        var template = Array("\(NSTemporaryDirectory())/\(label).XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        path = String(cString: template)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func sub(_ name: String) -> String { "\(path)/\(name)" }
+}
+
+/// Writes a minimal valid iOS-layout bundle and returns its path.
+@discardableResult
+func makeBundle(
+    at path: String, id: String = "com.example.hello", version: String = "1",
+    executable: String = "Hello", entitlements: [String: Any]? = ["com.apple.security.app-sandbox": true],
+    extraFiles: [String: String] = [:]
+) throws -> String {
+    let fm = FileManager.default
+    try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
+    let info: [String: Any] = [
+        "CFBundleIdentifier": id, "CFBundleExecutable": executable, "CFBundleVersion": version,
+        "CFBundleName": executable, "CFBundlePackageType": "APPL",
+    ]
+    try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+        .write(to: URL(fileURLWithPath: "\(path)/Info.plist"))
+    if let entitlements {
+        try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
+            .write(to: URL(fileURLWithPath: "\(path)/Entitlements.plist"))
+    }
+    try "#!/bin/sh\necho hello\n".write(toFile: "\(path)/\(executable)", atomically: false, encoding: .utf8)
+    chmod("\(path)/\(executable)", 0o755)
+    for (relative, content) in extraFiles {
+        let file = "\(path)/\(relative)"
+        try fm.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try content.write(toFile: file, atomically: false, encoding: .utf8)
+    }
+    return path
+}
+
+func store(_ root: String, config: AppdConfiguration = AppdConfiguration()) throws -> AppStore {
+    try AppStore(root: StateRoot(path: root), config: config, access: .readWrite)
+}
+
+func entries(_ path: String) -> [String] {
+    ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+}
+
+func statOf(_ path: String) -> stat? {
+    var st = stat()
+    return lstat(path, &st) == 0 ? st : nil
+}
+
+/// What every state root must look like once recovery has run: staging empty, each container
+/// on disk named by exactly one row, each row's containers present.
+func expectConsistent(_ root: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    let store = try store(root)
+    let apps = try store.apps()
+    #expect(entries(store.root.stagingPath).isEmpty, "staging not empty", sourceLocation: sourceLocation)
+    #expect(Set(entries(store.root.bundleContainersPath)) == Set(apps.compactMap(\.bundleUUID)),
+        "bundle containers on disk differ from the registry", sourceLocation: sourceLocation)
+    #expect(Set(entries(store.root.dataContainersPath)) == Set(apps.map(\.dataUUID)),
+        "data containers on disk differ from the registry", sourceLocation: sourceLocation)
+    for app in apps {
+        if let bundle = app.bundlePath(in: store.root), let exe = app.executable {
+            #expect(FileManager.default.fileExists(atPath: "\(bundle)/\(exe)"),
+                "\(app.bundleID): executable missing", sourceLocation: sourceLocation)
+        }
+        #expect(statOf(app.dataContainer(in: store.root))?.st_uid == app.uid, sourceLocation: sourceLocation)
+    }
+}
+
+/// The `appd` executable built next to this test binary.
+var appdExecutable: String {
+    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("appd")
+}
+
+struct RunResult {
+    var status: Int32
+    var signaled: Bool
+    var stdout: String
+    var stderr: String
+}
+
+/// Runs appd with `args`, extra environment, and an optional kill after `killAfter` seconds.
+func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws -> RunResult {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: appdExecutable)
+    process.arguments = args
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    if let killAfter {
+        Thread.sleep(forTimeInterval: killAfter)
+        kill(process.processIdentifier, SIGKILL)
+    }
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return RunResult(
+        status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+        stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+}
