@@ -20,6 +20,10 @@ public final class AppStore {
         let registryExists = FileManager.default.fileExists(atPath: root.registryPath)
         switch access {
         case .readOnly:
+            if registryExists && Glibc.access(root.registryPath, R_OK) != 0 {
+                throw AppdError(.permissionDenied, "reading \(root.registryPath) needs root",
+                    errno: errno, hint: "run it with sudo")
+            }
             registry = registryExists ? try Registry(path: root.registryPath) : nil
         case .readWrite:
             try root.createLayout()

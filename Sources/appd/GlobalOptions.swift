@@ -29,6 +29,9 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func openStore(_ access: AppStore.Access) throws -> AppStore {
+        // Every mode under the state root is set explicitly; anything else appd creates there
+        // (SQLite's -wal and -shm files) must not be readable by others.
+        umask(0o077)
         if access == .readWrite && geteuid() != 0 {
             throw AppdError(.permissionDenied, "changing the state root \(stateRoot.path) needs root",
                 hint: "run it with sudo; a later release routes this through the appd daemon")
