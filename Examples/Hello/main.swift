@@ -4,8 +4,12 @@ import Foundation
 // Info.plist through Bundle.main) and its containers (HOME is the data container, TMPDIR is
 // $HOME/tmp/). Nothing here knows about appd; the same code runs unchanged on iOS.
 
-func fail(_ message: String) -> Never {
+func warn(_ message: String) {
     FileHandle.standardError.write(Data("Hello: \(message)\n".utf8))
+}
+
+func fail(_ message: String) -> Never {
+    warn(message)
     exit(1)
 }
 
@@ -34,12 +38,12 @@ if let home = environment["HOME"], FileManager.default.isWritableFile(atPath: ho
     let counter = documents.appendingPathComponent("launches.txt")
     do {
         try FileManager.default.createDirectory(at: documents, withIntermediateDirectories: true)
-        let previous = (try? String(contentsOf: counter, encoding: .utf8))
-            .flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        let text = (try? String(contentsOf: counter, encoding: .utf8)) ?? ""
+        let previous = Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
         try "\(previous + 1)\n".write(to: counter, atomically: true, encoding: .utf8)
         print("launches:  \(previous + 1) (\(counter.path))")
     } catch {
         // Not fatal: the sandbox may deny the write, and that is worth seeing, not crashing on.
-        FileHandle.standardError.write(Data("Hello: cannot update \(counter.path): \(error)\n".utf8))
+        warn("cannot update \(counter.path): \(error)")
     }
 }
