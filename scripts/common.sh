@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # the variables set here are used by the sourcing script
 # Sourced by the scripts in this folder; not meant to be run.
 #
 # Sets REPO_ROOT and cds into it, puts Swift on PATH, and builds the flags every `swift build`
@@ -8,7 +9,7 @@
 #   SWIFT_ROOT          the toolchain (default /opt/swift)
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cd "$REPO_ROOT"
+cd "$REPO_ROOT" || exit
 
 SWIFT_ROOT=${SWIFT_ROOT:-/opt/swift}
 CALLER_PATH=$PATH
@@ -17,7 +18,8 @@ if [[ -x "$SWIFT_ROOT/usr/bin/swift" && ":$PATH:" != *":$SWIFT_ROOT/usr/bin:"* ]
 fi
 
 SWIFT_SCRATCH_PATH=${SWIFT_SCRATCH_PATH:-.build}
-read -r -a swift_flags <<<"--scratch-path $SWIFT_SCRATCH_PATH ${SWIFT_BUILD_FLAGS:-}"
+read -r -a swift_extra_flags <<<"${SWIFT_BUILD_FLAGS:-}"
+swift_flags=(--scratch-path "$SWIFT_SCRATCH_PATH" "${swift_extra_flags[@]}")
 
 # Progress goes to stderr so that a script's stdout stays machine-readable.
 say() { printf '==> %s\n' "$*" >&2; }
