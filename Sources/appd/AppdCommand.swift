@@ -18,4 +18,29 @@ struct AppdCommand: ParsableCommand {
         version: "0.1.0",
         subcommands: [Verify.self, Install.self, Uninstall.self, List.self, Info.self, Doctor.self]
     )
+
+    /// Accepts the global options on either side of the subcommand, as git does:
+    /// `appd --root /tmp/r list` and `appd list --root /tmp/r` mean the same.
+    static func main() {
+        main(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
+        var leading: [String] = []
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if ["--root", "--config"].contains(argument), index + 1 < arguments.count {
+                leading += arguments[index...index + 1]
+                index += 2
+            } else if argument == "--json" || argument.hasPrefix("--root=") || argument.hasPrefix("--config=") {
+                leading.append(argument)
+                index += 1
+            } else {
+                break
+            }
+        }
+        guard !leading.isEmpty, index < arguments.count else { return arguments }
+        return [arguments[index]] + leading + arguments[(index + 1)...]
+    }
 }
