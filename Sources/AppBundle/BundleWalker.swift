@@ -23,7 +23,8 @@ public struct BundleEntry: Sendable {
         case symlink(target: String)
     }
 
-    /// Relative to the bundle root, `/`-separated, never empty, never `.`/`..` components.
+    /// Relative to the bundle root, `/`-separated, never `.`/`..` components; empty only for
+    /// the bundle directory itself, which `enterDirectory`/`leaveDirectory` see first and last.
     public let relativePath: String
     public let kind: Kind
     /// Permission bits only (`st_mode & 0o7777`).
@@ -46,6 +47,9 @@ public struct BundleEntry: Sendable {
 /// The installer's copier is one; `AppBundle.open` uses one that only counts. A visitor that
 /// throws stops the walk: that is for I/O failures, not for bundle problems.
 public protocol BundleVisitor {
+    /// Whether `visitFile` needs an open descriptor for this file. Opening costs a few system
+    /// calls per file, so a visitor that only counts says no and gets -1.
+    func wantsDescriptor(for entry: BundleEntry) -> Bool
     mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws
     /// Called once the directory's contents have all been visited.
     mutating func leaveDirectory(_ entry: BundleEntry, fd: Int32) throws
@@ -55,10 +59,16 @@ public protocol BundleVisitor {
     mutating func visitSymlink(_ entry: BundleEntry) throws
 }
 
+extension BundleVisitor {
+    public func wantsDescriptor(for entry: BundleEntry) -> Bool { true }
+}
+
 /// What a walk found: counts, and every problem (the walk goes on past problems so a user sees
 /// them all at once; entries with a problem are not handed to the visitor).
 public struct BundleTree: Sendable {
     public var fileCount = 0
+    /// Files, directories and symlinks below the root: what `MaxFiles` bounds.
+    public var entryCount = 0
     public var totalBytes: Int64 = 0
     public var problems: [BundleProblem] = []
     /// Regular files and symlinks seen, by relative path, for the checks that need them
@@ -66,4 +76,244 @@ public struct BundleTree: Sendable {
     public var entries: [String: BundleEntry] = [:]
 
     public init() {}
+}
+
+/// Walks a bundle tree through file descriptors, never following a symlink: every directory and
+/// file is opened relative to its parent's fd with `O_NOFOLLOW`, and re-checked with `fstat`
+/// after opening, so what a visitor receives is what was checked even if someone renames or
+/// swaps entries during the walk.
+///
+/// Problems (hostile or unsupported entries, limits) are collected, not thrown, so one run shows
+/// them all; the walk stops early only at a limit, or at 100 problems.
+public enum BundleWalker {
+    public static let maxProblems = 100
+
+    public static func walk(
+        _ path: String, limits: BundleLimits, visitor: inout some BundleVisitor
+    ) throws -> BundleTree {
+        var info = stat()
+        guard lstat(path, &info) == 0 else {
+            if errno == ENOENT { throw AppdError(.notFound, "\(path): no such bundle directory") }
+            throw AppdError.system("stat \(path)")
+        }
+        guard info.st_mode & S_IFMT != S_IFLNK else {
+            throw AppdError(.invalidBundle, "\(path) is a symlink; name the bundle directory itself")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else {
+            throw AppdError(.invalidBundle, "\(path) is not a directory; a bundle is a Name.app folder")
+        }
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        defer { close(fd) }
+        var walk = Walk(limits: limits)
+        let root = BundleEntry(relativePath: "", kind: .directory,
+            permissions: info.st_mode & 0o7777, size: 0)
+        try visitor.enterDirectory(root, fd: fd)
+        try walk.directory(fd: fd, path: "", depth: 0, visitor: &visitor)
+        walk.checkSymlinks()
+        if !walk.stopped { try visitor.leaveDirectory(root, fd: fd) }
+        return walk.tree
+    }
+}
+
+/// The state of one walk.
+private struct Walk {
+    let limits: BundleLimits
+    var tree = BundleTree()
+    /// Set at a limit: the rest of the tree is not looked at.
+    var stopped = false
+
+    init(limits: BundleLimits) { self.limits = limits }
+
+    mutating func problem(_ path: String, _ message: String) {
+        guard !stopped else { return }
+        if tree.problems.count == BundleWalker.maxProblems - 1 {
+            tree.problems.append(BundleProblem("", "more than \(BundleWalker.maxProblems) problems; stopped looking"))
+            stopped = true
+            return
+        }
+        tree.problems.append(BundleProblem(path, message))
+    }
+
+    mutating func limit(_ message: String) {
+        guard !stopped else { return }
+        tree.problems.append(BundleProblem("", message))
+        stopped = true
+    }
+
+    mutating func directory(fd: Int32, path: String, depth: Int, visitor: inout some BundleVisitor) throws {
+        for name in try Self.names(in: fd, path: path) {
+            if stopped { return }
+            try entry(name, in: fd, parent: path, depth: depth, visitor: &visitor)
+        }
+    }
+
+    /// The names in a directory, sorted by their bytes so every walk sees the same order.
+    static func names(in fd: Int32, path: String) throws -> [[UInt8]] {
+        let copy = dup(fd)
+        guard copy >= 0, let dir = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            throw AppdError.system("read directory \(path.isEmpty ? "." : path)")
+        }
+        defer { closedir(dir) }
+        rewinddir(dir)
+        var names: [[UInt8]] = []
+        while true {
+            errno = 0
+            guard let item = readdir(dir) else {
+                if errno != 0 { throw AppdError.system("read directory \(path.isEmpty ? "." : path)") }
+                break
+            }
+            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
+                Array(raw.prefix(while: { $0 != 0 }))
+            }
+            if name == [46] || name == [46, 46] { continue }
+            names.append(name)
+        }
+        return names.sorted { $0.lexicographicallyPrecedes($1) }
+    }
+
+    mutating func entry(
+        _ rawName: [UInt8], in parent: Int32, parent parentPath: String, depth: Int,
+        visitor: inout some BundleVisitor
+    ) throws {
+        let shown = String(decoding: rawName, as: UTF8.self)
+        let displayPath = parentPath.isEmpty ? shown : parentPath + "/" + shown
+        guard let name = String(validating: rawName, as: UTF8.self) else {
+            return problem(displayPath, "the name is not valid UTF-8")
+        }
+        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            return problem(String(describing: Printable(displayPath)), "the name contains control characters")
+        }
+        let path = displayPath
+        guard path.utf8.count <= limits.maxPathLength else {
+            return problem(path, "the path is \(path.utf8.count) bytes long, over the limit of \(limits.maxPathLength) (MaxPathLength)")
+        }
+        var info = stat()
+        guard fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
+            throw AppdError.system("stat \(path)")
+        }
+        tree.entryCount += 1
+        guard tree.entryCount <= limits.maxFiles else {
+            return limit("the bundle has more than \(limits.maxFiles) entries (MaxFiles)")
+        }
+        let permissions = info.st_mode & 0o7777
+        switch info.st_mode & S_IFMT {
+        case S_IFDIR:
+            guard depth + 1 <= limits.maxDepth else {
+                return problem(path, "directories nest deeper than \(limits.maxDepth) levels (MaxDepth)")
+            }
+            if permissions & 0o002 != 0 { problem(path, "the directory is world-writable") }
+            let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { throw AppdError.system("open \(path)") }
+            defer { close(fd) }
+            guard Self.same(fd, as: info) else { return problem(path, "changed while being read") }
+            let entry = BundleEntry(relativePath: path, kind: .directory, permissions: permissions, size: 0)
+            try visitor.enterDirectory(entry, fd: fd)
+            try directory(fd: fd, path: path, depth: depth + 1, visitor: &visitor)
+            if !stopped { try visitor.leaveDirectory(entry, fd: fd) }
+
+        case S_IFREG:
+            var bad = false
+            if info.st_nlink > 1 {
+                problem(path, "has \(info.st_nlink) hard links; bundle files must have one")
+                bad = true
+            }
+            if permissions & (S_ISUID | S_ISGID) != 0 {
+                problem(path, "is setuid or setgid")
+                bad = true
+            }
+            if permissions & 0o002 != 0 {
+                problem(path, "is world-writable")
+                bad = true
+            }
+            let size = Int64(info.st_size)
+            tree.fileCount += 1
+            tree.totalBytes += size
+            guard tree.totalBytes <= limits.maxTotalBytes else {
+                return limit("the bundle holds more than \(limits.maxTotalBytes) bytes (MaxTotalBytes)")
+            }
+            if bad { return }
+            let entry = BundleEntry(relativePath: path, kind: .regularFile, permissions: permissions, size: size)
+            tree.entries[path] = entry
+            guard visitor.wantsDescriptor(for: entry) else { return try visitor.visitFile(entry, fd: -1) }
+            let fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { throw AppdError.system("open \(path)") }
+            defer { close(fd) }
+            guard Self.same(fd, as: info) else { return problem(path, "changed while being read") }
+            try visitor.visitFile(entry, fd: fd)
+
+        case S_IFLNK:
+            var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+            let n = readlinkat(parent, name, &buffer, buffer.count)
+            guard n >= 0 else { throw AppdError.system("readlink \(path)") }
+            guard n > 0 else { return problem(path, "is a symlink with an empty target") }
+            guard let target = String(validating: buffer[..<n], as: UTF8.self),
+                !target.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else { return problem(path, "is a symlink whose target is not printable UTF-8") }
+            if target.hasPrefix("/") {
+                return problem(path, "is a symlink to the absolute path \(target); links must stay inside the bundle")
+            }
+            let entry = BundleEntry(relativePath: path, kind: .symlink(target: target), permissions: 0o777, size: 0)
+            tree.entries[path] = entry
+            try visitor.visitSymlink(entry)
+
+        case S_IFCHR, S_IFBLK: problem(path, "is a device node")
+        case S_IFIFO: problem(path, "is a FIFO")
+        case S_IFSOCK: problem(path, "is a socket")
+        default: problem(path, "is of an unknown file type")
+        }
+    }
+
+    /// The fd names the inode that `fstatat` described (nobody swapped it in between).
+    static func same(_ fd: Int32, as info: stat) -> Bool {
+        var now = stat()
+        return fstat(fd, &now) == 0 && now.st_dev == info.st_dev && now.st_ino == info.st_ino
+            && now.st_mode & S_IFMT == info.st_mode & S_IFMT
+    }
+
+    /// Checks every symlink once the whole tree is known, resolving its target the way the
+    /// kernel would (following the links it passes through), so a chain like `a -> s/../..`
+    /// with `s -> .` is caught too.
+    mutating func checkSymlinks() {
+        for (path, entry) in tree.entries.sorted(by: { $0.key < $1.key }) {
+            guard case .symlink(let target) = entry.kind else { continue }
+            var hops = 0
+            let parent = Array(path.split(separator: "/").dropLast())
+            switch resolve(target, from: parent, hops: &hops) {
+            case .inside: continue
+            case .outside: problem(path, "is a symlink to \(target), which leads out of the bundle")
+            case .loop: problem(path, "is a symlink to \(target), which loops")
+            }
+        }
+    }
+
+    enum Resolution { case inside, outside, loop }
+
+    private func resolve(_ target: String, from directory: [Substring], hops: inout Int) -> Resolution {
+        var current = directory
+        return resolve(target, current: &current, hops: &hops)
+    }
+
+    private func resolve(_ target: String, current: inout [Substring], hops: inout Int) -> Resolution {
+        if target.hasPrefix("/") { return .outside }
+        for component in target.split(separator: "/") {
+            if component == "." { continue }
+            if component == ".." {
+                if current.isEmpty { return .outside }
+                current.removeLast()
+                continue
+            }
+            current.append(component)
+            guard case .symlink(let next) = tree.entries[current.joined(separator: "/")]?.kind else {
+                continue
+            }
+            hops += 1
+            if hops > 40 { return .loop }
+            current.removeLast()
+            let result = resolve(next, current: &current, hops: &hops)
+            if result != .inside { return result }
+        }
+        return .inside
+    }
 }
