@@ -1,12 +1,16 @@
 import AppBundle
 import Foundation
 
-/// Requested entitlements as appd prints them: every key with its typed value.
+/// Requested entitlements as appd prints them: every key with its typed value and what it means
+/// on Linux (an effect, no Linux effect, or unknown). Requested is not granted: `appd profile`
+/// shows what the sandbox actually allows.
 struct EntitlementsView: Encodable {
-    var requested: [String: PlistValue]
+    var requested: [EntitlementReport]
+    var unknown: [String]
 
     init(_ entitlements: Entitlements) {
-        requested = entitlements.values
+        requested = entitlements.report
+        unknown = entitlements.unknownKeys
     }
 
     func printText(indent: String) {
@@ -14,9 +18,14 @@ struct EntitlementsView: Encodable {
             print("\(indent)entitlements: none requested")
             return
         }
-        print("\(indent)entitlements:")
-        for key in requested.keys.sorted() {
-            print("\(indent)  \(key) = \(Self.render(requested[key]!))")
+        print("\(indent)entitlements requested:")
+        for entry in requested {
+            print("\(indent)  \(entry.key) = \(Self.render(entry.value))")
+            switch entry.meaning {
+            case .linux(let effect, _): print("\(indent)      \(effect)")
+            case .noLinuxEffect(let what): print("\(indent)      no Linux effect (\(what))")
+            case .unknown: print("\(indent)      unknown to appd: kept, has no effect")
+            }
         }
     }
 

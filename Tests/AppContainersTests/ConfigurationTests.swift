@@ -75,10 +75,10 @@ struct UIDAllocatorTests {
 
     @Test("skips uids the host uses for accounts")
     func skipsAccounts() throws {
-        // root (0) and daemon (1) exist on every Debian host; this range would start at them.
-        let allocator = UIDAllocator(range: 0...5, etc: "/nonexistent")
+        // Debian's system accounts fill 0-13 and more; this range starts in the middle of them.
+        let allocator = UIDAllocator(range: 0...1000, etc: "/nonexistent")
         let uid = try allocator.allocate(excluding: [])
-        #expect(getpwuid(uid) == nil && getgrgid(uid) == nil)
+        #expect(uid > 0 && getpwuid(uid) == nil && getgrgid(uid) == nil)
     }
 
     @Test("a full range is an error that says which setting to change")

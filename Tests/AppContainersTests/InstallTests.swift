@@ -61,7 +61,9 @@ struct InstallTests {
         #expect(result.previousVersion == "1.0" && result.reusedData)
         #expect(v2.bundleUUID != v1.bundleUUID)
         #expect(v2.dataUUID == v1.dataUUID && v2.uid == v1.uid)
-        #expect(v2.installedAt == v1.installedAt && v2.updatedAt >= v1.updatedAt)
+        // The registry stores milliseconds, so compare at that precision.
+        #expect(abs(v2.installedAt.timeIntervalSince(v1.installedAt)) < 0.001)
+        #expect(v2.updatedAt.timeIntervalSince(v1.updatedAt) > -0.001)
         #expect(v2.version == "1.1")
         #expect(try String(contentsOfFile: note, encoding: .utf8) == "mine")
         #expect(!FileManager.default.fileExists(atPath: oldContainer))

@@ -1,0 +1,74 @@
+@testable import AppBundle
+import Foundation
+import Testing
+
+/// A scratch directory removed when the value goes away, even if the test failed.
+final class Scratch {
+    let path: String
+
+    init(_ label: String = "appbundle-test") {
+        var template = Array("\(NSTemporaryDirectory())/\(label).XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        path = String(cString: template)
+    }
+
+    deinit {
+        // Sealed test trees may hold read-only directories: open them up before removing.
+        _ = try? FileManager.default.subpathsOfDirectory(atPath: path).forEach {
+            chmod("\(path)/\($0)", 0o755)
+        }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
+    func sub(_ name: String) -> String { "\(path)/\(name)" }
+}
+
+nonisolated(unsafe) let validInfo: [String: Any] = [
+    "CFBundleIdentifier": "com.example.hello", "CFBundleExecutable": "Hello",
+    "CFBundleVersion": "1", "CFBundleName": "Hello", "CFBundlePackageType": "APPL",
+]
+
+func plist(_ value: Any, format: PropertyListSerialization.PropertyListFormat = .xml) -> Data {
+    try! PropertyListSerialization.data(fromPropertyList: value, format: format, options: 0)
+}
+
+/// Writes an iOS-layout bundle (or macOS with `macos: true`) and returns its path.
+@discardableResult
+func makeBundle(
+    _ path: String, info: [String: Any] = validInfo, infoData: Data? = nil,
+    entitlements: Data? = nil, executable: String? = "Hello", macos: Bool = false
+) throws -> String {
+    let fm = FileManager.default
+    let base = macos ? "\(path)/Contents" : path
+    try fm.createDirectory(atPath: base, withIntermediateDirectories: true)
+    try (infoData ?? plist(info)).write(to: URL(fileURLWithPath: "\(base)/Info.plist"))
+    if let entitlements {
+        try entitlements.write(to: URL(fileURLWithPath: "\(base)/Entitlements.plist"))
+    }
+    if let executable {
+        let dir = macos ? "\(base)/MacOS" : path
+        try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        try "#!/bin/sh\necho hello\n".write(toFile: "\(dir)/\(executable)", atomically: false, encoding: .utf8)
+        chmod("\(dir)/\(executable)", 0o755)
+    }
+    return path
+}
+
+/// The problems `AppBundle.open` reports for the bundle, as text; empty if it opened.
+func problems(_ path: String, limits: BundleLimits = .init()) -> [String] {
+    do {
+        _ = try AppBundle.open(at: path, limits: limits)
+        return []
+    } catch let error as AppdError {
+        return error.problems.isEmpty ? [error.message] : error.problems.map(\.description)
+    } catch {
+        return ["\(error)"]
+    }
+}
+
+func write(_ text: String, to path: String) throws {
+    try FileManager.default.createDirectory(
+        atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+    try text.write(toFile: path, atomically: false, encoding: .utf8)
+}
