@@ -2,17 +2,18 @@
 import Foundation
 import Testing
 
-/// Real Info.plist and entitlements files from public apps (../shared/fixtures/real-plists):
+/// Real Info.plist and entitlements files from public apps (a copy of the team's
+/// shared/fixtures/real-plists, with their sources in SOURCES.tsv, kept in the repository so a
+/// fresh clone tests them):
 /// each, wrapped into a bundle, either opens or is refused with problems that name a key or the
 /// file. Never a crash, never a hang.
 @Suite("real-world property lists")
 struct FixtureTests {
     static let root: String = {
         if let override = ProcessInfo.processInfo.environment["APPD_FIXTURES"] { return override }
-        // Tests/AppBundleTests/FixtureTests.swift → repository → ../shared/fixtures/real-plists
-        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent()
-        return repository.deletingLastPathComponent().appendingPathComponent("shared/fixtures/real-plists").path
+        // Tests/AppBundleTests/FixtureTests.swift → Tests/Fixtures/real-plists
+        return URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Fixtures/real-plists").path
     }()
 
     static func files(_ kind: String) -> [String] {
