@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
+        .library(name: "Sandbox", targets: ["Sandbox"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -17,17 +18,24 @@ let package = Package(
     targets: [
         // C shims for syscalls Swift's Glibc module does not export.
         .target(name: "CLinux"),
+        // libseccomp, which compiles the seccomp deny list into BPF (in the daemon, not the
+        // launcher).
+        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // Reads and validates a bundle. Pure: it reads, never writes.
         .target(name: "AppBundle"),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
-            dependencies: ["AppBundle", "CLinux", .product(name: "GRDB", package: "GRDB.swift")]
+            dependencies: [
+                "AppBundle", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
+            ]
         ),
+        // SandboxProfile and the policy that compiles granted entitlements into one.
+        .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
         .executableTarget(
             name: "appd",
             dependencies: [
-                "AppBundle", "AppContainers",
+                "AppBundle", "AppContainers", "Sandbox",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

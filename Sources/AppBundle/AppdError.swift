@@ -96,6 +96,8 @@ public func errnoName(_ code: Int32) -> String {
     case ENOTEMPTY: "ENOTEMPTY"
     case EDQUOT: "EDQUOT"
     case ENOSYS: "ENOSYS"
+    case EAFNOSUPPORT: "EAFNOSUPPORT"
+    case ESRCH: "ESRCH"
     default: "errno \(code)"
     }
 }

@@ -76,9 +76,11 @@ public struct RecoveryReport: Sendable, Codable, Equatable {
     /// left by an uninstall that committed but was stopped before removing them.
     public var orphanBundleContainers: [String] = []
     public var orphanDataContainers: [String] = []
+    public var orphanGroupContainers: [String] = []
 
     public var isEmpty: Bool {
         staging.isEmpty && orphanBundleContainers.isEmpty && orphanDataContainers.isEmpty
+            && orphanGroupContainers.isEmpty
     }
 }
 
@@ -105,6 +107,13 @@ extension AppStore {
         for name in try dataDir.entries() where !data.contains(name) {
             try discard(name, in: dataDir)
             report.orphanDataContainers.append(name)
+        }
+        let groups = Set(try writableRegistry.allGroups().map(\.uuid))
+        if let groupDir = try? FileDescriptor.directory(root.groupContainersPath) {
+            for name in try groupDir.entries() where !groups.contains(name) {
+                try discard(name, in: groupDir)
+                report.orphanGroupContainers.append(name)
+            }
         }
         return report
     }

@@ -1,5 +1,6 @@
 import AppBundle
 import Foundation
+import Sandbox
 
 /// The settings of `appd.conf`: systemd-style INI (`[Section]`, `Key=Value`, `#` comments),
 /// the format Linux admins already edit for journald and logind. `config/appd.conf` in the
@@ -18,6 +19,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     /// use for accounts (<60000), DynamicUser (61184-65519) and nspawn containers
     /// (524288-1879048191), below 2^31 so no tool mistakes them for negative numbers.
     public var uidRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
+    /// `[Sandbox]`: what every app's sandbox is built from.
+    public var sandbox = SandboxSettings()
 
     public init() {}
 
@@ -47,9 +50,9 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                guard ["Bundle", "Users"].contains(section) else {
+                guard ["Bundle", "Users", "Sandbox"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox]")
                 }
                 continue
             }
@@ -94,6 +97,14 @@ public struct AppdConfiguration: Sendable, Equatable {
                     "\(place): UIDRange starts at \(low); uids below 1000 belong to the system")
             }
             uidRange = low...high
+        case ("Sandbox", _):
+            switch sandbox.set(key: key, value: value, parseSize: Self.parseSize) {
+            case .ok: break
+            case .invalid(let expected): throw bad(expected)
+            case .unknownKey:
+                throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Sandbox]",
+                    hint: "known keys: " + SandboxSettings.keys.joined(separator: ", "))
+            }
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
         default:

@@ -51,6 +51,14 @@ public final class Registry: Sendable {
                 t.column("updatedAt", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v2-app-groups") { db in
+            try db.create(table: "appGroups") { t in
+                t.column("groupID", .text).notNull().primaryKey().collate(.nocase)
+                t.column("uuid", .text).notNull().unique()
+                t.column("gid", .integer).notNull().unique()
+                t.column("createdAt", .datetime).notNull()
+            }
+        }
         return migrator
     }
 
@@ -66,8 +74,11 @@ public final class Registry: Sendable {
         try read { db in try InstalledApp.order(sql: "bundleID COLLATE NOCASE").fetchAll(db) }
     }
 
+    /// uids of apps and gids of application groups: both come from the same range.
     public func usedUIDs() throws -> Set<UInt32> {
-        try read { db in Set(try UInt32.fetchAll(db, sql: "SELECT uid FROM apps")) }
+        try read { db in
+            Set(try UInt32.fetchAll(db, sql: "SELECT uid FROM apps UNION SELECT gid FROM appGroups"))
+        }
     }
 
     /// Inserts or replaces the row for `app.bundleID`, in one transaction.
@@ -85,6 +96,9 @@ public final class Registry: Sendable {
             try String.fetchAll(db, sql: "PRAGMA integrity_check").filter { $0 != "ok" }
         }
     }
+
+    func readRecords<T>(_ body: (Database) throws -> T) throws -> T { try read(body) }
+    func writeRecords<T>(_ body: (Database) throws -> T) throws -> T { try write(body) }
 
     private func read<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try db.read(body) } catch let error as DatabaseError {

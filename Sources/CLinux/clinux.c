@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 int appd_syncfs(int fd) { return syncfs(fd); }
@@ -13,4 +15,14 @@ ssize_t appd_copy_file_range(int fd_in, int fd_out, size_t len) {
 
 int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
     return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
+}
+
+int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
+
+int appd_landlock_abi(void) {
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U << 0 /* ..._VERSION */);
+    return abi < 0 ? 0 : (int)abi;
 }

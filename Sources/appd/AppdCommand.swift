@@ -16,7 +16,10 @@ struct AppdCommand: ParsableCommand {
             come from /etc/appd/appd.conf (or --config / APPD_CONFIG) when it exists.
             """,
         version: "0.1.0",
-        subcommands: [Verify.self, Install.self, Uninstall.self, List.self, Info.self, Doctor.self]
+        subcommands: [
+            Verify.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self,
+            Doctor.self,
+        ]
     )
 
     /// Accepts the global options on either side of the subcommand, as git does:

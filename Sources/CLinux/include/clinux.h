@@ -18,4 +18,13 @@ ssize_t appd_copy_file_range(int fd_in, int fd_out, size_t len);
 /// renameat2(2) with RENAME_NOREPLACE: publishing a container must never replace one.
 int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 
+/// memfd_create(2) with MFD_CLOEXEC: an anonymous file for the profile and the seccomp BPF
+/// handed to appd-exec, never visible in any filesystem.
+int appd_memfd(const char *name);
+
+/// The kernel's Landlock ABI version (landlock_create_ruleset with
+/// LANDLOCK_CREATE_RULESET_VERSION), or 0 when Landlock is missing or disabled. glibc has no
+/// wrapper for the Landlock system calls.
+int appd_landlock_abi(void);
+
 #endif

@@ -1,0 +1,98 @@
+import Glibc
+import AppBundle
+
+/// Landlock and seccomp: the two layers that keep working after the app's first instruction.
+extension SandboxPolicy {
+    func landlock(
+        for app: SandboxSubject, grants: Grants, console: Bool, weakened: inout [String]
+    ) throws -> LandlockRules {
+        var rules = LandlockRules()
+        func allow(_ access: LandlockRules.Access, _ path: String) {
+            rules.paths.append(.init(access: access, path: path))
+        }
+        for path in settings.systemPaths where exists(path) { allow(.rx, path) }
+        allow(.ro, "/etc")
+        allow(.ro, "/proc")
+        for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] { allow(.rw, device) }
+        for device in ["/dev/random", "/dev/urandom"] { allow(.ro, device) }
+        if console { allow(.rw, "/dev/pts") }
+        for device in grants.devices { allow(.rw, device) }
+        allow(.rx, app.bundleContainer)
+        // Read-write but not executable: what the app writes, it cannot run (iOS's rule).
+        allow(.rw, app.dataContainer)
+        for group in grants.groupContainers { allow(.rw, group.path) }
+        for path in grants.readOnlyPaths { allow(.ro, path) }
+        for path in grants.readWritePaths { allow(.rw, path) }
+
+        var needed = 1
+        switch grants.network {
+        case .none:
+            // The private network namespace is the wall; TCP rules are a second one where the
+            // kernel has them.
+            if kernel.landlockABI >= Self.landlockNetworkABI { rules.restrictedTCP = [.bind, .connect] }
+        case .client:
+            if kernel.landlockABI >= Self.landlockNetworkABI {
+                rules.restrictedTCP = [.bind]
+                needed = Self.landlockNetworkABI
+            } else {
+                try weaken(.noLandlockNetwork, into: &weakened,
+                    "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7)",
+                    effect: "network-client apps may bind TCP ports")
+            }
+        case .server:
+            break
+        }
+        if kernel.landlockABI >= Self.landlockScopeABI {
+            rules.scopes = [.abstractUnix, .signal]
+            // On the host network only the scope keeps the host's abstract sockets away.
+            if grants.network != .none { needed = Self.landlockScopeABI }
+        } else if grants.network != .none {
+            try weaken(.noLandlockScopes, into: &weakened,
+                "Landlock ABI \(kernel.landlockABI) has no scoping (needs 6, Linux 6.12)",
+                effect: "the app can reach abstract unix sockets of the host")
+        }
+        rules.minimumABI = needed
+
+        if kernel.landlockABI == 0 {
+            try weaken(.noLandlock, into: &weakened, "the kernel has no Landlock",
+                effect: "the filesystem is limited by mounts alone",
+                hint: "Landlock needs CONFIG_SECURITY_LANDLOCK=y and 'landlock' in the lsm= boot "
+                    + "parameter (Linux 5.13 or later)")
+            rules = LandlockRules()
+            rules.minimumABI = 0
+        }
+        return rules
+    }
+
+    func seccomp(grants: Grants, weakened: inout [String]) throws -> SeccompRules {
+        var filter = SeccompRules()
+        filter.rules = Self.baselineSeccomp
+        if !grants.writableExecutableMemory { filter.rules += Self.noWritableExecutableMemory }
+        if !grants.debugger { filter.rules += Self.noPtrace }
+        if grants.network == .client {
+            filter.rules.append(.init(syscall: "listen", action: .errno(EPERM), conditions: [],
+                reason: "network.client without network.server: no listening sockets"))
+        }
+        if !kernel.seccomp {
+            try weaken(.noSeccomp, into: &weakened, "the kernel has no seccomp filters",
+                effect: "no system call is refused by a filter",
+                hint: "seccomp filters need CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y")
+            filter.required = false
+        }
+        return filter
+    }
+
+    /// A missing layer: fine only when the admin named this weaker mode, else the launch is
+    /// refused with what is missing and how to get it.
+    private func weaken(
+        _ mode: SandboxSettings.WeakerMode, into weakened: inout [String], _ what: String,
+        effect: String, hint: String? = nil
+    ) throws {
+        guard settings.weakerModes.contains(mode) else {
+            throw AppdError(.unsupported, "refusing to launch: \(what)",
+                hint: (hint.map { $0 + "; " } ?? "") + "or accept the weaker sandbox with "
+                    + "WeakerModes=\(mode.rawValue) in [Sandbox] (then \(effect))")
+        }
+        weakened.append("\(mode.rawValue): \(what); \(effect)")
+    }
+}

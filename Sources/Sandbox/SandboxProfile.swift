@@ -1,0 +1,215 @@
+/// Everything the sandbox of one app is, as a value: which namespaces it gets, what it sees,
+/// who it runs as, what Landlock and seccomp let it do, its limits and its environment.
+///
+/// `SandboxPolicy` compiles it from an installed app's entitlements and the admin's settings;
+/// `appd profile` prints it; `encoded()` turns it into the text `appd-exec` reads
+/// (docs/launcher-protocol.md) and `SeccompCompiler` turns its seccomp part into BPF. The
+/// launcher has no policy logic of its own, so what this value says is exactly what the app
+/// gets.
+public struct SandboxProfile: Sendable, Equatable, Codable {
+    public var app: AppIdentity
+    public var namespaces: [Namespace]
+    /// The uts namespace's hostname: the app's name, reduced to what a hostname may hold.
+    public var hostname: String
+    /// Bring `lo` up in the private network namespace (Foundation's run loop needs it).
+    public var loopback: Bool
+    /// Applied in order on an empty tmpfs root.
+    public var mounts: [Mount]
+    /// A terminal is attached to 0-2: mount a devpts instance and keep the tty.
+    public var console: Bool
+    public var uid: UInt32
+    public var gid: UInt32
+    public var groups: [UInt32]
+    public var rlimits: [ResourceLimit]
+    public var landlock: LandlockRules
+    public var seccomp: SeccompRules
+    /// `cgroup.procs` files the launcher joins before anything else; filled in per instance.
+    public var cgroupProcs: [String]
+    public var workingDirectory: String
+    /// The app's whole environment, in order. Nothing is inherited from the caller.
+    public var environment: [EnvironmentVariable]
+    public var executable: String
+    /// argv, argv[0] first.
+    public var arguments: [String]
+    /// Every entitlement the app requested and what became of it.
+    public var entitlements: [EntitlementDecision]
+    /// Layers this profile runs without because the admin allowed a weaker mode, with why.
+    public var weakenedLayers: [String]
+
+    public struct AppIdentity: Sendable, Equatable, Codable {
+        public var bundleID: String
+        public var bundlePath: String
+        public var dataContainer: String
+    }
+
+    public enum Namespace: String, Sendable, Codable, CaseIterable {
+        case user, mount, pid, net, ipc, uts, cgroup
+    }
+
+    public struct Mount: Sendable, Equatable, Codable {
+        public enum Kind: String, Sendable, Codable {
+            case roBind = "ro-bind"
+            case roBindTry = "ro-bind-try"
+            case rwBind = "rw-bind"
+            case devBind = "dev-bind"
+            case tmpfs, proc, dev, symlink, dir, file
+        }
+        public var kind: Kind
+        /// Host path for binds, link target for symlinks, nil otherwise.
+        public var source: String?
+        /// Path inside the sandbox.
+        public var destination: String
+        /// For tmpfs, dir and file.
+        public var mode: UInt32?
+        /// For file.
+        public var content: String?
+
+        public static func roBind(_ path: String, optional: Bool = false) -> Mount {
+            Mount(kind: optional ? .roBindTry : .roBind, source: path, destination: path)
+        }
+        public static func rwBind(_ path: String) -> Mount {
+            Mount(kind: .rwBind, source: path, destination: path)
+        }
+        public static func devBind(_ path: String) -> Mount {
+            Mount(kind: .devBind, source: path, destination: path)
+        }
+        public static func symlink(_ target: String, at path: String) -> Mount {
+            Mount(kind: .symlink, source: target, destination: path)
+        }
+        public static func tmpfs(_ path: String, mode: UInt32) -> Mount {
+            Mount(kind: .tmpfs, destination: path, mode: mode)
+        }
+        public static func file(_ path: String, mode: UInt32, content: String) -> Mount {
+            Mount(kind: .file, destination: path, mode: mode, content: content)
+        }
+        public static func dir(_ path: String, mode: UInt32) -> Mount {
+            Mount(kind: .dir, destination: path, mode: mode)
+        }
+    }
+
+    public struct ResourceLimit: Sendable, Equatable, Codable {
+        /// As `prlimit` names them: nofile, nproc, core, as, fsize, memlock, stack.
+        public var name: String
+        /// nil = unlimited.
+        public var soft: UInt64?
+        public var hard: UInt64?
+    }
+
+    public struct EnvironmentVariable: Sendable, Equatable, Codable {
+        public var name: String
+        public var value: String
+    }
+
+    public func environmentValue(_ name: String) -> String? {
+        environment.last { $0.name == name }?.value
+    }
+}
+
+/// Landlock: what the app may reach in the filesystem and over TCP, and the scopes it is
+/// confined to. Anything not listed is denied.
+public struct LandlockRules: Sendable, Equatable, Codable {
+    public enum Access: String, Sendable, Codable {
+        /// Read files and list directories.
+        case ro
+        /// ro + execute.
+        case rx
+        /// Everything but execute: create, remove, write, truncate, device ioctls.
+        case rw
+        case rwx
+    }
+    public struct PathRule: Sendable, Equatable, Codable {
+        public var access: Access
+        public var path: String
+    }
+    public enum PortAction: String, Sendable, Codable {
+        case bind, connect
+    }
+    public struct PortRule: Sendable, Equatable, Codable {
+        public var action: PortAction
+        public var port: UInt16
+    }
+    public enum Scope: String, Sendable, Codable {
+        case abstractUnix = "abstract-unix"
+        case signal
+    }
+
+    public var paths: [PathRule] = []
+    /// TCP actions denied except for the ports in `ports`.
+    public var restrictedTCP: [PortAction] = []
+    public var ports: [PortRule] = []
+    public var scopes: [Scope] = []
+    /// The launcher refuses to run on a kernel below this ABI; 0 means Landlock is off (only
+    /// with an explicit weaker mode).
+    public var minimumABI: Int = 1
+
+    public init() {}
+}
+
+/// The seccomp part: a default-allow filter with a deny list, refusing foreign syscall ABIs.
+/// Kept as data (not BPF) so `appd profile` can show it and tests can reason about it;
+/// `SeccompCompiler` exports the BPF.
+public struct SeccompRules: Sendable, Equatable, Codable {
+    public var rules: [SeccompRule] = []
+    /// Refuse to launch without a filter. False only with an explicit weaker mode.
+    public var required = true
+
+    public init() {}
+}
+
+public struct SeccompRule: Sendable, Equatable, Codable {
+    public enum Action: Sendable, Equatable, Codable {
+        /// Fail the call with this errno.
+        case errno(Int32)
+        /// Allow it but log it (used to let one exact value through a rule that refuses the
+        /// rest, since the filter's default action is already "allow").
+        case log
+    }
+    /// Compared against syscall argument `index`. `maskedEqual` compares `(arg & mask) == value`.
+    public struct Condition: Sendable, Equatable, Codable {
+        public enum Operator: String, Sendable, Codable {
+            case equal, notEqual, greater, greaterOrEqual, less, maskedEqual
+        }
+        public var index: Int
+        public var op: Operator
+        public var value: UInt64
+        public var mask: UInt64?
+
+        public static func arg(_ index: Int, _ op: Operator, _ value: UInt64) -> Condition {
+            Condition(index: index, op: op, value: value, mask: nil)
+        }
+        /// `(arg & bits) == bits`: any of a set of flag bits, one rule per bit.
+        public static func arg(_ index: Int, hasBits bits: UInt64) -> Condition {
+            Condition(index: index, op: .maskedEqual, value: bits, mask: bits)
+        }
+        /// The low 32 bits equal `value`, whatever the high bits: ioctl request numbers are
+        /// ints, so the kernel ignores the high half and so must the filter.
+        public static func arg(_ index: Int, low32 value: UInt32) -> Condition {
+            Condition(index: index, op: .maskedEqual, value: UInt64(value), mask: 0xFFFF_FFFF)
+        }
+    }
+
+    public var syscall: String
+    public var action: Action
+    public var conditions: [Condition]
+    /// Why the rule exists, for `appd profile`.
+    public var reason: String
+}
+
+/// What became of one requested entitlement.
+public struct EntitlementDecision: Sendable, Equatable, Codable {
+    public enum Outcome: String, Sendable, Codable {
+        /// It changes the sandbox; `effect` says how.
+        case granted
+        /// Requested as false (or empty): nothing changes.
+        case notRequested = "not-requested"
+        /// It has no Linux effect (iCloud, push ...); recorded and shown, nothing else.
+        case noLinuxEffect = "no-linux-effect"
+        /// Admin policy does not allow it; `effect` says which part.
+        case refused
+        /// appd does not know the key.
+        case unknown
+    }
+    public var key: String
+    public var outcome: Outcome
+    public var effect: String
+}

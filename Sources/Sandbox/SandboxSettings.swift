@@ -1,0 +1,130 @@
+/// The `[Sandbox]` section of appd.conf: what the admin decides about every app's sandbox.
+/// config/appd.conf documents each key with its default.
+public struct SandboxSettings: Sendable, Equatable {
+    /// Host directories every app sees read-only (and may execute from), at the same path.
+    /// `/bin`, `/sbin`, `/lib*` are added as the host has them (symlinks into /usr here).
+    public var systemPaths = ["/usr", "/opt/swift/usr/lib/swift/linux"]
+    /// The parts of the host's /etc an app sees; everything else (shadow, ssh keys, sudoers,
+    /// machine-id ...) is absent. passwd, group, hostname and hosts are generated per app.
+    public var etcFiles = [
+        "alternatives", "ca-certificates", "ca-certificates.conf", "debian_version", "fonts",
+        "gai.conf", "host.conf", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias",
+        "locale.conf", "localtime", "mime.types", "nsswitch.conf", "os-release", "protocols",
+        "resolv.conf", "services", "ssl/certs", "timezone",
+    ]
+    /// Where the temporary-exception entitlements may reach: a requested path is granted only
+    /// when it lies beneath one of these.
+    public var allowedReadOnlyPaths: [String] = []
+    public var allowedReadWritePaths: [String] = []
+    /// `com.apple.security.app-sandbox` must be true. When false, apps without it are still
+    /// sandboxed exactly the same way: appd never runs an app unconfined.
+    public var requireAppSandboxEntitlement = true
+    /// Per-instance cgroup limits.
+    public var memoryMax: Int64 = 512 << 20
+    public var tasksMax = 512
+    public var openFilesMax: UInt64 = 4096
+    /// `PATH` inside the sandbox.
+    public var path = "/usr/local/bin:/usr/bin:/bin"
+    /// Layers the admin lets appd launch without when the kernel lacks them. Empty: a missing
+    /// layer refuses the launch.
+    public var weakerModes: Set<WeakerMode> = []
+    /// `appd-exec`; nil = next to the running appd, then /usr/libexec/appd/appd-exec.
+    public var launcher: String?
+
+    public enum WeakerMode: String, Sendable, CaseIterable, Comparable {
+        /// No Landlock at all (kernels before 5.13 or booted without it in `lsm=`).
+        case noLandlock = "no-landlock"
+        /// Landlock without TCP rules (kernels before 6.7, ABI < 4): network-client apps may
+        /// then also bind TCP ports.
+        case noLandlockNetwork = "no-landlock-network"
+        /// Landlock without abstract-unix and signal scoping (before 6.12, ABI < 6): apps on
+        /// the host network may then reach the host's abstract unix sockets.
+        case noLandlockScopes = "no-landlock-scopes"
+        /// No seccomp filter. The deny list then rests on capabilities and no_new_privs alone.
+        case noSeccomp = "no-seccomp"
+
+        public static func < (a: Self, b: Self) -> Bool { a.rawValue < b.rawValue }
+    }
+
+    public init() {}
+
+    public static let keys = [
+        "SystemPaths", "EtcFiles", "AllowedReadOnlyPaths", "AllowedReadWritePaths",
+        "RequireAppSandboxEntitlement", "MemoryMax", "TasksMax", "OpenFilesMax", "Path",
+        "WeakerModes", "Launcher",
+    ]
+
+    /// Sets `key` from its text; returns a description of what was expected when `value` is
+    /// malformed, nil when `key` is unknown (the caller words both errors with file and line).
+    public mutating func set(key: String, value: String, parseSize: (String) -> Int64?)
+        -> SettingResult
+    {
+        func list() -> [String] { value.split(separator: " ").map(String.init) }
+        func absolutePaths() -> SettingResult? {
+            for path in list() where !path.hasPrefix("/") || path.split(separator: "/").contains("..") {
+                return .invalid("a list of absolute paths without '..' (\(path) is not)")
+            }
+            return nil
+        }
+        switch key {
+        case "SystemPaths":
+            if let bad = absolutePaths() { return bad }
+            systemPaths = list()
+        case "EtcFiles":
+            for name in list() where name.hasPrefix("/") || name.split(separator: "/").contains("..") {
+                return .invalid("a list of paths relative to /etc (\(name) is not)")
+            }
+            etcFiles = list()
+        case "AllowedReadOnlyPaths":
+            if let bad = absolutePaths() { return bad }
+            allowedReadOnlyPaths = list()
+        case "AllowedReadWritePaths":
+            if let bad = absolutePaths() { return bad }
+            allowedReadWritePaths = list()
+        case "RequireAppSandboxEntitlement":
+            switch value.lowercased() {
+            case "yes", "true", "1", "on": requireAppSandboxEntitlement = true
+            case "no", "false", "0", "off": requireAppSandboxEntitlement = false
+            default: return .invalid("yes or no")
+            }
+        case "MemoryMax":
+            guard let bytes = parseSize(value), bytes >= 16 << 20 else {
+                return .invalid("a size of at least 16M")
+            }
+            memoryMax = bytes
+        case "TasksMax":
+            guard let n = Int(value), n >= 8 else { return .invalid("a number of at least 8") }
+            tasksMax = n
+        case "OpenFilesMax":
+            guard let n = UInt64(value), n >= 64 else { return .invalid("a number of at least 64") }
+            openFilesMax = n
+        case "Path":
+            guard !value.isEmpty, value.split(separator: ":").allSatisfy({ $0.hasPrefix("/") }) else {
+                return .invalid("a ':'-separated list of absolute directories")
+            }
+            path = value
+        case "WeakerModes":
+            var modes: Set<WeakerMode> = []
+            for name in list() {
+                guard let mode = WeakerMode(rawValue: name) else {
+                    let known = WeakerMode.allCases.map(\.rawValue).joined(separator: ", ")
+                    return .invalid("a list of weaker modes (\(name) is not one of: \(known))")
+                }
+                modes.insert(mode)
+            }
+            weakerModes = modes
+        case "Launcher":
+            guard value.hasPrefix("/") else { return .invalid("an absolute path") }
+            launcher = value
+        default:
+            return .unknownKey
+        }
+        return .ok
+    }
+
+    public enum SettingResult: Equatable {
+        case ok
+        case unknownKey
+        case invalid(String)
+    }
+}

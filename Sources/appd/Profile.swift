@@ -1,0 +1,146 @@
+import AppBundle
+import AppContainers
+import ArgumentParser
+import Foundation
+import Sandbox
+
+struct Profile: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the sandbox an app gets: what it sees, who it runs as, what it may do.",
+        discussion: """
+            The profile is compiled from the entitlements recorded at install and the [Sandbox] \
+            settings of appd.conf, for this kernel. It is exactly what appd-exec builds at launch. \
+            --launcher prints the text handed to appd-exec instead (docs/launcher-protocol.md).
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"))
+    var id: String
+
+    @Flag(help: "Print the profile in appd-exec's input format.")
+    var launcher = false
+
+    @Flag(help: "List every seccomp rule, not only a summary.")
+    var verbose = false
+
+    func run() throws {
+        try options.run {
+            let store = try options.openStore(.readWrite)
+            let profile = try store.sandboxProfile(for: store.app(id))
+            if launcher {
+                print(profile.encoded(), terminator: "")
+            } else if options.json {
+                Output.json(profile)
+            } else {
+                ProfileText(profile: profile, verbose: verbose).print()
+            }
+        }
+    }
+}
+
+extension AppStore {
+    /// The profile `app` launches with on this kernel, creating its group containers if needed.
+    func sandboxProfile(for app: InstalledApp, arguments: [String] = [], console: Bool = false)
+        throws -> SandboxProfile
+    {
+        let subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
+        let policy = SandboxPolicy(settings: config.sandbox, kernel: .detect())
+        return try policy.profile(for: subject, arguments: arguments, console: console)
+    }
+}
+
+/// The profile for people: the questions an admin asks, each answered in a line or a list.
+struct ProfileText {
+    var profile: SandboxProfile
+    var verbose: Bool
+
+    func print() {
+        let p = profile
+        let network =
+            p.namespaces.contains(.net) ? "none (private network namespace, only lo)" : "host network"
+        Swift.print("\(p.app.bundleID): sandbox profile")
+        row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
+            + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
+        row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
+        row("network", network)
+        row("executable", p.executable)
+        row("working dir", p.workingDirectory)
+        section("filesystem (on an empty root)")
+        for mount in p.mounts {
+            switch mount.kind {
+            case .roBind, .roBindTry:
+                item("\(mount.destination)  read-only" + (mount.kind == .roBindTry ? " (if present)" : ""))
+            case .rwBind: item("\(mount.destination)  read-write")
+            case .devBind: item("\(mount.destination)  device")
+            case .symlink: item("\(mount.destination) -> \(mount.source ?? "")")
+            case .tmpfs: item("\(mount.destination)  empty tmpfs")
+            case .proc: item("\(mount.destination)  private procfs (own pid namespace)")
+            case .dev: item("\(mount.destination)  null zero full random urandom tty" + (p.console ? " pts" : ""))
+            case .dir: item("\(mount.destination)  directory")
+            case .file: item("\(mount.destination)  generated")
+            }
+        }
+        section("landlock" + (p.landlock.minimumABI == 0 ? ": OFF" : " (needs ABI \(p.landlock.minimumABI))"))
+        for rule in p.landlock.paths { item("\(rule.access.rawValue.padding(toLength: 4, withPad: " ", startingAt: 0)) \(rule.path)") }
+        if !p.landlock.restrictedTCP.isEmpty {
+            item("TCP " + p.landlock.restrictedTCP.map(\.rawValue).joined(separator: " and ") + ": denied")
+        }
+        if !p.landlock.scopes.isEmpty {
+            item("scoped: " + p.landlock.scopes.map(\.rawValue).joined(separator: ", "))
+        }
+        let rules = p.seccomp.rules
+        section("seccomp: \(rules.count) rules, foreign syscall ABIs kill the process"
+            + (p.seccomp.required ? "" : " (OPTIONAL)"))
+        if verbose {
+            for rule in rules { item("\(rule.syscall) \(describe(rule)): \(rule.reason)") }
+        } else {
+            var seen = Set<String>()
+            for rule in rules where seen.insert(rule.reason).inserted && !rule.reason.hasPrefix("address family") {
+                let names = Set(rules.filter { $0.reason == rule.reason }.map(\.syscall)).sorted()
+                item("\(names.joined(separator: " ")): \(rule.reason)")
+            }
+            let families = rules.filter { $0.reason.hasPrefix("address family") }.count
+            if families > 0 { item("socket: \(families) address families refused (only unix, inet, inet6, netlink-route)") }
+        }
+        section("limits")
+        for limit in p.rlimits {
+            item("\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")")
+        }
+        section("environment (nothing else is inherited)")
+        for variable in p.environment { item("\(variable.name)=\(variable.value)") }
+        section("entitlements")
+        if p.entitlements.isEmpty { item("none requested: the baseline above") }
+        for decision in p.entitlements { item("\(decision.key): \(decision.outcome.rawValue) — \(decision.effect)") }
+        if !p.weakenedLayers.isEmpty {
+            section("WEAKER SANDBOX (allowed by WeakerModes=)")
+            for layer in p.weakenedLayers { item(layer) }
+        }
+    }
+
+    private func describe(_ rule: SeccompRule) -> String {
+        let action: String =
+            switch rule.action {
+            case .errno(let code): "-> \(errnoName(code))"
+            case .log: "-> allowed (logged)"
+            }
+        let conditions = rule.conditions.map { c in
+            let value = "0x" + String(c.value, radix: 16)
+            switch c.op {
+            case .maskedEqual: return "arg\(c.index) & 0x\(String(c.mask ?? 0, radix: 16)) == \(value)"
+            case .equal: return "arg\(c.index) == \(value)"
+            case .notEqual: return "arg\(c.index) != \(value)"
+            case .greater: return "arg\(c.index) > \(value)"
+            case .greaterOrEqual: return "arg\(c.index) >= \(value)"
+            case .less: return "arg\(c.index) < \(value)"
+            }
+        }
+        return (conditions.isEmpty ? "" : "if " + conditions.joined(separator: " && ") + " ") + action
+    }
+
+    private func row(_ label: String, _ value: String) {
+        Swift.print("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + value)
+    }
+    private func section(_ title: String) { Swift.print("  \(title):") }
+    private func item(_ text: String) { Swift.print("    \(text)") }
+}
