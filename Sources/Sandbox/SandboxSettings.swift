@@ -114,6 +114,10 @@ public struct SandboxSettings: Sendable, Equatable {
             }
             weakerModes = modes
         case "Launcher":
+            if value.isEmpty {
+                launcher = nil
+                return .ok
+            }
             guard value.hasPrefix("/") else { return .invalid("an absolute path") }
             launcher = value
         default:
