@@ -45,6 +45,9 @@ let package = Package(
             path: "Examples/Hello",
             exclude: ["Info.plist", "Entitlements.plist", "greeting.txt", "README.md"]
         ),
+        // A hostile app in C for the sandbox tests: tries what an app must not do and prints
+        // what happened (Examples/Probe/main.c).
+        .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
     ]

@@ -1,0 +1,389 @@
+// probe: a hostile app for appd's sandbox tests. Installed and launched like any app, it tries
+// what an app should not be able to do, and what it must still be able to do, and prints one
+// line per attempt:
+//
+//   NAME: allowed
+//   NAME: refused ERRNO          (the call failed with ERRNO)
+//   NAME: killed SIGNAL          (the attempt, made in a child, died of SIGNAL)
+//   NAME: value TEXT             (a fact: uid, Seccomp mode, ...)
+//
+// It never judges: the tests decide which outcome each name must have.
+//
+//   probe all                    every baseline check below
+//   probe read PATH | write PATH | list PATH | exec PATH
+//   probe connect HOST PORT | connect-abstract NAME | bind PORT | listen-unix
+//   probe ptrace | jit | env | sleep SECONDS | exit CODE
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/ptrace.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <stddef.h>
+#include <termios.h>
+#include <unistd.h>
+
+#ifndef AF_VSOCK
+#define AF_VSOCK 40
+#endif
+#ifndef AF_BLUETOOTH
+#define AF_BLUETOOTH 31
+#endif
+#define X32_SYSCALL_BIT 0x40000000
+
+static const char *errno_name(int e) {
+    switch (e) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case EACCES: return "EACCES";
+    case EROFS: return "EROFS";
+    case ENOSYS: return "ENOSYS";
+    case EINVAL: return "EINVAL";
+    case EFAULT: return "EFAULT";
+    case ENOTTY: return "ENOTTY";
+    case EBADF: return "EBADF";
+    case ETXTBSY: return "ETXTBSY";
+    case ECONNREFUSED: return "ECONNREFUSED";
+    case ENETUNREACH: return "ENETUNREACH";
+    case EAFNOSUPPORT: return "EAFNOSUPPORT";
+    case EPROTONOSUPPORT: return "EPROTONOSUPPORT";
+    case EADDRINUSE: return "EADDRINUSE";
+    case EEXIST: return "EEXIST";
+    case EISDIR: return "EISDIR";
+    case ENOTDIR: return "ENOTDIR";
+    case EBUSY: return "EBUSY";
+    case ESRCH: return "ESRCH";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case ENOMEM: return "ENOMEM";
+    case EAGAIN: return "EAGAIN";
+    default: return "EOTHER";
+    }
+}
+
+/// Reports the result of a call that returns -1 on failure.
+static void report(const char *name, long result) {
+    if (result == -1) printf("%s: refused %s\n", name, errno_name(errno));
+    else printf("%s: allowed\n", name);
+    fflush(stdout);
+}
+
+/// Runs `attempt` in a child so a SIGSYS or a crash is reported, not fatal; the child exits 0
+/// when the attempt succeeded and 100+errno when it failed.
+static void in_child(const char *name, long (*attempt)(void)) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        errno = 0;
+        long r = attempt();
+        _exit(r == -1 ? 100 + (errno > 150 ? 150 : errno) : 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) printf("%s: killed %s\n", name, sigabbrev_np(WTERMSIG(status)) ? sigabbrev_np(WTERMSIG(status)) : "?");
+    else if (WEXITSTATUS(status) == 0) printf("%s: allowed\n", name);
+    else printf("%s: refused %s\n", name, errno_name(WEXITSTATUS(status) - 100));
+    fflush(stdout);
+}
+
+static long try_int80(void) {
+    long ret;
+    __asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");  // i386 getpid
+    if (ret < 0) { errno = (int)-ret; return -1; }
+    return 0;
+}
+static long try_x32(void) { return syscall(X32_SYSCALL_BIT | SYS_getpid); }
+static long try_clone_newns(void) {
+    long r = syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, 0, 0, 0, 0);
+    if (r == 0) _exit(0);
+    return r > 0 ? 0 : -1;
+}
+static long try_traceme(void) { return ptrace(PTRACE_TRACEME, 0, 0, 0); }
+static long try_clone_thread(void) {
+    // The plain fork glibc uses must stay allowed.
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    if (pid < 0) return -1;
+    waitpid(pid, 0, 0);
+    return 0;
+}
+
+static void value(const char *name, const char *text) {
+    printf("%s: value %s\n", name, text);
+    fflush(stdout);
+}
+
+static void status_fields(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f) { report("proc-status", -1); return; }
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        const char *keys[] = {"NoNewPrivs:", "Seccomp:", "CapEff:", "CapPrm:", "CapInh:", "CapBnd:", "CapAmb:", "Uid:", "Gid:", "Groups:"};
+        for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
+            size_t n = strlen(keys[i]);
+            if (strncmp(line, keys[i], n) == 0) {
+                char *v = line + n;
+                while (*v == ' ' || *v == '\t') v++;
+                v[strcspn(v, "\n")] = 0;
+                for (char *p = v; *p; p++) if (*p == '\t') *p = ' ';
+                char name[64];
+                snprintf(name, sizeof name, "status-%.*s", (int)(n - 1), keys[i]);
+                value(name, *v ? v : "-");
+            }
+        }
+    }
+    fclose(f);
+}
+
+static void list_dir(const char *name, const char *path) {
+    DIR *d = opendir(path);
+    if (!d) { report(name, -1); return; }
+    char out[4096] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        if (e->d_name[0] == '.' && (!e->d_name[1] || (e->d_name[1] == '.' && !e->d_name[2]))) continue;
+        if (strlen(out) + strlen(e->d_name) + 2 < sizeof out) { strcat(out, e->d_name); strcat(out, ","); }
+    }
+    closedir(d);
+    value(name, *out ? out : "-");
+}
+
+static void processes(void) {
+    DIR *d = opendir("/proc");
+    if (!d) { report("processes", -1); return; }
+    int count = 0;
+    struct dirent *e;
+    while ((e = readdir(d))) if (e->d_name[0] >= '0' && e->d_name[0] <= '9') count++;
+    closedir(d);
+    char text[32];
+    snprintf(text, sizeof text, "%d", count);
+    value("process-count", text);
+    snprintf(text, sizeof text, "%d", getpid());
+    value("pid", text);
+}
+
+static void open_fds(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) { report("fds", -1); return; }
+    char out[1024] = "";
+    struct dirent *e;
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (e->d_name[0] == '.' || fd <= 2 || fd == dirfd(d)) continue;
+        char link[256] = "", target[300];
+        snprintf(target, sizeof target, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(target, link, sizeof link - 1);
+        if (n > 0) link[n] = 0;
+        snprintf(target, sizeof target, "%d=%s,", fd, link);
+        if (strlen(out) + strlen(target) < sizeof out) strcat(out, target);
+    }
+    closedir(d);
+    value("extra-fds", *out ? out : "none");
+}
+
+static void *thread_main(void *arg) { return arg; }
+
+static int write_file(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return -1;
+    int ok = write(fd, "x", 1) == 1;
+    close(fd);
+    if (!ok) return -1;
+    unlink(path);
+    return 0;
+}
+
+static void baseline(void) {
+    char text[512];
+    snprintf(text, sizeof text, "%d", getuid()); value("uid", text);
+    snprintf(text, sizeof text, "%d", getgid()); value("gid", text);
+    status_fields();
+    processes();
+    struct utsname u; uname(&u); value("hostname", u.nodename);
+    value("cwd", getcwd(text, sizeof text) ? text : "?");
+    open_fds();
+    list_dir("root-entries", "/");
+    list_dir("dev-entries", "/dev");
+
+    // Terminal injection, also with high bits set in the request (compared on the low 32 bits).
+    char c = 'x';
+    report("ioctl-TIOCSTI", syscall(SYS_ioctl, 0, (unsigned long)TIOCSTI, &c));
+    report("ioctl-TIOCSTI-high", syscall(SYS_ioctl, 0, (unsigned long)TIOCSTI | (1UL << 32), &c));
+    char sub = 0;
+    report("ioctl-TIOCLINUX", syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX, &sub));
+    report("ioctl-TIOCLINUX-high", syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX | (1UL << 32), &sub));
+
+    report("clone3", syscall(SYS_clone3, NULL, 0));
+    in_child("clone-newns", try_clone_newns);
+    report("unshare-user", unshare(CLONE_NEWUSER));
+    report("unshare-net", unshare(CLONE_NEWNET));
+    report("unshare-ns", unshare(CLONE_NEWNS));
+    report("mount", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, 0));
+    report("umount", syscall(SYS_umount2, "/proc", 2 /* MNT_DETACH */));
+    report("pivot_root", syscall(SYS_pivot_root, "/", "/"));
+    report("chroot", syscall(SYS_chroot, "/"));
+    report("open_tree", syscall(SYS_open_tree, AT_FDCWD, "/", 0));
+    report("fsopen", syscall(SYS_fsopen, "tmpfs", 0));
+    report("move_mount", syscall(SYS_move_mount, -1, "", -1, "/", 0));
+    report("fspick", syscall(SYS_fspick, AT_FDCWD, "/", 0));
+    report("mount_setattr", syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, NULL, 0));
+    report("setns", syscall(SYS_setns, 0, 0));
+    // In a child: a process that became traced stops at its next signal or exec.
+    in_child("ptrace-traceme", try_traceme);
+    report("perf_event_open", syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0));
+    report("bpf", syscall(SYS_bpf, 0, NULL, 0));
+    report("userfaultfd", syscall(SYS_userfaultfd, 0));
+    report("io_uring_setup", syscall(SYS_io_uring_setup, 1, NULL));
+    report("keyctl", syscall(SYS_keyctl, 0, 0, 0, 0, 0));
+    report("add_key", syscall(SYS_add_key, "user", "x", "y", 1, -2));
+    report("request_key", syscall(SYS_request_key, "user", "x", NULL, 0));
+    report("kexec_load", syscall(SYS_kexec_load, 0, 0, NULL, 0));
+    report("init_module", syscall(SYS_init_module, NULL, 0, ""));
+    report("finit_module", syscall(SYS_finit_module, -1, "", 0));
+    report("acct", syscall(SYS_acct, NULL));
+    report("swapon", syscall(SYS_swapon, "/nonexistent", 0));
+    report("syslog", syscall(SYS_syslog, 3, text, 10));
+    report("reboot", syscall(SYS_reboot, 0, 0, 0, NULL));
+    report("personality-linux32", personality(PER_LINUX32));
+    report("personality-query", personality(0xffffffff));
+    personality(PER_LINUX);  // undo a change that was allowed, for the checks below
+
+    void *wx = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    report("mmap-wx", wx == MAP_FAILED ? -1 : 0);
+    void *rw = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    report("mmap-rw", rw == MAP_FAILED ? -1 : 0);
+    if (rw != MAP_FAILED) report("mprotect-wx", mprotect(rw, 4096, PROT_READ | PROT_WRITE | PROT_EXEC));
+
+    report("socket-packet", socket(AF_PACKET, SOCK_RAW, 0));
+    report("socket-vsock", socket(AF_VSOCK, SOCK_STREAM, 0));
+    report("socket-bluetooth", socket(AF_BLUETOOTH, SOCK_RAW, 0));
+    report("socket-netlink-audit", socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT));
+    report("socket-netlink-route", socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE));
+    in_child("abi-i386", try_int80);
+    in_child("abi-x32", try_x32);
+
+    struct rlimit limit;
+    getrlimit(RLIMIT_NOFILE, &limit);
+    if (limit.rlim_max != RLIM_INFINITY) limit.rlim_max += 1;
+    report("raise-hard-rlimit", setrlimit(RLIMIT_NOFILE, &limit));
+    const char *home = getenv("HOME");
+    snprintf(text, sizeof text, "%s/tmp/probe-dev", home ? home : "/tmp");
+    report("mknod-device", mknod(text, S_IFCHR | 0600, makedev(1, 3)));
+    report("write-proc-self-exe", open("/proc/self/exe", O_WRONLY));
+    report("read-etc-shadow", open("/etc/shadow", O_RDONLY));
+
+    // What must keep working.
+    in_child("fork", try_clone_thread);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) { execl("/bin/sh", "sh", "-c", "exit 7", (char *)NULL); _exit(127); }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    report("exec-sh", WIFEXITED(status) && WEXITSTATUS(status) == 7 ? 0 : -1);
+    pthread_t thread;
+    report("thread", pthread_create(&thread, NULL, thread_main, NULL) == 0 && pthread_join(thread, NULL) == 0 ? 0 : -1);
+    int pair[2];
+    report("socketpair-unix", socketpair(AF_UNIX, SOCK_STREAM, 0, pair));
+    report("socket-inet", socket(AF_INET, SOCK_DGRAM, 0));
+    char random[16];
+    report("getrandom", getrandom(random, sizeof random, 0) == sizeof random ? 0 : -1);
+    report("memfd", memfd_create("probe", MFD_CLOEXEC));
+    snprintf(text, sizeof text, "%s/Documents/probe.txt", home ? home : "/nonexistent");
+    report("write-documents", write_file(text));
+    report("write-tmp", write_file("/tmp/probe.txt"));
+    report("write-var-tmp", write_file("/var/tmp/probe.txt"));
+    report("write-root", write_file("/probe.txt"));
+    report("write-etc", write_file("/etc/probe.txt"));
+    report("write-dev-shm", write_file("/dev/shm/probe.txt"));
+    const char *bundle = getenv("APPD_BUNDLE_PATH");
+    if (bundle) {
+        snprintf(text, sizeof text, "%s/probe.txt", bundle);
+        report("write-bundle", write_file(text));
+    }
+    char self[512];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) { self[n] = 0; report("write-own-executable", open(self, O_WRONLY)); }
+}
+
+
+static void connect_tcp(const char *host, int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) { report("connect", -1); return; }
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port)};
+    inet_pton(AF_INET, host, &addr.sin_addr);
+    report("connect", connect(fd, (struct sockaddr *)&addr, sizeof addr));
+}
+
+static void connect_abstract(const char *name) {
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    strncpy(addr.sun_path + 1, name, sizeof addr.sun_path - 2);
+    report("connect-abstract", connect(fd, (struct sockaddr *)&addr, offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name)));
+}
+
+static void bind_tcp(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    long r = bind(fd, (struct sockaddr *)&addr, sizeof addr);
+    report("bind", r);
+    if (r == 0) report("listen", listen(fd, 1));
+}
+
+static long try_ptrace(void) {
+    pid_t child = fork();
+    if (child == 0) { pause(); _exit(0); }
+    long r = ptrace(PTRACE_ATTACH, child, 0, 0);
+    int saved = errno;
+    if (r == 0) { waitpid(child, NULL, 0); ptrace(PTRACE_DETACH, child, 0, 0); }
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    errno = saved;
+    return r;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *mode = argc > 1 ? argv[1] : "all";
+    if (!strcmp(mode, "all")) baseline();
+    else if (!strcmp(mode, "read") && argc > 2) report("read", open(argv[2], O_RDONLY));
+    else if (!strcmp(mode, "write") && argc > 2) report("write", write_file(argv[2]));
+    else if (!strcmp(mode, "list") && argc > 2) list_dir("list", argv[2]);
+    else if (!strcmp(mode, "exec") && argc > 2) {
+        execv(argv[2], argv + 2);
+        report("exec", -1);
+    }
+    else if (!strcmp(mode, "connect") && argc > 3) connect_tcp(argv[2], atoi(argv[3]));
+    else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
+    else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));
+    else if (!strcmp(mode, "ptrace")) report("ptrace-attach", try_ptrace());
+    else if (!strcmp(mode, "jit")) {
+        void *wx = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        report("mmap-wx", wx == MAP_FAILED ? -1 : 0);
+    } else if (!strcmp(mode, "env")) {
+        extern char **environ;
+        for (char **e = environ; *e; e++) printf("env: value %s\n", *e);
+    } else if (!strcmp(mode, "sleep") && argc > 2) sleep(atoi(argv[2]));
+    else if (!strcmp(mode, "exit") && argc > 2) return atoi(argv[2]);
+    else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
+    return 0;
+}
