@@ -24,7 +24,8 @@ enum Namespaces {
     static func unshare(_ profile: Profile) throws {
         let flags = profile.unshareFlags
         guard flags != 0 else { return }
-        let names = profile.namespaces.map(\.rawValue).sorted().joined(separator: " ")
-        try sys(appd_unshare(flags), "unshare", names)
+        try sys(
+            appd_unshare(flags), "unshare",
+            profile.namespaces.map { $0.rawValue }.joined(separator: " "))
     }
 }

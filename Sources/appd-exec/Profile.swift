@@ -3,9 +3,13 @@ import Glibc
 
 /// The sandbox as `docs/launcher-protocol.md` spells it: a value parsed from the profile fd.
 /// The launcher has no policy of its own; every field comes from one kind of record.
+///
+/// Collections are arrays, not sets: instantiating a `Set`'s generic metadata makes the runtime
+/// scan every protocol conformance of the statically linked stdlib, a measurable part of the
+/// launch time.
 struct Profile {
     var cgroups: [String] = []
-    var namespaces: Set<Namespace> = []
+    var namespaces: [Namespace] = []
     var hostname: String?
     var loopback = false
     var tmpfsRoot = false
@@ -17,8 +21,8 @@ struct Profile {
     var rlimits: [ResourceLimit] = []
     var landlockPaths: [(access: FilesystemAccess, path: String)] = []
     var landlockPorts: [(right: NetworkRight, port: UInt64)] = []
-    var landlockNetRestrict: Set<NetworkRight> = []
-    var landlockScopes: Set<LandlockScope> = []
+    var landlockNetRestrict: [NetworkRight] = []
+    var landlockScopes: [LandlockScope] = []
     var landlockMinABI: Int?
     var seccompRequired = true
     var directory: String?
@@ -27,7 +31,7 @@ struct Profile {
     var arguments: [String] = []
 }
 
-enum Namespace: String, Hashable {
+enum Namespace: String {
     case user, mount, pid, net, ipc, uts, cgroup
 
     var cloneFlag: Int32 {
@@ -72,11 +76,11 @@ enum FilesystemAccess: String {
     case ro, rx, rw, rwx
 }
 
-enum NetworkRight: String, Hashable {
+enum NetworkRight: String {
     case bind, connect
 }
 
-enum LandlockScope: String, Hashable {
+enum LandlockScope: String {
     case abstractUnix = "abstract-unix"
     case signal
 }
@@ -109,4 +113,11 @@ extension Profile {
     }
 
     var unshareFlags: Int32 { namespaces.reduce(0) { $0 | $1.cloneFlag } }
+}
+
+extension Array where Element: Equatable {
+    /// Set-like insertion for the profile's small lists.
+    mutating func appendUnique(_ element: Element) {
+        if !contains(element) { append(element) }
+    }
 }

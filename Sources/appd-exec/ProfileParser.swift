@@ -29,7 +29,7 @@ struct ProfileParser {
     }
 
     private var profile = Profile()
-    private var seen: Set<String> = []
+    private var seen: [String] = []
 
     /// Undoes the percent-encoding: `%XX` (upper-case hex) for 0x00-0x20, `%` and 0x7F. Those
     /// bytes may not appear raw, and the decoded field must be UTF-8 without NUL.
@@ -73,9 +73,10 @@ struct ProfileParser {
             }
         }
         func once() throws {
-            guard seen.insert(kind).inserted else {
+            guard !seen.contains(kind) else {
                 throw LaunchFailure("profile", "'\(kind)' may appear only once")
             }
+            seen.append(kind)
         }
         switch kind {
         case "cgroup":
@@ -87,7 +88,7 @@ struct ProfileParser {
                 guard let namespace = Namespace(rawValue: name) else {
                     throw LaunchFailure("profile", "unknown namespace '\(name)'")
                 }
-                profile.namespaces.insert(namespace)
+                profile.namespaces.appendUnique(namespace)
             }
         case "hostname":
             try fields(1)
@@ -149,13 +150,13 @@ struct ProfileParser {
             profile.landlockPorts.append((right, port))
         case "landlock-net-restrict":
             try fields(1)
-            profile.landlockNetRestrict.insert(try Self.networkRight(values[0]))
+            profile.landlockNetRestrict.appendUnique(try Self.networkRight(values[0]))
         case "landlock-scope":
             try fields(1)
             guard let scope = LandlockScope(rawValue: values[0]) else {
                 throw LaunchFailure("profile", "unknown landlock-scope '\(values[0])'")
             }
-            profile.landlockScopes.insert(scope)
+            profile.landlockScopes.appendUnique(scope)
         case "landlock-min-abi":
             try fields(1)
             try once()

@@ -90,12 +90,12 @@ enum ExitStatus: Equatable {
 
     /// Parses a `line` back (PID 1 sends it to the outer launcher).
     init?(line: String) {
-        let parts = line.split(separator: " ")
-        guard parts.count == 2, let value = Int32(parts[1]) else { return nil }
-        switch parts[0] {
-        case "exit": self = .exited(value)
-        case "signal": self = .signaled(value)
-        default: return nil
+        if line.hasPrefix("exit "), let code = Int32(line.dropFirst(5)) {
+            self = .exited(code)
+        } else if line.hasPrefix("signal "), let signo = Int32(line.dropFirst(7)) {
+            self = .signaled(signo)
+        } else {
+            return nil
         }
     }
 }
