@@ -32,13 +32,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
-        // The sandbox launcher: single-threaded, no Foundation. The Swift runtime is linked
-        // statically because loading libswiftCore.so costs ~1.5-2 ms on every launch
-        // (DESIGN.md, "Facts measured").
+        // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
+        // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and
+        // -static-stdlib still leaves libstdc++/libm/libgcc_s to the dynamic loader (another
+        // ~0.6 ms); a static glibc is fine here since the launcher uses no NSS.
         .executableTarget(
             name: "appd-exec",
             dependencies: ["CLinux"],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"])]
+            linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
         // The sample app; scripts/build-sample assembles it into Hello.app.
         .executableTarget(
