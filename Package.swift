@@ -49,5 +49,7 @@ let package = Package(
         ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
+        // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
+        .testTarget(name: "LauncherTests"),
     ]
 )
