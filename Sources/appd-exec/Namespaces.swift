@@ -24,8 +24,11 @@ enum Namespaces {
     static func unshare(_ profile: Profile) throws {
         let flags = profile.unshareFlags
         guard flags != 0 else { return }
-        try sys(
-            appd_unshare(flags), "unshare",
-            profile.namespaces.map { $0.rawValue }.joined(separator: " "))
+        guard appd_unshare(flags) == 0 else {
+            let code = errno
+            let names = profile.namespaces.map { $0.rawValue }.joined(separator: " ")
+            let hint = code == EPERM ? "; hint: appd-exec must run as root" : ""
+            throw LaunchFailure("unshare", "cannot create namespaces \(names)\(hint)", errno: code)
+        }
     }
 }
