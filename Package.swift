@@ -8,6 +8,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "appd", targets: ["appd"]),
+        .executable(name: "appd-exec", targets: ["appd-exec"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
     ],
@@ -39,6 +40,15 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
+        // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and
+        // -static-stdlib still leaves libstdc++/libm/libgcc_s to the dynamic loader (another
+        // ~0.6 ms); a static glibc is fine here since the launcher uses no NSS.
+        .executableTarget(
+            name: "appd-exec",
+            dependencies: ["CLinux"],
+            linkerSettings: [.unsafeFlags(["-static-executable"])]
+        ),
         // The sample app; scripts/build-sample assembles it into Hello.app.
         .executableTarget(
             name: "Hello",
@@ -50,5 +60,7 @@ let package = Package(
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
+        // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
+        .testTarget(name: "LauncherTests"),
     ]
 )

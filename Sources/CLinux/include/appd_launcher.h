@@ -1,0 +1,121 @@
+#ifndef APPD_LAUNCHER_H
+#define APPD_LAUNCHER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+// Shims for appd-exec, the sandbox launcher. Swift's Glibc module leaves out everything glibc
+// hides behind _GNU_SOURCE (unshare, setresuid, close_range, strerrorname_np, the CLONE_ and
+// ST_ constants), has no prctl/syscall() (variadic), and knows nothing of the syscalls without
+// glibc wrappers (pivot_root, mount_setattr, landlock_*, seccomp, capset, pidfd_open). Each
+// wrapper returns what the syscall returns and leaves errno set.
+
+// unshare(2) flags, copied from <linux/sched.h> so that this header needs no _GNU_SOURCE.
+#define APPD_CLONE_NEWNS 0x00020000
+#define APPD_CLONE_NEWCGROUP 0x02000000
+#define APPD_CLONE_NEWUTS 0x04000000
+#define APPD_CLONE_NEWIPC 0x08000000
+#define APPD_CLONE_NEWUSER 0x10000000
+#define APPD_CLONE_NEWPID 0x20000000
+#define APPD_CLONE_NEWNET 0x40000000
+
+int appd_unshare(int flags);
+
+/// pivot_root(2): no glibc wrapper.
+int appd_pivot_root(const char *new_root, const char *put_old);
+
+/// mount_setattr(2) with AT_RECURSIVE: sets `attr_set` (MOUNT_ATTR_*) on the mount at `path`
+/// and every mount below it, never clearing a flag, so the kernel's locked flags stay as they
+/// are. No glibc wrapper in Debian 12.
+int appd_mount_setattr_recursive(const char *path, uint64_t attr_set);
+#define APPD_MOUNT_ATTR_RDONLY 0x00000001ULL
+#define APPD_MOUNT_ATTR_NOSUID 0x00000002ULL
+#define APPD_MOUNT_ATTR_NODEV 0x00000004ULL
+
+/// The MS_* flags a remount of `path` must keep because the kernel may have locked them
+/// (nosuid, nodev, noexec, the atime flags), read with statvfs(2). The ST_* constants are
+/// _GNU_SOURCE-only. Returns -1 with errno on failure.
+long appd_locked_mount_flags(const char *path);
+
+/// Brings the loopback interface of the current net namespace up (SIOCGIFFLAGS/SIOCSIFFLAGS):
+/// struct ifreq's union is not usable from Swift.
+int appd_loopback_up(void);
+
+/// prctl(2) is variadic in glibc, which Swift cannot call.
+int appd_set_no_new_privs(void);
+int appd_set_pdeathsig(int signo);
+int appd_set_child_subreaper(void);
+int appd_capbset_drop(int cap);
+/// PR_CAPBSET_READ: 1 or 0, or -1 with EINVAL past the kernel's last capability.
+int appd_capbset_read(int cap);
+int appd_cap_ambient_clear_all(void);
+
+/// capset(2) with empty effective, permitted and inheritable sets (no glibc wrapper).
+int appd_capset_zero(void);
+
+/// setresuid/setresgid are _GNU_SOURCE-only. Both set the real, effective and saved id.
+int appd_setresuid(uid_t uid);
+int appd_setresgid(gid_t gid);
+
+/// open(2) with O_PATH|O_CLOEXEC (a handle for a Landlock rule); O_PATH is _GNU_SOURCE-only.
+int appd_open_path(const char *path);
+
+/// pipe2(2) with O_CLOEXEC; pipe2 is _GNU_SOURCE-only.
+int appd_pipe_cloexec(int fds[2]);
+
+/// close_range(2) is _GNU_SOURCE-only.
+int appd_close_range(unsigned int first, unsigned int last);
+
+/// The RLIMIT_* number for a prlimit(1) resource name (`nofile`, `as`...), or -1. The numbers
+/// differ between architectures, so C maps them rather than Swift.
+int appd_rlimit_resource(const char *name);
+int appd_setrlimit(int resource, uint64_t soft, uint64_t hard);
+#define APPD_RLIM_INFINITY 0xFFFFFFFFFFFFFFFFULL
+
+/// Landlock (linux/landlock.h in Debian 12 stops at ABI 2; the definitions up to ABI 7 are
+/// written out in launcher.c). `appd_landlock_abi` returns the kernel's ABI version, or -1 with
+/// errno (ENOSYS: not built in, EOPNOTSUPP: disabled at boot).
+int appd_landlock_abi(void);
+/// Creates a ruleset handling the given rights. `abi` decides how much of the attribute struct
+/// is passed, so that older kernels do not see fields they do not know.
+int appd_landlock_create_ruleset(
+    uint64_t handled_fs, uint64_t handled_net, uint64_t scoped, int abi);
+int appd_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed_access);
+int appd_landlock_add_port_rule(int ruleset_fd, uint64_t port, uint64_t allowed_access);
+int appd_landlock_restrict_self(int ruleset_fd);
+
+#define APPD_LANDLOCK_ACCESS_FS_EXECUTE (1ULL << 0)
+#define APPD_LANDLOCK_ACCESS_FS_WRITE_FILE (1ULL << 1)
+#define APPD_LANDLOCK_ACCESS_FS_READ_FILE (1ULL << 2)
+#define APPD_LANDLOCK_ACCESS_FS_READ_DIR (1ULL << 3)
+#define APPD_LANDLOCK_ACCESS_FS_REMOVE_DIR (1ULL << 4)
+#define APPD_LANDLOCK_ACCESS_FS_REMOVE_FILE (1ULL << 5)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_CHAR (1ULL << 6)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_DIR (1ULL << 7)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_REG (1ULL << 8)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_SOCK (1ULL << 9)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_FIFO (1ULL << 10)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_BLOCK (1ULL << 11)
+#define APPD_LANDLOCK_ACCESS_FS_MAKE_SYM (1ULL << 12)
+#define APPD_LANDLOCK_ACCESS_FS_REFER (1ULL << 13)  // ABI 2
+#define APPD_LANDLOCK_ACCESS_FS_TRUNCATE (1ULL << 14)  // ABI 3
+#define APPD_LANDLOCK_ACCESS_FS_IOCTL_DEV (1ULL << 15)  // ABI 5
+#define APPD_LANDLOCK_ACCESS_NET_BIND_TCP (1ULL << 0)  // ABI 4
+#define APPD_LANDLOCK_ACCESS_NET_CONNECT_TCP (1ULL << 1)  // ABI 4
+#define APPD_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)  // ABI 6
+#define APPD_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)  // ABI 6
+
+/// seccomp(2) SECCOMP_SET_MODE_FILTER without TSYNC (the launcher is single-threaded) with a
+/// raw `struct sock_filter` array of `count` instructions. No glibc wrapper.
+int appd_seccomp_set_filter(const void *instructions, unsigned short count);
+
+/// pidfd_open(2) (no wrapper in glibc 2.36) and a non-blocking check whether that process has
+/// exited: 1 exited, 0 running, -1 error.
+int appd_pidfd_open(pid_t pid);
+int appd_pidfd_exited(int pidfd);
+
+/// strerrorname_np(3) is _GNU_SOURCE-only: "ENOENT" for ENOENT, NULL if unknown.
+const char *appd_errno_name(int err);
+
+#endif

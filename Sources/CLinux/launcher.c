@@ -1,0 +1,198 @@
+#define _GNU_SOURCE
+#include "appd_launcher.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int appd_unshare(int flags) { return unshare(flags); }
+
+int appd_pivot_root(const char *new_root, const char *put_old) {
+    return (int)syscall(SYS_pivot_root, new_root, put_old);
+}
+
+// struct mount_attr from <linux/mount.h>; spelled out because <sys/mount.h> and <linux/mount.h>
+// conflict in glibc 2.36.
+struct appd_mount_attr {
+    uint64_t attr_set;
+    uint64_t attr_clr;
+    uint64_t propagation;
+    uint64_t userns_fd;
+};
+
+int appd_mount_setattr_recursive(const char *path, uint64_t attr_set) {
+    struct appd_mount_attr attr = {.attr_set = attr_set};
+    return (int)syscall(SYS_mount_setattr, AT_FDCWD, path, AT_RECURSIVE | AT_SYMLINK_NOFOLLOW,
+                        &attr, sizeof attr);
+}
+
+long appd_locked_mount_flags(const char *path) {
+    struct statvfs st;
+    if (statvfs(path, &st) != 0) return -1;
+    long flags = 0;
+    if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (st.f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (st.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (st.f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    return flags;
+}
+
+int appd_loopback_up(void) {
+    int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct ifreq req;
+    memset(&req, 0, sizeof req);
+    strncpy(req.ifr_name, "lo", IFNAMSIZ - 1);
+    int result = ioctl(fd, SIOCGIFFLAGS, &req);
+    if (result == 0) {
+        req.ifr_flags |= IFF_UP | IFF_RUNNING;
+        result = ioctl(fd, SIOCSIFFLAGS, &req);
+    }
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return result;
+}
+
+int appd_set_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
+int appd_set_pdeathsig(int signo) { return prctl(PR_SET_PDEATHSIG, signo, 0, 0, 0); }
+int appd_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
+int appd_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
+int appd_capbset_read(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0); }
+int appd_cap_ambient_clear_all(void) {
+    return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+}
+
+int appd_capset_zero(void) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    return (int)syscall(SYS_capset, &header, data);
+}
+
+int appd_setresuid(uid_t uid) { return setresuid(uid, uid, uid); }
+int appd_setresgid(gid_t gid) { return setresgid(gid, gid, gid); }
+
+int appd_open_path(const char *path) { return open(path, O_PATH | O_CLOEXEC); }
+
+int appd_pipe_cloexec(int fds[2]) { return pipe2(fds, O_CLOEXEC); }
+
+int appd_close_range(unsigned int first, unsigned int last) {
+    return close_range(first, last, 0);
+}
+
+int appd_rlimit_resource(const char *name) {
+    static const struct {
+        const char *name;
+        int resource;
+    } table[] = {
+        {"as", RLIMIT_AS},           {"core", RLIMIT_CORE},
+        {"cpu", RLIMIT_CPU},         {"data", RLIMIT_DATA},
+        {"fsize", RLIMIT_FSIZE},     {"locks", RLIMIT_LOCKS},
+        {"memlock", RLIMIT_MEMLOCK}, {"msgqueue", RLIMIT_MSGQUEUE},
+        {"nice", RLIMIT_NICE},       {"nofile", RLIMIT_NOFILE},
+        {"nproc", RLIMIT_NPROC},     {"rss", RLIMIT_RSS},
+        {"rtprio", RLIMIT_RTPRIO},   {"rttime", RLIMIT_RTTIME},
+        {"sigpending", RLIMIT_SIGPENDING}, {"stack", RLIMIT_STACK},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
+        if (strcmp(table[i].name, name) == 0) return table[i].resource;
+    }
+    return -1;
+}
+
+int appd_setrlimit(int resource, uint64_t soft, uint64_t hard) {
+    struct rlimit limit = {
+        .rlim_cur = soft == APPD_RLIM_INFINITY ? RLIM_INFINITY : (rlim_t)soft,
+        .rlim_max = hard == APPD_RLIM_INFINITY ? RLIM_INFINITY : (rlim_t)hard,
+    };
+    return setrlimit((__rlimit_resource_t)resource, &limit);
+}
+
+// Landlock UAPI up to ABI 7 (Linux 6.15), from include/uapi/linux/landlock.h.
+struct appd_landlock_ruleset_attr {
+    uint64_t handled_access_fs;
+    uint64_t handled_access_net;  // ABI 4
+    uint64_t scoped;              // ABI 6
+};
+struct appd_landlock_path_beneath_attr {
+    uint64_t allowed_access;
+    int32_t parent_fd;
+} __attribute__((packed));
+struct appd_landlock_net_port_attr {
+    uint64_t allowed_access;
+    uint64_t port;
+};
+#define APPD_LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+#define APPD_LANDLOCK_RULE_PATH_BENEATH 1
+#define APPD_LANDLOCK_RULE_NET_PORT 2
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#define SYS_landlock_add_rule 445
+#define SYS_landlock_restrict_self 446
+#endif
+
+int appd_landlock_abi(void) {
+    return (int)syscall(SYS_landlock_create_ruleset, NULL, 0,
+                        APPD_LANDLOCK_CREATE_RULESET_VERSION);
+}
+
+int appd_landlock_create_ruleset(
+    uint64_t handled_fs, uint64_t handled_net, uint64_t scoped, int abi) {
+    struct appd_landlock_ruleset_attr attr = {
+        .handled_access_fs = handled_fs, .handled_access_net = handled_net, .scoped = scoped};
+    size_t size = abi >= 6 ? sizeof attr : abi >= 4 ? 2 * sizeof(uint64_t) : sizeof(uint64_t);
+    return (int)syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+}
+
+int appd_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed_access) {
+    struct appd_landlock_path_beneath_attr attr = {
+        .allowed_access = allowed_access, .parent_fd = parent_fd};
+    return (int)syscall(SYS_landlock_add_rule, ruleset_fd, APPD_LANDLOCK_RULE_PATH_BENEATH,
+                        &attr, 0);
+}
+
+int appd_landlock_add_port_rule(int ruleset_fd, uint64_t port, uint64_t allowed_access) {
+    struct appd_landlock_net_port_attr attr = {.allowed_access = allowed_access, .port = port};
+    return (int)syscall(SYS_landlock_add_rule, ruleset_fd, APPD_LANDLOCK_RULE_NET_PORT, &attr, 0);
+}
+
+int appd_landlock_restrict_self(int ruleset_fd) {
+    return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, 0);
+}
+
+int appd_seccomp_set_filter(const void *instructions, unsigned short count) {
+    struct sock_fprog program = {.len = count, .filter = (struct sock_filter *)instructions};
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program);
+}
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+
+int appd_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
+
+int appd_pidfd_exited(int pidfd) {
+    struct pollfd entry = {.fd = pidfd, .events = POLLIN};
+    int ready = poll(&entry, 1, 0);
+    if (ready < 0) return -1;
+    return ready > 0 ? 1 : 0;
+}
+
+const char *appd_errno_name(int err) { return strerrorname_np(err); }

@@ -1,0 +1,70 @@
+import CLinux
+import Glibc
+
+/// The app process, PID 1's child: gives up everything the profile does not grant, step by
+/// step in the order of the launch path, then execs the app. Any failure ends it with 127
+/// before execve, so the app never runs partly confined.
+enum AppProcess {
+    static func run(_ launch: Launch) -> Never {
+        do {
+            try confineAndExec(launch)
+        } catch {
+            launch.report.fail(error)
+        }
+    }
+
+    private static func confineAndExec(_ launch: Launch) throws -> Never {
+        let profile = launch.profile
+        let parent = getppid()
+        // PID 1 dying takes the namespace with it, but without a pid namespace only this
+        // notices. Re-armed below: setresuid clears it.
+        try sys(appd_set_pdeathsig(SIGKILL), "pdeathsig", "cannot set PDEATHSIG")
+        try Signals.resetForApp()
+        try sys(setsid(), "setsid", "cannot start a session")
+        if profile.console && isatty(0) != 0 {
+            // Best effort: the terminal on fd 0 becomes the session's controlling terminal, so
+            // the app gets job control; a terminal owned by another session stays as it is.
+            _ = ioctl(0, UInt(TIOCSCTTY), 0)
+        }
+        try Credentials.applyResourceLimits(profile.rlimits)
+        try Credentials.dropBoundingSet(lastCapability: launch.lastCapability)
+        // validate() guarantees uid and gid.
+        try Credentials.switchIdentity(
+            uid: profile.uid ?? 0, gid: profile.gid ?? 0, groups: profile.groups ?? [])
+        try sys(appd_set_pdeathsig(SIGKILL), "pdeathsig", "cannot re-arm PDEATHSIG")
+        if getppid() != parent { _exit(127) }  // PID 1 died before PDEATHSIG was re-armed
+        try sys(appd_set_no_new_privs(), "no_new_privs", "cannot set no_new_privs")
+        let directory = profile.directory ?? "/"
+        try sys(chdir(directory), "chdir", directory)
+        try closeInheritedDescriptors(keeping: launch.report.fd)
+
+        // The exec arguments are built before Landlock and seccomp: after seccomp nothing but
+        // execve should be left to do.
+        guard let executable = profile.executable else {
+            throw LaunchFailure("exec", "no exec record")
+        }
+        let argv = cStrings(profile.arguments)
+        let envp = cStrings(profile.environment)
+
+        try Landlock.apply(profile)
+        try launch.seccomp.install()
+        execve(executable, argv, envp)
+        throw LaunchFailure.system("execve", executable)
+    }
+
+    /// Closes everything but 0-2. The report pipe stays open (it is close-on-exec) so that a
+    /// failure in the last steps can still be reported.
+    private static func closeInheritedDescriptors(keeping report: Int32) throws {
+        let report = UInt32(report)
+        if report > 3 {
+            try sys(appd_close_range(3, report - 1), "close_range", "fds 3-\(report - 1)")
+        }
+        try sys(
+            appd_close_range(max(report + 1, 3), UInt32.max), "close_range", "fds above \(report)")
+    }
+
+    /// A NULL-terminated array of C strings for execve. Never freed: execve replaces the process.
+    private static func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
+        strings.map { strdup($0) } + [nil]
+    }
+}

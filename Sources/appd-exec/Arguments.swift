@@ -1,0 +1,43 @@
+import Glibc
+
+/// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S]`
+struct Arguments {
+    var profileFD: Int32
+    var seccompFD: Int32
+    var statusFD: Int32?
+
+    static let usage = "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S]"
+
+    /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
+    /// still be reported there.
+    static func parse(_ argv: [String], statusFD: inout Int32?) throws -> Arguments {
+        var profileFD: Int32?
+        var seccompFD: Int32?
+        var index = 1
+        while index < argv.count {
+            let option = argv[index]
+            guard index + 1 < argv.count, let fd = descriptor(argv[index + 1]) else {
+                throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
+            }
+            switch option {
+            case "--profile-fd" where profileFD == nil: profileFD = fd
+            case "--seccomp-fd" where seccompFD == nil: seccompFD = fd
+            case "--status-fd" where statusFD == nil: statusFD = fd
+            default: throw LaunchFailure("arguments", "unexpected '\(option)'; \(usage)")
+            }
+            index += 2
+        }
+        guard let profileFD, let seccompFD else {
+            throw LaunchFailure("arguments", "--profile-fd and --seccomp-fd are required; \(usage)")
+        }
+        for fd in [profileFD, seccompFD] + (statusFD.map { [$0] } ?? []) {
+            try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open")
+        }
+        return Arguments(profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD)
+    }
+
+    private static func descriptor(_ text: String) -> Int32? {
+        guard let value = ProfileParser.number(text), value <= Int32.max else { return nil }
+        return Int32(value)
+    }
+}

@@ -1,0 +1,53 @@
+import CLinux
+import Glibc
+
+/// Everything the processes after the fork need, prepared by the outer launcher.
+struct Launch {
+    var profile: Profile
+    var seccomp: SeccompProgram
+    var report: Report
+    var lastCapability: Int32
+    /// A pidfd of the outer launcher, for PID 1 to check it did not die before PDEATHSIG was set.
+    var launcherPidfd: Int32
+}
+
+/// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
+/// then only reaps, forwards signals, and reports how the app ended. When it exits the kernel
+/// kills whatever is left in the namespace.
+enum Init {
+    static func run(_ launch: Launch) -> Never {
+        do {
+            let status = try start(launch)
+            launch.report.send(status.line)
+            _exit(status.launcherCode & 0xFF)
+        } catch {
+            launch.report.fail(error)
+        }
+    }
+
+    private static func start(_ launch: Launch) throws -> ExitStatus {
+        let profile = launch.profile
+        try sys(appd_set_pdeathsig(SIGKILL), "init", "cannot set PDEATHSIG")
+        if launch.launcherPidfd >= 0 {
+            // The launcher may have died between fork and PDEATHSIG: then nobody waits for us.
+            if appd_pidfd_exited(launch.launcherPidfd) != 0 { _exit(127) }
+            close(launch.launcherPidfd)
+        }
+        if !profile.namespaces.contains(.pid) {
+            // Not PID 1, so orphans would escape to the host's init: adopt them instead.
+            try sys(appd_set_child_subreaper(), "init", "cannot become a subreaper")
+        }
+        // Out of the launcher's process group: a Ctrl-C on the terminal reaches the launcher,
+        // which forwards it, and would otherwise reach us a second time.
+        setsid()
+
+        if profile.tmpfsRoot { try Mounts(profile: profile).build() }
+        if profile.loopback { try Network.bringUpLoopback() }
+        if let hostname = profile.hostname { try Network.setHostname(hostname) }
+
+        let app = fork()
+        try sys(app, "fork", "cannot fork the app process")
+        if app == 0 { AppProcess.run(launch) }
+        return Signals.supervise(app)
+    }
+}

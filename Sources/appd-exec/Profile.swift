@@ -1,0 +1,123 @@
+import CLinux
+import Glibc
+
+/// The sandbox as `docs/launcher-protocol.md` spells it: a value parsed from the profile fd.
+/// The launcher has no policy of its own; every field comes from one kind of record.
+///
+/// Collections are arrays, not sets: instantiating a `Set`'s generic metadata makes the runtime
+/// scan every protocol conformance of the statically linked stdlib, a measurable part of the
+/// launch time.
+struct Profile {
+    var cgroups: [String] = []
+    var namespaces: [Namespace] = []
+    var hostname: String?
+    var loopback = false
+    var tmpfsRoot = false
+    var mounts: [MountRecord] = []
+    var console = false
+    var uid: uid_t?
+    var gid: gid_t?
+    var groups: [gid_t]?
+    var rlimits: [ResourceLimit] = []
+    var landlockPaths: [(access: FilesystemAccess, path: String)] = []
+    var landlockPorts: [(right: NetworkRight, port: UInt64)] = []
+    var landlockNetRestrict: [NetworkRight] = []
+    var landlockScopes: [LandlockScope] = []
+    var landlockMinABI: Int?
+    var seccompRequired = true
+    var directory: String?
+    var environment: [String] = []
+    var executable: String?
+    var arguments: [String] = []
+}
+
+enum Namespace: String {
+    case user, mount, pid, net, ipc, uts, cgroup
+
+    var cloneFlag: Int32 {
+        switch self {
+        case .user: APPD_CLONE_NEWUSER
+        case .mount: APPD_CLONE_NEWNS
+        case .pid: APPD_CLONE_NEWPID
+        case .net: APPD_CLONE_NEWNET
+        case .ipc: APPD_CLONE_NEWIPC
+        case .uts: APPD_CLONE_NEWUTS
+        case .cgroup: APPD_CLONE_NEWCGROUP
+        }
+    }
+}
+
+enum BindKind: String {
+    case readOnly = "ro-bind"
+    case readOnlyTry = "ro-bind-try"
+    case readWrite = "rw-bind"
+    case device = "dev-bind"
+}
+
+/// One `mount` record. Destinations are paths inside the new root.
+enum MountRecord {
+    case bind(BindKind, source: String, destination: String)
+    case tmpfs(destination: String, mode: mode_t)
+    case proc(destination: String)
+    case dev(destination: String)
+    case symlink(target: String, destination: String)
+    case directory(destination: String, mode: mode_t)
+    case file(destination: String, mode: mode_t, content: [UInt8])
+}
+
+struct ResourceLimit {
+    var name: String
+    var resource: Int32
+    var soft: UInt64
+    var hard: UInt64
+}
+
+enum FilesystemAccess: String {
+    case ro, rx, rw, rwx
+}
+
+enum NetworkRight: String {
+    case bind, connect
+}
+
+enum LandlockScope: String {
+    case abstractUnix = "abstract-unix"
+    case signal
+}
+
+extension Profile {
+    /// Checks the records against each other, before anything is done: a profile that would
+    /// mount in the caller's namespace, or run the app as root by omission, is refused here.
+    func validate() throws {
+        func refuse(_ message: String) -> LaunchFailure { LaunchFailure("profile", message) }
+        if namespaces.contains(.user) {
+            throw LaunchFailure(
+                "unshare",
+                "user namespaces are not supported (appd-exec runs as root and switches to the"
+                    + " app's uid)")
+        }
+        if (tmpfsRoot || !mounts.isEmpty || console) && !namespaces.contains(.mount) {
+            throw refuse("root, mount and console records need 'unshare mount'")
+        }
+        if !mounts.isEmpty && !tmpfsRoot {
+            throw refuse("mount records need 'root tmpfs'")
+        }
+        if loopback && !namespaces.contains(.net) { throw refuse("loopback needs 'unshare net'") }
+        if hostname != nil && !namespaces.contains(.uts) {
+            throw refuse("hostname needs 'unshare uts'")
+        }
+        guard uid != nil, gid != nil else { throw refuse("uid and gid records are required") }
+        guard let executable else { throw refuse("no exec record") }
+        guard executable.hasPrefix("/") else { throw refuse("exec path must be absolute") }
+        guard !arguments.isEmpty else { throw refuse("no arg record (argv[0])") }
+    }
+
+    var unshareFlags: Int32 { namespaces.reduce(0) { $0 | $1.cloneFlag } }
+}
+
+extension Array where Element: Equatable {
+    /// Set-like insertion for the profile's small lists.
+    mutating func appendUnique(_ element: Element) {
+        if !contains(element) { append(element) }
+    }
+}

@@ -1,0 +1,287 @@
+import CLinux
+import Glibc
+
+/// Reads profile format version 1 (docs/launcher-protocol.md) strictly: a wrong header, an
+/// unknown record, a field count that does not fit, a bad escape or a raw control byte is an
+/// error, never skipped. The launcher would rather not run than run something it misread.
+struct ProfileParser {
+    static let header = "appd-profile 1"
+
+    static func parse(_ bytes: [UInt8]) throws -> Profile {
+        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
+        if lines.last?.isEmpty == true { lines.removeLast() }
+        guard let first = lines.first, String(decoding: first, as: UTF8.self) == header else {
+            throw LaunchFailure("profile", "line 1: expected the header '\(header)'")
+        }
+        var parser = ProfileParser()
+        for (index, line) in lines.enumerated().dropFirst() {
+            let fields = line.split(separator: 0x20, omittingEmptySubsequences: false)
+            let kind = String(decoding: fields[0], as: UTF8.self)
+            do {
+                let values = try fields.dropFirst().map(decode)
+                try parser.apply(kind, values)
+            } catch let failure as LaunchFailure {
+                throw LaunchFailure("profile", "line \(index + 1): \(failure.message)")
+            }
+        }
+        try parser.profile.validate()
+        return parser.profile
+    }
+
+    private var profile = Profile()
+    private var seen: [String] = []
+
+    /// Undoes the percent-encoding: `%XX` (upper-case hex) for 0x00-0x20, `%` and 0x7F. Those
+    /// bytes may not appear raw, and the decoded field must be UTF-8 without NUL.
+    static func decode(_ field: ArraySlice<UInt8>) throws -> String {
+        func hex(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(field.count)
+        var index = field.startIndex
+        while index < field.endIndex {
+            let byte = field[index]
+            if byte == UInt8(ascii: "%") {
+                guard field.endIndex - index >= 3, let high = hex(field[index + 1]),
+                    let low = hex(field[index + 2])
+                else { throw LaunchFailure("profile", "bad percent escape") }
+                bytes.append(high << 4 | low)
+                index += 3
+            } else if byte <= 0x20 || byte == 0x7F {
+                throw LaunchFailure("profile", "byte 0x\(String(byte, radix: 16)) must be encoded")
+            } else {
+                bytes.append(byte)
+                index += 1
+            }
+        }
+        guard !bytes.contains(0) else { throw LaunchFailure("profile", "NUL byte in a field") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw LaunchFailure("profile", "field is not UTF-8")
+        }
+        return text
+    }
+
+    private mutating func apply(_ kind: String, _ values: [String]) throws {
+        func fields(_ count: Int) throws {
+            guard values.count == count else {
+                throw LaunchFailure("profile", "'\(kind)' takes \(count) field(s)")
+            }
+        }
+        func once() throws {
+            guard !seen.contains(kind) else {
+                throw LaunchFailure("profile", "'\(kind)' may appear only once")
+            }
+            seen.append(kind)
+        }
+        switch kind {
+        case "cgroup":
+            try fields(1)
+            profile.cgroups.append(try Self.absolute(values[0]))
+        case "unshare":
+            guard !values.isEmpty else { throw LaunchFailure("profile", "'unshare' needs names") }
+            for name in values {
+                guard let namespace = Namespace(rawValue: name) else {
+                    throw LaunchFailure("profile", "unknown namespace '\(name)'")
+                }
+                profile.namespaces.appendUnique(namespace)
+            }
+        case "hostname":
+            try fields(1)
+            try once()
+            profile.hostname = values[0]
+        case "loopback":
+            try fields(0)
+            try once()
+            profile.loopback = true
+        case "root":
+            try fields(1)
+            try once()
+            guard values[0] == "tmpfs" else {
+                throw LaunchFailure("profile", "unknown root '\(values[0])'")
+            }
+            profile.tmpfsRoot = true
+        case "mount":
+            profile.mounts.append(try Self.mount(values))
+        case "console":
+            try fields(0)
+            try once()
+            profile.console = true
+        case "uid":
+            try fields(1)
+            try once()
+            profile.uid = try Self.id(values[0])
+        case "gid":
+            try fields(1)
+            try once()
+            profile.gid = try Self.id(values[0])
+        case "groups":
+            try once()
+            profile.groups = try values.map(Self.id)
+        case "rlimit":
+            try fields(3)
+            let resource = appd_rlimit_resource(values[0])
+            guard resource >= 0 else {
+                throw LaunchFailure("profile", "unknown rlimit '\(values[0])'")
+            }
+            let soft = try Self.limit(values[1])
+            let hard = try Self.limit(values[2])
+            guard soft <= hard else {
+                throw LaunchFailure("profile", "rlimit \(values[0]): soft limit above hard")
+            }
+            profile.rlimits.append(
+                ResourceLimit(name: values[0], resource: resource, soft: soft, hard: hard))
+        case "landlock-fs":
+            try fields(2)
+            guard let access = FilesystemAccess(rawValue: values[0]) else {
+                throw LaunchFailure("profile", "unknown landlock-fs access '\(values[0])'")
+            }
+            profile.landlockPaths.append((access, try Self.absolute(values[1])))
+        case "landlock-net":
+            try fields(2)
+            let right = try Self.networkRight(values[0])
+            guard let port = Self.number(values[1]), port <= 65535 else {
+                throw LaunchFailure("profile", "bad port '\(values[1])'")
+            }
+            profile.landlockPorts.append((right, port))
+        case "landlock-net-restrict":
+            try fields(1)
+            profile.landlockNetRestrict.appendUnique(try Self.networkRight(values[0]))
+        case "landlock-scope":
+            try fields(1)
+            guard let scope = LandlockScope(rawValue: values[0]) else {
+                throw LaunchFailure("profile", "unknown landlock-scope '\(values[0])'")
+            }
+            profile.landlockScopes.appendUnique(scope)
+        case "landlock-min-abi":
+            try fields(1)
+            try once()
+            guard let abi = Self.number(values[0]), abi <= 1000 else {
+                throw LaunchFailure("profile", "bad landlock-min-abi '\(values[0])'")
+            }
+            profile.landlockMinABI = Int(abi)
+        case "seccomp":
+            try fields(1)
+            try once()
+            switch values[0] {
+            case "required": profile.seccompRequired = true
+            case "optional": profile.seccompRequired = false
+            default: throw LaunchFailure("profile", "seccomp is 'required' or 'optional'")
+            }
+        case "chdir":
+            try fields(1)
+            try once()
+            profile.directory = try Self.absolute(values[0])
+        case "env":
+            try fields(1)
+            guard let equals = values[0].utf8.firstIndex(of: UInt8(ascii: "=")),
+                equals != values[0].utf8.startIndex
+            else { throw LaunchFailure("profile", "env needs KEY=VALUE") }
+            profile.environment.append(values[0])
+        case "exec":
+            try fields(1)
+            try once()
+            profile.executable = try Self.absolute(values[0])
+        case "arg":
+            try fields(1)
+            profile.arguments.append(values[0])
+        default:
+            throw LaunchFailure("profile", "unknown record '\(singleLine(kind))'")
+        }
+    }
+
+    private static func mount(_ values: [String]) throws -> MountRecord {
+        guard let kind = values.first else {
+            throw LaunchFailure("profile", "'mount' needs a kind")
+        }
+        func fields(_ count: Int) throws {
+            guard values.count == count + 1 else {
+                throw LaunchFailure("profile", "'mount \(kind)' takes \(count) field(s)")
+            }
+        }
+        if let bind = BindKind(rawValue: kind) {
+            try fields(2)
+            return .bind(
+                bind, source: try absolute(values[1]), destination: try absolute(values[2]))
+        }
+        switch kind {
+        case "tmpfs":
+            try fields(2)
+            return .tmpfs(destination: try absolute(values[1]), mode: try mode(values[2]))
+        case "proc":
+            try fields(1)
+            return .proc(destination: try absolute(values[1]))
+        case "dev":
+            try fields(1)
+            return .dev(destination: try absolute(values[1]))
+        case "symlink":
+            try fields(2)
+            guard !values[1].isEmpty else { throw LaunchFailure("profile", "empty symlink target") }
+            return .symlink(target: values[1], destination: try absolute(values[2]))
+        case "dir":
+            try fields(2)
+            return .directory(destination: try absolute(values[1]), mode: try mode(values[2]))
+        case "file":
+            try fields(3)
+            return .file(
+                destination: try absolute(values[1]), mode: try mode(values[2]),
+                content: Array(values[3].utf8))
+        default:
+            throw LaunchFailure("profile", "unknown mount kind '\(kind)'")
+        }
+    }
+
+    /// An absolute path without `..`: destinations must stay inside the new root.
+    static func absolute(_ path: String) throws -> String {
+        guard path.hasPrefix("/") else {
+            throw LaunchFailure("profile", "path '\(path)' is not absolute")
+        }
+        guard !path.split(separator: "/").contains("..") else {
+            throw LaunchFailure("profile", "path '\(path)' contains '..'")
+        }
+        return path
+    }
+
+    /// Plain decimal digits, nothing else (no sign, no spaces), up to UInt64.
+    static func number(_ text: String) -> UInt64? {
+        guard !text.isEmpty, text.utf8.count <= 20,
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") })
+        else { return nil }
+        return UInt64(text)
+    }
+
+    /// A uid or gid. 4294967295 is refused: to setresuid it means "leave unchanged".
+    static func id(_ text: String) throws -> UInt32 {
+        guard let value = number(text), value < UInt64(UInt32.max) else {
+            throw LaunchFailure("profile", "bad id '\(text)'")
+        }
+        return UInt32(value)
+    }
+
+    static func limit(_ text: String) throws -> UInt64 {
+        if text == "unlimited" { return APPD_RLIM_INFINITY }
+        guard let value = number(text), value != APPD_RLIM_INFINITY else {
+            throw LaunchFailure("profile", "bad rlimit value '\(text)'")
+        }
+        return value
+    }
+
+    static func mode(_ text: String) throws -> mode_t {
+        guard (1...4).contains(text.utf8.count),
+            text.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }),
+            let value = mode_t(text, radix: 8)
+        else { throw LaunchFailure("profile", "bad octal mode '\(text)'") }
+        return value
+    }
+
+    static func networkRight(_ text: String) throws -> NetworkRight {
+        guard let right = NetworkRight(rawValue: text) else {
+            throw LaunchFailure("profile", "expected 'bind' or 'connect', not '\(text)'")
+        }
+        return right
+    }
+}

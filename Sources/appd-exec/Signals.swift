@@ -1,0 +1,101 @@
+import CLinux
+import Glibc
+
+/// Signals and exit statuses. The outer launcher and PID 1 keep the forwarded signals and
+/// SIGCHLD blocked and take them with sigwaitinfo, so there are no handlers and no races
+/// between a signal and the wait.
+enum Signals {
+    static let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2]
+
+    /// The set the supervising loop waits on: the forwarded signals and SIGCHLD.
+    static var supervised: sigset_t {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for signo in forwarded + [SIGCHLD] { sigaddset(&set, signo) }
+        return set
+    }
+
+    /// In the outer launcher, before anything else: SIGCHLD must not be ignored (an inherited
+    /// SIG_IGN would make the kernel reap our children for us), and a closed status fd must
+    /// give EPIPE rather than kill us.
+    static func prepareLauncher() throws {
+        signal(SIGCHLD, SIG_DFL)
+        signal(SIGPIPE, SIG_IGN)
+        var set = supervised
+        try sys(sigprocmask(SIG_BLOCK, &set, nil), "signals", "cannot block signals")
+    }
+
+    /// In the app process, before exec: default dispositions and an empty mask, whatever the
+    /// launcher (or whoever started it) had set.
+    static func resetForApp() throws {
+        for signo in 1..<Int32(65) where signo != SIGKILL && signo != SIGSTOP {
+            signal(signo, SIG_DFL)  // 32 and 33 belong to glibc and fail: harmless
+        }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        try sys(sigprocmask(SIG_SETMASK, &empty, nil), "signals", "cannot unblock signals")
+    }
+
+    /// Forwards the supervised signals to `child` and reaps every child that exits, until
+    /// `child` itself exits. PID 1 reaps orphans this way too.
+    static func supervise(_ child: pid_t) -> ExitStatus {
+        var set = supervised
+        var info = siginfo_t()
+        while true {
+            if let status = reap(child) { return status }
+            let signo = sigwaitinfo(&set, &info)
+            if signo > 0 && signo != SIGCHLD { kill(child, signo) }
+        }
+    }
+
+    private static func reap(_ child: pid_t) -> ExitStatus? {
+        while true {
+            var status: Int32 = 0
+            let pid = waitpid(-1, &status, WNOHANG)
+            if pid == child { return ExitStatus(waitStatus: status) }
+            if pid == 0 { return nil }
+            if pid < 0 {
+                if errno == EINTR { continue }
+                // ECHILD: the child is gone without us seeing its status.
+                return .exited(127)
+            }
+        }
+    }
+}
+
+/// How the app ended, as the status fd and the launcher's own exit code report it.
+enum ExitStatus: Equatable {
+    case exited(Int32)
+    case signaled(Int32)
+
+    init(waitStatus status: Int32) {
+        // WIFEXITED/WTERMSIG are macros Swift does not import.
+        let signal = status & 0x7F
+        self = signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
+    }
+
+    var line: String {
+        switch self {
+        case .exited(let code): "exit \(code)"
+        case .signaled(let signo): "signal \(signo)"
+        }
+    }
+
+    var launcherCode: Int32 {
+        switch self {
+        case .exited(let code): code
+        case .signaled(let signo): 128 + signo
+        }
+    }
+
+    /// Parses a `line` back (PID 1 sends it to the outer launcher).
+    init?(line: String) {
+        if line.hasPrefix("exit "), let code = Int32(line.dropFirst(5)) {
+            self = .exited(code)
+        } else if line.hasPrefix("signal "), let signo = Int32(line.dropFirst(7)) {
+            self = .signaled(signo)
+        } else {
+            return nil
+        }
+    }
+}
