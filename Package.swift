@@ -24,6 +24,8 @@ let package = Package(
             name: "AppContainers",
             dependencies: ["AppBundle", "CLinux", .product(name: "GRDB", package: "GRDB.swift")]
         ),
+        // Sandbox profiles and the host they run on (Host/: kernel features, cgroups).
+        .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux"]),
         .executableTarget(
             name: "appd",
             dependencies: [
@@ -38,6 +40,7 @@ let package = Package(
             exclude: ["Info.plist", "Entitlements.plist", "greeting.txt", "README.md"]
         ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
     ]
 )
