@@ -234,7 +234,7 @@ struct CgroupRootTests {
             try driver.create(instance: "limited", app: "com.example.v2", limits: nil)
         }
         #expect(refused.hint?.contains("controller") == true, "\(refused)")
-        #expect(!exists(ownDirectory + "/apps/com.example.v2/limited"))
+        #expect(!exists(ownDirectory + "/apps/com.example.v2"))
 
         let cgroup = try driver.create(instance: "one", app: "com.example.v2",
             limits: CgroupLimits())
@@ -254,5 +254,38 @@ struct CgroupRootTests {
         #expect(throws: AppdError.self) { try cgroup.memory() }
         try cgroup.remove()
         #expect(!exists(ownDirectory + "/apps/com.example.v2"))
+    }
+
+    /// A v1-only (legacy) host, simulated by leaving this host's v2 tree out of the layout:
+    /// freezing goes through the v1 freezer and kill() through the SIGKILL loop.
+    @Test("legacy v1 only: the v1 freezer freezes, and kill() without cgroup.kill still empties it")
+    func legacy() throws {
+        var layout = CgroupLayout.detect()
+        guard layout.mode == .hybrid, layout.v1Hierarchy(for: "freezer") != nil else { return }
+        layout.unified = nil
+        layout.mode = .legacy
+        let cgroups = try TestCgroups(layout: layout)
+        let cgroup = try cgroups.create("legacy", limits: CgroupLimits(pidsMax: 512))
+        #expect(cgroup.directories.contains { $0.contains("/freezer/") })
+        #expect(!cgroup.directories.contains { $0.contains("/unified/") })
+        // A shell that keeps forking: the kill loop has to outrun it.
+        let forker = try Child(in: cgroup, exec: "sh -c 'while :; do sleep 1000 & sleep 0.01; done'")
+        try waitUntil("the forker has children") { try cgroup.processes().count > 3 }
+        let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
+        try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
+
+        try cgroup.freeze()
+        #expect(try cgroup.isFrozen())
+        let frozenAt = try #require(spinner.stat())
+        usleep(200_000)
+        #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
+
+        try cgroup.kill()  // while frozen: the loop thaws so SIGKILL lands
+        #expect(try cgroup.processes().isEmpty)
+        #expect(forker.wait() & 0x7f == SIGKILL)
+        #expect(spinner.wait() & 0x7f == SIGKILL)
+        try cgroup.thaw()
+        try cgroup.remove()
+        #expect(cgroup.directories.allSatisfy { !exists($0) })
     }
 }

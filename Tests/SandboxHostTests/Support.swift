@@ -153,7 +153,13 @@ final class Child {
     convenience init(in cgroup: any InstanceCgroup, exec command: String) throws {
         let joins = cgroup.procsFiles.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
         try self.init("\(joins) && exec \(command)")
-        try waitUntil("pid \(pid) joined \(cgroup)") { try cgroup.processes().contains(self.pid) }
+        // Every hierarchy, not just one: the shell writes the files one after another.
+        try waitUntil("pid \(pid) joined \(cgroup)") {
+            cgroup.procsFiles.allSatisfy { file in
+                let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return text.split(separator: "\n").contains("\(self.pid)")
+            }
+        }
     }
 
     /// Waits for the exit and returns the wait status.

@@ -214,8 +214,30 @@ struct HybridInstanceCgroup: InstanceCgroup {
     func kill(timeoutSeconds: Double) throws {
         // cgroup.kill in the v2 tree reaches every process the launcher placed, since it joins
         // all hierarchies; the SIGKILL loop covers kernels before 5.14 and v1-only hosts.
-        guard let killer = unified ?? allDirectories.first else { return }
-        try killer.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+        if let unified, unified.hasKill {
+            try unified.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            return
+        }
+        guard let freezer = member("freezer") else {
+            guard let killer = unified ?? allDirectories.first else { return }
+            try killer.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            return
+        }
+        // v1 freezer: freeze so nothing forks while we signal, SIGKILL every pid, thaw so the
+        // signals are delivered (a task frozen by v1 does not die until thawed); repeat.
+        let deadline = Deadline(seconds: timeoutSeconds)
+        while true {
+            let pids = try processes()
+            if pids.isEmpty { return }
+            guard !deadline.passed else {
+                throw AppdError(.io, "timed out after \(timeoutSeconds)s killing \(self): "
+                    + "pids \(pids.map(String.init).joined(separator: " ")) remain")
+            }
+            try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
+            for pid in try processes() { _ = Glibc.kill(pid, SIGKILL) }
+            try setV1Freezer(freezer, "THAWED", timeoutSeconds: timeoutSeconds)
+            usleep(1000)
+        }
     }
 
     func events() throws -> CgroupEvents {

@@ -132,6 +132,7 @@ struct UnifiedCgroups: CgroupDriver {
             for (file, value) in Self.limitFiles(limits) { try directory.write(value, file) }
         } catch {
             try? directory.remove()
+            appDirectory.removeIfUnused()
             throw error
         }
         return UnifiedInstanceCgroup(app: app, instance: instance, directory: directory,
