@@ -14,14 +14,16 @@ struct CgroupLayoutTests {
         #expect(layout.unified?.mountPoint == "/sys/fs/cgroup/unified")
         #expect(layout.unified?.ownCgroup == "/")
         // name=systemd carries no controller and is left out.
-        #expect(layout.v1.map(\.controllers) == [
-            ["cpu"], ["cpuacct"], ["cpuset"], ["memory"], ["devices"], ["freezer"], ["blkio"],
-            ["pids"],
-        ])
+        #expect(
+            layout.v1.map(\.controllers) == [
+                ["cpu"], ["cpuacct"], ["cpuset"], ["memory"], ["devices"], ["freezer"], ["blkio"],
+                ["pids"],
+            ])
         let memory = try #require(layout.v1Hierarchy(for: "memory"))
         #expect(memory.ownCgroup == "/process_api/4b8aed88462c7e434cc44161a20f870c")
-        #expect(memory.ownDirectory
-            == "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c")
+        #expect(
+            memory.ownDirectory
+                == "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c")
         #expect(layout.v1Hierarchy(for: "pids")?.ownDirectory == "/sys/fs/cgroup/pids")
     }
 
@@ -54,8 +56,9 @@ struct CgroupLayoutTests {
             procSelfCgroup: "3:cpu,cpuacct:/user.slice\n2:memory:/user.slice\n")
         #expect(layout.mode == .legacy)
         #expect(layout.v1.count == 2)
-        #expect(layout.v1Hierarchy(for: "cpuacct")?.ownDirectory
-            == "/sys/fs/cgroup/cpu,cpuacct/user.slice")
+        #expect(
+            layout.v1Hierarchy(for: "cpuacct")?.ownDirectory
+                == "/sys/fs/cgroup/cpu,cpuacct/user.slice")
     }
 
     @Test("inside a cgroup namespace or a bind mount, paths are relative to the mount's root")
@@ -121,8 +124,9 @@ struct CgroupLayoutTests {
     @Test("a relative parent lies below appd's own cgroup, an absolute one at the root")
     func parents() throws {
         var settings = CgroupSettings()
-        #expect(try Cgroups.parentPath(settings: settings, own: "/system.slice/appd.service")
-            == "/system.slice/appd.service/apps")
+        #expect(
+            try Cgroups.parentPath(settings: settings, own: "/system.slice/appd.service")
+                == "/system.slice/appd.service/apps")
         #expect(try Cgroups.parentPath(settings: settings, own: "/") == "/apps")
         settings.parent = "/appd.slice//apps/"
         #expect(try Cgroups.parentPath(settings: settings, own: nil) == "/appd.slice/apps")
@@ -141,10 +145,12 @@ struct CgroupLayoutTests {
         let layout = CgroupLayout.parse(
             mountinfo: hybridMountinfo, procSelfCgroup: hybridProcSelfCgroup)
         let driver = try Cgroups.driver(layout: layout, settings: CgroupSettings())
-        #expect(driver.parentDirectories == [
-            "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c/apps",
-            "/sys/fs/cgroup/pids/apps", "/sys/fs/cgroup/cpu/apps", "/sys/fs/cgroup/unified/apps",
-        ])
+        #expect(
+            driver.parentDirectories == [
+                "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c/apps",
+                "/sys/fs/cgroup/pids/apps", "/sys/fs/cgroup/cpu/apps",
+                "/sys/fs/cgroup/unified/apps",
+            ])
         var legacy = layout
         legacy.unified = nil
         legacy.mode = .legacy
@@ -155,35 +161,42 @@ struct CgroupLayoutTests {
     @Test("limits map to v2 files and to their v1 equivalents (weight 100 = 1024 shares)")
     func limitFiles() throws {
         let limits = CgroupLimits(memoryMax: 64 << 20, pidsMax: 20, cpuWeight: 100)
-        #expect(UnifiedCgroups.limitFiles(limits).map { "\($0.file)=\($0.value)" } == [
-            "memory.max=67108864", "pids.max=20", "cpu.weight=100",
-        ])
-        #expect(HybridCgroups.limitFiles(limits).map { "\($0.file)=\($0.value)" } == [
-            "memory.limit_in_bytes=67108864", "pids.max=20", "cpu.shares=1024",
-        ])
+        #expect(
+            UnifiedCgroups.limitFiles(limits).map { "\($0.file)=\($0.value)" } == [
+                "memory.max=67108864", "pids.max=20", "cpu.weight=100",
+            ])
+        #expect(
+            HybridCgroups.limitFiles(limits).map { "\($0.file)=\($0.value)" } == [
+                "memory.limit_in_bytes=67108864", "pids.max=20", "cpu.shares=1024",
+            ])
         #expect(HybridCgroups.limitFiles(CgroupLimits(cpuWeight: 1)).first?.value == "10")
         #expect(UnifiedCgroups.limitFiles(CgroupLimits()).isEmpty)
         #expect(CgroupSettings().defaultLimits == CgroupLimits(memoryMax: 512 << 20, pidsMax: 512))
-        for bad in [CgroupLimits(memoryMax: 100), CgroupLimits(pidsMax: 0),
-            CgroupLimits(cpuWeight: 10001)]
-        {
+        for bad in [
+            CgroupLimits(memoryMax: 100), CgroupLimits(pidsMax: 0),
+            CgroupLimits(cpuWeight: 10001),
+        ] {
             #expect(throws: AppdError.self) { try bad.validate() }
         }
     }
 
     @Test("errors name the path and errno, with a delegation hint for EACCES")
     func errors() {
-        let error = AppdError.cgroup("failed to write '20' to",
+        let error = AppdError.cgroup(
+            "failed to write '20' to",
             "/sys/fs/cgroup/x/apps/a/i/pids.max", CgroupFS.Failure(EACCES))
-        #expect(error.message == "failed to write '20' to /sys/fs/cgroup/x/apps/a/i/pids.max: "
-            + "EACCES (Permission denied)")
+        #expect(
+            error.message == "failed to write '20' to /sys/fs/cgroup/x/apps/a/i/pids.max: "
+                + "EACCES (Permission denied)")
         #expect(error.errno == EACCES)
         #expect(error.hint?.contains("no write access to /sys/fs/cgroup/x/apps/a/i") == true)
         #expect(error.hint?.contains("Delegate=yes") == true)
-        let busy = AppdError.cgroup("failed to write '+memory' to",
+        let busy = AppdError.cgroup(
+            "failed to write '+memory' to",
             "/sys/fs/cgroup/x/cgroup.subtree_control", CgroupFS.Failure(EBUSY))
         #expect(busy.hint?.contains("leaf") == true)
-        let noController = AppdError.cgroup("failed to write '1' to",
+        let noController = AppdError.cgroup(
+            "failed to write '1' to",
             "/sys/fs/cgroup/x/memory.max", CgroupFS.Failure(ENOENT))
         #expect(noController.hint?.contains("memory controller") == true)
     }

@@ -17,8 +17,10 @@ final class TestCgroups {
         driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: name))
     }
 
-    func create(_ instance: String, app: String = "com.example.test",
-        limits: CgroupLimits? = CgroupLimits(memoryMax: 256 << 20, pidsMax: 64)) throws
+    func create(
+        _ instance: String, app: String = "com.example.test",
+        limits: CgroupLimits? = CgroupLimits(memoryMax: 256 << 20, pidsMax: 64)
+    ) throws
         -> any InstanceCgroup
     {
         let cgroup = try driver.create(instance: instance, app: app, limits: limits)
@@ -51,8 +53,9 @@ struct CgroupRootTests {
         let lines = membership.split(separator: "\n").filter { $0.hasSuffix("/placement") }
         #expect(lines.count == cgroup.directories.count, "\(membership)")
         if cgroups.driver.layout.mode == .unified {
-            #expect(try String(contentsOfFile: cgroup.directories[0] + "/pids.max", encoding: .utf8)
-                == "20\n")
+            #expect(
+                try String(contentsOfFile: cgroup.directories[0] + "/pids.max", encoding: .utf8)
+                    == "20\n")
         } else {
             let pids = try #require(cgroup.directories.first { $0.contains("/pids/") })
             #expect(try String(contentsOfFile: pids + "/pids.max", encoding: .utf8) == "20\n")
@@ -63,9 +66,11 @@ struct CgroupRootTests {
     func pidsLimit() throws {
         let cgroups = try TestCgroups()
         let cgroup = try cgroups.create("forks", limits: CgroupLimits(pidsMax: 20))
-        let loop = try Child(in: cgroup, exec: """
-            sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1000 & i=$((i+1)); done; sleep 1000'
-            """)
+        let loop = try Child(
+            in: cgroup,
+            exec: """
+                sh -c 'i=0; while [ $i -lt 60 ]; do sleep 1000 & i=$((i+1)); done; sleep 1000'
+                """)
         try waitUntil("pids.max was hit") { try cgroup.events().pidsLimitHits > 0 }
         let inside = try cgroup.processes()
         #expect(inside.count <= 20)
@@ -189,8 +194,9 @@ struct CgroupRootTests {
         }
         let killed = try clock.measure { try cgroup.kill() }
         child.wait()
-        print("cgroups (\(cgroups.driver.layout.mode)): create+remove \(createRemove / rounds), "
-            + "freeze+thaw \(freezeThaw / rounds), kill of 1 process \(killed)")
+        print(
+            "cgroups (\(cgroups.driver.layout.mode)): create+remove \(createRemove / rounds), "
+                + "freeze+thaw \(freezeThaw / rounds), kill of 1 process \(killed)")
         #expect(createRemove / rounds < .milliseconds(50))
     }
 
@@ -225,8 +231,9 @@ struct CgroupRootTests {
 
         try driver.prepare()
         #expect(try String(contentsOfFile: ownDirectory + "/cgroup.procs", encoding: .utf8) == "")
-        #expect(try String(contentsOfFile: ownDirectory + "/daemon/cgroup.procs", encoding: .utf8)
-            == "\(daemon.pid)\n")
+        #expect(
+            try String(contentsOfFile: ownDirectory + "/daemon/cgroup.procs", encoding: .utf8)
+                == "\(daemon.pid)\n")
         try driver.prepare()  // idempotent
 
         // No controllers here: limits are refused with a hint, an unlimited instance works.
@@ -236,7 +243,8 @@ struct CgroupRootTests {
         #expect(refused.hint?.contains("controller") == true, "\(refused)")
         #expect(!exists(ownDirectory + "/apps/com.example.v2"))
 
-        let cgroup = try driver.create(instance: "one", app: "com.example.v2",
+        let cgroup = try driver.create(
+            instance: "one", app: "com.example.v2",
             limits: CgroupLimits())
         defer {
             try? cgroup.kill()
@@ -269,7 +277,8 @@ struct CgroupRootTests {
         #expect(cgroup.directories.contains { $0.contains("/freezer/") })
         #expect(!cgroup.directories.contains { $0.contains("/unified/") })
         // A shell that keeps forking: the kill loop has to outrun it.
-        let forker = try Child(in: cgroup, exec: "sh -c 'while :; do sleep 1000 & sleep 0.01; done'")
+        let forker = try Child(
+            in: cgroup, exec: "sh -c 'while :; do sleep 1000 & sleep 0.01; done'")
         try waitUntil("the forker has children") { try cgroup.processes().count > 3 }
         let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
         try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }

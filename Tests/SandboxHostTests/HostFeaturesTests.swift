@@ -33,7 +33,8 @@ struct HostFeaturesTests {
         #expect(features.landlockABI == 0)
         let landlock = messages(features, .missing).filter { $0.hasPrefix("landlock:") }
         #expect(landlock.count == 1)
-        #expect(landlock.first?.contains("Landlock is not enabled: boot with lsm=...,landlock") == true)
+        #expect(
+            landlock.first?.contains("Landlock is not enabled: boot with lsm=...,landlock") == true)
     }
 
     @Test("a kernel without Landlock names CONFIG_SECURITY_LANDLOCK")
@@ -61,10 +62,11 @@ struct HostFeaturesTests {
         host.remove("proc/sys/kernel/seccomp")
         let features = host.detect()
         #expect(!features.seccompFilter)
-        #expect(messages(features, .missing) == [
-            "seccomp: seccomp filters need CONFIG_SECCOMP_FILTER=y "
-                + "(/proc/sys/kernel/seccomp/actions_avail is missing)",
-        ])
+        #expect(
+            messages(features, .missing) == [
+                "seccomp: seccomp filters need CONFIG_SECCOMP_FILTER=y "
+                    + "(/proc/sys/kernel/seccomp/actions_avail is missing)"
+            ])
     }
 
     @Test("prctl(PR_GET_SECCOMP) failing names CONFIG_SECCOMP")
@@ -78,9 +80,10 @@ struct HostFeaturesTests {
     func oldSeccomp() {
         let host = FakeHost()
         host.write("proc/sys/kernel/seccomp/actions_avail", "kill trap errno trace allow\n")
-        #expect(messages(host.detect(), .missing).contains {
-            $0.contains("kill_process") && $0.contains("Linux 4.14")
-        })
+        #expect(
+            messages(host.detect(), .missing).contains {
+                $0.contains("kill_process") && $0.contains("Linux 4.14")
+            })
     }
 
     @Test("user namespaces switched off by sysctl name user.max_user_namespaces")
@@ -112,8 +115,10 @@ struct HostFeaturesTests {
         host.remove("proc/self/ns/pid")
         host.remove("proc/self/ns/net")
         let missing = messages(host.detect(), .missing)
-        #expect(missing.contains { $0.hasPrefix("pid namespace:") && $0.contains("CONFIG_PID_NS=y") })
-        #expect(missing.contains { $0.hasPrefix("net namespace:") && $0.contains("CONFIG_NET_NS=y") })
+        #expect(
+            missing.contains { $0.hasPrefix("pid namespace:") && $0.contains("CONFIG_PID_NS=y") })
+        #expect(
+            missing.contains { $0.hasPrefix("net namespace:") && $0.contains("CONFIG_NET_NS=y") })
         #expect(missing.count == 2)
     }
 
@@ -132,9 +137,11 @@ struct HostFeaturesTests {
         let host = FakeHost()
         host.write("sys/fs/cgroup/cgroup.controllers", "cpu io pids\n")
         host.write("sys/fs/cgroup/system.slice/appd.service/cgroup.controllers", "cpu pids\n")
-        #expect(messages(host.detect(), .missing) == [
-            "cgroups: the memory controller is not available: build the kernel with CONFIG_MEMCG=y",
-        ])
+        #expect(
+            messages(host.detect(), .missing) == [
+                "cgroups: the memory controller is not available: build the kernel with "
+                    + "CONFIG_MEMCG=y"
+            ])
     }
 
     @Test("this machine's hybrid layout works, limited, with the boot parameter for v2")
@@ -144,10 +151,11 @@ struct HostFeaturesTests {
         let features = host.detect()
         #expect(features.cgroups.mode == .hybrid)
         #expect(messages(features, .missing) == [])
-        #expect(messages(features, .limited) == [
-            "cgroups: cgroup v1 (hybrid layout) limits through separate hierarchies; boot with "
-                + "systemd.unified_cgroup_hierarchy=1 for unified cgroup v2",
-        ])
+        #expect(
+            messages(features, .limited) == [
+                "cgroups: cgroup v1 (hybrid layout) limits through separate hierarchies; boot with "
+                    + "systemd.unified_cgroup_hierarchy=1 for unified cgroup v2"
+            ])
         #expect(features.cgroupFreeze && features.cgroupKill)
     }
 
@@ -159,7 +167,8 @@ struct HostFeaturesTests {
         host.write("proc/sys/kernel/osrelease", "5.10.0-28-amd64\n")
         let features = host.detect()
         #expect(features.cgroupFreeze && !features.cgroupKill)
-        #expect(messages(features, .limited).contains { $0.contains("cgroup.kill needs Linux 5.14") })
+        #expect(
+            messages(features, .limited).contains { $0.contains("cgroup.kill needs Linux 5.14") })
     }
 
     @Test("no cgroup filesystem at all is missing and names CONFIG_CGROUPS")
@@ -168,18 +177,20 @@ struct HostFeaturesTests {
         host.write("proc/self/mountinfo", "22 27 0:21 / /proc rw - proc proc rw\n")
         let features = host.detect()
         #expect(features.cgroups.mode == .none)
-        #expect(messages(features, .missing) == [
-            "cgroups: no cgroup filesystem is mounted: build with CONFIG_CGROUPS=y and mount "
-                + "cgroup2 on /sys/fs/cgroup",
-        ])
+        #expect(
+            messages(features, .missing) == [
+                "cgroups: no cgroup filesystem is mounted: build with CONFIG_CGROUPS=y and mount "
+                    + "cgroup2 on /sys/fs/cgroup"
+            ])
     }
 
     @Test("without pidfd_open the fallback is named")
     func noPidfd() {
-        #expect(messages(FakeHost().detect(.full.with(pidfd: -ENOSYS)), .limited) == [
-            "pidfd: pidfd_open needs Linux 5.3: appd falls back to waiting on pids, which a "
-                + "recycled pid can confuse",
-        ])
+        #expect(
+            messages(FakeHost().detect(.full.with(pidfd: -ENOSYS)), .limited) == [
+                "pidfd: pidfd_open needs Linux 5.3: appd falls back to waiting on pids, which a "
+                    + "recycled pid can confuse"
+            ])
     }
 
     @Test("the description lists every feature and every problem; JSON round-trips")
@@ -198,16 +209,23 @@ struct HostFeaturesTests {
     @Test("live detection on this host agrees with /proc")
     func live() throws {
         let features = HostFeatures.detect()
-        let actions = try String(contentsOfFile: "/proc/sys/kernel/seccomp/actions_avail",
+        let actions = try String(
+            contentsOfFile: "/proc/sys/kernel/seccomp/actions_avail",
             encoding: .utf8)
-        #expect(features.seccompActions.joined(separator: " ")
-            == actions.trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(
+            features.seccompActions.joined(separator: " ")
+                == actions.trimmingCharacters(in: .whitespacesAndNewlines))
         #expect(features.namespaces.contains("pid") == exists("/proc/self/ns/pid"))
         let release = try String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)
         #expect(features.kernelRelease == release.trimmingCharacters(in: .whitespacesAndNewlines))
         // The probe must agree with a direct landlock_create_ruleset through the shim.
-        #expect(features.landlockABI == max(0, Int(HostFeatures.SyscallProbes.live()
-            .landlockCreateRulesetVersion)))
+        #expect(
+            features.landlockABI
+                == max(
+                    0,
+                    Int(
+                        HostFeatures.SyscallProbes.live()
+                            .landlockCreateRulesetVersion)))
         print(features)
     }
 }

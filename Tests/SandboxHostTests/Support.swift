@@ -20,7 +20,8 @@ final class Scratch {
         var template = Array("\(NSTemporaryDirectory())/\(label).XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        path = String(
+            decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: path) }
@@ -38,7 +39,9 @@ final class Scratch {
             atPath: "\(path)/\(relative)", withIntermediateDirectories: true)
     }
 
-    func remove(_ relative: String) { try? FileManager.default.removeItem(atPath: "\(path)/\(relative)") }
+    func remove(_ relative: String) {
+        try? FileManager.default.removeItem(atPath: "\(path)/\(relative)")
+    }
 }
 
 /// This machine's cgroup mounts (DESIGN.md, "Facts measured"), as mountinfo shows them.
@@ -83,7 +86,8 @@ final class FakeHost {
     /// Full features by default: unified cgroup v2 with appd.service delegated.
     init() {
         scratch.write("proc/sys/kernel/osrelease", "6.18.0\n")
-        scratch.write("proc/sys/kernel/seccomp/actions_avail",
+        scratch.write(
+            "proc/sys/kernel/seccomp/actions_avail",
             "kill_process kill_thread trap errno user_notif trace log allow\n")
         scratch.write("proc/sys/user/max_user_namespaces", "96364\n")
         for kind in ["cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"] {
@@ -91,7 +95,8 @@ final class FakeHost {
         }
         scratch.write("proc/self/mountinfo", unifiedMountinfo + "\n")
         scratch.write("proc/self/cgroup", "0::/system.slice/appd.service\n")
-        scratch.write("sys/fs/cgroup/cgroup.controllers",
+        scratch.write(
+            "sys/fs/cgroup/cgroup.controllers",
             "cpuset cpu io memory hugetlb pids rdma misc\n")
         let own = "sys/fs/cgroup/system.slice/appd.service"
         scratch.write("\(own)/cgroup.controllers", "cpu memory pids\n")
@@ -121,7 +126,8 @@ extension HostFeatures.SyscallProbes {
     static let full = Self(landlockCreateRulesetVersion: 7, prctlGetSeccomp: 0, pidfdOpen: 0)
 
     func with(landlock: Int32? = nil, seccomp: Int32? = nil, pidfd: Int32? = nil) -> Self {
-        Self(landlockCreateRulesetVersion: landlock ?? landlockCreateRulesetVersion,
+        Self(
+            landlockCreateRulesetVersion: landlock ?? landlockCreateRulesetVersion,
             prctlGetSeccomp: seccomp ?? prctlGetSeccomp, pidfdOpen: pidfd ?? pidfdOpen)
     }
 }
@@ -140,8 +146,7 @@ final class Child {
         var cArgs = argv.map { strdup($0) } + [nil]
         var cEnv = env.map { strdup($0) } + [nil]
         defer {
-            cArgs.forEach { free($0) }
-            cEnv.forEach { free($0) }
+            for pointer in cArgs + cEnv { free(pointer) }
         }
         let result = posix_spawn(&pid, "/bin/sh", nil, nil, &cArgs, &cEnv)
         guard result == 0 else { throw AppdError.system("posix_spawn /bin/sh", errno: result) }

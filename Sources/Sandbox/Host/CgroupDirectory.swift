@@ -12,8 +12,10 @@ struct CgroupDirectory: Sendable, Equatable {
     func file(_ name: String) -> String { path + "/" + name }
 
     func read(_ name: String) throws -> String {
-        try CgroupFS.read(file(name)).mapError { AppdError.cgroup("failed to read", file(name), $0) }
-            .get()
+        try CgroupFS.read(file(name)).mapError {
+            AppdError.cgroup("failed to read", file(name), $0)
+        }
+        .get()
     }
 
     func write(_ value: String, _ name: String) throws {
@@ -52,7 +54,8 @@ struct CgroupDirectory: Sendable, Equatable {
         let code = errno
         if code == EEXIST && existingIsFine && CgroupFS.isDirectory(path) { return }
         if code == EEXIST {
-            throw AppdError(.exists, "cgroup \(path) already exists",
+            throw AppdError(
+                .exists, "cgroup \(path) already exists",
                 hint: CgroupFS.isDirectory(path)
                     ? "a previous instance of that name was not cleaned up" : nil)
         }
@@ -72,8 +75,9 @@ struct CgroupDirectory: Sendable, Equatable {
                 continue
             }
             if !left.isEmpty {
-                throw AppdError(.conflict,
-                    "cannot remove cgroup \(path): processes \(left.map(String.init).joined(separator: " ")) are still in it",
+                throw AppdError(
+                    .conflict,
+                    "cannot remove cgroup \(path): processes \(pidList(left)) are still in it",
                     errno: code, hint: "kill() the instance first")
             }
             throw AppdError.cgroup("failed to remove cgroup", path, CgroupFS.Failure(code))
@@ -112,7 +116,8 @@ struct CgroupDirectory: Sendable, Equatable {
                 .mapError { AppdError.cgroup("failed to read", events, $0) }.get()
             if CgroupFS.keyedValues(text)[key] == value { return }
             guard !deadline.passed else {
-                throw AppdError(.io,
+                throw AppdError(
+                    .io,
                     "timed out after \(timeoutSeconds)s waiting for '\(key) \(value)' in \(events)",
                     hint: key == "frozen"
                         ? "a process in uninterruptible sleep (D state) delays freezing" : nil)
@@ -139,8 +144,9 @@ struct CgroupDirectory: Sendable, Equatable {
             }
             if left.isEmpty { return }
             guard !deadline.passed else {
-                throw AppdError(.io,
-                    "timed out after \(timeoutSeconds)s killing \(path): pids \(Set(left).sorted().map(String.init).joined(separator: " ")) remain",
+                throw AppdError(
+                    .io,
+                    "timed out after \(timeoutSeconds)s killing \(path): pids \(pidList(left)) remain",
                     hint: "a process in uninterruptible sleep (D state) dies only when it wakes")
             }
             if !useKillFile {
@@ -166,4 +172,9 @@ struct Deadline {
         let millis = left.seconds * 1000 + left.attoseconds / 1_000_000_000_000_000
         return Int32(clamping: max(0, millis))
     }
+}
+
+/// `12 15 40`: sorted, without duplicates.
+func pidList(_ pids: [pid_t]) -> String {
+    Set(pids).sorted().map(String.init).joined(separator: " ")
 }

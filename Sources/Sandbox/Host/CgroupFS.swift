@@ -73,7 +73,6 @@ enum CgroupFS {
     }
 }
 
-
 extension AppdError {
     /// A failed cgroupfs operation, with a hint when the cause is most likely the host: no
     /// delegation (EACCES/EPERM/EROFS), a controller not enabled for the subtree (ENOENT on an
@@ -84,14 +83,17 @@ extension AppdError {
         switch error.code {
         case EACCES, EPERM, EROFS:
             let directory = name.contains(".") ? parentDirectory(of: path) : path
-            hint = "no write access to \(directory): is appd's cgroup delegated "
+            hint =
+                "no write access to \(directory): is appd's cgroup delegated "
                 + "(Delegate=yes in appd.service), and is appd running as root?"
         case ENOENT where name.contains(".") && !name.hasPrefix("cgroup."):
             let controller = name.split(separator: ".").first.map(String.init) ?? name
-            hint = "the \(controller) controller is not available here: on cgroup v2 it must be "
+            hint =
+                "the \(controller) controller is not available here: on cgroup v2 it must be "
                 + "listed in the parent's cgroup.subtree_control (and the kernel built with it)"
         case EBUSY where name == "cgroup.subtree_control":
-            hint = "cgroup v2 allows controllers only in cgroups without processes: the daemon "
+            hint =
+                "cgroup v2 allows controllers only in cgroups without processes: the daemon "
                 + "must first move itself into a leaf (CgroupDriver.prepare() does this)"
         case ENOSPC where name == "cgroup.procs", EAGAIN where name == "cgroup.procs":
             hint = "the cgroup may be at its pids.max, or have no memory nodes/cpus (cpuset)"

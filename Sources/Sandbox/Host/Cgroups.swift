@@ -45,9 +45,11 @@ public struct CgroupSettings: Codable, Sendable, Equatable {
 
     public init() {}
 
-    public init(parent: String, defaultLimits: CgroupLimits = CgroupLimits(
-        memoryMax: 512 << 20, pidsMax: 512))
-    {
+    public init(
+        parent: String,
+        defaultLimits: CgroupLimits = CgroupLimits(
+            memoryMax: 512 << 20, pidsMax: 512)
+    ) {
         self.parent = parent
         self.defaultLimits = defaultLimits
     }
@@ -106,7 +108,9 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
 extension InstanceCgroup {
     public func freeze() throws { try freeze(timeoutSeconds: 5) }
     public func kill() throws { try kill(timeoutSeconds: 5) }
-    public var description: String { "cgroup \(app)/\(instance) (\(directories.joined(separator: ", ")))" }
+    public var description: String {
+        "cgroup \(app)/\(instance) (\(directories.joined(separator: ", ")))"
+    }
 }
 
 /// Creates instance cgroups on one host layout.
@@ -141,7 +145,8 @@ public enum Cgroups {
         case .unified: try UnifiedCgroups(layout: layout, settings: settings)
         case .hybrid, .legacy: try HybridCgroups(layout: layout, settings: settings)
         case .none:
-            throw AppdError(.unsupported, "no cgroup filesystem is mounted",
+            throw AppdError(
+                .unsupported, "no cgroup filesystem is mounted",
                 hint: "mount cgroup2 on /sys/fs/cgroup (kernel built with CONFIG_CGROUPS=y)")
         }
     }
@@ -190,12 +195,14 @@ public enum Cgroups {
         let components = parent.split(separator: "/")
         guard !components.contains(where: { $0 == ".." || $0 == "." }), !components.isEmpty
         else {
-            throw AppdError(.invalidConfig,
+            throw AppdError(
+                .invalidConfig,
                 "cgroup parent '\(parent)' must be a path without '.' or '..' components")
         }
         if parent.hasPrefix("/") { return "/" + components.joined(separator: "/") }
         guard let own else {
-            throw AppdError(.unsupported,
+            throw AppdError(
+                .unsupported,
                 "appd's own cgroup is not visible (outside its cgroup namespace), so the "
                     + "relative cgroup parent '\(parent)' has nothing to be relative to",
                 hint: "set an absolute cgroup parent in appd.conf")

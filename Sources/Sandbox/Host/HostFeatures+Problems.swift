@@ -14,52 +14,77 @@ extension HostFeatures {
 
         switch landlockStatus {
         case .notBuilt:
-            missing("landlock", "Landlock is not built into this kernel: build it with "
-                + "CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later) and landlock in CONFIG_LSM")
+            missing(
+                "landlock",
+                "Landlock is not built into this kernel: build it with "
+                    + "CONFIG_SECURITY_LANDLOCK=y (Linux 5.13 or later) and landlock in CONFIG_LSM")
         case .disabledAtBoot:
-            missing("landlock", "Landlock is not enabled: boot with lsm=...,landlock (the "
-                + "current list is in /sys/kernel/security/lsm) or build with landlock in "
-                + "CONFIG_LSM (CONFIG_SECURITY_LANDLOCK=y)")
+            missing(
+                "landlock",
+                "Landlock is not enabled: boot with lsm=...,landlock (the "
+                    + "current list is in /sys/kernel/security/lsm) or build with landlock in "
+                    + "CONFIG_LSM (CONFIG_SECURITY_LANDLOCK=y)")
         case .unknown:
-            missing("landlock", "the Landlock probe landlock_create_ruleset() failed: "
-                + "a seccomp filter around appd may refuse it")
+            missing(
+                "landlock",
+                "the Landlock probe landlock_create_ruleset() failed: "
+                    + "a seccomp filter around appd may refuse it")
         case .available:
             if landlockABI < 4 {
-                limited("landlock", "Landlock ABI \(landlockABI) cannot restrict TCP bind and "
-                    + "connect: that needs ABI 4 (Linux 6.7)")
+                limited(
+                    "landlock",
+                    "Landlock ABI \(landlockABI) cannot restrict TCP bind and "
+                        + "connect: that needs ABI 4 (Linux 6.7)")
             }
             if landlockABI < 6 {
-                limited("landlock", "Landlock ABI \(landlockABI) cannot scope abstract unix "
-                    + "sockets and signals: that needs ABI 6 (Linux 6.12)")
+                limited(
+                    "landlock",
+                    "Landlock ABI \(landlockABI) cannot scope abstract unix "
+                        + "sockets and signals: that needs ABI 6 (Linux 6.12)")
             }
         }
 
         if !seccomp {
-            missing("seccomp", "seccomp is not available: build the kernel with "
-                + "CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y")
+            missing(
+                "seccomp",
+                "seccomp is not available: build the kernel with "
+                    + "CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y")
         } else if seccompActions.isEmpty {
-            missing("seccomp", "seccomp filters need CONFIG_SECCOMP_FILTER=y "
-                + "(/proc/sys/kernel/seccomp/actions_avail is missing)")
+            missing(
+                "seccomp",
+                "seccomp filters need CONFIG_SECCOMP_FILTER=y "
+                    + "(/proc/sys/kernel/seccomp/actions_avail is missing)")
         } else if !seccompFilter {
             let absent = ["errno", "kill_process"].filter { !seccompActions.contains($0) }
-            missing("seccomp", "seccomp filters lack the actions \(absent.joined(separator: ", ")): "
-                + "SECCOMP_RET_KILL_PROCESS needs Linux 4.14")
+            missing(
+                "seccomp",
+                "seccomp filters lack the actions \(absent.joined(separator: ", ")): "
+                    + "SECCOMP_RET_KILL_PROCESS needs Linux 4.14")
         }
 
         if !namespaces.contains("user") {
-            limited("user namespace", "user namespaces are not built: CONFIG_USER_NS=y; apps "
-                + "run without one (uid mapping is not available)")
+            limited(
+                "user namespace",
+                "user namespaces are not built: CONFIG_USER_NS=y; apps "
+                    + "run without one (uid mapping is not available)")
         } else if maxUserNamespaces == 0 {
-            limited("user namespace", "user namespaces are disabled by the sysctl "
-                + "user.max_user_namespaces=0: set it above 0 (e.g. 15000)")
+            limited(
+                "user namespace",
+                "user namespaces are disabled by the sysctl "
+                    + "user.max_user_namespaces=0: set it above 0 (e.g. 15000)")
         }
         if unprivilegedUserNamespaceClone == false {
-            limited("user namespace", "kernel.unprivileged_userns_clone=0: only root can "
-                + "create user namespaces (fine while appd runs as root)")
+            limited(
+                "user namespace",
+                "kernel.unprivileged_userns_clone=0: only root can "
+                    + "create user namespaces (fine while appd runs as root)")
         }
         if appArmorRestrictsUserNamespaces == true {
-            limited("user namespace", "kernel.apparmor_restrict_unprivileged_userns=1: "
-                + "unprivileged user namespaces are confined by AppArmor (fine while appd runs as root)")
+            limited(
+                "user namespace",
+                "kernel.apparmor_restrict_unprivileged_userns=1: unprivileged user namespaces "
+                    + "are confined by AppArmor (fine while appd runs as root)"
+            )
         }
         let options = [
             "pid": "CONFIG_PID_NS=y", "net": "CONFIG_NET_NS=y", "mnt": "CONFIG_NAMESPACES=y",
@@ -67,15 +92,19 @@ extension HostFeatures {
             "cgroup": "CONFIG_CGROUPS=y (Linux 4.6 or later)",
         ]
         for kind in Self.sandboxNamespaces where kind != "user" && !namespaces.contains(kind) {
-            missing("\(kind) namespace", "\(kind) namespaces are not available: build the kernel "
-                + "with \(options[kind] ?? "CONFIG_NAMESPACES=y")")
+            missing(
+                "\(kind) namespace",
+                "\(kind) namespaces are not available: build the kernel "
+                    + "with \(options[kind] ?? "CONFIG_NAMESPACES=y")")
         }
 
         problems += cgroupProblems
 
         if !pidfd {
-            limited("pidfd", "pidfd_open needs Linux 5.3: appd falls back to waiting on pids, "
-                + "which a recycled pid can confuse")
+            limited(
+                "pidfd",
+                "pidfd_open needs Linux 5.3: appd falls back to waiting on pids, "
+                    + "which a recycled pid can confuse")
         }
         return problems
     }
@@ -92,32 +121,45 @@ extension HostFeatures {
         ]
         switch cgroups.mode {
         case .none:
-            add(.missing, "no cgroup filesystem is mounted: build with CONFIG_CGROUPS=y and "
-                + "mount cgroup2 on /sys/fs/cgroup")
+            add(
+                .missing,
+                "no cgroup filesystem is mounted: build with CONFIG_CGROUPS=y and "
+                    + "mount cgroup2 on /sys/fs/cgroup")
             return problems
         case .unified:
             let own = cgroups.unified?.ownCgroup ?? "?"
             for controller in ["memory", "pids", "cpu"]
             where !cgroupControllers.contains(controller) {
                 if cgroups.unified?.controllers.contains(controller) == true {
-                    add(.missing, "the \(controller) controller is not delegated to appd's cgroup "
-                        + "\(own): run appd under systemd with Delegate=yes")
+                    add(
+                        .missing,
+                        "the \(controller) controller is not delegated to appd's cgroup "
+                            + "\(own): run appd under systemd with Delegate=yes")
                 } else {
-                    add(.missing, "the \(controller) controller is not available: build the "
-                        + "kernel with \(kernelOption[controller] ?? "it")")
+                    add(
+                        .missing,
+                        "the \(controller) controller is not available: build the "
+                            + "kernel with \(kernelOption[controller] ?? "it")")
                 }
             }
         case .hybrid, .legacy:
             for controller in ["memory", "pids", "cpu"]
             where !cgroupControllers.contains(controller) {
-                add(.missing, "no cgroup v1 hierarchy carries the \(controller) controller: "
-                    + "build the kernel with \(kernelOption[controller] ?? "it") and mount it")
+                add(
+                    .missing,
+                    "no cgroup v1 hierarchy carries the \(controller) controller: "
+                        + "build the kernel with \(kernelOption[controller] ?? "it") and mount it")
             }
-            add(.limited, "cgroup v1 (\(cgroups.mode.rawValue) layout) limits through separate "
-                + "hierarchies; boot with systemd.unified_cgroup_hierarchy=1 for unified cgroup v2")
+            add(
+                .limited,
+                "cgroup v1 (\(cgroups.mode.rawValue) layout) limits through separate hierarchies; "
+                    + "boot with systemd.unified_cgroup_hierarchy=1 for unified cgroup v2"
+            )
             if cgroups.mode == .legacy && !cgroupControllers.contains("freezer") {
-                add(.missing, "instances cannot be frozen: no cgroup2 tree and no v1 freezer "
-                    + "(\(kernelOption["freezer"] ?? ""))")
+                add(
+                    .missing,
+                    "instances cannot be frozen: no cgroup2 tree and no v1 freezer "
+                        + "(\(kernelOption["freezer"] ?? ""))")
             }
         }
         if cgroups.unified != nil {
@@ -125,8 +167,10 @@ extension HostFeatures {
                 add(.limited, "cgroup.freeze needs Linux 5.2: instances cannot be frozen")
             }
             if !cgroupKill {
-                add(.limited, "cgroup.kill needs Linux 5.14: kill() falls back to SIGKILLing "
-                    + "each process until the cgroup is empty")
+                add(
+                    .limited,
+                    "cgroup.kill needs Linux 5.14: kill() falls back to SIGKILLing "
+                        + "each process until the cgroup is empty")
             }
         }
         return problems
@@ -146,7 +190,9 @@ extension HostFeatures: CustomStringConvertible {
             }
         var cgroupText = cgroups.mode.rawValue
         if !cgroups.v1.isEmpty {
-            cgroupText += "; v1: " + cgroups.v1.map { $0.controllers.joined(separator: ",") }
+            cgroupText +=
+                "; v1: "
+                + cgroups.v1.map { $0.controllers.joined(separator: ",") }
                 .joined(separator: " ")
         }
         if let unified = cgroups.unified {
@@ -163,8 +209,11 @@ extension HostFeatures: CustomStringConvertible {
         let rows: [(String, String)] = [
             ("kernel", kernelRelease),
             ("landlock", landlock),
-            ("seccomp filter", seccompFilter
-                ? "yes (actions: \(seccompActions.joined(separator: " ")))" : "no"),
+            (
+                "seccomp filter",
+                seccompFilter
+                    ? "yes (actions: \(seccompActions.joined(separator: " ")))" : "no"
+            ),
             ("user namespaces", userns),
             ("namespaces", namespaces.joined(separator: " ")),
             ("cgroups", cgroupText),

@@ -74,7 +74,8 @@ public struct HostFeatures: Codable, Sendable, Equatable {
             let fd = appd_pidfd_open(getpid(), 0)
             let pidfdResult = fd >= 0 ? 0 : -errno
             if fd >= 0 { close(fd) }
-            return SyscallProbes(landlockCreateRulesetVersion: landlockResult,
+            return SyscallProbes(
+                landlockCreateRulesetVersion: landlockResult,
                 prctlGetSeccomp: seccompResult, pidfdOpen: pidfdResult)
         }
     }
@@ -113,7 +114,8 @@ public struct HostFeatures: Codable, Sendable, Equatable {
         }
         var controllers: [String]
         if layout.mode == .unified, let v2Directory {
-            controllers = read(String(v2Directory.dropFirst(root.count)) + "/cgroup.controllers")?
+            controllers =
+                read(String(v2Directory.dropFirst(root.count)) + "/cgroup.controllers")?
                 .split(whereSeparator: \.isWhitespace).map(String.init) ?? []
         } else {
             controllers = layout.v1.flatMap(\.controllers)

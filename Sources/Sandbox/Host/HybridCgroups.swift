@@ -28,7 +28,8 @@ struct HybridCgroups: CgroupDriver {
         func place(_ hierarchy: CgroupLayout.Hierarchy) throws -> Place {
             let path = try Cgroups.parentPath(settings: settings, own: hierarchy.ownCgroup)
             guard let directory = hierarchy.directory(of: path) else {
-                throw AppdError(.unsupported,
+                throw AppdError(
+                    .unsupported,
                     "cgroup \(path) is not visible through the mount at \(hierarchy.mountPoint)")
             }
             return Place(controllers: hierarchy.controllers, parent: directory)
@@ -86,7 +87,8 @@ struct HybridCgroups: CgroupDriver {
         try limits.validate()
         for (controller, _, _) in Self.limitFiles(limits)
         where !v1.contains(where: { $0.controllers.contains(controller) }) {
-            throw AppdError(.unsupported,
+            throw AppdError(
+                .unsupported,
                 "cannot limit \(controller): no cgroup v1 hierarchy carries that controller",
                 hint: controller == "memory"
                     ? "build the kernel with CONFIG_MEMCG=y and mount it (cgroup -o memory)"
@@ -174,7 +176,8 @@ struct HybridInstanceCgroup: InstanceCgroup {
         } else if let freezer = member("freezer") {
             try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
         } else {
-            throw AppdError(.unsupported, "\(self) cannot be frozen",
+            throw AppdError(
+                .unsupported, "\(self) cannot be frozen",
                 hint: "freezing needs cgroup v2's cgroup.freeze (Linux 5.2) or the v1 freezer "
                     + "(CONFIG_CGROUP_FREEZER=y)")
         }
@@ -204,8 +207,10 @@ struct HybridInstanceCgroup: InstanceCgroup {
         let deadline = Deadline(seconds: timeoutSeconds)
         while !(try freezer.read("freezer.state").hasPrefix(state)) {
             guard !deadline.passed else {
-                throw AppdError(.io, "timed out after \(timeoutSeconds)s setting "
-                    + "\(freezer.file("freezer.state")) to \(state)")
+                throw AppdError(
+                    .io,
+                    "timed out after \(timeoutSeconds)s setting "
+                        + "\(freezer.file("freezer.state")) to \(state)")
             }
             usleep(1000)
         }
@@ -230,8 +235,10 @@ struct HybridInstanceCgroup: InstanceCgroup {
             let pids = try processes()
             if pids.isEmpty { return }
             guard !deadline.passed else {
-                throw AppdError(.io, "timed out after \(timeoutSeconds)s killing \(self): "
-                    + "pids \(pids.map(String.init).joined(separator: " ")) remain")
+                throw AppdError(
+                    .io,
+                    "timed out after \(timeoutSeconds)s killing \(self): "
+                        + "pids \(pids.map(String.init).joined(separator: " ")) remain")
             }
             try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
             for pid in try processes() { _ = Glibc.kill(pid, SIGKILL) }
@@ -253,9 +260,11 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
 
     func memory() throws -> CgroupMemory {
-        guard let memory = member("memory"), let current = try memory.number("memory.usage_in_bytes")
+        guard let memory = member("memory"),
+            let current = try memory.number("memory.usage_in_bytes")
         else {
-            throw AppdError(.unsupported, "\(self) has no memory controller",
+            throw AppdError(
+                .unsupported, "\(self) has no memory controller",
                 hint: "build the kernel with CONFIG_MEMCG=y and mount the memory hierarchy")
         }
         return CgroupMemory(current: current, peak: try memory.number("memory.max_usage_in_bytes"))

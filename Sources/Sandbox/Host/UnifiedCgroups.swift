@@ -36,8 +36,11 @@ struct UnifiedCgroups: CgroupDriver {
         self.hierarchy = hierarchy
         parentPath = try Cgroups.parentPath(settings: settings, own: hierarchy.ownCgroup)
         guard let directory = hierarchy.directory(of: parentPath) else {
-            throw AppdError(.unsupported,
-                "cgroup \(parentPath) is not visible through the cgroup2 mount at \(hierarchy.mountPoint)")
+            throw AppdError(
+                .unsupported,
+                "cgroup \(parentPath) is not visible through the cgroup2 mount at "
+                    + hierarchy.mountPoint
+            )
         }
         parent = CgroupDirectory(directory)
         try Cgroups.validateName(settings.daemonLeaf, "daemon leaf cgroup")
@@ -82,19 +85,24 @@ struct UnifiedCgroups: CgroupDriver {
                 }
             }
         }
-        throw AppdError(.io, "processes keep appearing in \(own) while moving them into "
-            + "\(leaf.path)")
+        throw AppdError(
+            .io,
+            "processes keep appearing in \(own) while moving them into "
+                + "\(leaf.path)")
     }
 
     /// Writes `+memory +pids +cpu` (those the parent offers and not yet enabled).
     private func enableControllers(in directory: CgroupDirectory) throws {
-        let available = Set(try directory.read("cgroup.controllers").split(separator: " ")
-            .map { String($0.filter { !$0.isWhitespace }) })
-        let enabled = Set(try directory.read("cgroup.subtree_control").split(separator: " ")
-            .map { String($0.filter { !$0.isWhitespace }) })
+        let available = Set(
+            try directory.read("cgroup.controllers").split(separator: " ")
+                .map { String($0.filter { !$0.isWhitespace }) })
+        let enabled = Set(
+            try directory.read("cgroup.subtree_control").split(separator: " ")
+                .map { String($0.filter { !$0.isWhitespace }) })
         let missing = Self.controllers.filter { available.contains($0) && !enabled.contains($0) }
         guard !missing.isEmpty else { return }
-        try directory.write(missing.map { "+" + $0 }.joined(separator: " "),
+        try directory.write(
+            missing.map { "+" + $0 }.joined(separator: " "),
             "cgroup.subtree_control")
     }
 
@@ -135,7 +143,8 @@ struct UnifiedCgroups: CgroupDriver {
             appDirectory.removeIfUnused()
             throw error
         }
-        return UnifiedInstanceCgroup(app: app, instance: instance, directory: directory,
+        return UnifiedInstanceCgroup(
+            app: app, instance: instance, directory: directory,
             appDirectory: appDirectory)
     }
 
@@ -145,7 +154,8 @@ struct UnifiedCgroups: CgroupDriver {
         let appDirectory = CgroupDirectory(parent.path + "/" + app)
         let directory = CgroupDirectory(appDirectory.path + "/" + instance)
         guard CgroupFS.isDirectory(directory.path) else { return nil }
-        return UnifiedInstanceCgroup(app: app, instance: instance, directory: directory,
+        return UnifiedInstanceCgroup(
+            app: app, instance: instance, directory: directory,
             appDirectory: appDirectory)
     }
 }
@@ -176,13 +186,15 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
     func events() throws -> CgroupEvents {
         let memory = try directory.counters("memory.events")
         let pids = try directory.counters("pids.events")
-        return CgroupEvents(oomKills: memory["oom_kill"] ?? 0,
+        return CgroupEvents(
+            oomKills: memory["oom_kill"] ?? 0,
             memoryLimitHits: memory["max"] ?? 0, pidsLimitHits: pids["max"] ?? 0)
     }
 
     func memory() throws -> CgroupMemory {
         guard let current = try directory.number("memory.current") else {
-            throw AppdError(.unsupported, "\(directory.path) has no memory controller",
+            throw AppdError(
+                .unsupported, "\(directory.path) has no memory controller",
                 hint: "enable memory in the parent's cgroup.subtree_control (Delegate=yes)")
         }
         return CgroupMemory(current: current, peak: try directory.number("memory.peak"))
