@@ -167,14 +167,34 @@ final class Child {
         }
     }
 
-    /// Waits for the exit and returns the wait status.
+    /// Waits up to `seconds` for the exit and returns the wait status; nil if it had not
+    /// exited by then (it is SIGKILLed and reaped, so a broken kill() fails a test instead of
+    /// hanging the run).
     @discardableResult
-    func wait() -> Int32 {
+    func wait(seconds: Double = 10) -> Int32? {
         if let status { return status }
         var raw: Int32 = 0
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            let result = waitpid(pid, &raw, WNOHANG)
+            if result == pid {
+                status = raw
+                return raw
+            }
+            if result < 0 && errno != EINTR { return nil }
+            usleep(1000)
+        }
+        Glibc.kill(pid, SIGKILL)
         while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
         status = raw
-        return raw
+        return nil
+    }
+
+    /// The signal that ended it (waiting as `wait` does), nil if it exited or did not end.
+    func terminationSignal(seconds: Double = 10) -> Int32? {
+        guard let status = wait(seconds: seconds) else { return nil }
+        let signal = status & 0x7f
+        return signal != 0 && signal != 0x7f ? signal : nil
     }
 
     /// The state letter and utime (clock ticks) from /proc/PID/stat.
@@ -192,7 +212,7 @@ final class Child {
     deinit {
         if status == nil {
             Glibc.kill(pid, SIGKILL)
-            wait()
+            wait(seconds: 5)
         }
     }
 }
