@@ -40,8 +40,6 @@ public struct CgroupSettings: Codable, Sendable, Equatable {
     /// controllers can be enabled for the subtree (the "no internal processes" rule).
     public var daemonLeaf: String = "daemon"
     public var defaultLimits = CgroupLimits(memoryMax: 512 << 20, pidsMax: 512)
-    /// How long `freeze()` and `kill()` wait for the kernel to confirm.
-    public var timeoutSeconds: Double = 5
 
     public init() {}
 
