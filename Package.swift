@@ -31,7 +31,8 @@ let package = Package(
                 "AppBundle", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // SandboxProfile and the policy that compiles granted entitlements into one.
+        // SandboxProfile, the policy that compiles granted entitlements into one, and the host
+        // it runs on (Host/: kernel features, cgroups).
         .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
         .executableTarget(
             name: "appd",
@@ -59,6 +60,7 @@ let package = Package(
         // what happened (Examples/Probe/main.c).
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests"),

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/mman.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 int appd_syncfs(int fd) { return syncfs(fd); }
@@ -18,11 +17,3 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 }
 
 int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
-
-int appd_landlock_abi(void) {
-#ifndef SYS_landlock_create_ruleset
-#define SYS_landlock_create_ruleset 444
-#endif
-    long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, 1U << 0 /* ..._VERSION */);
-    return abi < 0 ? 0 : (int)abi;
-}

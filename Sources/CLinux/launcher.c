@@ -182,12 +182,6 @@ int appd_seccomp_set_filter(const void *instructions, unsigned short count) {
     return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program);
 }
 
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-
-int appd_pidfd_open(pid_t pid) { return (int)syscall(SYS_pidfd_open, pid, 0); }
-
 int appd_pidfd_exited(int pidfd) {
     struct pollfd entry = {.fd = pidfd, .events = POLLIN};
     int ready = poll(&entry, 1, 0);

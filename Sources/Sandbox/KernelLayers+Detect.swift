@@ -4,7 +4,7 @@ import Glibc
 extension KernelLayers {
     /// This kernel, as it is now: one system call and one small /proc read.
     public static func detect() -> KernelLayers {
-        KernelLayers(landlockABI: Int(appd_landlock_abi()), seccomp: seccompFiltersAvailable())
+        KernelLayers(landlockABI: max(0, Int(appd_landlock_abi_version())), seccomp: seccompFiltersAvailable())
     }
 
     /// Seccomp filters are there when the kernel lists the actions the filter uses.

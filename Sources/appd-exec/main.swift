@@ -52,7 +52,7 @@ enum Launcher {
         var pipeFDs: [Int32] = [-1, -1]
         try sys(appd_pipe_cloexec(&pipeFDs), "fork", "cannot create the report pipe")
         launch.report = Report(fd: pipeFDs[1])
-        launch.launcherPidfd = appd_pidfd_open(getpid())  // -1 is fine: the check is skipped
+        launch.launcherPidfd = appd_pidfd_open(getpid(), 0)  // -1 is fine: the check is skipped
 
         let child = fork()
         try sys(child, "fork", "cannot fork PID 1")

@@ -110,9 +110,8 @@ int appd_landlock_restrict_self(int ruleset_fd);
 /// raw `struct sock_filter` array of `count` instructions. No glibc wrapper.
 int appd_seccomp_set_filter(const void *instructions, unsigned short count);
 
-/// pidfd_open(2) (no wrapper in glibc 2.36) and a non-blocking check whether that process has
+/// A non-blocking check whether the process of a pidfd (appd_pidfd_open, clinux_host.h) has
 /// exited: 1 exited, 0 running, -1 error.
-int appd_pidfd_open(pid_t pid);
 int appd_pidfd_exited(int pidfd);
 
 /// strerrorname_np(3) is _GNU_SOURCE-only: "ENOENT" for ENOENT, NULL if unknown.

@@ -22,9 +22,4 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 /// handed to appd-exec, never visible in any filesystem.
 int appd_memfd(const char *name);
 
-/// The kernel's Landlock ABI version (landlock_create_ruleset with
-/// LANDLOCK_CREATE_RULESET_VERSION), or 0 when Landlock is missing or disabled. glibc has no
-/// wrapper for the Landlock system calls.
-int appd_landlock_abi(void);
-
 #endif

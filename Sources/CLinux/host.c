@@ -1,0 +1,26 @@
+#define _GNU_SOURCE
+#include "clinux_host.h"
+
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// Debian 12's headers predate some of these numbers; they are the same on every architecture
+// that uses the generic syscall table (x86_64, aarch64).
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
+#define APPD_LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
+
+int appd_landlock_abi_version(void) {
+    return (int)syscall(SYS_landlock_create_ruleset, NULL, 0, APPD_LANDLOCK_CREATE_RULESET_VERSION);
+}
+
+int appd_prctl_get_seccomp(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0); }
+
+int appd_pidfd_open(pid_t pid, unsigned int flags) {
+    return (int)syscall(SYS_pidfd_open, pid, flags);
+}

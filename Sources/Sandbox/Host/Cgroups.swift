@@ -1,0 +1,210 @@
+import AppBundle
+import Glibc
+
+/// Resource limits for one instance. `nil` leaves the kernel's default (no limit).
+public struct CgroupLimits: Codable, Sendable, Equatable {
+    /// Bytes (v2 `memory.max`, v1 `memory.limit_in_bytes`).
+    public var memoryMax: Int64?
+    /// Tasks, threads included (`pids.max`).
+    public var pidsMax: Int?
+    /// 1...10000, default 100 (v2 `cpu.weight`; v1 `cpu.shares` = weight * 1024 / 100).
+    public var cpuWeight: Int?
+
+    public init(memoryMax: Int64? = nil, pidsMax: Int? = nil, cpuWeight: Int? = nil) {
+        self.memoryMax = memoryMax
+        self.pidsMax = pidsMax
+        self.cpuWeight = cpuWeight
+    }
+
+    func validate() throws {
+        if let memoryMax, memoryMax < 4096 {
+            throw AppdError(.invalidConfig, "memory limit \(memoryMax) bytes is below one page")
+        }
+        if let pidsMax, pidsMax < 1 {
+            throw AppdError(.invalidConfig, "pids limit \(pidsMax) must be at least 1")
+        }
+        if let cpuWeight, !(1...10000).contains(cpuWeight) {
+            throw AppdError(.invalidConfig, "cpu weight \(cpuWeight) is outside 1...10000")
+        }
+    }
+}
+
+/// Where instance cgroups go and what they get by default. The `[Sandbox]` section of
+/// appd.conf fills this in; the defaults are what appd uses without a config file.
+public struct CgroupSettings: Codable, Sendable, Equatable {
+    /// The parent of every `<app>/<instance>` cgroup, in each hierarchy. Relative (the
+    /// default, `apps`): below appd's own cgroup, which systemd delegates to appd with
+    /// `Delegate=yes`. Absolute (`/appd.slice/apps`): from the hierarchy's root.
+    public var parent: String = "apps"
+    /// On cgroup v2 the daemon's processes leave its own cgroup for this leaf, so that
+    /// controllers can be enabled for the subtree (the "no internal processes" rule).
+    public var daemonLeaf: String = "daemon"
+    public var defaultLimits = CgroupLimits(memoryMax: 512 << 20, pidsMax: 512)
+
+    public init() {}
+
+    public init(
+        parent: String,
+        defaultLimits: CgroupLimits = CgroupLimits(
+            memoryMax: 512 << 20, pidsMax: 512)
+    ) {
+        self.parent = parent
+        self.defaultLimits = defaultLimits
+    }
+}
+
+/// Counters that explain why an instance died or stalled.
+public struct CgroupEvents: Codable, Sendable, Equatable {
+    /// Processes the OOM killer killed in the cgroup (v2 `memory.events` oom_kill, v1
+    /// `memory.oom_control` oom_kill).
+    public var oomKills: Int64 = 0
+    /// Times the memory limit was hit (v2 `memory.events` max, v1 `memory.failcnt`).
+    public var memoryLimitHits: Int64 = 0
+    /// Forks refused by `pids.max` (`pids.events` max).
+    public var pidsLimitHits: Int64 = 0
+
+    public init(oomKills: Int64 = 0, memoryLimitHits: Int64 = 0, pidsLimitHits: Int64 = 0) {
+        self.oomKills = oomKills
+        self.memoryLimitHits = memoryLimitHits
+        self.pidsLimitHits = pidsLimitHits
+    }
+}
+
+public struct CgroupMemory: Codable, Sendable, Equatable {
+    /// Bytes charged now (v1 includes page cache, as v2 does).
+    public var current: Int64
+    /// The high-water mark, if the kernel keeps one (v2 `memory.peak` needs Linux 5.19).
+    public var peak: Int64?
+}
+
+/// The cgroup of one running instance: what the launcher joins and what the supervisor
+/// freezes, kills and reads. Two implementations: `UnifiedInstanceCgroup` (one v2 directory)
+/// and `HybridInstanceCgroup` (one directory per v1 controller, plus the v2 one if mounted).
+public protocol InstanceCgroup: Sendable, CustomStringConvertible {
+    var app: String { get }
+    var instance: String { get }
+    /// Every directory of this instance, one per hierarchy.
+    var directories: [String] { get }
+    /// The `cgroup.procs` files the launcher writes its pid into before it does anything
+    /// else (`cgroup PATH` records of the launcher profile).
+    var procsFiles: [String] { get }
+    /// Pids of every process in the instance (threads are not listed separately).
+    func processes() throws -> [pid_t]
+    /// Stops every process and waits until the kernel reports the cgroup frozen.
+    func freeze(timeoutSeconds: Double) throws
+    func thaw() throws
+    func isFrozen() throws -> Bool
+    /// SIGKILLs every process and waits until none is left (zombies do not count: they leave
+    /// the cgroup when they exit, before they are reaped).
+    func kill(timeoutSeconds: Double) throws
+    func events() throws -> CgroupEvents
+    func memory() throws -> CgroupMemory
+    /// Removes every directory; the instance must be empty. Missing directories are fine.
+    func remove() throws
+}
+
+extension InstanceCgroup {
+    public func freeze() throws { try freeze(timeoutSeconds: 5) }
+    public func kill() throws { try kill(timeoutSeconds: 5) }
+    public var description: String {
+        "cgroup \(app)/\(instance) (\(directories.joined(separator: ", ")))"
+    }
+}
+
+/// Creates instance cgroups on one host layout.
+public protocol CgroupDriver: Sendable {
+    var layout: CgroupLayout { get }
+    var settings: CgroupSettings { get }
+    /// The parent directory in each hierarchy appd uses.
+    var parentDirectories: [String] { get }
+    /// Run once when the daemon starts: creates the parent, and on cgroup v2 moves the
+    /// daemon's processes into the leaf `settings.daemonLeaf` and enables the controllers for
+    /// the subtree. Safe to call again.
+    func prepare() throws
+    /// Makes `<parent>/<app>/<instance>` in every hierarchy and applies `limits`
+    /// (`settings.defaultLimits` when nil).
+    func create(instance: String, app: String, limits: CgroupLimits?) throws -> any InstanceCgroup
+    /// The cgroup of an instance created earlier (after a daemon restart), if it exists.
+    func open(instance: String, app: String) throws -> (any InstanceCgroup)?
+}
+
+public enum Cgroups {
+    /// The driver for this host: unified v2, or hybrid/legacy v1.
+    public static func driver(settings: CgroupSettings = CgroupSettings(), root: String = "")
+        throws -> any CgroupDriver
+    {
+        try driver(layout: CgroupLayout.detect(root: root), settings: settings)
+    }
+
+    public static func driver(layout: CgroupLayout, settings: CgroupSettings) throws
+        -> any CgroupDriver
+    {
+        switch layout.mode {
+        case .unified: try UnifiedCgroups(layout: layout, settings: settings)
+        case .hybrid, .legacy: try HybridCgroups(layout: layout, settings: settings)
+        case .none:
+            throw AppdError(
+                .unsupported, "no cgroup filesystem is mounted",
+                hint: "mount cgroup2 on /sys/fs/cgroup (kernel built with CONFIG_CGROUPS=y)")
+        }
+    }
+
+    /// Longest app id or instance name used as a cgroup directory name.
+    public static let maxNameLength = 128
+
+    /// An app id or instance name is one directory name: letters, digits, `.`, `-`, `_`; not
+    /// starting with `.`; not shaped like a cgroup interface file (`memory.max`, `cgroup.procs`)
+    /// that would collide with the kernel's files in the parent.
+    public static func validateName(_ name: String, _ what: String) throws {
+        func bad(_ why: String) -> AppdError {
+            AppdError(.invalidConfig, "\(what) '\(name)' cannot name a cgroup: \(why)")
+        }
+        guard !name.isEmpty else { throw bad("it is empty") }
+        guard name.utf8.count <= maxNameLength else {
+            throw bad("it is longer than \(maxNameLength) bytes")
+        }
+        guard !name.hasPrefix(".") else { throw bad("it starts with '.'") }
+        let allowed = name.utf8.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"),
+                UInt8(ascii: "_"):
+                true
+            default: false
+            }
+        }
+        guard allowed else { throw bad("only letters, digits, '.', '-' and '_' are allowed") }
+        let prefix = name.split(separator: ".").first.map(String.init) ?? name
+        if name.contains("."), reservedPrefixes.contains(prefix.lowercased()) {
+            throw bad("'\(prefix).' is the prefix of the kernel's cgroup interface files")
+        }
+        if ["tasks", "notify_on_release", "release_agent"].contains(name) {
+            throw bad("it is a cgroup interface file")
+        }
+    }
+
+    static let reservedPrefixes: Set<String> = CgroupLayout.knownV1Controllers.union([
+        "cgroup", "io", "memory", "cpu", "pids", "hugetlb", "rdma", "misc",
+    ])
+
+    /// The parent cgroup (path from a hierarchy root) for a hierarchy where we live in `own`.
+    static func parentPath(settings: CgroupSettings, own: String?) throws -> String {
+        let parent = settings.parent
+        let components = parent.split(separator: "/")
+        guard !components.contains(where: { $0 == ".." || $0 == "." }), !components.isEmpty
+        else {
+            throw AppdError(
+                .invalidConfig,
+                "cgroup parent '\(parent)' must be a path without '.' or '..' components")
+        }
+        if parent.hasPrefix("/") { return "/" + components.joined(separator: "/") }
+        guard let own else {
+            throw AppdError(
+                .unsupported,
+                "appd's own cgroup is not visible (outside its cgroup namespace), so the "
+                    + "relative cgroup parent '\(parent)' has nothing to be relative to",
+                hint: "set an absolute cgroup parent in appd.conf")
+        }
+        return (own == "/" ? "" : own) + "/" + components.joined(separator: "/")
+    }
+}

@@ -1,0 +1,282 @@
+import AppBundle
+import Glibc
+
+/// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids and cpu (each mounted
+/// at `/sys/fs/cgroup/<controller>`) plus the controller-less v2 tree (usually
+/// `/sys/fs/cgroup/unified`), which still offers `cgroup.freeze` (5.2) and `cgroup.kill` (5.14).
+/// Also serves v1-only (legacy) hosts, freezing through the v1 freezer hierarchy instead.
+///
+/// An instance is one directory per hierarchy, `<parent>/<app>/<instance>`, where a relative
+/// parent is taken below appd's own cgroup *in that hierarchy*. v1 has no "no internal
+/// processes" rule, so nothing has to move. The launcher writes its pid into every
+/// directory's `cgroup.procs` (one `cgroup PATH` record each).
+struct HybridCgroups: CgroupDriver {
+    /// One hierarchy appd uses and the parent directory in it.
+    struct Place: Sendable {
+        var controllers: [String]
+        var parent: String
+    }
+
+    let layout: CgroupLayout
+    let settings: CgroupSettings
+    let v1: [Place]
+    let unified: Place?
+
+    init(layout: CgroupLayout, settings: CgroupSettings) throws {
+        self.layout = layout
+        self.settings = settings
+        func place(_ hierarchy: CgroupLayout.Hierarchy) throws -> Place {
+            let path = try Cgroups.parentPath(settings: settings, own: hierarchy.ownCgroup)
+            guard let directory = hierarchy.directory(of: path) else {
+                throw AppdError(
+                    .unsupported,
+                    "cgroup \(path) is not visible through the mount at \(hierarchy.mountPoint)")
+            }
+            return Place(controllers: hierarchy.controllers, parent: directory)
+        }
+        var wanted = ["memory", "pids", "cpu"]
+        if layout.unified == nil { wanted.append("freezer") }
+        var places: [Place] = []
+        for controller in wanted {
+            guard let hierarchy = layout.v1Hierarchy(for: controller),
+                !places.contains(where: { $0.controllers == hierarchy.controllers })
+            else { continue }
+            places.append(try place(hierarchy))
+        }
+        v1 = places
+        unified = try layout.unified.map(place)
+    }
+
+    var parentDirectories: [String] { v1.map(\.parent) + (unified.map { [$0.parent] } ?? []) }
+
+    /// Creates the parent in every hierarchy; v1 needs nothing enabled.
+    func prepare() throws {
+        for parent in parentDirectories where !CgroupFS.isDirectory(parent) {
+            var path = ""
+            for component in parent.split(separator: "/") {
+                path += "/" + component
+                if !CgroupFS.isDirectory(path) {
+                    try CgroupDirectory(path).make(existingIsFine: true)
+                }
+            }
+        }
+    }
+
+    /// The interface file, value and controller for each limit.
+    static func limitFiles(_ limits: CgroupLimits)
+        -> [(controller: String, file: String, value: String)]
+    {
+        var files: [(controller: String, file: String, value: String)] = []
+        if let memory = limits.memoryMax {
+            files.append(("memory", "memory.limit_in_bytes", String(memory)))
+        }
+        if let pids = limits.pidsMax { files.append(("pids", "pids.max", String(pids))) }
+        if let weight = limits.cpuWeight {
+            // v2's default weight 100 is v1's default 1024 shares; v1 accepts 2 or more.
+            files.append(("cpu", "cpu.shares", String(max(2, weight * 1024 / 100))))
+        }
+        return files
+    }
+
+    func create(instance: String, app: String, limits: CgroupLimits?) throws
+        -> any InstanceCgroup
+    {
+        try Cgroups.validateName(app, "app id")
+        try Cgroups.validateName(instance, "instance name")
+        let limits = limits ?? settings.defaultLimits
+        try limits.validate()
+        for (controller, _, _) in Self.limitFiles(limits)
+        where !v1.contains(where: { $0.controllers.contains(controller) }) {
+            throw AppdError(
+                .unsupported,
+                "cannot limit \(controller): no cgroup v1 hierarchy carries that controller",
+                hint: controller == "memory"
+                    ? "build the kernel with CONFIG_MEMCG=y and mount it (cgroup -o memory)"
+                    : controller == "pids"
+                        ? "build the kernel with CONFIG_CGROUP_PIDS=y and mount it"
+                        : "build the kernel with CONFIG_CGROUP_SCHED=y and mount it")
+        }
+        let cgroup = instanceCgroup(instance: instance, app: app)
+        var made: [CgroupDirectory] = []
+        do {
+            for (appDirectory, directory) in zip(cgroup.appDirectories, cgroup.allDirectories) {
+                if !CgroupFS.isDirectory(parentDirectory(of: appDirectory.path)) {
+                    try prepare()
+                }
+                try appDirectory.make(existingIsFine: true)
+                try directory.make(existingIsFine: false)
+                made.append(directory)
+            }
+            for (controller, file, value) in Self.limitFiles(limits) {
+                guard let index = v1.firstIndex(where: { $0.controllers.contains(controller) })
+                else { continue }
+                try cgroup.v1[index].directory.write(value, file)
+            }
+        } catch {
+            for directory in made { try? directory.remove() }
+            for appDirectory in cgroup.appDirectories { appDirectory.removeIfUnused() }
+            throw error
+        }
+        return cgroup
+    }
+
+    func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
+        try Cgroups.validateName(app, "app id")
+        try Cgroups.validateName(instance, "instance name")
+        let cgroup = instanceCgroup(instance: instance, app: app)
+        guard cgroup.allDirectories.contains(where: { CgroupFS.isDirectory($0.path) }) else {
+            return nil
+        }
+        return cgroup
+    }
+
+    private func instanceCgroup(instance: String, app: String) -> HybridInstanceCgroup {
+        func directory(_ parent: String) -> CgroupDirectory {
+            CgroupDirectory(parent + "/" + app + "/" + instance)
+        }
+        return HybridInstanceCgroup(
+            app: app, instance: instance,
+            v1: v1.map { .init(controllers: $0.controllers, directory: directory($0.parent)) },
+            unified: unified.map { directory($0.parent) })
+    }
+}
+
+struct HybridInstanceCgroup: InstanceCgroup {
+    struct Member: Sendable {
+        var controllers: [String]
+        var directory: CgroupDirectory
+    }
+
+    let app: String
+    let instance: String
+    let v1: [Member]
+    let unified: CgroupDirectory?
+
+    var allDirectories: [CgroupDirectory] { v1.map(\.directory) + (unified.map { [$0] } ?? []) }
+    var appDirectories: [CgroupDirectory] {
+        allDirectories.map { CgroupDirectory(parentDirectory(of: $0.path)) }
+    }
+    var directories: [String] { allDirectories.map(\.path) }
+    var procsFiles: [String] { allDirectories.map { $0.file("cgroup.procs") } }
+
+    private func member(_ controller: String) -> CgroupDirectory? {
+        v1.first { $0.controllers.contains(controller) }?.directory
+    }
+
+    /// Every pid in any of the directories: a process could have been moved out of one.
+    func processes() throws -> [pid_t] {
+        var pids = Set<pid_t>()
+        for directory in allDirectories { pids.formUnion(try directory.processes()) }
+        return pids.sorted()
+    }
+
+    func freeze(timeoutSeconds: Double) throws {
+        if let unified, unified.hasFreeze {
+            try unified.setFrozen(true, timeoutSeconds: timeoutSeconds)
+        } else if let freezer = member("freezer") {
+            try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
+        } else {
+            throw AppdError(
+                .unsupported, "\(self) cannot be frozen",
+                hint: "freezing needs cgroup v2's cgroup.freeze (Linux 5.2) or the v1 freezer "
+                    + "(CONFIG_CGROUP_FREEZER=y)")
+        }
+    }
+
+    func thaw() throws {
+        if let unified, unified.hasFreeze {
+            try unified.setFrozen(false, timeoutSeconds: 5)
+        } else if let freezer = member("freezer") {
+            try setV1Freezer(freezer, "THAWED", timeoutSeconds: 5)
+        }
+    }
+
+    func isFrozen() throws -> Bool {
+        if let unified, unified.hasFreeze { return try unified.isFrozen() }
+        if let freezer = member("freezer") {
+            return try freezer.read("freezer.state").hasPrefix("FROZEN")
+        }
+        return false
+    }
+
+    /// v1 freezer: FREEZING until every task stopped, then FROZEN.
+    private func setV1Freezer(_ freezer: CgroupDirectory, _ state: String, timeoutSeconds: Double)
+        throws
+    {
+        try freezer.write(state, "freezer.state")
+        let deadline = Deadline(seconds: timeoutSeconds)
+        while !(try freezer.read("freezer.state").hasPrefix(state)) {
+            guard !deadline.passed else {
+                throw AppdError(
+                    .io,
+                    "timed out after \(timeoutSeconds)s setting "
+                        + "\(freezer.file("freezer.state")) to \(state)")
+            }
+            usleep(1000)
+        }
+    }
+
+    func kill(timeoutSeconds: Double) throws {
+        // cgroup.kill in the v2 tree reaches every process the launcher placed, since it joins
+        // all hierarchies; the SIGKILL loop covers kernels before 5.14 and v1-only hosts.
+        if let unified, unified.hasKill {
+            try unified.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            return
+        }
+        guard let freezer = member("freezer") else {
+            guard let killer = unified ?? allDirectories.first else { return }
+            try killer.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            return
+        }
+        // v1 freezer: freeze so nothing forks while we signal, SIGKILL every pid, thaw so the
+        // signals are delivered (a task frozen by v1 does not die until thawed); repeat.
+        let deadline = Deadline(seconds: timeoutSeconds)
+        while true {
+            let pids = try processes()
+            if pids.isEmpty { return }
+            guard !deadline.passed else {
+                throw AppdError(
+                    .io,
+                    "timed out after \(timeoutSeconds)s killing \(self): "
+                        + "pids \(pids.map(String.init).joined(separator: " ")) remain")
+            }
+            try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
+            for pid in try processes() { _ = Glibc.kill(pid, SIGKILL) }
+            try setV1Freezer(freezer, "THAWED", timeoutSeconds: timeoutSeconds)
+            usleep(1000)
+        }
+    }
+
+    func events() throws -> CgroupEvents {
+        var events = CgroupEvents()
+        if let memory = member("memory") {
+            events.oomKills = try memory.counters("memory.oom_control")["oom_kill"] ?? 0
+            events.memoryLimitHits = try memory.number("memory.failcnt") ?? 0
+        }
+        if let pids = member("pids") {
+            events.pidsLimitHits = try pids.counters("pids.events")["max"] ?? 0
+        }
+        return events
+    }
+
+    func memory() throws -> CgroupMemory {
+        guard let memory = member("memory"),
+            let current = try memory.number("memory.usage_in_bytes")
+        else {
+            throw AppdError(
+                .unsupported, "\(self) has no memory controller",
+                hint: "build the kernel with CONFIG_MEMCG=y and mount the memory hierarchy")
+        }
+        return CgroupMemory(current: current, peak: try memory.number("memory.max_usage_in_bytes"))
+    }
+
+    /// Removes every directory even if one fails, then reports the first failure.
+    func remove() throws {
+        var failure: Error?
+        for directory in allDirectories {
+            do { try directory.remove() } catch { failure = failure ?? error }
+        }
+        for appDirectory in appDirectories { appDirectory.removeIfUnused() }
+        if let failure { throw failure }
+    }
+}

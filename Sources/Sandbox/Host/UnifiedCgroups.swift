@@ -1,0 +1,207 @@
+import AppBundle
+import Glibc
+
+/// Instance cgroups on a unified cgroup v2 host (systemd's default).
+///
+/// Under systemd, appd.service has `Delegate=yes`: the service's cgroup (our line `0::/PATH`
+/// in /proc/self/cgroup) and everything below it belongs to appd. cgroup v2 lets a cgroup
+/// either hold processes or hand controllers to children ("no internal processes"), never both
+/// (the root excepted). So `prepare()` first moves the daemon's own processes into the leaf
+/// `<own>/daemon`, then enables memory, pids and cpu in `<own>/cgroup.subtree_control`, and in
+/// each level down to `<own>/apps/<app>`:
+///
+/// ```
+/// <own>/                 subtree_control: +memory +pids +cpu (no processes)
+///     daemon/            appd itself
+///     apps/              subtree_control: +memory +pids +cpu
+///         <app-id>/      subtree_control: +memory +pids +cpu
+///             <instance>/    memory.max pids.max cpu.weight; the launcher and the app
+/// ```
+struct UnifiedCgroups: CgroupDriver {
+    let layout: CgroupLayout
+    let settings: CgroupSettings
+    let hierarchy: CgroupLayout.Hierarchy
+    let parentPath: String
+    let parent: CgroupDirectory
+
+    /// The controllers appd enables for its subtree, where the kernel offers them.
+    static let controllers = ["memory", "pids", "cpu"]
+
+    init(layout: CgroupLayout, settings: CgroupSettings) throws {
+        guard let hierarchy = layout.unified else {
+            throw AppdError(.unsupported, "no cgroup2 filesystem is mounted")
+        }
+        self.layout = layout
+        self.settings = settings
+        self.hierarchy = hierarchy
+        parentPath = try Cgroups.parentPath(settings: settings, own: hierarchy.ownCgroup)
+        guard let directory = hierarchy.directory(of: parentPath) else {
+            throw AppdError(
+                .unsupported,
+                "cgroup \(parentPath) is not visible through the cgroup2 mount at "
+                    + hierarchy.mountPoint
+            )
+        }
+        parent = CgroupDirectory(directory)
+        try Cgroups.validateName(settings.daemonLeaf, "daemon leaf cgroup")
+    }
+
+    var parentDirectories: [String] { [parent.path] }
+
+    func prepare() throws {
+        let relative = !settings.parent.hasPrefix("/")
+        var directory: CgroupDirectory
+        if relative, let own = hierarchy.ownDirectory {
+            directory = CgroupDirectory(own)
+            // The root cgroup is exempt from the rule, and its processes are the whole system.
+            if hierarchy.ownCgroup != "/" { try moveProcessesIntoLeaf(own) }
+        } else {
+            directory = CgroupDirectory(hierarchy.mountPoint)
+        }
+        let below = parent.path.dropFirst(directory.path.count).split(separator: "/")
+        for component in below {
+            try enableControllers(in: directory)
+            directory = CgroupDirectory(directory.path + "/" + component)
+            try directory.make(existingIsFine: true)
+        }
+        try enableControllers(in: directory)
+    }
+
+    /// Moves every process of `own` into `<own>/<daemonLeaf>`. Repeats while the daemon
+    /// forks (a process forked during the move inherits the old cgroup).
+    private func moveProcessesIntoLeaf(_ own: String) throws {
+        let here = CgroupDirectory(own)
+        let leaf = CgroupDirectory(own + "/" + settings.daemonLeaf)
+        for _ in 0..<20 {
+            let pids = try here.processes()
+            if pids.isEmpty { return }
+            try leaf.make(existingIsFine: true)
+            for pid in pids {
+                switch CgroupFS.write(String(pid), to: leaf.file("cgroup.procs")) {
+                case .success: continue
+                case .failure(let error) where error.code == ESRCH: continue
+                case .failure(let error):
+                    throw AppdError.cgroup("failed to move pid \(pid) into", leaf.path, error)
+                }
+            }
+        }
+        throw AppdError(
+            .io,
+            "processes keep appearing in \(own) while moving them into "
+                + "\(leaf.path)")
+    }
+
+    /// Writes `+memory +pids +cpu` (those the parent offers and not yet enabled).
+    private func enableControllers(in directory: CgroupDirectory) throws {
+        let available = Set(
+            try directory.read("cgroup.controllers").split(separator: " ")
+                .map { String($0.filter { !$0.isWhitespace }) })
+        let enabled = Set(
+            try directory.read("cgroup.subtree_control").split(separator: " ")
+                .map { String($0.filter { !$0.isWhitespace }) })
+        let missing = Self.controllers.filter { available.contains($0) && !enabled.contains($0) }
+        guard !missing.isEmpty else { return }
+        try directory.write(
+            missing.map { "+" + $0 }.joined(separator: " "),
+            "cgroup.subtree_control")
+    }
+
+    /// The interface files and values for `limits`.
+    static func limitFiles(_ limits: CgroupLimits) -> [(file: String, value: String)] {
+        var files: [(file: String, value: String)] = []
+        if let memory = limits.memoryMax { files.append(("memory.max", String(memory))) }
+        if let pids = limits.pidsMax { files.append(("pids.max", String(pids))) }
+        if let weight = limits.cpuWeight { files.append(("cpu.weight", String(weight))) }
+        return files
+    }
+
+    func create(instance: String, app: String, limits: CgroupLimits?) throws
+        -> any InstanceCgroup
+    {
+        try Cgroups.validateName(app, "app id")
+        try Cgroups.validateName(instance, "instance name")
+        let limits = limits ?? settings.defaultLimits
+        try limits.validate()
+        if !CgroupFS.isDirectory(parent.path) { try prepare() }
+        let appDirectory = CgroupDirectory(parent.path + "/" + app)
+        let directory = CgroupDirectory(appDirectory.path + "/" + instance)
+        // Another instance's remove() may rmdir the app level between our two mkdirs.
+        for attempt in 0..<3 {
+            try appDirectory.make(existingIsFine: true)
+            try enableControllers(in: appDirectory)
+            do {
+                try directory.make(existingIsFine: false)
+                break
+            } catch let error as AppdError where error.errno == ENOENT && attempt < 2 {
+                continue
+            }
+        }
+        do {
+            for (file, value) in Self.limitFiles(limits) { try directory.write(value, file) }
+        } catch {
+            try? directory.remove()
+            appDirectory.removeIfUnused()
+            throw error
+        }
+        return UnifiedInstanceCgroup(
+            app: app, instance: instance, directory: directory,
+            appDirectory: appDirectory)
+    }
+
+    func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
+        try Cgroups.validateName(app, "app id")
+        try Cgroups.validateName(instance, "instance name")
+        let appDirectory = CgroupDirectory(parent.path + "/" + app)
+        let directory = CgroupDirectory(appDirectory.path + "/" + instance)
+        guard CgroupFS.isDirectory(directory.path) else { return nil }
+        return UnifiedInstanceCgroup(
+            app: app, instance: instance, directory: directory,
+            appDirectory: appDirectory)
+    }
+}
+
+struct UnifiedInstanceCgroup: InstanceCgroup {
+    let app: String
+    let instance: String
+    let directory: CgroupDirectory
+    let appDirectory: CgroupDirectory
+
+    var directories: [String] { [directory.path] }
+    var procsFiles: [String] { [directory.file("cgroup.procs")] }
+
+    func processes() throws -> [pid_t] { try directory.processes() }
+
+    func freeze(timeoutSeconds: Double) throws {
+        try directory.setFrozen(true, timeoutSeconds: timeoutSeconds)
+    }
+
+    func thaw() throws { try directory.setFrozen(false, timeoutSeconds: 5) }
+
+    func isFrozen() throws -> Bool { try directory.isFrozen() }
+
+    func kill(timeoutSeconds: Double) throws {
+        try directory.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+    }
+
+    func events() throws -> CgroupEvents {
+        let memory = try directory.counters("memory.events")
+        let pids = try directory.counters("pids.events")
+        return CgroupEvents(
+            oomKills: memory["oom_kill"] ?? 0,
+            memoryLimitHits: memory["max"] ?? 0, pidsLimitHits: pids["max"] ?? 0)
+    }
+
+    func memory() throws -> CgroupMemory {
+        guard let current = try directory.number("memory.current") else {
+            throw AppdError(
+                .unsupported, "\(directory.path) has no memory controller",
+                hint: "enable memory in the parent's cgroup.subtree_control (Delegate=yes)")
+        }
+        return CgroupMemory(current: current, peak: try directory.number("memory.peak"))
+    }
+
+    func remove() throws {
+        try directory.remove()
+        appDirectory.removeIfUnused()
+    }
+}

@@ -1,0 +1,238 @@
+import AppBundle
+import Foundation
+import Testing
+
+@testable import Sandbox
+
+/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
+/// in CI) they run anyway and fail loudly instead of being skipped.
+let isRoot = getuid() == 0
+let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
+let rootOnly = Testing.ConditionTrait.enabled(
+    if: isRoot || requireRoot,
+    "requires root (creates cgroups); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead")
+
+/// A scratch directory removed when the value goes away, even if the test failed.
+final class Scratch {
+    let path: String
+
+    init(_ label: String = "sandbox-host-test") {
+        var template = Array("\(NSTemporaryDirectory())/\(label).XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        precondition(made != nil, "mkdtemp failed")
+        path = String(
+            decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Writes `content` at `relative`, creating directories.
+    func write(_ relative: String, _ content: String) {
+        let file = "\(path)/\(relative)"
+        try? FileManager.default.createDirectory(
+            atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        _ = FileManager.default.createFile(atPath: file, contents: Data(content.utf8))
+    }
+
+    func makeDirectory(_ relative: String) {
+        try? FileManager.default.createDirectory(
+            atPath: "\(path)/\(relative)", withIntermediateDirectories: true)
+    }
+
+    func remove(_ relative: String) {
+        try? FileManager.default.removeItem(atPath: "\(path)/\(relative)")
+    }
+}
+
+/// This machine's cgroup mounts (DESIGN.md, "Facts measured"), as mountinfo shows them.
+let hybridMountinfo = """
+    22 27 0:21 / /proc rw,relatime - proc proc rw
+    31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755
+    32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu
+    33 31 0:30 / /sys/fs/cgroup/cpuacct rw,relatime - cgroup cgroup rw,cpuacct
+    34 31 0:31 / /sys/fs/cgroup/cpuset rw,relatime - cgroup cgroup rw,cpuset
+    35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory
+    36 31 0:33 / /sys/fs/cgroup/devices rw,relatime - cgroup cgroup rw,devices
+    37 31 0:34 / /sys/fs/cgroup/freezer rw,relatime - cgroup cgroup rw,freezer
+    38 31 0:35 / /sys/fs/cgroup/blkio rw,relatime - cgroup cgroup rw,blkio
+    39 31 0:36 / /sys/fs/cgroup/pids rw,relatime - cgroup cgroup rw,pids
+    40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd
+    41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw
+    """
+
+let hybridProcSelfCgroup = """
+    9:name=systemd:/
+    8:pids:/
+    7:blkio:/
+    6:freezer:/
+    5:devices:/
+    4:memory:/process_api/4b8aed88462c7e434cc44161a20f870c
+    3:cpuset:/
+    2:cpuacct:/
+    1:cpu:/
+    0::/
+    """
+
+/// A Debian 12 / Fedora style systemd host: cgroup2 only, appd in its delegated service cgroup.
+let unifiedMountinfo = """
+    25 21 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:4 - cgroup2 cgroup2 rw,nsdelegate,memory_recursiveprot
+    """
+
+/// A fake /proc and /sys describing a kernel; every file can be changed before `detect`.
+final class FakeHost {
+    let scratch = Scratch("fake-host")
+    var root: String { scratch.path }
+
+    /// Full features by default: unified cgroup v2 with appd.service delegated.
+    init() {
+        scratch.write("proc/sys/kernel/osrelease", "6.18.0\n")
+        scratch.write(
+            "proc/sys/kernel/seccomp/actions_avail",
+            "kill_process kill_thread trap errno user_notif trace log allow\n")
+        scratch.write("proc/sys/user/max_user_namespaces", "96364\n")
+        for kind in ["cgroup", "ipc", "mnt", "net", "pid", "time", "user", "uts"] {
+            scratch.write("proc/self/ns/\(kind)", "")
+        }
+        scratch.write("proc/self/mountinfo", unifiedMountinfo + "\n")
+        scratch.write("proc/self/cgroup", "0::/system.slice/appd.service\n")
+        scratch.write(
+            "sys/fs/cgroup/cgroup.controllers",
+            "cpuset cpu io memory hugetlb pids rdma misc\n")
+        let own = "sys/fs/cgroup/system.slice/appd.service"
+        scratch.write("\(own)/cgroup.controllers", "cpu memory pids\n")
+        scratch.write("\(own)/cgroup.freeze", "0\n")
+        scratch.write("\(own)/cgroup.kill", "")
+    }
+
+    func write(_ relative: String, _ content: String) { scratch.write(relative, content) }
+    func remove(_ relative: String) { scratch.remove(relative) }
+
+    /// Turns the fake into this machine's hybrid layout.
+    func makeHybrid() {
+        write("proc/self/mountinfo", hybridMountinfo + "\n")
+        write("proc/self/cgroup", hybridProcSelfCgroup + "\n")
+        remove("sys/fs/cgroup")
+        write("sys/fs/cgroup/unified/cgroup.controllers", "hugetlb\n")
+        write("sys/fs/cgroup/unified/some-child/cgroup.freeze", "0\n")
+        write("sys/fs/cgroup/unified/some-child/cgroup.kill", "")
+    }
+
+    func detect(_ probes: HostFeatures.SyscallProbes = .full) -> HostFeatures {
+        HostFeatures.detect(root: root, probes: probes)
+    }
+}
+
+extension HostFeatures.SyscallProbes {
+    static let full = Self(landlockCreateRulesetVersion: 7, prctlGetSeccomp: 0, pidfdOpen: 0)
+
+    func with(landlock: Int32? = nil, seccomp: Int32? = nil, pidfd: Int32? = nil) -> Self {
+        Self(
+            landlockCreateRulesetVersion: landlock ?? landlockCreateRulesetVersion,
+            prctlGetSeccomp: seccomp ?? prctlGetSeccomp, pidfdOpen: pidfd ?? pidfdOpen)
+    }
+}
+
+/// A child process this test started. Deinit SIGKILLs and reaps it if the test did not, so
+/// a failing test leaves nothing running; it never signals any other pid.
+final class Child {
+    let pid: pid_t
+    private(set) var status: Int32?
+
+    /// Runs `/bin/sh -c SCRIPT` with no environment beyond PATH.
+    init(_ script: String) throws {
+        var pid: pid_t = 0
+        let argv = ["/bin/sh", "-c", script]
+        let env = ["PATH=/usr/bin:/bin"]
+        var cArgs = argv.map { strdup($0) } + [nil]
+        var cEnv = env.map { strdup($0) } + [nil]
+        defer {
+            for pointer in cArgs + cEnv { free(pointer) }
+        }
+        let result = posix_spawn(&pid, "/bin/sh", nil, nil, &cArgs, &cEnv)
+        guard result == 0 else { throw AppdError.system("posix_spawn /bin/sh", errno: result) }
+        self.pid = pid
+    }
+
+    /// Starts `command` inside the cgroup: the shell writes its own pid into every procs file
+    /// (what appd-exec does with `cgroup PATH` records), then execs the command in place.
+    convenience init(in cgroup: any InstanceCgroup, exec command: String) throws {
+        let joins = cgroup.procsFiles.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
+        try self.init("\(joins) && exec \(command)")
+        // Every hierarchy, not just one: the shell writes the files one after another.
+        try waitUntil("pid \(pid) joined \(cgroup)") {
+            cgroup.procsFiles.allSatisfy { file in
+                let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return text.split(separator: "\n").contains("\(self.pid)")
+            }
+        }
+    }
+
+    /// Waits up to `seconds` for the exit and returns the wait status; nil if it had not
+    /// exited by then (it is SIGKILLed and reaped, so a broken kill() fails a test instead of
+    /// hanging the run).
+    @discardableResult
+    func wait(seconds: Double = 10) -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        while ContinuousClock.now < end {
+            let result = waitpid(pid, &raw, WNOHANG)
+            if result == pid {
+                status = raw
+                return raw
+            }
+            if result < 0 && errno != EINTR { return nil }
+            usleep(1000)
+        }
+        Glibc.kill(pid, SIGKILL)
+        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+        status = raw
+        return nil
+    }
+
+    /// The signal that ended it (waiting as `wait` does), nil if it exited or did not end.
+    func terminationSignal(seconds: Double = 10) -> Int32? {
+        guard let status = wait(seconds: seconds) else { return nil }
+        let signal = status & 0x7f
+        return signal != 0 && signal != 0x7f ? signal : nil
+    }
+
+    /// The state letter and utime (clock ticks) from /proc/PID/stat.
+    func stat() -> (state: Character, utime: Int)? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let state = fields[0].first, let utime = Int(fields[11]) else {
+            return nil
+        }
+        return (state, utime)
+    }
+
+    deinit {
+        if status == nil {
+            Glibc.kill(pid, SIGKILL)
+            wait(seconds: 5)
+        }
+    }
+}
+
+struct Timeout: Error, CustomStringConvertible {
+    var what: String
+    var description: String { "timed out waiting until \(what)" }
+}
+
+/// Polls `condition` every millisecond for up to `seconds`.
+func waitUntil(_ what: String, seconds: Double = 5, _ condition: () throws -> Bool) throws {
+    let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+    while ContinuousClock.now < end {
+        if try condition() { return }
+        usleep(1000)
+    }
+    throw Timeout(what: what)
+}
+
+/// Whether `pid` is gone (ESRCH) — a zombie still answers kill(pid, 0).
+func isGone(_ pid: pid_t) -> Bool { kill(pid, 0) != 0 && errno == ESRCH }
+
+func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
