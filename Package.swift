@@ -34,10 +34,12 @@ let package = Package(
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
         .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
+        // Running instances: spawn through appd-exec, cgroups, exit status.
+        .target(name: "Supervisor", dependencies: ["AppBundle", "CLinux", "Sandbox", "AppContainers"]),
         .executableTarget(
             name: "appd",
             dependencies: [
-                "AppBundle", "AppContainers", "Sandbox",
+                "AppBundle", "AppContainers", "Sandbox", "Supervisor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -105,3 +105,16 @@ extension InstalledApp {
             uid: uid, gid: gid, entitlements: try decodedEntitlements(), groupContainers: groups)
     }
 }
+
+extension AppStore {
+    /// `logs/<id>.log` under the state root, opened for appending (root only, 0600): where
+    /// `appd run` without a console puts the app's output.
+    public func openLog(for bundleID: String) throws -> (fd: Int32, path: String) {
+        let directory = "\(root.path)/logs"
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
+        let path = "\(directory)/\(bundleID).log"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        return (fd, path)
+    }
+}

@@ -27,6 +27,9 @@ enum AppProcess {
             _ = ioctl(0, UInt(TIOCSCTTY), 0)
         }
         try Credentials.applyResourceLimits(profile.rlimits)
+        // Nothing the app creates is for others; its group (its own gid, or an application
+        // group's setgid container) may share it.
+        umask(0o007)
         try Credentials.dropBoundingSet(lastCapability: launch.lastCapability)
         // validate() guarantees uid and gid.
         try Credentials.switchIdentity(

@@ -11,6 +11,9 @@ import Glibc
 enum Launcher {
     static func main() -> Int32 {
         var statusFD: Int32?
+        // The new root's directories get the modes the profile says, whatever the caller's
+        // umask (appd runs with 077).
+        umask(0o022)
         do {
             try ensureStandardDescriptors()
             try Signals.prepareLauncher()

@@ -1,0 +1,211 @@
+import AppBundle
+import CLinux
+import Foundation
+import Glibc
+import Sandbox
+
+/// How an instance ended.
+public enum ExitStatus: Sendable, Equatable, Codable, CustomStringConvertible {
+    case exited(Int32)
+    case signaled(Int32)
+    /// The sandbox could not be built; the app never ran.
+    case failedToLaunch(String)
+
+    /// What a shell would report: the code, 128+signal, or 127 for a launch failure.
+    public var shellCode: Int32 {
+        switch self {
+        case .exited(let code): code
+        case .signaled(let signal): 128 + signal
+        case .failedToLaunch: 127
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .exited(let code): "exited with code \(code)"
+        case .signaled(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
+        case .failedToLaunch(let message): "failed to launch: \(message)"
+        }
+    }
+}
+
+/// Starts one sandboxed instance with `appd-exec` and waits for it: the direct path of
+/// `appd run` (the daemon issue moves this behind the supervisor).
+///
+/// The order matters: the instance cgroup exists before the launcher starts (the launcher joins
+/// it first thing, so every process of the app is in it); the profile and the BPF travel on
+/// memfds, never through the filesystem; posix_spawn (vfork + exec in glibc) runs no Swift
+/// code between fork and exec; afterwards the cgroup is killed and removed, so nothing the app
+/// left running survives it.
+public struct SandboxLaunch {
+    public var profile: SandboxProfile
+    public var launcher: String
+    public var cgroups: CgroupSettings
+    public var limits: CgroupLimits
+    /// Where the app's stdout and stderr go; nil = this process's own.
+    public var output: Int32?
+    /// Keep this process's stdin for the app (a console); otherwise it reads /dev/null.
+    public var keepStdin: Bool
+
+    public init(
+        profile: SandboxProfile, launcher: String, cgroups: CgroupSettings, limits: CgroupLimits,
+        output: Int32? = nil, keepStdin: Bool = false
+    ) {
+        self.profile = profile
+        self.launcher = launcher
+        self.cgroups = cgroups
+        self.limits = limits
+        self.output = output
+        self.keepStdin = keepStdin
+    }
+
+    /// `appd-exec` next to `executable` (the running appd), else the installed one.
+    public static func findLauncher(configured: String?, besides executable: String) throws -> String {
+        let candidates = configured.map { [$0] }
+            ?? [URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("appd-exec").path,
+                "/usr/libexec/appd/appd-exec"]
+        for path in candidates where access(path, X_OK) == 0 { return path }
+        throw AppdError(.notFound, "the launcher appd-exec is not at \(candidates.joined(separator: " or "))",
+            hint: configured == nil ? "build it (swift build) or set Launcher= in [Sandbox]" : "fix Launcher= in [Sandbox]")
+    }
+
+    public func run(instance: String = Self.newInstanceID()) throws -> ExitStatus {
+        var profile = profile
+        let driver = try Cgroups.driver(settings: cgroups)
+        try driver.prepare()
+        let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
+        defer {
+            try? cgroup.kill()
+            try? cgroup.remove()
+        }
+        profile.cgroupProcs = cgroup.procsFiles
+
+        let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
+        let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
+        defer { close(profileFD) }
+        let bpfFD = try Self.memfd("appd-seccomp", bpf)
+        defer { close(bpfFD) }
+        var statusPipe: [Int32] = [-1, -1]
+        guard appd_pipe_cloexec(&statusPipe) == 0 else { throw AppdError.system("pipe for the launch status") }
+        defer { close(statusPipe[0]) }
+
+        let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusPipe[1])
+        close(statusPipe[1])
+        let raw = Self.forwardingSignals(to: pid) { Self.wait(pid) }
+        let line = Self.readAll(statusPipe[0])
+        if let error = line.split(separator: "\n").first(where: { $0.hasPrefix("error ") }) {
+            return .failedToLaunch(String(error.dropFirst("error ".count)))
+        }
+        if raw & 0x7F == 0 {
+            let code = (raw >> 8) & 0xFF
+            // The launcher's own exit code mirrors the app's (128+N for a signal).
+            if let signal = line.split(separator: "\n").first(where: { $0.hasPrefix("signal ") }),
+                let number = Int32(signal.dropFirst("signal ".count))
+            {
+                return .signaled(number)
+            }
+            return .exited(code)
+        }
+        return .signaled(raw & 0x7F)
+    }
+
+    public static func newInstanceID() -> String {
+        String(UUID().uuidString.lowercased().prefix(8))
+    }
+
+    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32) throws -> pid_t {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        if !keepStdin { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if let output {
+            posix_spawn_file_actions_adddup2(&actions, output, 1)
+            posix_spawn_file_actions_adddup2(&actions, output, 2)
+        }
+        // dup2 clears close-on-exec on the copy; the originals stay close-on-exec.
+        posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
+        posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
+        posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
+
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var all = sigset_t()
+        sigfillset(&all)
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+
+        let arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, launcher, &actions, &attributes, &argv, &envp)
+        guard result == 0 else { throw AppdError.system("start \(launcher)", errno: result) }
+        return pid
+    }
+
+    private static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
+        let fd = appd_memfd(name)
+        guard fd >= 0 else { throw AppdError.system("memfd_create \(name)") }
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard written > 0 else {
+                close(fd)
+                throw AppdError.system("write \(name)")
+            }
+            offset += written
+        }
+        lseek(fd, 0, SEEK_SET)
+        return fd
+    }
+
+    private static func wait(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        return status
+    }
+
+    private static func readAll(_ fd: Int32) -> String {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 512)
+        while true {
+            let count = read(fd, &buffer, buffer.count)
+            if count > 0 { bytes += buffer[..<count] } else if count < 0 && errno == EINTR { continue } else { break }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// While `body` runs, SIGTERM/SIGHUP/SIGUSR1/SIGUSR2 sent to appd go to the launcher (which
+    /// passes them to the app), and SIGINT/SIGQUIT from the terminal are left to the launcher,
+    /// which got them too (same process group), as `system(3)` does.
+    private static func forwardingSignals<T>(to pid: pid_t, _ body: () -> T) -> T {
+        forwardTarget = pid
+        let forwarded = [SIGTERM, SIGHUP, SIGUSR1, SIGUSR2]
+        var saved: [Int32: sigaction] = [:]
+        for signal in forwarded + [SIGINT, SIGQUIT] {
+            var action = sigaction()
+            if forwarded.contains(signal) {
+                action.__sigaction_handler.sa_handler = { signal in kill(forwardTarget, signal) }
+            } else {
+                action.__sigaction_handler.sa_handler = SIG_IGN
+            }
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            var old = sigaction()
+            sigaction(signal, &action, &old)
+            saved[signal] = old
+        }
+        defer {
+            for (signal, var old) in saved { sigaction(signal, &old, nil) }
+        }
+        return body()
+    }
+}
+
+/// The launcher a signal handler forwards to (a C handler cannot capture context).
+nonisolated(unsafe) private var forwardTarget: pid_t = 0

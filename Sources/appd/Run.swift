@@ -1,0 +1,74 @@
+import AppBundle
+import AppContainers
+import ArgumentParser
+import Foundation
+import Sandbox
+import Supervisor
+
+struct Run: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Launch an installed app in its sandbox, as root, and wait for it.",
+        discussion: """
+            Builds the app's sandbox (see 'appd profile ID') with appd-exec, in a cgroup of its \
+            own with the [Sandbox] limits, and waits until the app exits. With --console the \
+            app's stdout and stderr are this terminal's and appd exits with the app's code \
+            (128+N if a signal ended it, 127 if the sandbox could not be built). Without it, \
+            the output is appended to logs/<id>.log under the state root. SIGTERM, SIGHUP, \
+            SIGUSR1 and SIGUSR2 sent to appd reach the app.
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(help: "Attach the app to this terminal: stream its output, exit with its code.")
+    var console = false
+
+    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"))
+    var id: String
+
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
+    var arguments: [String] = []
+
+    func run() throws {
+        var status: ExitStatus = .exited(0)
+        try options.run {
+            guard geteuid() == 0 else {
+                throw AppdError(.permissionDenied, "launching an app needs root for now",
+                    hint: "run it with sudo; the daemon (appctl launch) lifts this")
+            }
+            let store = try options.openStore(.readWrite)
+            let app = try store.app(id)
+            let sandbox = store.config.sandbox
+            let profile = try store.sandboxProfile(for: app, arguments: arguments,
+                console: console && isatty(0) == 1)
+            let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher,
+                besides: CommandLine.arguments[0].hasPrefix("/")
+                    ? CommandLine.arguments[0] : (try? String(contentsOfFile: "/proc/self/exe")) ?? "")
+            var log: (fd: Int32, path: String)?
+            if !console {
+                log = try store.openLog(for: app.bundleID)
+            }
+            defer { if let log { close(log.fd) } }
+            let launch = SandboxLaunch(
+                profile: profile, launcher: launcher,
+                cgroups: CgroupSettings(parent: "/appd"),
+                limits: CgroupLimits(memoryMax: sandbox.memoryMax, pidsMax: sandbox.tasksMax),
+                output: log?.fd, keepStdin: console)
+            status = try launch.run()
+            if case .failedToLaunch(let message) = status {
+                throw AppdError(.unsupported, "\(app.bundleID) could not be launched: \(message)")
+            }
+            if options.json {
+                Output.json(RunView(bundleId: app.bundleID, status: status, log: log?.path))
+            } else if !console {
+                print("\(app.bundleID) \(status); output in \(log?.path ?? "-")")
+            }
+        }
+        if status.shellCode != 0 { throw ExitCode(status.shellCode) }
+    }
+}
+
+struct RunView: Encodable {
+    var bundleId: String
+    var status: ExitStatus
+    var log: String?
+}
