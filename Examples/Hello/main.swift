@@ -47,3 +47,25 @@ if let home = environment["HOME"], FileManager.default.isWritableFile(atPath: ho
         warn("cannot update \(counter.path): \(error)")
     }
 }
+
+// Preferences persist in the data container (Library/Preferences) across launches.
+let defaults = UserDefaults.standard
+let opened = defaults.integer(forKey: "timesOpened") + 1
+defaults.set(opened, forKey: "timesOpened")
+defaults.synchronize()
+print("defaults:  timesOpened = \(opened)")
+
+// Child processes work inside the sandbox (fork/exec, pipes, Foundation's run loop).
+let child = Process()
+child.executableURL = URL(fileURLWithPath: "/bin/sh")
+child.arguments = ["-c", "echo child says hi from $(id -u)"]
+let pipe = Pipe()
+child.standardOutput = pipe
+do {
+    try child.run()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    child.waitUntilExit()
+    print("process:   \(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) (status \(child.terminationStatus))")
+} catch {
+    warn("cannot run /bin/sh: \(error)")
+}
