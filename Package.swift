@@ -64,6 +64,9 @@ let package = Package(
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
+        // Installs the probe and the sample as apps and launches them through the built
+        // appd-exec (found next to the test bundle, like Probe and Hello).
+        .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests"),
     ]

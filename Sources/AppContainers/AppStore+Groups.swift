@@ -118,3 +118,15 @@ extension AppStore {
         return (fd, path)
     }
 }
+
+extension AppStore {
+    /// The profile `app` launches with on this kernel, creating its group containers if needed.
+    public func sandboxProfile(
+        for app: InstalledApp, arguments: [String] = [], console: Bool = false,
+        kernel: KernelLayers = .detect()
+    ) throws -> SandboxProfile {
+        let subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
+        let policy = SandboxPolicy(settings: config.sandbox, kernel: kernel)
+        return try policy.profile(for: subject, arguments: arguments, console: console)
+    }
+}

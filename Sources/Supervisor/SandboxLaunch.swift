@@ -5,7 +5,7 @@ import Glibc
 import Sandbox
 
 /// How an instance ended.
-public enum ExitStatus: Sendable, Equatable, Codable, CustomStringConvertible {
+public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible {
     case exited(Int32)
     case signaled(Int32)
     /// The sandbox could not be built; the app never ran.
@@ -46,11 +46,14 @@ public struct SandboxLaunch {
     public var output: Int32?
     /// Keep this process's stdin for the app (a console); otherwise it reads /dev/null.
     public var keepStdin: Bool
+    /// The app's stdin instead (a terminal for a console); overrides keepStdin.
+    public var input: Int32?
 
     public init(
         profile: SandboxProfile, launcher: String, cgroups: CgroupSettings, limits: CgroupLimits,
-        output: Int32? = nil, keepStdin: Bool = false
+        output: Int32? = nil, keepStdin: Bool = false, input: Int32? = nil
     ) {
+        self.input = input
         self.profile = profile
         self.launcher = launcher
         self.cgroups = cgroups
@@ -69,7 +72,7 @@ public struct SandboxLaunch {
             hint: configured == nil ? "build it (swift build) or set Launcher= in [Sandbox]" : "fix Launcher= in [Sandbox]")
     }
 
-    public func run(instance: String = Self.newInstanceID()) throws -> ExitStatus {
+    public func run(instance: String = Self.newInstanceID()) throws -> AppExitStatus {
         var profile = profile
         let driver = try Cgroups.driver(settings: cgroups)
         try driver.prepare()
@@ -117,7 +120,11 @@ public struct SandboxLaunch {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if !keepStdin { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if let input {
+            posix_spawn_file_actions_adddup2(&actions, input, 0)
+        } else if !keepStdin {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         if let output {
             posix_spawn_file_actions_adddup2(&actions, output, 1)
             posix_spawn_file_actions_adddup2(&actions, output, 2)

@@ -39,17 +39,6 @@ struct Profile: ParsableCommand {
     }
 }
 
-extension AppStore {
-    /// The profile `app` launches with on this kernel, creating its group containers if needed.
-    func sandboxProfile(for app: InstalledApp, arguments: [String] = [], console: Bool = false)
-        throws -> SandboxProfile
-    {
-        let subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
-        let policy = SandboxPolicy(settings: config.sandbox, kernel: .detect())
-        return try policy.profile(for: subject, arguments: arguments, console: console)
-    }
-}
-
 /// The profile for people: the questions an admin asks, each answered in a line or a list.
 struct ProfileText {
     var profile: SandboxProfile

@@ -29,7 +29,7 @@ struct Run: ParsableCommand {
     var arguments: [String] = []
 
     func run() throws {
-        var status: ExitStatus = .exited(0)
+        var status: AppExitStatus = .exited(0)
         try options.run {
             guard geteuid() == 0 else {
                 throw AppdError(.permissionDenied, "launching an app needs root for now",
@@ -69,6 +69,6 @@ struct Run: ParsableCommand {
 
 struct RunView: Encodable {
     var bundleId: String
-    var status: ExitStatus
+    var status: AppExitStatus
     var log: String?
 }

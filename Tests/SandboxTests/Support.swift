@@ -1,0 +1,204 @@
+import AppBundle
+import AppContainers
+import Foundation
+import Sandbox
+import Supervisor
+import Testing
+
+/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
+/// in CI) they run anyway and fail loudly instead of being skipped.
+let isRoot = getuid() == 0
+let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
+let rootOnly = Testing.ConditionTrait.enabled(
+    if: isRoot || requireRoot,
+    "requires root (namespaces, cgroups, app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead"
+)
+
+/// Executables built next to this test binary by `swift build --build-tests`.
+func builtExecutable(_ name: String) -> String {
+    let exe =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        ?? CommandLine.arguments[0]
+    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
+}
+
+/// An entitlement value for `Entitlements.plist`.
+enum Grant {
+    case bool(Bool)
+    case strings([String])
+}
+
+/// A private state root with apps installed from generated bundles, removed (containers,
+/// registry, cgroups of its launches) when the value goes away, even if the test failed.
+final class SandboxWorld {
+    let path: String
+    let store: AppStore
+    var config: AppdConfiguration
+
+    init(configure: (inout AppdConfiguration) -> Void = { _ in }) throws {
+        var template = Array("/var/tmp/appd-sandbox-test.XXXXXX".utf8CString)
+        let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
+        guard made != nil else { throw AppdError.system("mkdtemp") }
+        path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var config = AppdConfiguration()
+        configure(&config)
+        self.config = config
+        store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    /// Builds `Name.app` around `executable` (copied in) and installs it.
+    @discardableResult
+    func install(
+        _ id: String, name: String = "Probe", executable: String = builtExecutable("Probe"),
+        entitlements: [String: Grant] = [:], resources: [String: String] = [:],
+        sandboxed: Bool = true
+    ) throws -> InstalledApp {
+        let bundle = "\(path)/src-\(id)/\(name).app"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try fm.copyItem(atPath: executable, toPath: "\(bundle)/\(name)")
+        chmod("\(bundle)/\(name)", 0o755)
+        try plist([
+            ("CFBundleIdentifier", "<string>\(id)</string>"),
+            ("CFBundleExecutable", "<string>\(name)</string>"),
+            ("CFBundleName", "<string>\(name)</string>"),
+            ("CFBundleVersion", "<string>1</string>"),
+            ("CFBundlePackageType", "<string>APPL</string>"),
+        ]).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
+        var grants = entitlements
+        if sandboxed { grants["com.apple.security.app-sandbox"] = .bool(true) }
+        try plist(grants.sorted { $0.key < $1.key }.map { key, value in
+            switch value {
+            case .bool(let flag): (key, flag ? "<true/>" : "<false/>")
+            case .strings(let items):
+                (key, "<array>" + items.map { "<string>\($0)</string>" }.joined() + "</array>")
+            }
+        }).write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
+        for (file, text) in resources {
+            try text.write(toFile: "\(bundle)/\(file)", atomically: true, encoding: .utf8)
+        }
+        for file in try fm.subpathsOfDirectory(atPath: bundle) where file != name {
+            chmod("\(bundle)/\(file)", 0o644)
+        }
+        chmod(bundle, 0o755)
+        return try store.install(bundleAt: bundle).app
+    }
+
+    private func plist(_ entries: [(String, String)]) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+        <plist version="1.0"><dict>
+        \(entries.map { "<key>\($0.0)</key>\($0.1)" }.joined(separator: "\n"))
+        </dict></plist>
+        """
+    }
+
+    func app(_ id: String) throws -> InstalledApp { try store.app(id) }
+
+    func profile(_ id: String, _ arguments: [String] = []) throws -> SandboxProfile {
+        try store.sandboxProfile(for: app(id), arguments: arguments)
+    }
+
+    /// Launches the app sandboxed, as `appd run` does, and returns its status and output.
+    func launch(_ id: String, _ arguments: [String] = [], console: Int32? = nil) throws -> Launched {
+        let profile = try store.sandboxProfile(
+            for: app(id), arguments: arguments, console: console != nil)
+        let outputPath = "\(path)/output-\(UUID().uuidString)"
+        let fd = open(outputPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw AppdError.system("open \(outputPath)") }
+        defer {
+            close(fd)
+            unlink(outputPath)
+        }
+        let launch = SandboxLaunch(
+            profile: profile, launcher: builtExecutable("appd-exec"),
+            cgroups: CgroupSettings(parent: "/appd-tests"),
+            limits: CgroupLimits(memoryMax: 256 << 20, pidsMax: 256), output: fd, input: console)
+        let status = try launch.run()
+        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        return Launched(status: status, output: output, profile: profile)
+    }
+}
+
+/// One finished launch: the probe's `NAME: outcome` lines by name.
+struct Launched: CustomStringConvertible {
+    var status: AppExitStatus
+    var output: String
+    var profile: SandboxProfile
+
+    subscript(name: String) -> String? {
+        for line in output.split(separator: "\n") where line.hasPrefix(name + ": ") {
+            return String(line.dropFirst(name.count + 2))
+        }
+        return nil
+    }
+
+    /// The outcome is a refusal (any errno) or death by signal.
+    func refused(_ name: String) -> Bool {
+        guard let outcome = self[name] else { return false }
+        return outcome.hasPrefix("refused") || outcome.hasPrefix("killed")
+    }
+
+    func allowed(_ name: String) -> Bool { self[name] == "allowed" }
+
+    func value(_ name: String) -> String? {
+        guard let outcome = self[name], outcome.hasPrefix("value ") else { return nil }
+        return String(outcome.dropFirst(6))
+    }
+
+    var description: String { "\(status)\n\(output)" }
+}
+
+/// A TCP listener on the host's 127.0.0.1 (an ephemeral port), closed on deinit.
+final class HostListener {
+    let fd: Int32
+    let port: UInt16
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else { throw AppdError.system("listen") }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        self.port = UInt16(bigEndian: address.sin_port)
+    }
+
+    deinit { close(fd) }
+}
+
+/// A listening abstract unix socket on the host, closed on deinit.
+final class AbstractListener {
+    let fd: Int32
+    let name = "appd-test-\(UUID().uuidString.prefix(8))"
+
+    init() throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(name.utf8)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw[0] = 0
+            for (index, byte) in bytes.enumerated() { raw[index + 1] = byte }
+        }
+        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+        }
+        guard bound == 0, listen(fd, 8) == 0 else { throw AppdError.system("listen abstract") }
+    }
+
+    deinit { close(fd) }
+}
