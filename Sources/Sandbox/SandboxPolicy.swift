@@ -110,6 +110,7 @@ public struct SandboxPolicy: Sendable {
                 .init(name: "core", soft: 0, hard: 0),
                 .init(name: "nofile", soft: settings.openFilesMax, hard: settings.openFilesMax),
             ],
+            cgroupLimits: CgroupLimits(memoryMax: settings.memoryMax, pidsMax: settings.tasksMax),
             landlock: LandlockRules(),
             seccomp: SeccompRules(),
             cgroupProcs: [],

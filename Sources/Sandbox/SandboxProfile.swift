@@ -21,6 +21,8 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var gid: UInt32
     public var groups: [UInt32]
     public var rlimits: [ResourceLimit]
+    /// The instance cgroup's limits (memory.max, pids.max).
+    public var cgroupLimits: CgroupLimits
     public var landlock: LandlockRules
     public var seccomp: SeccompRules
     /// `cgroup.procs` files the launcher joins before anything else; filled in per instance.

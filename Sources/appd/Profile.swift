@@ -93,6 +93,8 @@ struct ProfileText {
             if families > 0 { item("socket: \(families) address families refused (only unix, inet, inet6, netlink-route)") }
         }
         section("limits")
+        item("cgroup: memory \(p.cgroupLimits.memoryMax.map { "\($0 >> 20)M" } ?? "unlimited"), "
+            + "tasks \(p.cgroupLimits.pidsMax.map(String.init) ?? "unlimited")")
         for limit in p.rlimits {
             item("\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")")
         }

@@ -51,7 +51,7 @@ struct Run: ParsableCommand {
             let launch = SandboxLaunch(
                 profile: profile, launcher: launcher,
                 cgroups: CgroupSettings(parent: "/appd"),
-                limits: CgroupLimits(memoryMax: sandbox.memoryMax, pidsMax: sandbox.tasksMax),
+                limits: profile.cgroupLimits,
                 output: log?.fd, keepStdin: console)
             status = try launch.run()
             if case .failedToLaunch(let message) = status {

@@ -116,7 +116,7 @@ final class SandboxWorld {
         let launch = SandboxLaunch(
             profile: profile, launcher: builtExecutable("appd-exec"),
             cgroups: CgroupSettings(parent: "/appd-tests"),
-            limits: CgroupLimits(memoryMax: 256 << 20, pidsMax: 256), output: fd, input: console)
+            limits: profile.cgroupLimits, output: fd, input: console)
         let status = try launch.run()
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
         return Launched(status: status, output: output, profile: profile)
