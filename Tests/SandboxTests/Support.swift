@@ -46,7 +46,18 @@ final class SandboxWorld {
         store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: path) }
+    deinit {
+        try? FileManager.default.removeItem(atPath: path)
+        // Each launch removes its own cgroups; the shared parent goes when it is empty (another
+        // suite's launch may still be using it: then rmdir fails, and that one removes it).
+        let hierarchies = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []
+        for hierarchy in hierarchies + [""] {
+            let base = hierarchy.isEmpty ? "/sys/fs/cgroup" : "/sys/fs/cgroup/\(hierarchy)"
+            let apps = (try? FileManager.default.contentsOfDirectory(atPath: "\(base)/appd-tests")) ?? []
+            for app in apps where app.hasPrefix("com.example.") { rmdir("\(base)/appd-tests/\(app)") }
+            rmdir("\(base)/appd-tests")
+        }
+    }
 
     /// Builds `Name.app` around `executable` (copied in) and installs it.
     @discardableResult
