@@ -2,18 +2,20 @@ import CLinux
 import Glibc
 
 extension KernelLayers {
-    /// This kernel, as it is now: one system call and one small /proc read.
-    public static func detect() -> KernelLayers {
-        KernelLayers(landlockABI: max(0, Int(appd_landlock_abi_version())), seccomp: seccompFiltersAvailable())
+    /// The layers a full `HostFeatures` reading found.
+    public init(_ host: HostFeatures) {
+        self.init(landlockABI: host.landlockABI, seccomp: host.seccompFilter)
     }
 
-    /// Seccomp filters are there when the kernel lists the actions the filter uses.
-    static func seccompFiltersAvailable(procRoot: String = "/proc") -> Bool {
-        guard let file = fopen("\(procRoot)/sys/kernel/seccomp/actions_avail", "r") else { return false }
-        defer { fclose(file) }
-        var buffer = [CChar](repeating: 0, count: 256)
-        guard fgets(&buffer, Int32(buffer.count), file) != nil else { return false }
-        let actions = String(cString: buffer).split(whereSeparator: { $0 == " " || $0 == "\n" })
-        return actions.contains("errno") && actions.contains("kill_process")
+    /// This kernel, as it is now, with the same checks as `HostFeatures.detect()` but only
+    /// the two the policy needs (one system call each and one small /proc read), since every
+    /// launch asks.
+    public static func detect() -> KernelLayers {
+        let landlock = appd_landlock_abi_version()
+        let landlockProbe = landlock >= 0 ? landlock : -errno
+        let abi = HostFeatures.landlockStatus(landlockProbe) == .available ? Int(landlockProbe) : 0
+        let seccomp = appd_prctl_get_seccomp() >= 0
+            && HostFeatures.filterActionsPresent(HostFeatures.seccompActions())
+        return KernelLayers(landlockABI: abi, seccomp: seccomp)
     }
 }

@@ -128,6 +128,20 @@ public protocol CgroupDriver: Sendable {
     func open(instance: String, app: String) throws -> (any InstanceCgroup)?
 }
 
+extension CgroupDriver {
+    /// What every `create` checks first: valid names, and the limits to apply (the default
+    /// ones when nil), validated.
+    func checkedRequest(instance: String, app: String, limits: CgroupLimits?) throws
+        -> CgroupLimits
+    {
+        try Cgroups.validateName(app, "app id")
+        try Cgroups.validateName(instance, "instance name")
+        let limits = limits ?? settings.defaultLimits
+        try limits.validate()
+        return limits
+    }
+}
+
 public enum Cgroups {
     /// The driver for this host: unified v2, or hybrid/legacy v1.
     public static func driver(settings: CgroupSettings = CgroupSettings(), root: String = "")

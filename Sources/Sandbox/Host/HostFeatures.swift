@@ -44,8 +44,26 @@ public struct HostFeatures: Codable, Sendable, Equatable {
     /// The namespaces the launcher creates (DESIGN.md "The launch path").
     public static let sandboxNamespaces = ["user", "pid", "net", "mnt", "ipc", "uts", "cgroup"]
 
-    public var seccompFilter: Bool {
-        seccomp && seccompActions.contains("errno") && seccompActions.contains("kill_process")
+    public var seccompFilter: Bool { seccomp && Self.filterActionsPresent(seccompActions) }
+
+    /// The filter appd builds returns ERRNO and kills the process on a foreign ABI.
+    static func filterActionsPresent(_ actions: [String]) -> Bool {
+        actions.contains("errno") && actions.contains("kill_process")
+    }
+
+    static func landlockStatus(_ probe: Int32) -> LandlockStatus {
+        switch probe {
+        case 1...: .available
+        case -EOPNOTSUPP: .disabledAtBoot
+        case -ENOSYS: .notBuilt
+        default: .unknown
+        }
+    }
+
+    /// /proc/sys/kernel/seccomp/actions_avail (below `root`), empty when missing.
+    static func seccompActions(root: String = "") -> [String] {
+        (try? CgroupFS.read(root + "/proc/sys/kernel/seccomp/actions_avail").get())?
+            .split(whereSeparator: \.isWhitespace).map(String.init) ?? []
     }
 
     public var userNamespaces: Bool {
@@ -88,13 +106,7 @@ public struct HostFeatures: Codable, Sendable, Equatable {
             read(path).flatMap { Int($0.filter { !$0.isWhitespace }) }.map { $0 != 0 }
         }
         let landlock = probes.landlockCreateRulesetVersion
-        let status: LandlockStatus =
-            switch landlock {
-            case 1...: .available
-            case -EOPNOTSUPP: .disabledAtBoot
-            case -ENOSYS: .notBuilt
-            default: .unknown
-            }
+        let status = landlockStatus(landlock)
         let namespaces = ["user", "pid", "net", "mnt", "ipc", "uts", "cgroup", "time"].filter {
             CgroupFS.exists(root + "/proc/self/ns/" + $0)
         }
@@ -125,8 +137,7 @@ public struct HostFeatures: Codable, Sendable, Equatable {
             landlockABI: status == .available ? Int(landlock) : 0,
             landlockStatus: status,
             seccomp: probes.prctlGetSeccomp >= 0,
-            seccompActions: read("/proc/sys/kernel/seccomp/actions_avail")?
-                .split(whereSeparator: \.isWhitespace).map(String.init) ?? [],
+            seccompActions: seccompActions(root: root),
             maxUserNamespaces: read("/proc/sys/user/max_user_namespaces")
                 .flatMap { Int($0.filter { !$0.isWhitespace }) },
             unprivilegedUserNamespaceClone: flag("/proc/sys/kernel/unprivileged_userns_clone"),

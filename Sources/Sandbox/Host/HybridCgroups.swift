@@ -81,10 +81,7 @@ struct HybridCgroups: CgroupDriver {
     func create(instance: String, app: String, limits: CgroupLimits?) throws
         -> any InstanceCgroup
     {
-        try Cgroups.validateName(app, "app id")
-        try Cgroups.validateName(instance, "instance name")
-        let limits = limits ?? settings.defaultLimits
-        try limits.validate()
+        let limits = try checkedRequest(instance: instance, app: app, limits: limits)
         for (controller, _, _) in Self.limitFiles(limits)
         where !v1.contains(where: { $0.controllers.contains(controller) }) {
             throw AppdError(

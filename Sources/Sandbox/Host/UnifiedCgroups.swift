@@ -118,10 +118,7 @@ struct UnifiedCgroups: CgroupDriver {
     func create(instance: String, app: String, limits: CgroupLimits?) throws
         -> any InstanceCgroup
     {
-        try Cgroups.validateName(app, "app id")
-        try Cgroups.validateName(instance, "instance name")
-        let limits = limits ?? settings.defaultLimits
-        try limits.validate()
+        let limits = try checkedRequest(instance: instance, app: app, limits: limits)
         if !CgroupFS.isDirectory(parent.path) { try prepare() }
         let appDirectory = CgroupDirectory(parent.path + "/" + app)
         let directory = CgroupDirectory(appDirectory.path + "/" + instance)
