@@ -97,16 +97,13 @@ public final class Registry: Sendable {
         }
     }
 
-    func readRecords<T>(_ body: (Database) throws -> T) throws -> T { try read(body) }
-    func writeRecords<T>(_ body: (Database) throws -> T) throws -> T { try write(body) }
-
-    private func read<T>(_ body: (Database) throws -> T) throws -> T {
+    func read<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try db.read(body) } catch let error as DatabaseError {
             throw AppdError(.corruptState, "registry read failed: \(error.message ?? "\(error)")")
         }
     }
 
-    private func write<T>(_ body: (Database) throws -> T) throws -> T {
+    func write<T>(_ body: (Database) throws -> T) throws -> T {
         do { return try db.write(body) } catch let error as DatabaseError {
             throw AppdError(.corruptState, "registry write failed: \(error.message ?? "\(error)")")
         }

@@ -1,0 +1,47 @@
+import AppBundle
+import Glibc
+import Sandbox
+
+extension InstalledApp {
+    /// What the sandbox policy needs to know about this app.
+    public func sandboxSubject(in root: StateRoot, groups: [SandboxSubject.GroupContainer])
+        throws -> SandboxSubject
+    {
+        guard state == .installed, let container = bundleContainer(in: root),
+            let bundlePath = bundlePath(in: root), let executable
+        else {
+            throw AppdError(.notFound, "\(bundleID) has no installed bundle (uninstalled with --keep-data)",
+                hint: "install it again to launch it")
+        }
+        let name = title ?? String((bundleName ?? bundleID).split(separator: ".").first ?? "app")
+        return SandboxSubject(
+            bundleID: bundleID, name: name, bundleContainer: container, bundlePath: bundlePath,
+            executable: "\(bundlePath)/\(executable)", dataContainer: dataContainer(in: root),
+            uid: uid, gid: gid, entitlements: try decodedEntitlements(), groupContainers: groups)
+    }
+}
+
+extension AppStore {
+    /// `logs/<id>.log` under the state root, opened for appending (root only, 0600): where
+    /// `appd run` without a console puts the app's output.
+    public func openLog(for bundleID: String) throws -> (fd: Int32, path: String) {
+        let directory = "\(root.path)/logs"
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
+        let path = "\(directory)/\(bundleID).log"
+        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        return (fd, path)
+    }
+}
+
+extension AppStore {
+    /// The profile `app` launches with on this kernel, creating its group containers if needed.
+    public func sandboxProfile(
+        for app: InstalledApp, arguments: [String] = [], console: Bool = false,
+        kernel: KernelLayers = .detect()
+    ) throws -> SandboxProfile {
+        let subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
+        let policy = SandboxPolicy(settings: config.sandbox, kernel: kernel)
+        return try policy.profile(for: subject, arguments: arguments, console: console)
+    }
+}
