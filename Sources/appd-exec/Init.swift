@@ -25,7 +25,7 @@ enum Init {
         }
     }
 
-    private static func start(_ launch: Launch) throws -> AppExitStatus {
+    private static func start(_ launch: Launch) throws -> ExitStatus {
         let profile = launch.profile
         try sys(appd_set_pdeathsig(SIGKILL), "init", "cannot set PDEATHSIG")
         if launch.launcherPidfd >= 0 {

@@ -20,15 +20,15 @@ struct Report {
 
 /// What the outer launcher learnt from the report pipe and PID 1's wait status.
 enum Outcome {
-    case ended(AppExitStatus)
+    case ended(ExitStatus)
     case failed(String)
 
     /// The first error wins: a failed app process makes PID 1 report `exit 127` after it.
-    init(report: [UInt8], initStatus: AppExitStatus) {
+    init(report: [UInt8], initStatus: ExitStatus) {
         let lines = report.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
         if let error = lines.first(where: { $0.hasPrefix("error ") }) {
             self = .failed(String(error.dropFirst("error ".count)))
-        } else if let line = lines.first, let status = AppExitStatus(line: line) {
+        } else if let line = lines.first, let status = ExitStatus(line: line) {
             self = .ended(status)
         } else if case .signaled = initStatus {
             // PID 1 was killed (the supervisor's cgroup.kill, or SIGKILL to the launcher's

@@ -38,7 +38,7 @@ enum Signals {
 
     /// Forwards the supervised signals to `child` and reaps every child that exits, until
     /// `child` itself exits. PID 1 reaps orphans this way too.
-    static func supervise(_ child: pid_t) -> AppExitStatus {
+    static func supervise(_ child: pid_t) -> ExitStatus {
         var set = supervised
         var info = siginfo_t()
         while true {
@@ -48,11 +48,11 @@ enum Signals {
         }
     }
 
-    private static func reap(_ child: pid_t) -> AppExitStatus? {
+    private static func reap(_ child: pid_t) -> ExitStatus? {
         while true {
             var status: Int32 = 0
             let pid = waitpid(-1, &status, WNOHANG)
-            if pid == child { return AppExitStatus(waitStatus: status) }
+            if pid == child { return ExitStatus(waitStatus: status) }
             if pid == 0 { return nil }
             if pid < 0 {
                 if errno == EINTR { continue }
@@ -64,7 +64,7 @@ enum Signals {
 }
 
 /// How the app ended, as the status fd and the launcher's own exit code report it.
-enum AppExitStatus: Equatable {
+enum ExitStatus: Equatable {
     case exited(Int32)
     case signaled(Int32)
 
