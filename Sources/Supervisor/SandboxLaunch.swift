@@ -62,11 +62,11 @@ public struct SandboxLaunch {
         self.keepStdin = keepStdin
     }
 
-    /// `appd-exec` next to `executable` (the running appd), else the installed one.
-    public static func findLauncher(configured: String?, besides executable: String) throws -> String {
-        let candidates = configured.map { [$0] }
-            ?? [URL(fileURLWithPath: executable).deletingLastPathComponent().appendingPathComponent("appd-exec").path,
-                "/usr/libexec/appd/appd-exec"]
+    /// `configured`, else `appd-exec` next to the running executable, else the installed one.
+    public static func findLauncher(configured: String?) throws -> String {
+        let running = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            .map { URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("appd-exec").path }
+        let candidates = configured.map { [$0] } ?? ([running].compactMap { $0 } + ["/usr/libexec/appd/appd-exec"])
         for path in candidates where access(path, X_OK) == 0 { return path }
         throw AppdError(.notFound, "the launcher appd-exec is not at \(candidates.joined(separator: " or "))",
             hint: configured == nil ? "build it (swift build) or set Launcher= in [Sandbox]" : "fix Launcher= in [Sandbox]")
@@ -95,21 +95,19 @@ public struct SandboxLaunch {
         let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusPipe[1])
         close(statusPipe[1])
         let raw = Self.forwardingSignals(to: pid) { Self.wait(pid) }
-        let line = Self.readAll(statusPipe[0])
-        if let error = line.split(separator: "\n").first(where: { $0.hasPrefix("error ") }) {
-            return .failedToLaunch(String(error.dropFirst("error ".count)))
+        // The status line says what happened to the app (the launcher's own exit code folds a
+        // signal into 128+N); without one, the launcher itself died and its status is all
+        // there is.
+        let line = Self.readAll(statusPipe[0]).split(separator: "\n").first ?? ""
+        let word = line.prefix { $0 != " " }
+        let rest = String(line.dropFirst(word.count + 1))
+        switch (word, Int32(rest)) {
+        case ("error", _): return .failedToLaunch(rest)
+        case ("exit", let code?): return .exited(code)
+        case ("signal", let number?): return .signaled(number)
+        default:
+            return raw & 0x7F == 0 ? .exited((raw >> 8) & 0xFF) : .signaled(raw & 0x7F)
         }
-        if raw & 0x7F == 0 {
-            let code = (raw >> 8) & 0xFF
-            // The launcher's own exit code mirrors the app's (128+N for a signal).
-            if let signal = line.split(separator: "\n").first(where: { $0.hasPrefix("signal ") }),
-                let number = Int32(signal.dropFirst("signal ".count))
-            {
-                return .signaled(number)
-            }
-            return .exited(code)
-        }
-        return .signaled(raw & 0x7F)
     }
 
     public static func newInstanceID() -> String {

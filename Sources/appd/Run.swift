@@ -40,9 +40,7 @@ struct Run: ParsableCommand {
             let sandbox = store.config.sandbox
             let profile = try store.sandboxProfile(for: app, arguments: arguments,
                 console: console && isatty(0) == 1)
-            let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher,
-                besides: CommandLine.arguments[0].hasPrefix("/")
-                    ? CommandLine.arguments[0] : (try? String(contentsOfFile: "/proc/self/exe")) ?? "")
+            let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher)
             var log: (fd: Int32, path: String)?
             if !console {
                 log = try store.openLog(for: app.bundleID)
