@@ -78,11 +78,11 @@ struct Grants {
             debugger = true
             return granted("ptrace allowed, on its own processes inside the sandbox")
         case EntitlementCatalog.camera:
-            return device(key, pattern: "/dev/video", group: "video")
+            return device(key, in: "/dev", prefix: "video", group: "video")
         case EntitlementCatalog.audioInput:
-            return device(key, pattern: "/dev/snd/", group: "audio")
+            return device(key, in: "/dev/snd", prefix: "", group: "audio")
         case EntitlementCatalog.usb:
-            return device(key, pattern: "/dev/bus/usb", group: "plugdev")
+            return device(key, in: "/dev/bus", prefix: "usb", group: "plugdev")
         case EntitlementCatalog.applicationGroups:
             let requested = entitlements.strings(key)
             groupContainers = app.groupContainers.filter { requested.contains($0.groupID) }
@@ -122,41 +122,32 @@ struct Grants {
         }
     }
 
-    private mutating func device(_ key: String, pattern: String, group: String) -> EntitlementDecision {
+    /// Grants every entry of `directory` whose name starts with `prefix` (`/dev/video0`,
+    /// every node of `/dev/snd`, the `/dev/bus/usb` tree), and the host group that owns them.
+    private mutating func device(_ key: String, in directory: String, prefix: String, group: String)
+        -> EntitlementDecision
+    {
         guard app.entitlements.bool(key) else {
             return EntitlementDecision(key: key, outcome: .notRequested, effect: "false: no change")
         }
-        let found = devicePaths(matching: pattern)
+        let found = entries(of: directory).filter { $0.hasPrefix(prefix) }.map { "\(directory)/\($0)" }
         devices += found
         if !found.isEmpty, let gid = hostGroup(group) { deviceGroups.append(gid) }
         return EntitlementDecision(key: key, outcome: .granted,
-            effect: found.isEmpty ? "no \(pattern)* device on this host" : found.joined(separator: ", "))
+            effect: found.isEmpty ? "no \(directory)/\(prefix)* device on this host" : found.joined(separator: ", "))
     }
 
-    /// `/dev/video` → every `/dev/video*`; `/dev/snd/` → every entry in it; otherwise the
-    /// path itself if present.
-    private func devicePaths(matching pattern: String) -> [String] {
-        let directory: String
-        let prefix: String
-        if pattern.hasSuffix("/") {
-            directory = String(pattern.dropLast())
-            prefix = ""
-        } else if let slash = pattern.lastIndex(of: "/"), pattern.hasPrefix("/dev/video") {
-            directory = String(pattern[..<slash])
-            prefix = String(pattern[pattern.index(after: slash)...])
-        } else {
-            return exists(pattern) ? [pattern] : []
-        }
+    private func entries(of directory: String) -> [String] {
         guard let dir = opendir(hostRoot + directory) else { return [] }
         defer { closedir(dir) }
-        var paths: [String] = []
+        var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                String(cString: UnsafeRawPointer($0).assumingMemoryBound(to: CChar.self))
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
             }
-            if name != ".", name != "..", name.hasPrefix(prefix) { paths.append("\(directory)/\(name)") }
+            if name != ".", name != ".." { names.append(name) }
         }
-        return paths.sorted()
+        return names.sorted()
     }
 
     private func hostGroup(_ name: String) -> UInt32? {
@@ -168,11 +159,6 @@ struct Grants {
         guard let real = realpath(hostRoot + path, nil) else { return nil }
         defer { free(real) }
         return String(cString: real)
-    }
-
-    private func exists(_ path: String) -> Bool {
-        var info = stat()
-        return stat(hostRoot + path, &info) == 0
     }
 
     /// An absolute path without `.`, `..` or empty components (trailing slash dropped); nil
