@@ -24,6 +24,8 @@ let package = Package(
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // Reads and validates a bundle. Pure: it reads, never writes.
         .target(name: "AppBundle"),
+        // Wire types of the daemon's API (Codable), shared by server and clients.
+        .target(name: "AppdAPI"),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",

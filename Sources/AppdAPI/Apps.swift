@@ -1,0 +1,134 @@
+import Foundation
+
+/// An installed app as `GET /v1/apps` and `GET /v1/apps/{id}` return it (and `appd list`,
+/// `appd info`, `appctl list`, `appctl info` print it).
+public struct APIApp: Codable, Sendable, Equatable {
+    public var bundleId: String
+    /// `installed`, or `data-kept` (uninstalled with --keep-data).
+    public var state: String
+    public var title: String?
+    public var version: String?
+    public var shortVersion: String?
+    public var uid: UInt32
+    public var gid: UInt32
+    public var bundleContainer: String?
+    public var bundlePath: String?
+    public var dataContainer: String
+    public var executable: String?
+    public var layout: String?
+    public var fileCount: Int?
+    public var totalBytes: Int64?
+    public var installedAt: Date
+    public var updatedAt: Date
+    /// Only in single-app answers (`GET /v1/apps/{id}`, install, uninstall).
+    public var entitlements: APIEntitlements?
+    /// Instances of this app not yet exited (in `GET /v1/apps/{id}`).
+    public var running: Int?
+
+    public init(
+        bundleId: String, state: String, title: String? = nil, version: String? = nil,
+        shortVersion: String? = nil, uid: UInt32, gid: UInt32, bundleContainer: String? = nil,
+        bundlePath: String? = nil, dataContainer: String, executable: String? = nil,
+        layout: String? = nil, fileCount: Int? = nil, totalBytes: Int64? = nil, installedAt: Date,
+        updatedAt: Date, entitlements: APIEntitlements? = nil, running: Int? = nil
+    ) {
+        self.bundleId = bundleId
+        self.state = state
+        self.title = title
+        self.version = version
+        self.shortVersion = shortVersion
+        self.uid = uid
+        self.gid = gid
+        self.bundleContainer = bundleContainer
+        self.bundlePath = bundlePath
+        self.dataContainer = dataContainer
+        self.executable = executable
+        self.layout = layout
+        self.fileCount = fileCount
+        self.totalBytes = totalBytes
+        self.installedAt = installedAt
+        self.updatedAt = updatedAt
+        self.entitlements = entitlements
+        self.running = running
+    }
+
+    /// `1.0 (3)`: the marketing version and the build, as Finder and Xcode show them.
+    public var versionText: String {
+        switch (shortVersion, version) {
+        case let (short?, build?) where short != build: "\(short) (\(build))"
+        case let (_, build?): build
+        default: "-"
+        }
+    }
+}
+
+/// Requested entitlements: every key with its value and what it means on Linux. Requested is
+/// not granted: `appd profile` shows what the sandbox actually allows.
+public struct APIEntitlements: Codable, Sendable, Equatable {
+    public var requested: [APIEntitlement]
+    /// Keys appd does not know (kept, no effect).
+    public var unknown: [String]
+
+    public init(requested: [APIEntitlement], unknown: [String]) {
+        self.requested = requested
+        self.unknown = unknown
+    }
+}
+
+public struct APIEntitlement: Codable, Sendable, Equatable {
+    public var key: String
+    public var value: JSONValue
+    /// `linux` (the sandbox acts on it), `no-linux-effect`, or `unknown`.
+    public var status: String
+    public var effect: String?
+
+    public init(key: String, value: JSONValue, status: String, effect: String?) {
+        self.key = key
+        self.value = value
+        self.status = status
+        self.effect = effect
+    }
+}
+
+/// The answer to `POST /v1/apps` (install or upgrade).
+public struct APIInstallResult: Codable, Sendable {
+    public var app: APIApp
+    /// The CFBundleVersion replaced, for an upgrade.
+    public var previousVersion: String?
+    /// A reinstall that found the data container kept by `uninstall --keep-data`.
+    public var reusedData: Bool
+    public var warnings: [APIProblem]
+
+    public init(app: APIApp, previousVersion: String?, reusedData: Bool, warnings: [APIProblem]) {
+        self.app = app
+        self.previousVersion = previousVersion
+        self.reusedData = reusedData
+        self.warnings = warnings
+    }
+}
+
+/// The answer to `DELETE /v1/apps/{id}`.
+public struct APIUninstallResult: Codable, Sendable {
+    public var app: APIApp
+    public var keptData: Bool
+
+    public init(app: APIApp, keptData: Bool) {
+        self.app = app
+        self.keptData = keptData
+    }
+}
+
+/// `GET /v1/apps/{id}/containers/{kind}[/{group}]`: a container's path on the host.
+public struct APIContainer: Codable, Sendable, Equatable {
+    /// `data`, `bundle` or `group`.
+    public var kind: String
+    public var path: String
+    /// For `group`: the application-group id.
+    public var group: String?
+
+    public init(kind: String, path: String, group: String? = nil) {
+        self.kind = kind
+        self.path = path
+        self.group = group
+    }
+}
