@@ -24,6 +24,9 @@ let package = Package(
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // Reads and validates a bundle. Pure: it reads, never writes.
         .target(name: "AppBundle"),
+        // A bundle folder as a tar stream: written by the client with the caller's permissions,
+        // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
+        .target(name: "BundleArchive", dependencies: ["AppBundle"]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
