@@ -26,6 +26,9 @@ let package = Package(
         .target(name: "AppBundle"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI"),
+        // A bundle folder as a tar stream: written by the client with the caller's permissions,
+        // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
+        .target(name: "BundleArchive", dependencies: ["AppBundle"]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
@@ -64,6 +67,7 @@ let package = Package(
         // what happened (Examples/Probe/main.c).
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Installs the probe and the sample as apps and launches them through the built
