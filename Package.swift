@@ -15,6 +15,9 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         // C shims for syscalls Swift's Glibc module does not export.
@@ -40,12 +43,27 @@ let package = Package(
         // it runs on (Host/: kernel features, cgroups).
         .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
-        .target(name: "Supervisor", dependencies: ["AppBundle", "CLinux", "Sandbox", "AppContainers"]),
+        .target(name: "Supervisor", dependencies: ["AppBundle", "AppdAPI", "CLinux", "Sandbox", "AppContainers"]),
+        // The daemon's API: HTTP/1.1 + JSON on a Unix socket (SwiftNIO), callers known by
+        // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
+        .target(
+            name: "AppdServer",
+            dependencies: [
+                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "Supervisor",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .executableTarget(
             name: "appd",
             dependencies: [
-                "AppBundle", "AppContainers", "Sandbox", "Supervisor",
+                "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading

@@ -6,7 +6,10 @@ import Glibc
 ///
 /// Commands that change anything hold the state lock and first run `recover()`, so whatever a
 /// crashed predecessor left behind is cleaned before new work starts.
-public final class AppStore {
+///
+/// Shared by the daemon's threads: every stored property is immutable, the registry is a GRDB
+/// queue (serialized), and changes are serialized by the state lock (a flock, per open).
+public final class AppStore: @unchecked Sendable {
     public let root: StateRoot
     public let config: AppdConfiguration
     /// nil when opened read-only on a state root that has no registry yet (nothing installed).

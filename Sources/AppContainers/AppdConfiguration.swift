@@ -21,6 +21,10 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var uidRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
     /// `[Sandbox]`: what every app's sandbox is built from.
     public var sandbox = SandboxSettings()
+    /// `[API]`: the daemon's socket and who may use it.
+    public var api = APISettings()
+    /// `[Supervisor]`: running instances.
+    public var supervisor = SupervisorSettings()
 
     public init() {}
 
@@ -50,9 +54,9 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                guard ["Bundle", "Users", "Sandbox"].contains(section) else {
+                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor]")
                 }
                 continue
             }
@@ -80,6 +84,9 @@ public struct AppdConfiguration: Sendable, Equatable {
             }
             return n
         }
+        func access() throws -> AccessList {
+            do { return try AccessList(value) } catch { throw bad("a list of root, *, @group or user names ('\(error.word)')") }
+        }
         switch (section, key) {
         case ("Bundle", "MaxFiles"): bundleLimits.maxFiles = try count()
         case ("Bundle", "MaxTotalBytes"): bundleLimits.maxTotalBytes = try bytes()
@@ -105,6 +112,30 @@ public struct AppdConfiguration: Sendable, Equatable {
                 throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Sandbox]",
                     hint: "known keys: " + SandboxSettings.keys.joined(separator: ", "))
             }
+        case ("API", "Socket"):
+            guard value.isEmpty || value.hasPrefix("/") else { throw bad("an absolute path") }
+            api.socket = value
+        case ("API", "SocketMode"):
+            guard let mode = mode_t(value, radix: 8), mode <= 0o777 else { throw bad("an octal mode like 0660") }
+            api.socketMode = mode
+        case ("API", "SocketGroup"): api.socketGroup = value
+        case ("API", "ReadAllowed"): api.readAllowed = try access()
+        case ("API", "ControlAllowed"): api.controlAllowed = try access()
+        case ("API", "AdminAllowed"): api.adminAllowed = try access()
+        case ("API", "MaxRequestBytes"): api.maxRequestBytes = try bytes()
+        case ("API", _):
+            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [API]",
+                hint: "known keys: " + APISettings.keys.joined(separator: ", "))
+        case ("Supervisor", "TerminateGracePeriod"):
+            guard let seconds = Double(value.hasSuffix("s") ? String(value.dropLast()) : value), seconds >= 0, seconds <= 3600
+            else { throw bad("a number of seconds (0-3600)") }
+            supervisor.terminateGracePeriod = seconds
+        case ("Supervisor", "LogMaxBytes"): supervisor.logMaxBytes = try bytes()
+        case ("Supervisor", "KeepExited"): supervisor.keepExited = try count()
+        case ("Supervisor", "CgroupParent"): supervisor.cgroupParent = value
+        case ("Supervisor", _):
+            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
+                hint: "known keys: " + SupervisorSettings.keys.joined(separator: ", "))
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
         default:

@@ -73,40 +73,76 @@ public struct SandboxLaunch {
     }
 
     public func run(instance: String = Self.newInstanceID()) throws -> AppExitStatus {
-        var profile = profile
         let driver = try Cgroups.driver(settings: cgroups)
         try driver.prepare()
-        let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
-        defer {
-            try? cgroup.kill()
-            try? cgroup.remove()
-        }
-        profile.cgroupProcs = cgroup.procsFiles
-
-        let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
-        let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
-        defer { close(profileFD) }
-        let bpfFD = try Self.memfd("appd-seccomp", bpf)
-        defer { close(bpfFD) }
         var statusPipe: [Int32] = [-1, -1]
         guard appd_pipe_cloexec(&statusPipe) == 0 else { throw AppdError.system("pipe for the launch status") }
         defer { close(statusPipe[0]) }
-
-        let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusPipe[1])
+        let started: Started
+        do {
+            started = try start(instance: instance, driver: driver, statusFD: statusPipe[1])
+        } catch {
+            close(statusPipe[1])
+            throw error
+        }
         close(statusPipe[1])
-        let raw = Self.forwardingSignals(to: pid) { Self.wait(pid) }
-        // The status line says what happened to the app (the launcher's own exit code folds a
-        // signal into 128+N); without one, the launcher itself died and its status is all
-        // there is.
-        let line = Self.readAll(statusPipe[0]).split(separator: "\n").first ?? ""
+        defer {
+            try? started.cgroup.kill()
+            try? started.cgroup.remove()
+        }
+        let raw = Self.forwardingSignals(to: started.pid) { Self.wait(started.pid) }
+        return Self.status(line: Self.readAll(statusPipe[0]), waitStatus: raw)
+    }
+
+    /// A launcher on its way: the pid of `appd-exec` and the instance's cgroup.
+    public struct Started: Sendable {
+        public var pid: pid_t
+        public var cgroup: any InstanceCgroup
+    }
+
+    /// Creates the instance cgroup and spawns the launcher into it; returns at once. The
+    /// launcher writes the app's fate to `statusFD` (a pipe, or a file that outlives the
+    /// caller, as the daemon uses). `newSession` puts the launcher in a session of its own, so
+    /// a terminal's Ctrl-C for the daemon never reaches the apps. If anything fails the cgroup
+    /// is removed again.
+    public func start(instance: String, driver: any CgroupDriver, statusFD: Int32, newSession: Bool = false)
+        throws -> Started
+    {
+        var profile = profile
+        let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
+        do {
+            profile.cgroupProcs = cgroup.procsFiles
+            let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
+            let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
+            defer { close(profileFD) }
+            let bpfFD = try Self.memfd("appd-seccomp", bpf)
+            defer { close(bpfFD) }
+            let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
+            return Started(pid: pid, cgroup: cgroup)
+        } catch {
+            try? cgroup.remove()
+            throw error
+        }
+    }
+
+    /// What the launcher's status line (`exit N`, `signal N`, `error STEP: MESSAGE`) says;
+    /// without one the launcher itself died, and its wait status is all there is.
+    public static func status(line text: String, waitStatus raw: Int32?) -> AppExitStatus {
+        if let parsed = parseStatus(text) { return parsed }
+        guard let raw else { return .failedToLaunch("the launcher ended without a status") }
+        return raw & 0x7F == 0 ? .exited((raw >> 8) & 0xFF) : .signaled(raw & 0x7F)
+    }
+
+    /// The first line of a status file, or nil when the launcher wrote none.
+    public static func parseStatus(_ text: String) -> AppExitStatus? {
+        let line = text.split(separator: "\n").first ?? ""
         let word = line.prefix { $0 != " " }
         let rest = String(line.dropFirst(word.count + 1))
         switch (word, Int32(rest)) {
         case ("error", _): return .failedToLaunch(rest)
         case ("exit", let code?): return .exited(code)
         case ("signal", let number?): return .signaled(number)
-        default:
-            return raw & 0x7F == 0 ? .exited((raw >> 8) & 0xFF) : .signaled(raw & 0x7F)
+        default: return nil
         }
     }
 
@@ -114,7 +150,7 @@ public struct SandboxLaunch {
         String(UUID().uuidString.lowercased().prefix(8))
     }
 
-    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32) throws -> pid_t {
+    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -141,7 +177,9 @@ public struct SandboxLaunch {
         sigemptyset(&none)
         posix_spawnattr_setsigdefault(&attributes, &all)
         posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
+        // glibc's POSIX_SPAWN_SETSID (0x80) is not in Swift's Glibc module.
+        let setsid: Int32 = newSession ? 0x80 : 0
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
 
         let arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
         var argv = arguments.map { strdup($0) } + [nil]
@@ -169,13 +207,13 @@ public struct SandboxLaunch {
         return fd
     }
 
-    private static func wait(_ pid: pid_t) -> Int32 {
+    static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
     }
 
-    private static func readAll(_ fd: Int32) -> String {
+    static func readAll(_ fd: Int32) -> String {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {

@@ -17,7 +17,7 @@ struct AppdCommand: ParsableCommand {
             """,
         version: "0.1.0",
         subcommands: [
-            Verify.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self,
+            Verify.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
             Doctor.self,
         ]
     )

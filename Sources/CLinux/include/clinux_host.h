@@ -1,6 +1,7 @@
 #ifndef APPD_CLINUX_HOST_H
 #define APPD_CLINUX_HOST_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 // Probes used by Sandbox's HostFeatures. Glibc has no wrappers for these system calls (or
@@ -19,3 +20,11 @@ int appd_prctl_get_seccomp(void);
 int appd_pidfd_open(pid_t pid, unsigned int flags);
 
 #endif
+
+/// struct ucred as SO_PEERCRED fills it; glibc declares it only under _GNU_SOURCE, which
+/// Swift's Glibc module does not set.
+typedef struct {
+    int32_t pid;
+    uint32_t uid;
+    uint32_t gid;
+} appd_peer_credentials;

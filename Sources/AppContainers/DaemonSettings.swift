@@ -1,0 +1,70 @@
+import Foundation
+
+/// Who a right is given to: `root` (always), `*` (anyone who can open the socket),
+/// `@group` (members of a group, by primary or supplementary gid), or a user name.
+public struct AccessList: Sendable, Equatable, CustomStringConvertible {
+    public var everyone = false
+    public var groups: [String] = []
+    public var users: [String] = []
+
+    public init(everyone: Bool = false, groups: [String] = [], users: [String] = []) {
+        self.everyone = everyone
+        self.groups = groups
+        self.users = users
+    }
+
+    public init(_ text: String) throws(AccessListError) {
+        for word in text.split(whereSeparator: \.isWhitespace).map(String.init) {
+            if word == "*" {
+                everyone = true
+            } else if word.hasPrefix("@") {
+                guard word.count > 1 else { throw AccessListError(word: word) }
+                groups.append(String(word.dropFirst()))
+            } else if word != "root" {
+                users.append(word)
+            }
+        }
+    }
+
+    public var description: String {
+        ((everyone ? ["*"] : []) + groups.map { "@\($0)" } + users).joined(separator: " ")
+    }
+}
+
+public struct AccessListError: Error { public var word: String }
+
+/// `[API]`: the daemon's socket and who may do what through it (docs/api.md).
+public struct APISettings: Sendable, Equatable {
+    /// Empty: `/run/appd/appd.sock` for the system's state root, `<root>/run/appd.sock` else.
+    public var socket = ""
+    public var socketMode: mode_t = 0o660
+    /// The socket's group; empty: root's. A missing group is an error at start.
+    public var socketGroup = "appd"
+    public var readAllowed = AccessList(everyone: true)
+    public var controlAllowed = AccessList(groups: ["appd"])
+    public var adminAllowed = AccessList(groups: ["appd-admin"])
+    /// Largest JSON request body.
+    public var maxRequestBytes: Int64 = 1 << 20
+
+    public init() {}
+
+    static let keys = ["Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed", "MaxRequestBytes"]
+}
+
+/// `[Supervisor]`: running instances.
+public struct SupervisorSettings: Sendable, Equatable {
+    /// Seconds between SIGTERM and killing the instance's cgroup.
+    public var terminateGracePeriod: Double = 5
+    /// An instance's log is rotated to `<instance>.log.1` past this size (so one instance
+    /// keeps at most twice this).
+    public var logMaxBytes: Int64 = 1 << 20
+    /// Exited instances remembered (`appctl ps --all`), with their logs.
+    public var keepExited = 100
+    /// Where instance cgroups go. Empty: `apps` below appd's own cgroup when systemd started
+    /// appd (it delegates that subtree), `/appd` from the root of each hierarchy otherwise.
+    public var cgroupParent = ""
+
+    public init() {}
+
+    static let keys = ["TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent"]
+}

@@ -1,0 +1,97 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import Foundation
+import Glibc
+import Logging
+import NIOCore
+import NIOPosix
+import ServiceLifecycle
+import Supervisor
+
+/// `appd serve`: the supervisor and the API server as one service. On SIGTERM it stops
+/// accepting, ends streams, and exits; running apps are left running for the next start to
+/// re-adopt.
+public final class Daemon: Service {
+    public struct Options: Sendable {
+        public var root: StateRoot
+        public var config: AppdConfiguration
+        /// `--socket`; else `Socket=` of `[API]`; else the state root's default.
+        public var socket: String?
+
+        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil) {
+            self.root = root
+            self.config = config
+            self.socket = socket
+        }
+    }
+
+    let options: Options
+    let logger: Logger
+    /// Called once the socket listens (tests and `appd serve --ready-fd`).
+    let onReady: @Sendable (String) -> Void
+
+    public init(options: Options, logger: Logger, onReady: @escaping @Sendable (String) -> Void = { _ in }) {
+        self.options = options
+        self.logger = logger
+        self.onReady = onReady
+    }
+
+    public func run() async throws {
+        let environment = ProcessInfo.processInfo.environment
+        let store = try AppStore(root: options.root, config: options.config, access: .readWrite)
+        let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
+        let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
+            underSystemd: environment["INVOCATION_ID"] != nil)
+        let report = await supervisor.start()
+        if !report.adopted.isEmpty || !report.ended.isEmpty {
+            logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",
+                metadata: ["adopted": "\(report.adopted)", "ended": "\(report.ended)"])
+        }
+        let router = Router(store: store, supervisor: supervisor,
+            authorizer: Authorizer(settings: options.config.api), installer: try Installer(store: store))
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let server = HTTPServer(router: router, group: group)
+
+        let adopted = Self.socketFromSystemd(environment)
+        let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
+        let listener = try await server.bind(
+            path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,
+            groupID: try Self.socketGroup(options.config.api.socketGroup, logger: logger))
+        let shown = adopted.map { "fd \($0) from systemd" } ?? path
+        logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
+        onReady(shown)
+        do {
+            try await cancelWhenGracefulShutdown { try await server.serve(listener) }
+        } catch is CancellationError {}
+        let running = await supervisor.instances().count
+        logger.info("stopping: \(running) running instance(s) keep running")
+        await supervisor.shutdown()
+        if adopted == nil { unlink(path) }
+        try await group.shutdownGracefully()
+    }
+
+    /// The listening socket systemd passed (sd_listen_fds: LISTEN_PID is us, LISTEN_FDS ≥ 1,
+    /// the first is fd 3), made close-on-exec so no launcher inherits it.
+    static func socketFromSystemd(_ environment: [String: String]) -> Int32? {
+        guard environment["LISTEN_PID"].flatMap(Int32.init) == getpid(),
+            let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
+        else { return nil }
+        unsetenv("LISTEN_PID")
+        unsetenv("LISTEN_FDS")
+        unsetenv("LISTEN_FDNAMES")
+        _ = fcntl(3, F_SETFD, FD_CLOEXEC)
+        return 3
+    }
+
+    /// The socket's group; a group that does not exist leaves the socket to root alone.
+    static func socketGroup(_ name: String, logger: Logger) throws -> gid_t? {
+        guard !name.isEmpty else { return nil }
+        guard let group = getgrnam(name) else {
+            logger.warning("[API] SocketGroup=\(name): no such group; only root can use the socket",
+                metadata: ["hint": "create it (groupadd --system \(name)) or set SocketGroup= in appd.conf"])
+            return nil
+        }
+        return group.pointee.gr_gid
+    }
+}

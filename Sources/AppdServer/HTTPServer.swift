@@ -1,0 +1,186 @@
+import AppdAPI
+import Foundation
+import CLinux
+import Glibc
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// HTTP/1.1 on a Unix socket: one task per connection, requests read with backpressure,
+/// answers written in order. Each connection carries the caller's credentials from the moment
+/// it was accepted.
+final class HTTPServer: Sendable {
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    let router: Router
+    let group: MultiThreadedEventLoopGroup
+    /// A request's head and body must keep arriving: no part for this long closes the
+    /// connection (slow clients, idle kept-alive connections).
+    let idleTimeout: TimeAmount
+
+    init(router: Router, group: MultiThreadedEventLoopGroup, idleTimeout: TimeAmount = .seconds(30)) {
+        self.router = router
+        self.group = group
+        self.idleTimeout = idleTimeout
+    }
+
+    /// Listens on `path` (created with `mode` and `groupID`), or on `adopted`, a listening
+    /// socket passed by systemd.
+    func bind(path: String?, adopted: Int32?, mode: mode_t, groupID: gid_t?) async throws
+        -> NIOAsyncChannel<(Connection, Caller), Never>
+    {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 1024)
+            .childChannelOption(.allowRemoteHalfClosure, value: false)
+        let initializer: @Sendable (Channel) -> EventLoopFuture<(Connection, Caller)> = { channel in
+            Self.peerCredentials(channel).flatMap { caller in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    return (try Connection(wrappingChannelSynchronously: channel), caller)
+                }
+            }
+        }
+        if let adopted {
+            return try await bootstrap.bind(adopted, childChannelInitializer: initializer)
+        }
+        guard let path else { throw APIFailure(500, "invalidConfig", "no socket to listen on") }
+        // The socket appears with the umask's mode; make it private until chown and chmod ran.
+        let old = umask(0o177)
+        defer { umask(old) }
+        let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
+            childChannelInitializer: initializer)
+        if let groupID, chown(path, 0, groupID) != 0 {
+            throw APIFailure(500, "io", "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
+        }
+        guard chmod(path, mode) == 0 else {
+            throw APIFailure(500, "io", "chmod \(path) failed: \(String(cString: strerror(errno)))")
+        }
+        return server
+    }
+
+    static func peerCredentials(_ channel: Channel) -> EventLoopFuture<Caller> {
+        guard let provider = channel as? SocketOptionProvider else {
+            return channel.eventLoop.makeFailedFuture(APIFailure(500, "io", "no socket options on this channel"))
+        }
+        return provider.unsafeGetSocketOption(
+            level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET),
+            name: NIOBSDSocket.Option(rawValue: SO_PEERCRED)
+        ).map { (credentials: appd_peer_credentials) in
+            Caller(uid: credentials.uid, gid: credentials.gid, pid: credentials.pid)
+        }
+    }
+
+    /// Accepts until the server channel closes (or the task is cancelled).
+    func serve(_ server: NIOAsyncChannel<(Connection, Caller), Never>) async throws {
+        try await withThrowingDiscardingTaskGroup { tasks in
+            try await server.executeThenClose { inbound in
+                for try await (connection, caller) in inbound {
+                    tasks.addTask { await self.handle(connection, caller: caller) }
+                }
+            }
+        }
+    }
+
+    func handle(_ connection: Connection, caller: Caller) async {
+        let channel = connection.channel
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                let reader = PartReader(inbound)
+                let deadline = Deadline(channel: channel, timeout: idleTimeout)
+                reader.onProgress = { deadline.reset() }
+                deadline.reset()
+                while let part = try await reader.next() {
+                    guard case .head(let head) = part else { continue }
+                    let body = RequestBody(reader)
+                    let reply: Reply
+                    do {
+                        let request = try Request(head: head, caller: caller, body: body)
+                        reply = try await router.handle(request)
+                    } catch {
+                        reply = .failure(APIFailure.from(error))
+                    }
+                    // A streamed answer outlives the request: no deadline while it runs.
+                    var keepAlive = head.isKeepAlive
+                    do {
+                        try await body.drain(limit: 1 << 20)
+                    } catch {
+                        keepAlive = false
+                    }
+                    deadline.cancel()
+                    try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                    if case .stream = reply { return }
+                    if !keepAlive { return }
+                    deadline.reset()
+                }
+                deadline.cancel()
+            }
+        } catch {
+            // The client went away or sent garbage: NIO already answered a parse error with
+            // 400; there is nothing left to tell it.
+        }
+    }
+
+    private func write(
+        _ reply: Reply, version: HTTPVersion, keepAlive: Bool,
+        to outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, channel: Channel
+    ) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Server", value: "appd")
+        switch reply {
+        case .json(let status, let data):
+            headers.add(name: "Content-Type", value: "application/json")
+            headers.add(name: "Content-Length", value: "\(data.count)")
+            headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
+            try await outbound.write(.head(HTTPResponseHead(version: version, status: .init(statusCode: status), headers: headers)))
+            var buffer = channel.allocator.buffer(capacity: data.count)
+            buffer.writeBytes(data)
+            try await outbound.write(.body(.byteBuffer(buffer)))
+            try await outbound.write(.end(nil))
+        case .stream(let contentType, let produce):
+            headers.add(name: "Content-Type", value: contentType)
+            headers.add(name: "Transfer-Encoding", value: "chunked")
+            headers.add(name: "Connection", value: "close")
+            try await outbound.write(.head(HTTPResponseHead(version: version, status: .ok, headers: headers)))
+            // A client that goes away while nothing is being written (an idle event stream, a
+            // long poll) is noticed through the channel closing: the producer is cancelled.
+            let writer = StreamWriter(outbound: outbound, allocator: channel.allocator)
+            let producer = Task { try await produce(writer) }
+            channel.closeFuture.whenComplete { _ in producer.cancel() }
+            try await withTaskCancellationHandler {
+                try await producer.value
+            } onCancel: {
+                producer.cancel()
+            }
+            try await outbound.write(.end(nil))
+        }
+    }
+}
+
+/// Closes a connection that sends nothing for `timeout`.
+final class Deadline: Sendable {
+    private let channel: Channel
+    private let timeout: TimeAmount
+    private let task = Mutex<Scheduled<Void>?>(nil)
+
+    init(channel: Channel, timeout: TimeAmount) {
+        self.channel = channel
+        self.timeout = timeout
+    }
+
+    func reset() {
+        let channel = channel
+        let next = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }
+        task.withLock { task in
+            task?.cancel()
+            task = next
+        }
+    }
+
+    func cancel() {
+        task.withLock { task in
+            task?.cancel()
+            task = nil
+        }
+    }
+}

@@ -1,0 +1,144 @@
+import AppdAPI
+import Foundation
+import NIOCore
+import NIOHTTP1
+
+/// One request as the router sees it: the head, who sent it, and its body still on the wire.
+struct Request {
+    var method: HTTPMethod
+    /// Percent-decoded path components after `/v1`.
+    var segments: [String]
+    var query: [String: String]
+    var headers: HTTPHeaders
+    var caller: Caller
+    let body: RequestBody
+
+    init(head: HTTPRequestHead, caller: Caller, body: RequestBody) throws {
+        method = head.method
+        headers = head.headers
+        self.caller = caller
+        self.body = body
+        guard let components = URLComponents(string: head.uri) else {
+            throw APIFailure.badRequest("'\(head.uri.prefix(200))' is not a valid request target")
+        }
+        let path = components.percentEncodedPath
+        guard path.hasPrefix("/v1/") || path == "/v1" else {
+            throw APIFailure(404, "notFound", "no route \(path.prefix(200)): every path starts with /v1",
+                hint: "GET /v1/version answers if the daemon is up; docs/api.md lists the routes")
+        }
+        segments = try path.dropFirst(4).split(separator: "/", omittingEmptySubsequences: true).map { raw in
+            guard let decoded = raw.removingPercentEncoding else {
+                throw APIFailure.badRequest("bad percent-encoding in '\(raw.prefix(200))'")
+            }
+            return decoded
+        }
+        query = [:]
+        for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
+    }
+
+    func flag(_ name: String) -> Bool { ["1", "true", "yes"].contains(query[name]?.lowercased() ?? "") }
+
+    /// The whole body as `T`; an empty body decodes as `{}`.
+    func decode<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        var data = try await body.collect(limit: limit)
+        if data.isEmpty { data = Data("{}".utf8) }
+        return try APICoding.decoder().decode(T.self, from: data)
+    }
+}
+
+/// The parts of one connection, read in order by request after request.
+final class PartReader {
+    private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
+    /// Called on every part, so a slow client's deadline moves only while data arrives.
+    var onProgress: () -> Void = {}
+
+    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>) {
+        iterator = inbound.makeAsyncIterator()
+    }
+
+    func next() async throws -> HTTPServerRequestPart? {
+        let part = try await iterator.next()
+        if part != nil { onProgress() }
+        return part
+    }
+}
+
+/// A request body read part by part from the connection (backpressure comes with it).
+final class RequestBody {
+    private let reader: PartReader
+    private(set) var finished = false
+
+    init(_ reader: PartReader) { self.reader = reader }
+
+    /// The next chunk, or nil at the end of the body.
+    func next() async throws -> ByteBuffer? {
+        guard !finished else { return nil }
+        guard let part = try await reader.next() else {
+            finished = true
+            throw APIFailure.badRequest("the connection closed in the middle of the request body")
+        }
+        switch part {
+        case .body(let buffer): return buffer
+        case .end:
+            finished = true
+            return nil
+        case .head:
+            finished = true
+            throw APIFailure.badRequest("a request head arrived inside a body")
+        }
+    }
+
+    func collect(limit: Int) async throws -> Data {
+        var data = Data()
+        while let chunk = try await next() {
+            guard data.count + chunk.readableBytes <= limit else {
+                throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes ([API] MaxRequestBytes)")
+            }
+            data.append(contentsOf: chunk.readableBytesView)
+        }
+        return data
+    }
+
+    /// Reads what the handler left, so the next request on the connection starts clean.
+    func drain(limit: Int) async throws {
+        var total = 0
+        while let chunk = try await next() {
+            total += chunk.readableBytes
+            if total > limit { throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes") }
+        }
+    }
+
+}
+
+/// What a handler answers.
+enum Reply {
+    case json(status: Int, Data)
+    /// A chunked body written as it comes (logs, events, long polls); the connection closes
+    /// after it.
+    case stream(contentType: String, @Sendable (StreamWriter) async throws -> Void)
+
+    static func json(_ value: some Encodable, status: Int = 200) throws -> Reply {
+        var data = try APICoding.encoder().encode(value)
+        data.append(0x0A)
+        return .json(status: status, data)
+    }
+
+    static func failure(_ failure: APIFailure) -> Reply {
+        var data = (try? APICoding.encoder().encode(APIErrorBody(failure.error))) ?? Data("{}".utf8)
+        data.append(0x0A)
+        return .json(status: failure.status, data)
+    }
+}
+
+/// Writes the chunks of a streamed answer.
+struct StreamWriter: Sendable {
+    let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
+    let allocator: ByteBufferAllocator
+
+    func write(_ bytes: some Collection<UInt8>) async throws {
+        guard !bytes.isEmpty else { return }
+        var buffer = allocator.buffer(capacity: bytes.count)
+        buffer.writeBytes(bytes)
+        try await outbound.write(.body(.byteBuffer(buffer)))
+    }
+}

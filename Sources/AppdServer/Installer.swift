@@ -1,0 +1,84 @@
+import AppBundle
+import AppContainers
+import BundleArchive
+import Dispatch
+import Foundation
+import Glibc
+import NIOCore
+
+/// Installs from a tar stream (docs/api.md, "Installing through the daemon"): extracted into
+/// `<root>/incoming/<uuid>/<Name.app>` (root-only) as it arrives, then handed to the same
+/// installer `appd install --no-daemon` runs. File I/O runs on a queue of its own, never on
+/// the event loop or the cooperative pool.
+final class Installer: Sendable {
+    let store: AppStore
+    let incoming: String
+    private let queue = DispatchQueue(label: "appd.installer")
+
+    init(store: AppStore) throws {
+        self.store = store
+        incoming = "\(store.root.path)/incoming"
+        // What an earlier daemon left half-received is garbage now.
+        try? FileManager.default.removeItem(atPath: incoming)
+        guard mkdir(incoming, 0o700) == 0 else { throw AppdError.system("mkdir \(incoming)") }
+    }
+
+    func onQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+
+    func install(_ request: Request) async throws -> InstallResult {
+        let name = try Self.bundleName(request.query["name"])
+        let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
+        guard type.hasPrefix("application/x-tar") else {
+            throw APIFailure(415, "badRequest", "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
+                hint: "docs/bundle-archive.md: tar -C Name.app -cf - . | curl ... --data-binary @-")
+        }
+        let folder = "\(incoming)/\(UUID().uuidString)"
+        guard mkdir(folder, 0o700) == 0 else { throw AppdError.system("mkdir \(folder)") }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let bundle = "\(folder)/\(name)"
+        guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
+
+        let extractor = try await onQueue { [store] in try ExtractorBox(into: bundle, limits: store.config.bundleLimits) }
+        while let chunk = try await request.body.next() {
+            try await onQueue { try extractor.consume(chunk) }
+        }
+        try await onQueue { try extractor.finish() }
+        var installOptions = InstallOptions()
+        installOptions.allowDowngrade = request.flag("allowDowngrade")
+        let options = installOptions
+        return try await onQueue { [store] in try store.install(bundleAt: bundle, options: options) }
+    }
+
+    /// `Hello.app`: one path component ending in .app.
+    static func bundleName(_ value: String?) throws -> String {
+        guard let value, !value.isEmpty else {
+            throw APIFailure.badRequest("an install needs the bundle folder's name: POST /v1/apps?name=Hello.app")
+        }
+        guard value.hasSuffix(".app"), value.count > 4, value.utf8.count <= 255, !value.contains("/"),
+            !value.contains("\0"), !value.hasPrefix(".")
+        else {
+            throw APIFailure.badRequest("name '\(value.prefix(100))' is not a bundle folder name like Hello.app")
+        }
+        return value
+    }
+}
+
+/// The extractor (a noncopyable value) behind a reference the install queue can reach; used by
+/// one request at a time, in order.
+final class ExtractorBox: @unchecked Sendable {
+    private var extractor: BundleArchiveExtractor
+
+    init(into directory: String, limits: BundleLimits) throws {
+        extractor = try BundleArchiveExtractor(into: directory, limits: limits)
+    }
+
+    func consume(_ buffer: ByteBuffer) throws {
+        try buffer.withUnsafeReadableBytes { try extractor.consume($0) }
+    }
+
+    func finish() throws { try extractor.finish() }
+}

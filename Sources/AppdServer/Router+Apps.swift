@@ -1,0 +1,65 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import Foundation
+
+extension Router {
+    func listApps() async throws -> Reply {
+        let apps = try store.apps()
+        return try .json(apps.map { APIApp($0, root: store.root, withEntitlements: false) })
+    }
+
+    func appInfo(_ id: String) async throws -> Reply {
+        let app = try store.app(id)
+        let running = await supervisor.runningCount(app: app.bundleID)
+        return try .json(APIApp(app, root: store.root, withEntitlements: true, running: running))
+    }
+
+    func install(_ request: Request) async throws -> Reply {
+        let result = try await installer.install(request)
+        let app = APIApp(result.app, root: store.root, withEntitlements: true)
+        supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)
+        return try .json(APIInstallResult(
+            app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
+            warnings: result.bundle.warnings.map { APIProblem(path: $0.path, message: $0.message) }),
+            status: 201)
+    }
+
+    func uninstall(_ id: String, _ request: Request) async throws -> Reply {
+        let keepData = request.flag("keepData")
+        let result = try await supervisor.whileNotRunning(id) { [store, installer] in
+            try await installer.onQueue { try store.uninstall(id, keepData: keepData) }
+        }
+        supervisor.publishAppEvent(.uninstalled, app: result.app.bundleID, version: result.app.version)
+        return try .json(APIUninstallResult(
+            app: APIApp(result.app, root: store.root, withEntitlements: false), keptData: result.keptData))
+    }
+
+    func container(_ id: String, kind: String, group: String?) async throws -> Reply {
+        let app = try store.app(id)
+        switch kind {
+        case "data":
+            return try .json(APIContainer(kind: kind, path: app.dataContainer(in: store.root)))
+        case "bundle":
+            guard let path = app.bundlePath(in: store.root) else {
+                throw AppdError(.notFound, "\(app.bundleID) has no bundle (uninstalled with --keep-data)")
+            }
+            return try .json(APIContainer(kind: kind, path: path))
+        case "group":
+            guard let group else { throw APIFailure.badRequest("a group container needs the group id: containers/group/{group}") }
+            let requested = try app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)
+            guard let match = requested.first(where: { $0.caseInsensitiveCompare(group) == .orderedSame }) else {
+                throw AppdError(.notFound, "\(app.bundleID) is not in application group '\(group.prefix(200))'",
+                    hint: requested.isEmpty ? "it requests no application groups" : "its groups: \(requested.joined(separator: ", "))")
+            }
+            // Created on first use, as a launch would.
+            let containers = try await installer.onQueue { [store] in try store.groupContainers(for: app) }
+            guard let container = containers.first(where: { $0.groupID.caseInsensitiveCompare(match) == .orderedSame }) else {
+                throw AppdError(.notFound, "the container of group '\(match)' is missing")
+            }
+            return try .json(APIContainer(kind: kind, path: container.path, group: container.groupID))
+        default:
+            throw APIFailure.badRequest("unknown container kind '\(kind.prefix(50))': use data, bundle or group/{group}")
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import Foundation
+import NIOHTTP1
+import Supervisor
+
+/// Maps `METHOD /v1/...` to a handler after checking the caller's right. The table below is
+/// the whole API; docs/api.md lists the same routes (APIDocTests compares them).
+final class Router: Sendable {
+    let store: AppStore
+    let supervisor: Supervisor
+    let authorizer: Authorizer
+    let installer: Installer
+    let startedAt = Date()
+    let maxRequestBytes: Int
+
+    init(store: AppStore, supervisor: Supervisor, authorizer: Authorizer, installer: Installer) {
+        self.store = store
+        self.supervisor = supervisor
+        self.authorizer = authorizer
+        self.installer = installer
+        maxRequestBytes = Int(store.config.api.maxRequestBytes)
+    }
+
+    struct Route: Sendable {
+        var method: HTTPMethod
+        /// Path components after /v1; `{x}` matches any one component.
+        var pattern: [String]
+        var right: Right
+        var handler: @Sendable (Router, Request, [String]) async throws -> Reply
+    }
+
+    static let routes: [Route] = [
+        Route(method: .GET, pattern: ["version"], right: .read) { r, q, _ in try r.version(q) },
+        Route(method: .GET, pattern: ["apps"], right: .read) { r, _, _ in try await r.listApps() },
+        Route(method: .POST, pattern: ["apps"], right: .admin) { r, q, _ in try await r.install(q) },
+        Route(method: .GET, pattern: ["apps", "{id}"], right: .read) { r, _, p in try await r.appInfo(p[0]) },
+        Route(method: .DELETE, pattern: ["apps", "{id}"], right: .admin) { r, q, p in try await r.uninstall(p[0], q) },
+        Route(method: .GET, pattern: ["apps", "{id}", "containers", "{kind}"], right: .read) { r, _, p in
+            try await r.container(p[0], kind: p[1], group: nil)
+        },
+        Route(method: .GET, pattern: ["apps", "{id}", "containers", "group", "{group}"], right: .read) { r, _, p in
+            try await r.container(p[0], kind: "group", group: p[1])
+        },
+        Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in try await r.launch(p[0], q) },
+        Route(method: .GET, pattern: ["instances"], right: .read) { r, q, _ in try await r.listInstances(q) },
+        Route(method: .GET, pattern: ["instances", "{iid}"], right: .read) { r, _, p in
+            try .json(try await r.supervisor.instance(p[0]))
+        },
+        Route(method: .GET, pattern: ["instances", "{iid}", "wait"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.waitForExit(p[0]))
+        },
+        Route(method: .POST, pattern: ["instances", "{iid}", "terminate"], right: .control) { r, q, p in
+            let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
+            if let grace = body.grace, !(0...3600).contains(grace) {
+                throw APIFailure.badRequest("grace must be between 0 and 3600 seconds, not \(grace)")
+            }
+            return try .json(try await r.supervisor.terminate(p[0], grace: body.grace), status: 202)
+        },
+        Route(method: .POST, pattern: ["instances", "{iid}", "kill"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.kill(p[0]), status: 202)
+        },
+        Route(method: .POST, pattern: ["instances", "{iid}", "suspend"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.suspend(p[0]))
+        },
+        Route(method: .POST, pattern: ["instances", "{iid}", "resume"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.resume(p[0]))
+        },
+        Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
+        Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
+    ]
+
+    func handle(_ request: Request) async throws -> Reply {
+        var pathMatched = false
+        for route in Self.routes {
+            guard let parameters = Self.match(route.pattern, request.segments) else { continue }
+            pathMatched = true
+            guard route.method == request.method else { continue }
+            try authorizer.check(request.caller, route.right)
+            return try await route.handler(self, request, parameters)
+        }
+        let path = "/v1/" + request.segments.joined(separator: "/")
+        if pathMatched {
+            let allowed = Self.routes.filter { Self.match($0.pattern, request.segments) != nil }.map { "\($0.method)" }
+            throw APIFailure(405, "methodNotAllowed", "\(request.method) is not allowed on \(path.prefix(200)); use \(allowed.joined(separator: " or "))")
+        }
+        throw APIFailure(404, "notFound", "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
+    }
+
+    static func match(_ pattern: [String], _ segments: [String]) -> [String]? {
+        guard pattern.count == segments.count else { return nil }
+        var parameters: [String] = []
+        for (want, have) in zip(pattern, segments) {
+            if want.hasPrefix("{") {
+                parameters.append(have)
+            } else if want != have {
+                return nil
+            }
+        }
+        return parameters
+    }
+
+    func version(_ request: Request) throws -> Reply {
+        try .json(APIDaemonInfo(
+            version: AppdVersion.current, pid: getpid(), stateRoot: store.root.path, startedAt: startedAt,
+            caller: APICaller(uid: request.caller.uid, gid: request.caller.gid, pid: request.caller.pid,
+                rights: authorizer.rights(of: request.caller).map(\.rawValue))))
+    }
+}
+
+public enum AppdVersion {
+    public static let current = "0.2.0"
+}

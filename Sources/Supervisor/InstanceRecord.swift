@@ -1,0 +1,108 @@
+import AppBundle
+import AppdAPI
+import Foundation
+import Glibc
+
+/// What the daemon knows of one instance, as written to `<runtime>/instances/<id>.json`: enough
+/// for a daemon that starts after a crash to find the launcher again (pid + its start time, so
+/// a recycled pid is never mistaken for it) and its cgroup, and to tell why it ended.
+struct InstanceRecord: Codable, Sendable {
+    var instance: APIInstance
+    /// Field 22 of /proc/PID/stat when it was spawned.
+    var pidStartTime: UInt64?
+    /// What appd asked of it; decides the exit reason.
+    var request: Request?
+    /// When the grace period of a terminate runs out.
+    var graceDeadline: Date?
+
+    enum Request: String, Codable, Sendable {
+        case terminate
+        /// The grace period ran out and the cgroup was killed.
+        case killAfterGrace
+        case kill
+    }
+}
+
+/// The folder of instance records and launcher status files (tmpfs under /run: they describe
+/// processes, which do not survive a reboot either).
+struct RecordStore: Sendable {
+    let directory: String
+
+    init(runtimeDirectory: String) throws {
+        directory = "\(runtimeDirectory)/instances"
+        for path in [runtimeDirectory, directory] where mkdir(path, 0o755) != 0 && errno != EEXIST {
+            throw AppdError.system("mkdir \(path)")
+        }
+    }
+
+    func statusPath(_ id: String) -> String { "\(directory)/\(id).status" }
+    func recordPath(_ id: String) -> String { "\(directory)/\(id).json" }
+
+    /// The file the launcher writes the app's fate to. It outlives the daemon, unlike a pipe.
+    func openStatus(_ id: String) throws -> Int32 {
+        let fd = open(statusPath(id), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else { throw AppdError.system("open \(statusPath(id))") }
+        return fd
+    }
+
+    func readStatus(_ id: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: statusPath(id)), !data.isEmpty else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Written to a temporary name and renamed: a crash leaves the old record or the new one.
+    func save(_ record: InstanceRecord) throws {
+        let data = try APICoding.encoder().encode(record)
+        let path = recordPath(record.instance.id)
+        let temporary = path + ".tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: data, attributes: [.posixPermissions: 0o600]),
+            rename(temporary, path) == 0
+        else { throw AppdError.system("write \(path)") }
+    }
+
+    func remove(_ id: String) {
+        unlink(recordPath(id))
+        unlink(statusPath(id))
+    }
+
+    /// Every record; unreadable ones are skipped and returned by name.
+    func loadAll() -> (records: [InstanceRecord], unreadable: [String]) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        var records: [InstanceRecord] = []
+        var unreadable: [String] = []
+        for name in names.sorted() where name.hasSuffix(".json") {
+            guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)"),
+                let record = try? APICoding.decoder().decode(InstanceRecord.self, from: data)
+            else {
+                unreadable.append(name)
+                continue
+            }
+            records.append(record)
+        }
+        return (records, unreadable)
+    }
+}
+
+enum ProcessInfoReader {
+    /// Field 22 (starttime, clock ticks since boot) of /proc/PID/stat: with the pid, it names
+    /// one process for the life of the system.
+    static func startTime(of pid: pid_t) -> UInt64? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
+        guard let close = text.lastIndex(of: ")") else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        // fields[0] is field 3 (state), so field 22 is fields[19].
+        return fields.count > 19 ? UInt64(fields[19]) : nil
+    }
+
+    /// Resident memory of a process in bytes (VmRSS), for the scale benchmark and `ps`.
+    static func residentBytes(of pid: pid_t) -> Int64? {
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return nil }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmRSS:") {
+            let number = line.split(separator: " ").dropFirst().first.flatMap { Int64($0) }
+            return number.map { $0 * 1024 }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,59 @@
+import AppBundle
+import AppdAPI
+import Foundation
+import Glibc
+
+/// What a start found of the previous daemon's instances.
+public struct AdoptionReport: Sendable {
+    /// Still running: watched again, controllable as before.
+    public var adopted: [String] = []
+    /// Ended while no daemon ran: their status was read and recorded.
+    public var ended: [String] = []
+    /// Records that could not be read (removed).
+    public var unreadable: [String] = []
+}
+
+extension Supervisor {
+    /// Re-adopts what the previous daemon left: a record whose launcher is still the same
+    /// process (pid and start time match) is watched again through a new pidfd; one whose
+    /// launcher is gone is closed with the status the launcher wrote. Then starts the log
+    /// rotation. Call once, before serving.
+    public func start() -> AdoptionReport {
+        var report = AdoptionReport()
+        let loaded = records.loadAll()
+        for name in loaded.unreadable { unlink("\(records.directory)/\(name)") }
+        report.unreadable = loaded.unreadable
+        for record in loaded.records {
+            let id = record.instance.id
+            let cgroup = try? driver.open(instance: id, app: record.instance.app)
+            var entry = Entry(record: record, cgroup: cgroup ?? nil, isChild: false)
+            if record.instance.state == .exited {
+                entries[id] = entry
+                continue
+            }
+            if let pid = record.instance.pid, let started = record.pidStartTime,
+                ProcessInfoReader.startTime(of: pid) == started
+            {
+                entries[id] = entry
+                entry.watcher = watch(id: id, pid: pid)
+                entries[id]?.watcher = entry.watcher
+                if record.instance.state == .terminating, let deadline = record.graceDeadline {
+                    scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
+                }
+                report.adopted.append(id)
+            } else {
+                entries[id] = entry
+                launcherEnded(id)
+                report.ended.append(id)
+            }
+        }
+        pruneExited()
+        Task { [weak self] in
+            while let self, !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+                await self.rotateLogs()
+            }
+        }
+        return report
+    }
+}

@@ -1,0 +1,88 @@
+import AppBundle
+import AppdAPI
+import Foundation
+import Glibc
+
+extension Supervisor {
+    /// The launcher is gone: reap it (if it is our child), read the status it wrote, decide
+    /// the reason, clean the cgroup, tell waiters and subscribers.
+    func launcherEnded(_ id: String) {
+        guard var entry = entries[id], entry.record.instance.state != .exited else { return }
+        var waitStatus: Int32?
+        if entry.isChild, let pid = entry.record.instance.pid {
+            var raw: Int32 = 0
+            while true {
+                let result = waitpid(pid, &raw, 0)
+                if result == pid { waitStatus = raw }
+                if result >= 0 || errno != EINTR { break }
+            }
+        }
+        let statusText = records.readStatus(id)
+        let oomKills = (try? entry.cgroup?.events())??.oomKills ?? 0
+        if let cgroup = entry.cgroup {
+            // Whatever the app left behind (daemons it forked, a frozen tree) dies with it.
+            try? cgroup.kill(timeoutSeconds: 2)
+            try? cgroup.remove()
+        }
+        entry.record.instance.exit = Self.exit(
+            status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
+            request: entry.record.request, oomKills: oomKills)
+        entry.record.instance.state = .exited
+        entry.record.instance.endedAt = Date()
+        entry.watcher = nil
+        let waiters = entry.waiters
+        entry.waiters = []
+        save(entry)
+        publish(.exited, entry.record.instance)
+        for waiter in waiters { waiter.resume(returning: entry.record.instance) }
+        pruneExited()
+    }
+
+    /// Why it ended. What appd asked for comes first (it explains a SIGKILL or SIGTERM), then
+    /// the OOM killer, then what the launcher wrote.
+    static func exit(status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64) -> APIExit {
+        let status = status ?? waitStatus.map { SandboxLaunch.status(line: "", waitStatus: $0) }
+        var code: Int32?
+        var signal: Int32?
+        switch status {
+        case .exited(let value)?: code = value
+        case .signaled(let value)?: signal = value
+        case .failedToLaunch(let message)?:
+            return APIExit(reason: .failedToLaunch, message: message)
+        case nil: break
+        }
+        switch request {
+        case .kill?: return APIExit(reason: .killed, code: code, signal: signal ?? SIGKILL)
+        case .killAfterGrace?: return APIExit(reason: .killedAfterGrace, code: code, signal: signal ?? SIGKILL)
+        case .terminate?: return APIExit(reason: .terminated, code: code, signal: signal)
+        case nil: break
+        }
+        if oomKills > 0 {
+            return APIExit(reason: .outOfMemory, code: code, signal: signal,
+                message: "the OOM killer ended \(oomKills) process(es) of its cgroup (MemoryMax of [Sandbox])")
+        }
+        if let code { return APIExit(reason: .exited, code: code) }
+        if let signal { return APIExit(reason: .signaled, signal: signal) }
+        return APIExit(reason: .lost, message: "the launcher ended while appd was not running and wrote no status")
+    }
+
+    /// Forgets the oldest exited instances beyond `KeepExited`, with their records and logs.
+    func pruneExited() {
+        let exited = entries.values.filter { $0.record.instance.state == .exited }
+            .sorted { ($0.record.instance.endedAt ?? .distantPast) < ($1.record.instance.endedAt ?? .distantPast) }
+        guard exited.count > settings.keepExited else { return }
+        for entry in exited.prefix(exited.count - settings.keepExited) {
+            let id = entry.record.instance.id
+            entries[id] = nil
+            records.remove(id)
+            logs.remove(entry.record.instance.log)
+        }
+    }
+
+    /// Rotates the logs of live instances; runs every second.
+    func rotateLogs() {
+        for entry in entries.values where entry.record.instance.state != .exited {
+            logs.rotateIfNeeded(entry.record.instance.log)
+        }
+    }
+}

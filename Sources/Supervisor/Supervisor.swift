@@ -1,0 +1,190 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import CLinux
+import Foundation
+import Glibc
+import Sandbox
+
+/// The running instances of every app: launches them through `appd-exec`, each in its own
+/// cgroup, learns of their end through pidfds, suspends (freezer), resumes, terminates with a
+/// grace period, and keeps a record of each under the runtime directory so that a daemon
+/// started after a crash re-adopts them (Supervisor+Adopt.swift).
+public actor Supervisor {
+    let store: AppStore
+    let settings: SupervisorSettings
+    let launcher: String
+    let driver: any CgroupDriver
+    let kernel: KernelLayers
+    let records: RecordStore
+    let logs: InstanceLogs
+    let hub = EventHub()
+    let exitQueue = DispatchQueue(label: "appd.supervisor.exits")
+
+    struct Entry {
+        var record: InstanceRecord
+        var cgroup: (any InstanceCgroup)?
+        var watcher: ExitWatcher?
+        /// Our own child (spawned by this daemon): reaped with waitpid. Adopted launchers are
+        /// reaped by init; their status file is all there is.
+        var isChild: Bool
+        var waiters: [CheckedContinuation<APIInstance, Never>] = []
+    }
+
+    var entries: [String: Entry] = [:]
+    /// Apps being uninstalled: no launch until that is over.
+    var closedApps: Set<String> = []
+
+    public init(store: AppStore, runtimeDirectory: String, underSystemd: Bool) throws {
+        self.store = store
+        settings = store.config.supervisor
+        launcher = try SandboxLaunch.findLauncher(configured: store.config.sandbox.launcher)
+        kernel = KernelLayers.detect()
+        let parent = settings.cgroupParent.isEmpty ? (underSystemd ? "apps" : "/appd") : settings.cgroupParent
+        driver = try Cgroups.driver(settings: CgroupSettings(parent: parent))
+        try driver.prepare()
+        records = try RecordStore(runtimeDirectory: runtimeDirectory)
+        logs = try InstanceLogs(stateRoot: store.root.path, maxBytes: settings.logMaxBytes)
+    }
+
+    // MARK: Launch
+
+    public func launch(_ appID: String, arguments: [String], caller: UInt32) throws -> APIInstance {
+        let app = try store.app(appID)
+        guard !closedApps.contains(app.bundleID.lowercased()) else {
+            throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
+        }
+        let profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+        let id = Self.newInstanceID()
+        var record = InstanceRecord(instance: APIInstance(
+            id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid, arguments: arguments,
+            launchedBy: caller, startedAt: Date(), log: logs.path(app: app.bundleID, instance: id)))
+        // The record exists before the process does: a crash in between leaves a record
+        // without a pid, which the next start closes as failed, and a cgroup it removes.
+        try records.save(record)
+        let output: Int32
+        let status: Int32
+        do {
+            output = try logs.open(app: app.bundleID, instance: id)
+            status = try records.openStatus(id)
+        } catch {
+            records.remove(id)
+            throw error
+        }
+        defer {
+            close(output)
+            close(status)
+        }
+        let launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
+            limits: profile.cgroupLimits, output: output)
+        let started: SandboxLaunch.Started
+        do {
+            started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
+        } catch {
+            records.remove(id)
+            logs.remove(record.instance.log)
+            throw error
+        }
+        record.instance.pid = started.pid
+        record.instance.state = .running
+        record.instance.cgroup = started.cgroup.directories.first
+        record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
+        try? records.save(record)
+        var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
+        entry.watcher = watch(id: id, pid: started.pid)
+        entries[id] = entry
+        publish(.launched, record.instance)
+        return record.instance
+    }
+
+    static func newInstanceID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<6).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+    }
+
+    func watch(id: String, pid: pid_t) -> ExitWatcher? {
+        let watcher = ExitWatcher(pid: pid, queue: exitQueue) { [weak self] in
+            guard let self else { return }
+            Task { await self.launcherEnded(id) }
+        }
+        if watcher == nil {
+            // Gone before we could watch it.
+            Task { self.launcherEnded(id) }
+        }
+        return watcher
+    }
+
+    /// Runs `body` (an uninstall) only if no instance of `appID` is running, and keeps new
+    /// launches of it out until `body` is done.
+    public func whileNotRunning<T: Sendable>(_ appID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+        let key = appID.lowercased()
+        let running = instances(app: appID)
+        guard running.isEmpty else {
+            throw AppdError(.conflict, "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
+                hint: "terminate them first: appctl terminate \(appID)")
+        }
+        guard closedApps.insert(key).inserted else { throw AppdError(.conflict, "\(appID) is already being uninstalled") }
+        defer { closedApps.remove(key) }
+        return try await body()
+    }
+
+    // MARK: Queries
+
+    public func instances(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
+        entries.values.map(\.record.instance)
+            .filter { includeExited || $0.state != .exited }
+            .filter { app == nil || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame }
+            .sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+    }
+
+    public func instance(_ id: String) throws -> APIInstance { try entry(id).record.instance }
+
+    public func runningCount(app: String) -> Int { instances(app: app).count }
+
+    func entry(_ id: String) throws -> Entry {
+        guard let entry = entries[id.lowercased()] else {
+            throw AppdError(.notFound, "no instance '\(id)'", hint: "'appctl ps --all' lists the instances appd knows")
+        }
+        return entry
+    }
+
+    /// Returns once the instance has exited (at once if it has).
+    public func waitForExit(_ id: String) async throws -> APIInstance {
+        let current = try entry(id)
+        if current.record.instance.state == .exited { return current.record.instance }
+        return await withCheckedContinuation { continuation in
+            entries[current.record.instance.id]?.waiters.append(continuation)
+        }
+    }
+
+    /// The log files of an instance, oldest first, and whether it has exited.
+    public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool) {
+        let entry = try entry(id)
+        let path = entry.record.instance.log
+        return ([path + ".1", path], entry.record.instance.state == .exited)
+    }
+
+    public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
+
+    func publish(_ kind: APIEvent.Kind, _ instance: APIInstance) {
+        hub.publish { seq in
+            APIEvent(seq: seq, time: Date(), kind: kind, app: instance.app, instance: instance.id,
+                state: instance.state, exit: instance.exit)
+        }
+    }
+
+    /// Install and uninstall events come from the API layer.
+    public nonisolated func publishAppEvent(_ kind: APIEvent.Kind, app: String, version: String?) {
+        hub.publish { seq in APIEvent(seq: seq, time: Date(), kind: kind, app: app, version: version) }
+    }
+
+    /// Stops watching; the apps keep running for the next daemon to adopt.
+    public func shutdown() {
+        for entry in entries.values { entry.watcher?.cancel() }
+        for (id, entry) in entries {
+            for waiter in entry.waiters { waiter.resume(returning: entry.record.instance) }
+            entries[id]?.waiters = []
+        }
+        hub.finishAll()
+    }
+}

@@ -1,0 +1,72 @@
+import AppBundle
+import AppContainers
+import AppdServer
+import ArgumentParser
+import Foundation
+import Logging
+import ServiceLifecycle
+
+struct Serve: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the daemon: the API on a Unix socket and the supervisor of running apps.",
+        discussion: """
+            Listens on /run/appd/appd.sock (or <root>/run/appd.sock for a private --root, or \
+            --socket, or the socket systemd passes), answers the API of docs/api.md, and \
+            supervises the instances it launches. SIGTERM or SIGINT stops it cleanly; running \
+            apps keep running and the next 'appd serve' re-adopts them.
+
+            Example, a private state root:
+              sudo appd serve --root /tmp/appd-demo &
+              appctl --root /tmp/appd-demo launch com.example.hello
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Option(help: ArgumentHelp("Listen here instead ([API] Socket= or the state root's default).", valueName: "path"))
+    var socket: String?
+
+    func run() throws {
+        try options.run {
+            guard geteuid() == 0 else {
+                throw AppdError(.permissionDenied, "appd serve needs root: it creates sandboxes and cgroups",
+                    hint: "run it with sudo, or start it with systemctl start appd.socket")
+            }
+            umask(0o077)
+            let config = try options.loadConfiguration()
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = .info
+                return handler
+            }
+            let logger = Logger(label: "appd")
+            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: socket), logger: logger)
+            let group = ServiceGroup(configuration: .init(
+                services: [.init(service: daemon)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+            let outcome = BlockingOutcome()
+            Task {
+                do { try await group.run() } catch { outcome.set(error) }
+                outcome.finish()
+            }
+            if let error = outcome.wait() {
+                if let error = error as? AppdError { throw error }
+                throw AppdError(.io, "appd serve stopped: \(error)")
+            }
+        }
+    }
+}
+
+/// Lets the synchronous command wait for the async service group.
+final class BlockingOutcome: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private var error: (any Error)?
+
+    func set(_ error: any Error) { self.error = error }
+    func finish() { done.signal() }
+
+    func wait() -> (any Error)? {
+        done.wait()
+        return error
+    }
+}
