@@ -72,6 +72,19 @@ struct ExtractorTests {
         ])
     }
 
+    @Test("names are bytes: a precomposed é and e with a combining accent are two directories")
+    func namesAreBytes() throws {
+        let scratch = Scratch()
+        let bytes = rawArchive([.directory("\u{E9}/"), .directory("e\u{301}/"), .file("e\u{301}/x", "x"), .file("\u{E9}/y", "y")])
+        let out = scratch.directory("out")
+        try extract(bytes, into: out)
+        // Strings would compare the two names equal (and `snapshot` would merge them): look at bytes.
+        let names = listing(out).map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(names == [Array("e\u{301}".utf8), Array("\u{E9}".utf8)])
+        #expect(listing(out + "/e\u{301}") == ["x"])
+        #expect(listing(out + "/\u{E9}") == ["y"])
+    }
+
     @Test("zero padding after the end marker is fine; a file named like an escape is kept whole")
     func trailingZeros() throws {
         let scratch = Scratch()
