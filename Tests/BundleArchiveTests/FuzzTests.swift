@@ -27,12 +27,13 @@ struct FuzzTests {
 
         var generator = SeededGenerator(seed: 0xA11D)
         var outcomes = (accepted: 0, refused: 0)
+        let scratch = Scratch("archive-fuzz")
+        let victim = scratch.directory("victim")
         for round in 0..<Self.rounds {
             let mutated = Self.mutate(base, using: &generator)
             let chunk = Int.random(in: 1...4096, using: &generator)
-            let scratch = Scratch("archive-fuzz")
+            // A fresh, empty directory each round, next to the victim the archive's link aims at.
             let out = scratch.directory("out")
-            let victim = scratch.directory("victim")
             do {
                 try extract(mutated, into: out, chunks: [chunk])
                 outcomes.accepted += 1
@@ -47,6 +48,7 @@ struct FuzzTests {
                 )
                 return
             }
+            try FileManager.default.removeItem(atPath: out)
         }
         // Both outcomes happen, or the mutations are not exercising anything.
         #expect(outcomes.accepted > 50, "\(outcomes)")

@@ -126,6 +126,36 @@ struct RoundTripTests {
         #expect(chunks.reduce(0, +) == total)
     }
 
+    @Test("a file of 8 GiB or more gets its size in a pax record, which the extractor honours")
+    func hugeSize() throws {
+        struct Enough: Error {}
+        let scratch = Scratch()
+        let root = scratch.directory("Huge.app")
+        let fd = open("\(root)/huge", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(fd >= 0)
+        // Sparse: no disk space used, and only the first chunk is ever read.
+        let size: Int64 = 8 << 30
+        try #require(ftruncate(fd, off_t(size)) == 0)
+        close(fd)
+        var first: [UInt8] = []
+        #expect(throws: Enough.self) {
+            try BundleArchiveWriter.write(bundleAt: root) {
+                first = Array($0)
+                throw Enough()
+            }
+        }
+        let text = String(decoding: first.prefix(1024), as: UTF8.self)
+        #expect(text.contains("size=8589934592\n"))
+        #expect(first[512 + 156] == UInt8(ascii: "x") || first[156] == UInt8(ascii: "x"))
+
+        // The default MaxTotalBytes is 4 GiB: the pax size is what the extractor checks.
+        #expect {
+            try extract(Array(first.prefix(2048)), into: scratch.directory("out"))
+        } throws: { error in
+            (error as? AppdError)?.message.contains("entry 'huge' brings the contents past") == true
+        }
+    }
+
     @Test("a symlink to a directory is archived as a link, not followed")
     func symlinkNotFollowed() throws {
         let scratch = Scratch()
