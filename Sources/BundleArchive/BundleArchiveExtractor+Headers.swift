@@ -20,13 +20,17 @@ extension BundleArchiveExtractor {
         let after = lastEntry.map { " after entry '\($0)'" } ?? ""
         if sawZeroBlock {
             // One zero block and then more entries is not an archive tar writes.
-            guard isZero else { throw AppdError.archive("a lone zero block at byte \(start - 512)\(after) is followed by more data") }
+            guard isZero else {
+                throw AppdError.archive(
+                    "a lone zero block at byte \(start - 512)\(after) is followed by more data")
+            }
             phase = .ended
             return
         }
         if isZero {
             guard pending.isEmpty else {
-                throw AppdError.archive("the archive ends\(after) with a pax or long-name record that has no entry")
+                throw AppdError.archive(
+                    "the archive ends\(after) with a pax or long-name record that has no entry")
             }
             sawZeroBlock = true
             return
@@ -40,8 +44,10 @@ extension BundleArchiveExtractor {
         case Tar.EntryType.paxEntry, Tar.EntryType.paxGlobal, Tar.EntryType.gnuLongName,
             Tar.EntryType.gnuLongLink:
             guard header.size <= Int64(Tar.maxMetadataBytes) else {
-                throw AppdError.archive(Tar.shown(header.name),
-                    "is a pax or long-name record of \(header.size) bytes, over the limit of \(Tar.maxMetadataBytes)")
+                throw AppdError.archive(
+                    Tar.shown(header.name),
+                    "is a pax or long-name record of \(header.size) bytes, over the limit of \(Tar.maxMetadataBytes)"
+                )
             }
             if header.type == Tar.EntryType.paxGlobal {
                 // Global records only carry defaults (times, owners) the installer discards.
@@ -54,7 +60,9 @@ extension BundleArchiveExtractor {
             return
 
         case Tar.EntryType.regular, Tar.EntryType.regularOld:
-            guard !pending.sparse else { throw AppdError.archive(shown, "is a GNU sparse file; store it whole") }
+            guard !pending.sparse else {
+                throw AppdError.archive(shown, "is a GNU sparse file; store it whole")
+            }
             let fd = try tree.makeFile(name, mode: header.mode, size: size)
             if size == 0 {
                 close(fd)
@@ -64,16 +72,22 @@ extension BundleArchiveExtractor {
             }
 
         case Tar.EntryType.directory:
-            guard size == 0 else { throw AppdError.archive(shown, "is a directory with \(size) bytes of data") }
+            guard size == 0 else {
+                throw AppdError.archive(shown, "is a directory with \(size) bytes of data")
+            }
             try tree.makeDirectory(name)
 
         case Tar.EntryType.symlink:
-            guard size == 0 else { throw AppdError.archive(shown, "is a symlink with \(size) bytes of data") }
+            guard size == 0 else {
+                throw AppdError.archive(shown, "is a symlink with \(size) bytes of data")
+            }
             try tree.makeSymlink(name, target: pending.linkPath ?? header.linkName)
 
         default:
-            throw AppdError.archive(shown,
-                "is \(Tar.describe(type: header.type)); a bundle holds only files, directories and symlinks")
+            throw AppdError.archive(
+                shown,
+                "is \(Tar.describe(type: header.type)); a bundle holds only files, directories and symlinks"
+            )
         }
         pending = PendingMetadata()
         lastEntry = shown
@@ -85,7 +99,11 @@ extension BundleArchiveExtractor {
         guard type == Tar.EntryType.paxEntry else {
             // GNU writes the name with its NUL terminator.
             let value = Array(record.prefix(while: { $0 != 0 }))
-            if type == Tar.EntryType.gnuLongName { pending.path = value } else { pending.linkPath = value }
+            if type == Tar.EntryType.gnuLongName {
+                pending.path = value
+            } else {
+                pending.linkPath = value
+            }
             return
         }
         guard let records = Pax.records(record) else {
@@ -98,7 +116,8 @@ extension BundleArchiveExtractor {
             case "linkpath": pending.linkPath = value.isEmpty ? nil : value
             case "size":
                 guard value.isEmpty || Pax.decimal(value) != nil else {
-                    throw AppdError.archive("the pax header\(after) has a bad size '\(Tar.shown(value))'")
+                    throw AppdError.archive(
+                        "the pax header\(after) has a bad size '\(Tar.shown(value))'")
                 }
                 pending.size = Pax.decimal(value)
             case _ where key.hasPrefix("GNU.sparse."): pending.sparse = true

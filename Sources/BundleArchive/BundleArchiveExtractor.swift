@@ -70,12 +70,19 @@ public struct BundleArchiveExtractor: ~Copyable {
             switch phase {
             case .ended: nil
             case .header where blockFill > 0:
-                .archive("the archive is truncated inside a header at byte \(position - Int64(blockFill))\(after)")
+                .archive(
+                    "the archive is truncated inside a header at byte \(position - Int64(blockFill))\(after)"
+                )
             case .header:
-                .archive("the archive ends at byte \(position)\(after) without its end-of-archive marker (two zero blocks); it is truncated")
+                .archive(
+                    "the archive ends at byte \(position)\(after) without its end-of-archive marker (two zero blocks); it is truncated"
+                )
             case .data(let remaining):
-                .archive(file?.entry ?? "", "is truncated: \(remaining) of its \(file?.size ?? 0) bytes are missing")
-            case .metadata: .archive("the archive is truncated inside a pax or long-name record\(after)")
+                .archive(
+                    file?.entry ?? "",
+                    "is truncated: \(remaining) of its \(file?.size ?? 0) bytes are missing")
+            case .metadata:
+                .archive("the archive is truncated inside a pax or long-name record\(after)")
             case .skip: .archive("the archive is truncated inside padding\(after)")
             }
         if let problem {
@@ -130,11 +137,13 @@ public struct BundleArchiveExtractor: ~Copyable {
                 let count = Int(min(Int64(rest.count), remaining))
                 rest = rest.dropFirst(count)
                 position += Int64(count)
-                phase = remaining == Int64(count) ? .header : .skip(remaining: remaining - Int64(count))
+                phase =
+                    remaining == Int64(count) ? .header : .skip(remaining: remaining - Int64(count))
             case .ended:
                 // tar pads its output to a whole record with zeros; anything else is not ours.
                 guard rest.allSatisfy({ $0 == 0 }) else {
-                    throw AppdError.archive("data follows the end-of-archive marker at byte \(position)")
+                    throw AppdError.archive(
+                        "data follows the end-of-archive marker at byte \(position)")
                 }
                 position += Int64(rest.count)
                 rest = rest.dropFirst(rest.count)

@@ -25,7 +25,8 @@ public enum BundleArchiveWriter {
             throw AppdError.system("stat \(path)")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw AppdError(.invalidBundle,
+            throw AppdError(
+                .invalidBundle,
                 info.st_mode & S_IFMT == S_IFLNK
                     ? "\(path) is a symlink; name the bundle directory itself"
                     : "\(path) is not a directory; a bundle is a Name.app folder")
@@ -33,7 +34,9 @@ public enum BundleArchiveWriter {
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw readError(path) }
         defer { close(fd) }
-        guard TarWalk.same(fd, as: info) else { throw AppdError(.conflict, "\(path) changed while being read") }
+        guard TarWalk.same(fd, as: info) else {
+            throw AppdError(.conflict, "\(path) changed while being read")
+        }
         try withoutActuallyEscaping(sink) { sink in
             let output = TarOutput(sink: sink)
             try TarWalk(root: path, output: output).directory(fd, path: "")
@@ -52,7 +55,9 @@ public enum BundleArchiveWriter {
                 // send with MSG_NOSIGNAL: a daemon hanging up must be an error, not a SIGPIPE
                 // that kills the client. Plain write for what is not a socket.
                 var sent = send(fd, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
-                if sent < 0 && errno == ENOTSOCK { sent = Glibc.write(fd, base + offset, bytes.count - offset) }
+                if sent < 0 && errno == ENOTSOCK {
+                    sent = Glibc.write(fd, base + offset, bytes.count - offset)
+                }
                 if sent < 0 {
                     if errno == EINTR { continue }
                     throw AppdError.system("write the bundle archive")
@@ -65,8 +70,10 @@ public enum BundleArchiveWriter {
     /// A file or directory the caller may not read is their problem to fix, so say so.
     static func readError(_ path: String, errno error: Int32 = errno) -> AppdError {
         guard error == EACCES else { return AppdError.system("open \(path)", errno: error) }
-        return AppdError(.permissionDenied, "cannot read \(path): \(errnoName(error)) (Permission denied)",
-            errno: error, hint: "the bundle is read with your permissions; make every file of it readable to you")
+        return AppdError(
+            .permissionDenied, "cannot read \(path): \(errnoName(error)) (Permission denied)",
+            errno: error,
+            hint: "the bundle is read with your permissions; make every file of it readable to you")
     }
 }
 
@@ -76,7 +83,9 @@ private struct TarWalk {
     let output: TarOutput
 
     /// For messages: the path as the caller named it.
-    func shown(_ relative: String) -> String { root.hasSuffix("/") ? root + relative : root + "/" + relative }
+    func shown(_ relative: String) -> String {
+        root.hasSuffix("/") ? root + relative : root + "/" + relative
+    }
 
     func directory(_ fd: Int32, path: String) throws {
         for name in try names(fd, path: path) {
@@ -99,44 +108,59 @@ private struct TarWalk {
                 guard file >= 0 else { throw BundleArchiveWriter.readError(shown(entry)) }
                 defer { close(file) }
                 var now = stat()
-                guard fstat(file, &now) == 0, Self.same(file, as: info) else { throw changed(entry) }
+                guard fstat(file, &now) == 0, Self.same(file, as: info) else {
+                    throw changed(entry)
+                }
                 // The size is the open file's: it is what the header promises and what is read.
                 let size = Int64(now.st_size)
                 try header(entry, mode: now.st_mode, size: size, type: Tar.EntryType.regular)
-                guard try output.append(from: file, count: size, path: shown(entry)) else { throw changed(entry) }
+                guard try output.append(from: file, count: size, path: shown(entry)) else {
+                    throw changed(entry)
+                }
                 try output.append(zeros: Tar.padding(for: size))
             case S_IFLNK:
                 var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
                 let count = readlinkat(fd, name, &buffer, buffer.count)
                 guard count >= 0 else { throw AppdError.system("readlink \(shown(entry))") }
-                try header(entry, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: buffer[..<count])
+                try header(
+                    entry, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: buffer[..<count]
+                )
             default:
-                let kind = switch info.st_mode & S_IFMT {
-                case S_IFIFO: "a FIFO"
-                case S_IFSOCK: "a socket"
-                case S_IFCHR, S_IFBLK: "a device node"
-                default: "of an unknown file type"
-                }
-                throw AppdError(.invalidBundle,
-                    "\(shown(entry)) is \(kind); a bundle holds only files, directories and symlinks")
+                let kind =
+                    switch info.st_mode & S_IFMT {
+                    case S_IFIFO: "a FIFO"
+                    case S_IFSOCK: "a socket"
+                    case S_IFCHR, S_IFBLK: "a device node"
+                    default: "of an unknown file type"
+                    }
+                throw AppdError(
+                    .invalidBundle,
+                    "\(shown(entry)) is \(kind); a bundle holds only files, directories and symlinks"
+                )
             }
         }
     }
 
     /// A ustar header, after a pax record for whatever does not fit in it.
-    func header(_ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []) throws {
+    func header(
+        _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []
+    ) throws {
         var pax: [UInt8] = []
         if path.utf8.count > Tar.nameFieldBytes { pax += Pax.record("path", Array(path.utf8)) }
         if link.count > Tar.nameFieldBytes { pax += Pax.record("linkpath", link) }
         if size > Tar.maxOctalSize { pax += Pax.record("size", Array(String(size).utf8)) }
         if !pax.isEmpty {
-            try output.append(TarHeader.encode(name: "././@PaxHeader".utf8, mode: 0o644, size: Int64(pax.count),
-                type: Tar.EntryType.paxEntry))
+            try output.append(
+                TarHeader.encode(
+                    name: "././@PaxHeader".utf8, mode: 0o644, size: Int64(pax.count),
+                    type: Tar.EntryType.paxEntry))
             try output.append(pax)
             try output.append(zeros: Tar.padding(for: Int64(pax.count)))
         }
-        try output.append(TarHeader.encode(name: path.utf8, mode: Int64(mode & 0o777), size: size, type: type,
-            linkName: link))
+        try output.append(
+            TarHeader.encode(
+                name: path.utf8, mode: Int64(mode & 0o777), size: size, type: type,
+                linkName: link))
     }
 
     /// Names sorted by their bytes, so the same folder always gives the same stream.
@@ -154,11 +178,16 @@ private struct TarWalk {
                 if errno != 0 { throw AppdError.system("read directory \(shown(path))") }
                 break
             }
-            let raw = withUnsafeBytes(of: item.pointee.d_name) { Array($0.prefix(while: { $0 != 0 })) }
+            let raw = withUnsafeBytes(of: item.pointee.d_name) {
+                Array($0.prefix(while: { $0 != 0 }))
+            }
             if raw == [46] || raw == [46, 46] { continue }
             // The installer refuses such names too; better to say so before sending anything.
             guard let name = String(validating: raw, as: UTF8.self) else {
-                throw AppdError(.invalidBundle, "\(shown(path.isEmpty ? "" : path + "/"))\(Tar.shown(raw)): the name is not valid UTF-8")
+                throw AppdError(
+                    .invalidBundle,
+                    "\(shown(path.isEmpty ? "" : path + "/"))\(Tar.shown(raw)): the name is not valid UTF-8"
+                )
             }
             names.append(name)
         }
@@ -174,5 +203,71 @@ private struct TarWalk {
         var now = stat()
         return fstat(fd, &now) == 0 && now.st_dev == info.st_dev && now.st_ino == info.st_ino
             && now.st_mode & S_IFMT == info.st_mode & S_IFMT
+    }
+}
+
+/// The writer's one buffer: headers and file data gather here and go to the sink a chunk at a
+/// time, so memory stays at `BundleArchiveWriter.chunkSize` whatever the bundle holds.
+private final class TarOutput {
+    private let sink: (UnsafeRawBufferPointer) throws -> Void
+    private let base: UnsafeMutableRawPointer
+    private let capacity = BundleArchiveWriter.chunkSize
+    private var count = 0
+
+    init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void) {
+        self.sink = sink
+        base = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 16)
+    }
+
+    deinit { base.deallocate() }
+
+    func append(_ bytes: [UInt8]) throws {
+        var offset = 0
+        while offset < bytes.count {
+            if count == capacity { try flush() }
+            let step = min(capacity - count, bytes.count - offset)
+            bytes.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(start: base + count, count: step)
+                    .copyMemory(
+                        from: UnsafeRawBufferPointer(rebasing: $0[offset..<(offset + step)]))
+            }
+            count += step
+            offset += step
+        }
+    }
+
+    func append(zeros total: Int) throws {
+        var left = total
+        while left > 0 {
+            if count == capacity { try flush() }
+            let step = min(capacity - count, left)
+            (base + count).initializeMemory(as: UInt8.self, repeating: 0, count: step)
+            count += step
+            left -= step
+        }
+    }
+
+    /// Reads exactly `size` bytes of `fd` into the stream; false if the file ended sooner (it
+    /// shrank after its header was written, so the stream can no longer be right).
+    func append(from fd: Int32, count size: Int64, path: String) throws -> Bool {
+        var left = size
+        while left > 0 {
+            if count == capacity { try flush() }
+            let got = read(fd, base + count, Int(min(Int64(capacity - count), left)))
+            if got < 0 {
+                if errno == EINTR { continue }
+                throw AppdError.system("read \(path)")
+            }
+            if got == 0 { return false }
+            count += got
+            left -= Int64(got)
+        }
+        return true
+    }
+
+    func flush() throws {
+        guard count > 0 else { return }
+        try sink(UnsafeRawBufferPointer(start: base, count: count))
+        count = 0
     }
 }

@@ -23,7 +23,9 @@ struct ExtractionTree: ~Copyable {
     init(root path: String, limits: BundleLimits) throws {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw AppdError(.notFound, "\(path): no such directory to extract into") }
+            if errno == ENOENT {
+                throw AppdError(.notFound, "\(path): no such directory to extract into")
+            }
             throw AppdError.system("open \(path)")
         }
         guard let empty = Self.isEmpty(fd), empty else {
@@ -31,7 +33,9 @@ struct ExtractionTree: ~Copyable {
             close(fd)
             if error != 0 { throw AppdError.system("read directory \(path)", errno: error) }
             // A leftover entry would be taken for a duplicate, or worse, followed.
-            throw AppdError(.exists, "\(path) is not empty; a bundle archive is extracted into an empty directory")
+            throw AppdError(
+                .exists,
+                "\(path) is not empty; a bundle archive is extracted into an empty directory")
         }
         root = fd
         self.limits = limits
@@ -50,7 +54,9 @@ struct ExtractionTree: ~Copyable {
         let made = implicit.remove(Array(path.utf8)) == nil
         if made {
             try count(shown)
-            guard mkdirat(parent, Self.string(name), 0o755) == 0 else { throw failure("mkdir", path, shown) }
+            guard mkdirat(parent, Self.string(name), 0o755) == 0 else {
+                throw failure("mkdir", path, shown)
+            }
         }
         open.append((name, try openDirectory(name, in: parent, path: path, made: made)))
     }
@@ -60,13 +66,15 @@ struct ExtractionTree: ~Copyable {
         let shown = Tar.shown(raw)
         let (path, parts) = try checked(raw, isDirectory: false, shown)
         guard size <= limits.maxTotalBytes - totalBytes else {
-            throw AppdError.archive(shown,
+            throw AppdError.archive(
+                shown,
                 "brings the contents past \(limits.maxTotalBytes) bytes (MaxTotalBytes)")
         }
         let parent = try parent(of: parts, shown)
         let permissions: mode_t = mode & 0o111 != 0 ? 0o755 : 0o644
         try count(shown)
-        let fd = openat(parent, Self.string(parts[parts.count - 1]),
+        let fd = openat(
+            parent, Self.string(parts[parts.count - 1]),
             O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, permissions)
         guard fd >= 0 else { throw failure("create", path, shown) }
         totalBytes += size
@@ -84,15 +92,21 @@ struct ExtractionTree: ~Copyable {
     mutating func makeSymlink(_ raw: [UInt8], target: [UInt8]) throws {
         let shown = Tar.shown(raw)
         let (path, parts) = try checked(raw, isDirectory: false, shown)
-        guard !target.isEmpty else { throw AppdError.archive(shown, "is a symlink with an empty target") }
+        guard !target.isEmpty else {
+            throw AppdError.archive(shown, "is a symlink with an empty target")
+        }
         guard !target.contains(0), let text = String(validating: target, as: UTF8.self) else {
             throw AppdError.archive(shown, "is a symlink whose target holds a NUL or is not UTF-8")
         }
         guard target.first != UInt8(ascii: "/") else {
-            throw AppdError.archive(shown,
-                "is a symlink to the absolute path \(Tar.shown(target)); links must stay inside the bundle")
+            throw AppdError.archive(
+                shown,
+                "is a symlink to the absolute path \(Tar.shown(target)); links must stay inside the bundle"
+            )
         }
-        guard target.count < Int(PATH_MAX) else { throw AppdError.archive(shown, "has a symlink target over \(PATH_MAX) bytes") }
+        guard target.count < Int(PATH_MAX) else {
+            throw AppdError.archive(shown, "has a symlink target over \(PATH_MAX) bytes")
+        }
         let parent = try parent(of: parts, shown)
         try count(shown)
         guard symlinkat(text, parent, Self.string(parts[parts.count - 1])) == 0 else {
@@ -104,15 +118,23 @@ struct ExtractionTree: ~Copyable {
     /// components, after every check that needs only the name. The work is on bytes, as the
     /// kernel sees them: Swift compares `String`s by canonical equivalence and would take
     /// `"/\u{301}"` for one character rather than a separator and a name.
-    private func checked(_ raw: [UInt8], isDirectory: Bool, _ shown: String) throws -> (String, [[UInt8]]) {
+    private func checked(_ raw: [UInt8], isDirectory: Bool, _ shown: String) throws -> (
+        String, [[UInt8]]
+    ) {
         func refuse(_ problem: String) -> AppdError { .archive(shown, problem) }
         let slash = UInt8(ascii: "/")
         let dot = UInt8(ascii: ".")
         guard !raw.contains(0) else { throw refuse("has a NUL byte in its name") }
-        guard String(validating: raw, as: UTF8.self) != nil else { throw refuse("has a name that is not UTF-8") }
+        guard String(validating: raw, as: UTF8.self) != nil else {
+            throw refuse("has a name that is not UTF-8")
+        }
         guard raw.first != slash else { throw refuse("is an absolute path") }
         var bytes = raw[...]
-        if bytes.starts(with: [dot, slash]) { bytes = bytes.dropFirst(2) } else if bytes.elementsEqual([dot]) { bytes = [] }
+        if bytes.starts(with: [dot, slash]) {
+            bytes = bytes.dropFirst(2)
+        } else if bytes.elementsEqual([dot]) {
+            bytes = []
+        }
         if isDirectory && bytes.last == slash { bytes = bytes.dropLast() }
         guard !bytes.isEmpty else {
             if isDirectory { return ("", []) }
@@ -125,11 +147,14 @@ struct ExtractionTree: ~Copyable {
             if part == [dot] { throw refuse("has a '.' component") }
         }
         guard bytes.count <= limits.maxPathLength else {
-            throw refuse("has a path of \(bytes.count) bytes, over the limit of \(limits.maxPathLength) (MaxPathLength)")
+            throw refuse(
+                "has a path of \(bytes.count) bytes, over the limit of \(limits.maxPathLength) (MaxPathLength)"
+            )
         }
         let levels = isDirectory ? parts.count : parts.count - 1
         guard levels <= limits.maxDepth else {
-            throw refuse("nests \(levels) directories deep, over the limit of \(limits.maxDepth) (MaxDepth)")
+            throw refuse(
+                "nests \(levels) directories deep, over the limit of \(limits.maxDepth) (MaxDepth)")
         }
         return (String(decoding: bytes, as: UTF8.self), parts)
     }
@@ -139,7 +164,9 @@ struct ExtractionTree: ~Copyable {
     private mutating func parent(of parts: [[UInt8]], _ shown: String) throws -> Int32 {
         let parents = parts.dropLast()
         var keep = 0
-        while keep < open.count, keep < parents.count, open[keep].name == parents[keep] { keep += 1 }
+        while keep < open.count, keep < parents.count, open[keep].name == parents[keep] {
+            keep += 1
+        }
         while open.count > keep { close(open.removeLast().fd) }
         for index in keep..<parents.count {
             let name = parents[index]
@@ -150,10 +177,13 @@ struct ExtractionTree: ~Copyable {
             if made {
                 guard errno == ENOENT else { throw AppdError.system("stat \(path)") }
                 try count(shown)
-                guard mkdirat(directory, Self.string(name), 0o755) == 0 else { throw failure("mkdir", path, shown) }
+                guard mkdirat(directory, Self.string(name), 0o755) == 0 else {
+                    throw failure("mkdir", path, shown)
+                }
                 implicit.insert(Array(path.utf8))
             }
-            open.append((name, try openDirectory(name, in: directory, path: path, made: made, for: shown)))
+            open.append(
+                (name, try openDirectory(name, in: directory, path: path, made: made, for: shown)))
         }
         return open.last?.fd ?? root
     }
@@ -165,10 +195,13 @@ struct ExtractionTree: ~Copyable {
         guard fd >= 0 else {
             guard errno == ELOOP || errno == ENOTDIR else { throw AppdError.system("open \(path)") }
             var info = stat()
-            let isLink = fstatat(parent, Self.string(name), &info, AT_SYMLINK_NOFOLLOW) == 0
+            let isLink =
+                fstatat(parent, Self.string(name), &info, AT_SYMLINK_NOFOLLOW) == 0
                 && info.st_mode & S_IFMT == S_IFLNK
-            throw AppdError.archive(shown ?? path,
-                "lies below \(path), which is \(isLink ? "a symlink" : "a file") in the archive; extraction never goes through one")
+            throw AppdError.archive(
+                shown ?? path,
+                "lies below \(path), which is \(isLink ? "a symlink" : "a file") in the archive; extraction never goes through one"
+            )
         }
         // mkdirat's mode was narrowed by the umask.
         guard !made || fchmod(fd, 0o755) == 0 else {
@@ -183,12 +216,15 @@ struct ExtractionTree: ~Copyable {
     /// installer's walker counts them.
     private mutating func count(_ shown: String) throws {
         guard entryCount < limits.maxFiles else {
-            throw AppdError.archive(shown, "is past the limit of \(limits.maxFiles) entries (MaxFiles)")
+            throw AppdError.archive(
+                shown, "is past the limit of \(limits.maxFiles) entries (MaxFiles)")
         }
         entryCount += 1
     }
 
-    private func failure(_ step: String, _ path: String, _ shown: String, errno error: Int32 = errno)
+    private func failure(
+        _ step: String, _ path: String, _ shown: String, errno error: Int32 = errno
+    )
         -> AppdError
     {
         error == EEXIST
@@ -197,7 +233,9 @@ struct ExtractionTree: ~Copyable {
     }
 
     /// A checked component or path (valid UTF-8, so the bytes survive unchanged).
-    private static func string(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+    private static func string(_ bytes: [UInt8]) -> String {
+        String(decoding: bytes, as: UTF8.self)
+    }
 
     /// Nil (with errno set) if the directory cannot be read.
     private static func isEmpty(_ fd: Int32) -> Bool? {
@@ -209,7 +247,9 @@ struct ExtractionTree: ~Copyable {
         defer { closedir(dir) }
         errno = 0
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { Array($0.prefix(while: { $0 != 0 })) }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                Array($0.prefix(while: { $0 != 0 }))
+            }
             if name != [46] && name != [46, 46] { return false }
         }
         return errno == 0 ? true : nil

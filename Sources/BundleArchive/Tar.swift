@@ -114,18 +114,23 @@ struct TarHeader {
         }
         // Unused, but a malformed one means the header is not what it claims to be.
         for (range, field) in [(108..<116, "uid"), (116..<124, "gid"), (136..<148, "mtime")] {
-            guard number(block[range], allowEmpty: true) != nil else { throw bad("has a bad \(field) field") }
+            guard number(block[range], allowEmpty: true) != nil else {
+                throw bad("has a bad \(field) field")
+            }
         }
 
         var name = rawName
         let prefix = string(block[345..<500])
         if isUstar && !prefix.isEmpty { name = Array(prefix) + [UInt8(ascii: "/")] + name }
-        return TarHeader(name: name, mode: mode, size: size, type: block[156],
+        return TarHeader(
+            name: name, mode: mode, size: size, type: block[156],
             linkName: Array(string(block[157..<257])))
     }
 
     /// A NUL-terminated field; a field that fills its space has no terminator.
-    private static func string(_ field: Slice<UnsafeRawBufferPointer>) -> Slice<UnsafeRawBufferPointer> {
+    private static func string(_ field: Slice<UnsafeRawBufferPointer>) -> Slice<
+        UnsafeRawBufferPointer
+    > {
         field.prefix(while: { $0 != 0 })
     }
 
@@ -159,16 +164,18 @@ struct TarHeader {
 
     /// One header block: ustar, uid/gid 0, mtime 0, no user or group names. The caller has
     /// made sure `name` and `linkName` fit (longer ones travel in a pax record).
-    static func encode(name: some Collection<UInt8>, mode: Int64, size: Int64, type: UInt8,
-        linkName: some Collection<UInt8> = [UInt8]()) -> [UInt8]
-    {
+    static func encode(
+        name: some Collection<UInt8>, mode: Int64, size: Int64, type: UInt8,
+        linkName: some Collection<UInt8> = [UInt8]()
+    ) -> [UInt8] {
         var block = [UInt8](repeating: 0, count: Tar.blockSize)
         func put(_ bytes: some Collection<UInt8>, at offset: Int, width: Int) {
             for (index, byte) in bytes.prefix(width).enumerated() { block[offset + index] = byte }
         }
         func octal(_ value: Int64, at offset: Int, width: Int) {
             let digits = String(value, radix: 8)
-            put((String(repeating: "0", count: max(0, width - 1 - digits.count)) + digits).utf8,
+            put(
+                (String(repeating: "0", count: max(0, width - 1 - digits.count)) + digits).utf8,
                 at: offset, width: width - 1)
         }
         put(name, at: 0, width: 100)
@@ -188,5 +195,63 @@ struct TarHeader {
         block[154] = 0
         block[155] = UInt8(ascii: " ")
         return block
+    }
+}
+
+/// pax extended header records (POSIX.1-2001): `"<length> <key>=<value>\n"`, where the decimal
+/// length counts the whole record, itself included.
+enum Pax {
+    static func record(_ key: String, _ value: some Collection<UInt8>) -> [UInt8] {
+        let body = 1 + key.utf8.count + 1 + value.count + 1
+        // Adding the length's own digits can add a digit to the length.
+        var length = body + String(body).count
+        while body + String(length).count != length { length = body + String(length).count }
+        return Array("\(length) \(key)=".utf8) + value + [UInt8(ascii: "\n")]
+    }
+
+    /// The records of one extended header, in order; nil if any is malformed.
+    static func records(_ data: [UInt8]) -> [(key: String, value: [UInt8])]? {
+        var records: [(key: String, value: [UInt8])] = []
+        var start = 0
+        while start < data.count {
+            var index = start
+            var length = 0
+            while index < data.count, let digit = decimalDigit(data[index]) {
+                guard length <= data.count else { return nil }
+                length = length * 10 + digit
+                index += 1
+            }
+            let digits = index - start
+            // The shortest record is "<n> k=\n".
+            guard digits > 0, index < data.count, data[index] == UInt8(ascii: " "),
+                length >= digits + 4, start + length <= data.count,
+                data[start + length - 1] == UInt8(ascii: "\n")
+            else { return nil }
+            let body = data[(index + 1)..<(start + length - 1)]
+            guard let equals = body.firstIndex(of: UInt8(ascii: "=")), equals > body.startIndex,
+                let key = String(validating: body[..<equals], as: UTF8.self)
+            else { return nil }
+            records.append((key, Array(body[(equals + 1)...])))
+            start += length
+        }
+        return records
+    }
+
+    /// A pax decimal value (`size`): digits only, no sign, no overflow.
+    static func decimal(_ value: [UInt8]) -> Int64? {
+        guard !value.isEmpty else { return nil }
+        var result: Int64 = 0
+        for byte in value {
+            guard let digit = decimalDigit(byte) else { return nil }
+            let (times, overflow1) = result.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times.addingReportingOverflow(Int64(digit))
+            guard !overflow1 && !overflow2 else { return nil }
+            result = sum
+        }
+        return result
+    }
+
+    private static func decimalDigit(_ byte: UInt8) -> Int? {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) ? Int(byte - UInt8(ascii: "0")) : nil
     }
 }

@@ -15,22 +15,28 @@ struct ExtractorTests {
         ])
         let out = scratch.directory("out")
         try extract(bytes, into: out)
-        #expect(snapshot(out) == [
-            "secret": .file(mode: 0o644, contents: []), "suid": .file(mode: 0o755, contents: []),
-            "groupexec": .file(mode: 0o755, contents: []), "d": .directory(mode: 0o755),
-        ])
+        #expect(
+            snapshot(out) == [
+                "secret": .file(mode: 0o644, contents: []),
+                "suid": .file(mode: 0o755, contents: []),
+                "groupexec": .file(mode: 0o755, contents: []), "d": .directory(mode: 0o755),
+            ])
     }
 
     @Test("parent directories not listed are made; listing them later is not a duplicate")
     func implicitParents() throws {
         let scratch = Scratch()
-        let bytes = rawArchive([.file("a/b/c.txt", "c"), .directory("a/"), .directory("a/b/"), .file("a/d", "d")])
+        let bytes = rawArchive([
+            .file("a/b/c.txt", "c"), .directory("a/"), .directory("a/b/"), .file("a/d", "d"),
+        ])
         let out = scratch.directory("out")
         try extract(bytes, into: out)
-        #expect(snapshot(out) == [
-            "a": .directory(mode: 0o755), "a/b": .directory(mode: 0o755),
-            "a/b/c.txt": .file(mode: 0o644, contents: [99]), "a/d": .file(mode: 0o644, contents: [100]),
-        ])
+        #expect(
+            snapshot(out) == [
+                "a": .directory(mode: 0o755), "a/b": .directory(mode: 0o755),
+                "a/b/c.txt": .file(mode: 0o644, contents: [99]),
+                "a/d": .file(mode: 0o644, contents: [100]),
+            ])
     }
 
     @Test("pax records override the name, the link target and the size; global records are ignored")
@@ -41,16 +47,19 @@ struct ExtractorTests {
         sized.sizeField = Array("00000000000\0".utf8)
         let bytes = rawArchive([
             .pax([("comment", Array("hello".utf8))], type: "g"),
-            .pax([("path", Array(long.utf8)), ("mtime", Array("1.5".utf8))]), .file("truncated", "long"),
+            .pax([("path", Array(long.utf8)), ("mtime", Array("1.5".utf8))]),
+            .file("truncated", "long"),
             .pax([("linkpath", Array(long.utf8))]), .symlink("link", to: "ignored"),
             .pax([("size", Array("10".utf8))]), sized,
         ])
         let out = scratch.directory("out")
         try extract(bytes, into: out)
-        #expect(snapshot(out) == [
-            long: .file(mode: 0o644, contents: Array("long".utf8)), "link": .symlink(target: long),
-            "short": .file(mode: 0o644, contents: Array("0123456789".utf8)),
-        ])
+        #expect(
+            snapshot(out) == [
+                long: .file(mode: 0o644, contents: Array("long".utf8)),
+                "link": .symlink(target: long),
+                "short": .file(mode: 0o644, contents: Array("0123456789".utf8)),
+            ])
     }
 
     @Test("GNU long names and base-256 sizes are read")
@@ -66,16 +75,36 @@ struct ExtractorTests {
         ])
         let out = scratch.directory("out")
         try extract(bytes, into: out)
-        #expect(snapshot(out) == [
-            long: .file(mode: 0o644, contents: Array("named".utf8)), "l": .symlink(target: "t/" + long),
-            "b256": .file(mode: 0o644, contents: Array("abc".utf8)),
+        #expect(
+            snapshot(out) == [
+                long: .file(mode: 0o644, contents: Array("named".utf8)),
+                "l": .symlink(target: "t/" + long),
+                "b256": .file(mode: 0o644, contents: Array("abc".utf8)),
+            ])
+    }
+
+    @Test("names are bytes: a precomposed é and e with a combining accent are two directories")
+    func namesAreBytes() throws {
+        let scratch = Scratch()
+        let bytes = rawArchive([
+            .directory("\u{E9}/"), .directory("e\u{301}/"), .file("e\u{301}/x", "x"),
+            .file("\u{E9}/y", "y"),
         ])
+        let out = scratch.directory("out")
+        try extract(bytes, into: out)
+        // Strings would compare the two names equal (and `snapshot` would merge them): look at bytes.
+        let names = listing(out).map { Array($0.utf8) }.sorted { $0.lexicographicallyPrecedes($1) }
+        #expect(names == [Array("e\u{301}".utf8), Array("\u{E9}".utf8)])
+        #expect(listing(out + "/e\u{301}") == ["x"])
+        #expect(listing(out + "/\u{E9}") == ["y"])
     }
 
     @Test("zero padding after the end marker is fine; a file named like an escape is kept whole")
     func trailingZeros() throws {
         let scratch = Scratch()
-        let bytes = rawArchive([.file("..x", "dots"), .file("a..", "dots")]) + [UInt8](repeating: 0, count: 9000)
+        let bytes =
+            rawArchive([.file("..x", "dots"), .file("a..", "dots")])
+            + [UInt8](repeating: 0, count: 9000)
         let out = scratch.directory("out")
         try extract(bytes, into: out, chunks: [511])
         #expect(listing(out) == ["..x", "a.."])
@@ -84,11 +113,15 @@ struct ExtractorTests {
     @Test("the directory must exist and be empty")
     func directoryMustBeEmpty() throws {
         let scratch = Scratch()
-        #expect { _ = try BundleArchiveExtractor(into: scratch.sub("missing"), limits: .init()) } throws: {
+        #expect {
+            _ = try BundleArchiveExtractor(into: scratch.sub("missing"), limits: .init())
+        } throws: {
             ($0 as? AppdError)?.code == .notFound
         }
         try writeFile(scratch.sub("full/x"))
-        #expect { _ = try BundleArchiveExtractor(into: scratch.sub("full"), limits: .init()) } throws: {
+        #expect {
+            _ = try BundleArchiveExtractor(into: scratch.sub("full"), limits: .init())
+        } throws: {
             ($0 as? AppdError)?.code == .exists
         }
     }

@@ -17,7 +17,9 @@ struct FuzzTests {
         try writeFile("\(source)/Info.plist", Array("<plist/>\n".utf8))
         try writeFile("\(source)/Hello", Array("#!/bin/sh\n".utf8), mode: 0o755)
         try writeFile("\(source)/a/b/deep.txt", randomBytes(3000, seed: 1))
-        try writeFile("\(source)/\(String(repeating: "l", count: 90))/\(String(repeating: "m", count: 40))", [1, 2, 3])
+        try writeFile(
+            "\(source)/\(String(repeating: "l", count: 90))/\(String(repeating: "m", count: 40))",
+            [1, 2, 3])
         symlink("a/b/deep.txt", "\(source)/link")
         // Stored as given (the installer judges links); a mutation must still never write through it.
         symlink("../victim", "\(source)/up")
@@ -25,12 +27,13 @@ struct FuzzTests {
 
         var generator = SeededGenerator(seed: 0xA11D)
         var outcomes = (accepted: 0, refused: 0)
+        let scratch = Scratch("archive-fuzz")
+        let victim = scratch.directory("victim")
         for round in 0..<Self.rounds {
             let mutated = Self.mutate(base, using: &generator)
             let chunk = Int.random(in: 1...4096, using: &generator)
-            let scratch = Scratch("archive-fuzz")
+            // A fresh, empty directory each round, next to the victim the archive's link aims at.
             let out = scratch.directory("out")
-            let victim = scratch.directory("victim")
             do {
                 try extract(mutated, into: out, chunks: [chunk])
                 outcomes.accepted += 1
@@ -40,9 +43,12 @@ struct FuzzTests {
                 Issue.record("round \(round): not an AppdError: \(error)")
             }
             guard listing(scratch.path) == ["out", "victim"], listing(victim).isEmpty else {
-                Issue.record("round \(round) wrote outside: \(listing(scratch.path)), victim \(listing(victim))")
+                Issue.record(
+                    "round \(round) wrote outside: \(listing(scratch.path)), victim \(listing(victim))"
+                )
                 return
             }
+            try FileManager.default.removeItem(atPath: out)
         }
         // Both outcomes happen, or the mutations are not exercising anything.
         #expect(outcomes.accepted > 50, "\(outcomes)")
@@ -57,13 +63,15 @@ struct FuzzTests {
             switch Int.random(in: 0..<7, using: &generator) {
             case 0:
                 for _ in 0..<Int.random(in: 1...8, using: &generator) {
-                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] ^= UInt8.random(in: 1...255, using: &generator)
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] ^= UInt8.random(
+                        in: 1...255, using: &generator)
                 }
             case 1:
                 bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator)))
             case 2:
                 let copy = bytes[block..<(block + 512)]
-                bytes.insert(contentsOf: copy, at: Int.random(in: 0...blocks, using: &generator) * 512)
+                bytes.insert(
+                    contentsOf: copy, at: Int.random(in: 0...blocks, using: &generator) * 512)
             case 3:
                 bytes.removeSubrange(block..<(block + 512))
             case 4:
@@ -74,13 +82,21 @@ struct FuzzTests {
             case 5:
                 // A plausible field value in a header, with the checksum made right again, so
                 // the damage reaches past the checksum test.
-                guard let header = headerBlocks(bytes).randomElement(using: &generator) else { continue }
-                let values = Array("/.0123457 xL25K1gS\u{0}".utf8) + [0x80, 0xFF, UInt8.random(in: 0...255, using: &generator)]
-                bytes[header + Int.random(in: 0..<345, using: &generator)] = values.randomElement(using: &generator) ?? 0
+                guard let header = headerBlocks(bytes).randomElement(using: &generator) else {
+                    continue
+                }
+                let values =
+                    Array("/.0123457 xL25K1gS\u{0}".utf8) + [
+                        0x80, 0xFF, UInt8.random(in: 0...255, using: &generator),
+                    ]
+                bytes[header + Int.random(in: 0..<345, using: &generator)] =
+                    values.randomElement(using: &generator) ?? 0
                 fixChecksum(&bytes, at: header)
             default:
                 // A name that tries to escape or pass through a link.
-                guard let header = headerBlocks(bytes).randomElement(using: &generator) else { continue }
+                guard let header = headerBlocks(bytes).randomElement(using: &generator) else {
+                    continue
+                }
                 let prefixes = ["../", "/", "./", "a/../../", "up/", "link/", "a//", "Hello/"]
                 let prefix = Array((prefixes.randomElement(using: &generator) ?? "").utf8)
                 bytes.replaceSubrange(header..<(header + prefix.count), with: prefix)

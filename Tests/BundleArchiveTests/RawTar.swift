@@ -15,7 +15,10 @@ struct RawEntry {
     var prefix: [UInt8] = []
     var magic = Array("ustar\u{0}00".utf8)
 
-    init(_ name: String, type: Character = "0", mode: String = "0000644", data: [UInt8] = [], link: String = "") {
+    init(
+        _ name: String, type: Character = "0", mode: String = "0000644", data: [UInt8] = [],
+        link: String = ""
+    ) {
         self.name = Array(name.utf8)
         self.type = type
         self.mode = mode
@@ -39,7 +42,9 @@ struct RawEntry {
         for (key, value) in records {
             let body = Array(" \(key)=".utf8) + value + [10]
             var length = body.count + 1
-            while String(length).utf8.count + body.count != length { length = String(length).utf8.count + body.count }
+            while String(length).utf8.count + body.count != length {
+                length = String(length).utf8.count + body.count
+            }
             data += Array(String(length).utf8) + body
         }
         return RawEntry("PaxHeaders/x", type: type, data: data)

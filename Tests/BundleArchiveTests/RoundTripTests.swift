@@ -1,7 +1,8 @@
 import AppBundle
-@testable import BundleArchive
 import Foundation
 import Testing
+
+@testable import BundleArchive
 
 /// A folder tree with everything a bundle can hold: nested and empty directories, an empty
 /// file, an executable, symlinks (one with a target over 100 bytes), a path of 150 bytes, and a
@@ -13,13 +14,17 @@ func makeSampleTree(_ root: String) throws {
     try writeFile("\(root)/empty", [])
     try writeFile("\(root)/a/b/c/deep.txt", Array("deep\n".utf8))
     try writeFile("\(root)/big.bin", randomBytes(200_000 + 123, seed: 7))
-    let long = String(repeating: "d", count: 70) + "/" + String(repeating: "e", count: 70) + "/" + "long.txt"
+    let long =
+        String(repeating: "d", count: 70) + "/" + String(repeating: "e", count: 70) + "/"
+        + "long.txt"
     #expect(long.utf8.count == 150)
     try writeFile("\(root)/\(long)", Array("far down\n".utf8))
     mkdir("\(root)/Empty Folder", 0o755)
     symlink("a/b/c/deep.txt", "\(root)/link")
     symlink(String(repeating: "../x/", count: 24) + "target", "\(root)/a/longlink")
-    for directory in ["a", "a/b", "a/b/c", String(long.split(separator: "/")[0]), String(long.dropLast(9))] {
+    for directory in [
+        "a", "a/b", "a/b/c", String(long.split(separator: "/")[0]), String(long.dropLast(9)),
+    ] {
         chmod("\(root)/\(directory)", 0o755)
     }
 }
@@ -40,7 +45,8 @@ func headers(of bytes: [UInt8]) throws -> [(offset: Int, header: TarHeader)] {
 
 @Suite("bundle archive round trip")
 struct RoundTripTests {
-    @Test("a folder written and extracted again is the same folder, whatever the chunk sizes",
+    @Test(
+        "a folder written and extracted again is the same folder, whatever the chunk sizes",
         arguments: [[1], [7], [512], [100_000], [3, 1000, 1, 511, 513, 65536, 9]])
     func roundTrip(chunks: [Int]) throws {
         let scratch = Scratch()
@@ -77,7 +83,9 @@ struct RoundTripTests {
 
         let entries = try headers(of: first)
         for (offset, _) in entries {
-            #expect(Array(first[(offset + 108)..<(offset + 124)]) == Array("0000000\u{0}0000000\u{0}".utf8))
+            #expect(
+                Array(first[(offset + 108)..<(offset + 124)])
+                    == Array("0000000\u{0}0000000\u{0}".utf8))
             #expect(Array(first[(offset + 136)..<(offset + 148)]) == Array("00000000000\u{0}".utf8))
         }
         let names = entries.map(\.header).filter { $0.type != UInt8(ascii: "x") }
@@ -97,9 +105,10 @@ struct RoundTripTests {
         mkdir("\(root)/sticky", 0o1777)
         chmod("\(root)/sticky", 0o1777)
         let bytes = try archive(of: root)
-        let modes = try Dictionary(uniqueKeysWithValues: headers(of: bytes).map {
-            (String(decoding: $0.header.name, as: UTF8.self), $0.header.mode)
-        })
+        let modes = try Dictionary(
+            uniqueKeysWithValues: headers(of: bytes).map {
+                (String(decoding: $0.header.name, as: UTF8.self), $0.header.mode)
+            })
         #expect(modes == ["suid": 0o755, "private": 0o600, "sticky/": 0o777])
     }
 
@@ -115,6 +124,36 @@ struct RoundTripTests {
         // A header, the data padded to 1 000 448 bytes, the end marker.
         let total: Int = 512 + 1_000_448 + 1024
         #expect(chunks.reduce(0, +) == total)
+    }
+
+    @Test("a file of 8 GiB or more gets its size in a pax record, which the extractor honours")
+    func hugeSize() throws {
+        struct Enough: Error {}
+        let scratch = Scratch()
+        let root = scratch.directory("Huge.app")
+        let fd = open("\(root)/huge", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+        try #require(fd >= 0)
+        // Sparse: no disk space used, and only the first chunk is ever read.
+        let size: Int64 = 8 << 30
+        try #require(ftruncate(fd, off_t(size)) == 0)
+        close(fd)
+        var first: [UInt8] = []
+        #expect(throws: Enough.self) {
+            try BundleArchiveWriter.write(bundleAt: root) {
+                first = Array($0)
+                throw Enough()
+            }
+        }
+        let text = String(decoding: first.prefix(1024), as: UTF8.self)
+        #expect(text.contains("size=8589934592\n"))
+        #expect(first[512 + 156] == UInt8(ascii: "x") || first[156] == UInt8(ascii: "x"))
+
+        // The default MaxTotalBytes is 4 GiB: the pax size is what the extractor checks.
+        #expect {
+            try extract(Array(first.prefix(2048)), into: scratch.directory("out"))
+        } throws: { error in
+            (error as? AppdError)?.message.contains("entry 'huge' brings the contents past") == true
+        }
     }
 
     @Test("a symlink to a directory is archived as a link, not followed")
@@ -136,7 +175,8 @@ struct RoundTripTests {
         mkfifo("\(root)/pipe", 0o644)
         #expect { try archive(of: root) } throws: { error in
             let error = try #require(error as? AppdError)
-            return error.code == .invalidBundle && error.message.contains("Hello.app/pipe is a FIFO")
+            return error.code == .invalidBundle
+                && error.message.contains("Hello.app/pipe is a FIFO")
         }
         unlink("\(root)/pipe")
 
@@ -147,7 +187,9 @@ struct RoundTripTests {
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: socketPath.utf8 + [0]) }
         let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         try #require(bound == 0)
         #expect { try archive(of: root) } throws: { error in
@@ -156,13 +198,16 @@ struct RoundTripTests {
 
         symlink(root, scratch.sub("Link.app"))
         #expect { try archive(of: scratch.sub("Link.app")) } throws: { error in
-            (error as? AppdError)?.message.contains("is a symlink; name the bundle directory itself") == true
+            (error as? AppdError)?.message.contains(
+                "is a symlink; name the bundle directory itself") == true
         }
     }
 
     /// As root, every file is readable, so the refusal cannot be seen; for everyone else the
     /// kernel refuses the open, and the writer says which file.
-    @Test("a file the caller cannot read is refused, naming it", .enabled(if: getuid() != 0, "root reads everything"))
+    @Test(
+        "a file the caller cannot read is refused, naming it",
+        .enabled(if: getuid() != 0, "root reads everything"))
     func unreadable() throws {
         let scratch = Scratch()
         let root = scratch.directory("Hello.app")

@@ -48,7 +48,8 @@ enum Node: Equatable, CustomStringConvertible {
 func snapshot(_ root: String) -> [String: Node] {
     var nodes: [String: Node] = [:]
     func visit(_ relative: String) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + relative)) ?? []
+        let names =
+            (try? FileManager.default.contentsOfDirectory(atPath: root + "/" + relative)) ?? []
         for name in names {
             let path = relative.isEmpty ? name : relative + "/" + name
             let full = root + "/" + path
@@ -63,7 +64,9 @@ func snapshot(_ root: String) -> [String: Node] {
                 let data = FileManager.default.contents(atPath: full) ?? Data()
                 nodes[path] = .file(mode: mode, contents: Array(data))
             case S_IFLNK:
-                nodes[path] = .symlink(target: (try? FileManager.default.destinationOfSymbolicLink(atPath: full)) ?? "?")
+                nodes[path] = .symlink(
+                    target: (try? FileManager.default.destinationOfSymbolicLink(atPath: full))
+                        ?? "?")
             default:
                 nodes[path] = .other(mode: info.st_mode)
             }
@@ -94,7 +97,10 @@ func archive(of directory: String) throws -> [UInt8] {
 
 /// Feeds `bytes` to a new extractor in pieces of the given sizes (repeated in turn), then
 /// finishes it.
-func extract(_ bytes: [UInt8], into directory: String, limits: BundleLimits = .init(), chunks: [Int] = [1 << 20]) throws {
+func extract(
+    _ bytes: [UInt8], into directory: String, limits: BundleLimits = .init(),
+    chunks: [Int] = [1 << 20]
+) throws {
     var extractor = try BundleArchiveExtractor(into: directory, limits: limits)
     try bytes.withUnsafeBytes { all in
         var offset = 0
@@ -130,7 +136,9 @@ func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
 
 /// Runs a program and returns its exit status and output.
 @discardableResult
-func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String, errors: String) {
+func run(_ executable: String, _ arguments: [String]) throws -> (
+    status: Int32, output: String, errors: String
+) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
@@ -142,5 +150,8 @@ func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, 
     let out = output.fileHandleForReading.readDataToEndOfFile()
     let err = errors.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    return (
+        process.terminationStatus, String(decoding: out, as: UTF8.self),
+        String(decoding: err, as: UTF8.self)
+    )
 }
