@@ -26,6 +26,9 @@ let package = Package(
         .target(name: "AppBundle"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI"),
+        // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
+        // event loop to start: appctl answers in milliseconds).
+        .target(name: "AppdClient", dependencies: ["AppdAPI"]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
