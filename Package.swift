@@ -68,6 +68,8 @@ let package = Package(
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
+        // The client against a canned in-test server.
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).

@@ -69,11 +69,11 @@ final class ChunkedWriter {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         if let failure { throw failure }
-        var rest = bytes[...]
+        var rest = bytes
         while !rest.isEmpty {
             let take = min(rest.count, Self.chunkSize - pending.count)
-            pending.append(contentsOf: rest.prefix(take))
-            rest = rest.dropFirst(take)
+            pending.append(contentsOf: UnsafeRawBufferPointer(rebasing: rest[..<take]))
+            rest = UnsafeRawBufferPointer(rebasing: rest[take...])
             if pending.count == Self.chunkSize { try flush() }
         }
     }

@@ -94,16 +94,17 @@ final class HTTPResponseReader {
 
     /// One line without its CRLF (a bare LF is accepted too), at most `limit` bytes.
     private func line(limit: Int, what: String) throws -> ArraySlice<UInt8> {
-        var searched = start
+        // Counted from `start`: a fill may move the bytes to the front of the buffer.
+        var scanned = 0
         while true {
-            if let newline = storage[searched..<end].firstIndex(of: 0x0A) {
+            if let newline = storage[(start + scanned)..<end].firstIndex(of: 0x0A) {
                 var last = newline
                 if last > start && storage[last - 1] == 0x0D { last -= 1 }
                 let line = storage[start..<last]
                 start = newline + 1
                 return line
             }
-            searched = end
+            scanned = available
             guard available <= limit else {
                 throw ResponseFailure.tooLarge("\(what) is longer than \(limit) bytes")
             }
