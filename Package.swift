@@ -29,6 +29,9 @@ let package = Package(
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
         // event loop to start: appctl answers in milliseconds).
         .target(name: "AppdClient", dependencies: ["AppdAPI"]),
+        // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
+        // options either side of the subcommand.
+        .target(name: "AppdCLI", dependencies: ["AppdAPI"]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
@@ -44,7 +47,7 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "AppBundle", "AppContainers", "Sandbox", "Supervisor",
+                "AppBundle", "AppContainers", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,15 +1,21 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
 import ArgumentParser
 import Foundation
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("State root directory (default: $APPD_ROOT or /var/lib/appd).", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("State root directory (default: $APPD_ROOT or /var/lib/appd); through the daemon, the one serving it.", valueName: "dir"))
     var root: String?
 
     @Option(name: .long, help: ArgumentHelp("Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file"))
     var config: String?
+
+    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).", valueName: "path"))
+    var socket: String?
 
     @Flag(name: .long, help: "Print machine-readable JSON on stdout (errors too).")
     var json = false
@@ -20,6 +26,9 @@ struct GlobalOptions: ParsableArguments {
         StateRoot(path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
             ?? AppdConfiguration.defaultRoot)
     }
+
+    /// The daemon serving `--root` (or the one `--socket`/`$APPD_SOCKET` names).
+    var client: AppdClient { AppdClient(socket: socket, root: root, environment: environment) }
 
     func loadConfiguration() throws -> AppdConfiguration {
         if let path = config ?? environment["APPD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
@@ -34,16 +43,24 @@ struct GlobalOptions: ParsableArguments {
         umask(0o077)
         if access == .readWrite && geteuid() != 0 {
             throw AppdError(.permissionDenied, "changing the state root \(stateRoot.path) needs root",
-                hint: "run it with sudo; a later release routes this through the appd daemon")
+                hint: "run it with sudo, or without --no-daemon to go through the appd daemon")
         }
         return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
     }
 
-    /// Runs `body`, turning an `AppdError` into a message (or a JSON error object) and exit 1.
+    /// Runs `body`, turning an `AppdError` or the daemon's `APIError` into a message (or a JSON
+    /// error object) and exit 1.
     func run(_ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as AppdError {
+            Output.fail(error, json: json)
+            throw ExitCode.failure
+        } catch var error as APIError {
+            if error.code == "unavailable", error.errno == ENOENT || error.errno == ECONNREFUSED {
+                error.hint = (error.hint.map { $0 + "; " } ?? "")
+                    + "or, as root, run this command in-process with --no-daemon"
+            }
             Output.fail(error, json: json)
             throw ExitCode.failure
         }
@@ -53,4 +70,12 @@ struct GlobalOptions: ParsableArguments {
     var waitNotice: @Sendable () -> Void {
         { FileHandle.standardError.write(Data("appd: waiting for another appd command to finish...\n".utf8)) }
     }
+}
+
+/// `--no-daemon` of the commands that go through the daemon.
+struct LocalMode: ParsableArguments {
+    @Flag(name: .customLong("no-daemon"), help: ArgumentHelp(
+        "Work on the state root in-process, as root, without the daemon (recovery, scripts).",
+        discussion: "Meant for when the daemon is down: it bypasses the daemon's own checks (such as refusing to uninstall an app that runs)."))
+    var noDaemon = false
 }
