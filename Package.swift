@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .executable(name: "appd-exec", targets: ["appd-exec"]),
+        .executable(name: "appctl", targets: ["appctl"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
     ],
@@ -51,6 +52,14 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
+        // The daemon's command-line client, in the spirit of `xcrun simctl`.
+        .executableTarget(
+            name: "appctl",
+            dependencies: [
+                "AppdAPI", "AppdClient", "AppdCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
         // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and
         // -static-stdlib still leaves libstdc++/libm/libgcc_s to the dynamic loader (another
@@ -71,8 +80,8 @@ let package = Package(
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
-        // The client against a canned in-test server.
-        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI"]),
+        // The client against a canned in-test server, and appctl's argument parsing.
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
