@@ -17,7 +17,9 @@ extension APIApp {
         let dates = ISO8601DateFormatter()
         rows.append(("installed", dates.string(from: installedAt)))
         rows.append(("updated", dates.string(from: updatedAt)))
-        if let running, running > 0 { rows.append(("running", running == 1 ? "1 instance" : "\(running) instances")) }
+        if let running, running > 0 {
+            rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
+        }
         for (label, value) in rows {
             print("  \(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
         }
@@ -28,7 +30,9 @@ extension APIApp {
     public static func printTable(_ apps: [APIApp]) {
         Table.print(
             [["BUNDLE ID", "NAME", "VERSION", "STATE", "UID"]]
-                + apps.map { [$0.bundleId, $0.title ?? "-", $0.versionText, $0.state, "\($0.uid)"] })
+                + apps.map {
+                    [$0.bundleId, $0.title ?? "-", $0.versionText, $0.state, "\($0.uid)"]
+                })
     }
 }
 

@@ -5,7 +5,9 @@ public enum GlobalArguments {
     /// Moves the global options in front of the subcommand (`valued` take the next argument or
     /// `--name=value`; `flags` stand alone) to just after it. Stops at the first other
     /// argument: that is the subcommand, and what follows it is left as it is.
-    public static func hoist(_ arguments: [String], valued: Set<String>, flags: Set<String>) -> [String] {
+    public static func hoist(_ arguments: [String], valued: Set<String>, flags: Set<String>)
+        -> [String]
+    {
         var leading: [String] = []
         var index = 0
         while index < arguments.count {
@@ -14,7 +16,8 @@ public enum GlobalArguments {
             if valued.contains(argument), index + 1 < arguments.count {
                 leading += arguments[index...index + 1]
                 index += 2
-            } else if flags.contains(argument) || (valued.contains(name) && argument.contains("=")) {
+            } else if flags.contains(argument) || (valued.contains(name) && argument.contains("="))
+            {
                 leading.append(argument)
                 index += 1
             } else {

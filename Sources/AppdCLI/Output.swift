@@ -48,7 +48,10 @@ public enum Output {
             let written = write(STDOUT_FILENO, base, remaining)
             if written < 0 {
                 if errno == EINTR { continue }
-                throw APIError(code: "io", message: "cannot write to stdout: \(String(cString: strerror(errno)))", errno: errno)
+                throw APIError(
+                    code: "io",
+                    message: "cannot write to stdout: \(String(cString: strerror(errno)))",
+                    errno: errno)
             }
             remaining -= written
             base += written

@@ -5,9 +5,15 @@ extension AppdClient {
     /// Connects, sends `request`, reads the answer's head and lets `handle` read the rest.
     /// Transport and protocol failures become `APIError`s naming the request; what `handle`
     /// throws otherwise passes through.
-    func perform<R>(_ request: HTTPRequest, handle: (HTTPResponseHead, HTTPResponseReader) throws -> R) throws -> R {
+    func perform<R>(
+        _ request: HTTPRequest, handle: (HTTPResponseHead, HTTPResponseReader) throws -> R
+    ) throws -> R {
         guard HTTPRequest.isValidTarget(request.target) else {
-            throw APIError(code: "badRequest", message: "'\(HTTPResponseReader.printable(request.target))' is not a request path (build it with AppdClient.path)")
+            throw APIError(
+                code: "badRequest",
+                message:
+                    "'\(HTTPResponseReader.printable(request.target))' is not a request path (build it with AppdClient.path)"
+            )
         }
         let connection: UnixConnection
         do {
@@ -32,13 +38,17 @@ extension AppdClient {
             }
             return try handle(head, reader)
         } catch let failure as ResponseFailure {
-            if let writeFailure, !reader.receivedAnything { throw transportFailure(writeFailure, request) }
+            if let writeFailure, !reader.receivedAnything {
+                throw transportFailure(writeFailure, request)
+            }
             throw describe(failure, request)
         }
     }
 
     /// Writes the request; returns the write failure a body producer swallowed, if any.
-    private func send(_ request: HTTPRequest, on connection: UnixConnection) throws -> TransportError? {
+    private func send(_ request: HTTPRequest, on connection: UnixConnection) throws
+        -> TransportError?
+    {
         try connection.write(request.head())
         switch request.body {
         case .none:
@@ -67,12 +77,15 @@ extension AppdClient {
         case .timedOut:
             let seconds = timeout.map { String(format: "%g", $0) } ?? "?"
             return APIError(
-                code: "unavailable", message: "appd did not answer \(request.summary) within \(seconds) s",
+                code: "unavailable",
+                message: "appd did not answer \(request.summary) within \(seconds) s",
                 hint: "is it stuck? systemctl status appd")
         case .read(let code), .write(let code):
             return APIError(
                 code: "unavailable",
-                message: "lost the connection to appd during \(request.summary): \(errnoText(code))", errno: code,
+                message:
+                    "lost the connection to appd during \(request.summary): \(errnoText(code))",
+                errno: code,
                 hint: "it may have stopped or restarted: systemctl status appd, journalctl -u appd")
         case .connect, .pathTooLong, .socket:
             return connectFailure(error)
@@ -85,16 +98,22 @@ extension AppdClient {
             return transportFailure(error, request)
         case .noAnswer:
             return APIError(
-                code: "unavailable", message: "appd closed the connection without answering \(request.summary)",
+                code: "unavailable",
+                message: "appd closed the connection without answering \(request.summary)",
                 hint: "it may have stopped or restarted: systemctl status appd, journalctl -u appd")
         case .truncated(let what):
-            return APIError(code: "unavailable", message: "appd's answer to \(request.summary) broke off: \(what)")
+            return APIError(
+                code: "unavailable",
+                message: "appd's answer to \(request.summary) broke off: \(what)")
         case .malformed(let what):
             return APIError(
-                code: "badResponse", message: "the answer to \(request.summary) is not valid HTTP: \(what)",
+                code: "badResponse",
+                message: "the answer to \(request.summary) is not valid HTTP: \(what)",
                 hint: "is \(socketPath) appd's socket?")
         case .tooLarge(let what):
-            return APIError(code: "tooLarge", message: "appd's answer to \(request.summary) is too large: \(what)")
+            return APIError(
+                code: "tooLarge",
+                message: "appd's answer to \(request.summary) is too large: \(what)")
         }
     }
 }

@@ -4,12 +4,19 @@ extension AppdClient {
     ///
     /// Only RFC 3986's unreserved characters go through as they are, so an id can never add a
     /// path segment (`/`), a query (`?`) or a traversal (`..` is encoded too).
-    public static func path(_ components: String..., query: KeyValuePairs<String, String?> = [:]) -> String {
+    public static func path(_ components: String..., query: KeyValuePairs<String, String?> = [:])
+        -> String
+    {
         var path = "/v1"
         for component in components {
-            path += "/" + (component == "." || component == ".." ? component.replacingDots() : percentEncoded(component))
+            path +=
+                "/"
+                + (component == "." || component == ".."
+                    ? component.replacingDots() : percentEncoded(component))
         }
-        let pairs = query.compactMap { key, value in value.map { "\(percentEncoded(key))=\(percentEncoded($0))" } }
+        let pairs = query.compactMap { key, value in
+            value.map { "\(percentEncoded(key))=\(percentEncoded($0))" }
+        }
         if !pairs.isEmpty { path += "?" + pairs.joined(separator: "&") }
         return path
     }
@@ -21,7 +28,8 @@ extension AppdClient {
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."),
+                UInt8(ascii: "_"),
                 UInt8(ascii: "~"):
                 result.unicodeScalars.append(Unicode.Scalar(byte))
             default:

@@ -24,8 +24,12 @@ public struct AppdClient: Sendable {
 
     /// The daemon `--socket`, `$APPD_SOCKET`, `--root` or `$APPD_ROOT` points at, else the
     /// system's (`APISocket.resolve`).
-    public init(socket: String?, root: String?, environment: [String: String] = ProcessInfo.processInfo.environment) {
-        self.init(socketPath: APISocket.resolve(explicit: socket, root: root, environment: environment))
+    public init(
+        socket: String?, root: String?,
+        environment: [String: String] = ProcessInfo.processInfo.environment
+    ) {
+        self.init(
+            socketPath: APISocket.resolve(explicit: socket, root: root, environment: environment))
     }
 
     // MARK: JSON
@@ -35,14 +39,20 @@ public struct AppdClient: Sendable {
     }
 
     /// A POST with `body` encoded as JSON (`APICoding`).
-    public func post<T: Decodable>(_ path: String, body: some Encodable, as type: T.Type = T.self) throws(APIError) -> T {
+    public func post<T: Decodable>(_ path: String, body: some Encodable, as type: T.Type = T.self)
+        throws(APIError) -> T
+    {
         let data: Data
         do {
             data = try APICoding.encoder().encode(body)
         } catch {
-            throw APIError(code: "badRequest", message: "cannot encode the request for POST \(path): \(error)")
+            throw APIError(
+                code: "badRequest", message: "cannot encode the request for POST \(path): \(error)")
         }
-        return try json(HTTPRequest(method: "POST", target: path, accept: Self.jsonType, body: .data(data, contentType: Self.jsonType)))
+        return try json(
+            HTTPRequest(
+                method: "POST", target: path, accept: Self.jsonType,
+                body: .data(data, contentType: Self.jsonType)))
     }
 
     /// A POST without a body (kill, suspend, resume).
@@ -50,7 +60,8 @@ public struct AppdClient: Sendable {
         try json(HTTPRequest(method: "POST", target: path, accept: Self.jsonType))
     }
 
-    public func delete<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(APIError) -> T {
+    public func delete<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(APIError) -> T
+    {
         try json(HTTPRequest(method: "DELETE", target: path, accept: Self.jsonType))
     }
 
@@ -64,7 +75,8 @@ public struct AppdClient: Sendable {
         // The request holds the producer only while it is sent.
         try withoutActuallyEscaping(produce) { produce in
             let request = HTTPRequest(
-                method: "POST", target: path, accept: Self.jsonType, body: .stream(contentType: contentType, produce))
+                method: "POST", target: path, accept: Self.jsonType,
+                body: .stream(contentType: contentType, produce))
             return try decode(T.self, from: exchange(request), for: request)
         }
     }
@@ -73,17 +85,22 @@ public struct AppdClient: Sendable {
 
     /// A GET whose answer is handed to `onData` as it arrives (`logs?follow=1`), until the
     /// daemon ends it. What `onData` throws ends the stream and passes through.
-    public func stream(_ path: String, accept: String = "*/*", onData: (UnsafeRawBufferPointer) throws -> Void) throws {
+    public func stream(
+        _ path: String, accept: String = "*/*", onData: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         let request = HTTPRequest(method: "GET", target: path, accept: accept)
         try perform(request) { head, reader in
             try checkStatus(head, reader, request)
-            try reader.body(HTTPResponseReader.framing(of: head, method: request.method), deliver: onData)
+            try reader.body(
+                HTTPResponseReader.framing(of: head, method: request.method), deliver: onData)
         }
     }
 
     /// A GET whose answer is a stream of lines (`/v1/events`, NDJSON): `onLine` gets each one
     /// without its newline, as soon as it is complete.
-    public func streamLines(_ path: String, accept: String = "application/x-ndjson", onLine: (Data) throws -> Void) throws {
+    public func streamLines(
+        _ path: String, accept: String = "application/x-ndjson", onLine: (Data) throws -> Void
+    ) throws {
         var pending = Data()
         let limit = maxLineBytes
         try stream(path, accept: accept) { bytes in
@@ -107,13 +124,16 @@ public struct AppdClient: Sendable {
 
     /// Any request, answered with its status, headers and body whatever the status (for tests
     /// and tools; the methods above turn a non-2xx answer into its `APIError`).
-    public func send(_ method: String, _ path: String, body: Data? = nil, contentType: String = jsonType) throws(APIError) -> HTTPResponse {
+    public func send(
+        _ method: String, _ path: String, body: Data? = nil, contentType: String = jsonType
+    ) throws(APIError) -> HTTPResponse {
         let request = HTTPRequest(
             method: method, target: path, accept: "*/*",
             body: body.map { .data($0, contentType: contentType) } ?? .none)
         return try typed {
             try perform(request) { head, reader in
-                HTTPResponse(head: head, body: try collect(head, reader, request, limit: maxResponseBytes))
+                HTTPResponse(
+                    head: head, body: try collect(head, reader, request, limit: maxResponseBytes))
             }
         }
     }
@@ -131,18 +151,24 @@ public struct AppdClient: Sendable {
     private func exchange(_ request: HTTPRequest) throws -> HTTPResponse {
         try perform(request) { head, reader in
             try checkStatus(head, reader, request)
-            return HTTPResponse(head: head, body: try collect(head, reader, request, limit: maxResponseBytes))
+            return HTTPResponse(
+                head: head, body: try collect(head, reader, request, limit: maxResponseBytes))
         }
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, from response: HTTPResponse, for request: HTTPRequest) throws(APIError) -> T {
+    private func decode<T: Decodable>(
+        _ type: T.Type, from response: HTTPResponse, for request: HTTPRequest
+    ) throws(APIError) -> T {
         do {
             return try APICoding.decoder().decode(T.self, from: response.body)
         } catch {
             throw APIError(
                 code: "badResponse",
-                message: "cannot read appd's answer to \(request.summary): \(Self.describe(decoding: error))",
-                hint: "appd and this client may be different versions: compare 'appctl version' with the installed appd")
+                message:
+                    "cannot read appd's answer to \(request.summary): \(Self.describe(decoding: error))",
+                hint:
+                    "appd and this client may be different versions: compare 'appctl version' with the installed appd"
+            )
         }
     }
 
@@ -157,10 +183,13 @@ public struct AppdClient: Sendable {
         }
     }
 
-    private func collect(_ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest, limit: Int) throws -> Data {
+    private func collect(
+        _ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest, limit: Int
+    ) throws -> Data {
         let framing = try HTTPResponseReader.framing(of: head, method: request.method)
         if case .length(let length) = framing, length > limit {
-            throw ResponseFailure.tooLarge("its Content-Length is \(length), the limit is \(limit) bytes")
+            throw ResponseFailure.tooLarge(
+                "its Content-Length is \(length), the limit is \(limit) bytes")
         }
         var data = Data()
         try reader.body(framing) { bytes in
@@ -173,7 +202,9 @@ public struct AppdClient: Sendable {
     }
 
     /// Throws the `APIError` of a non-2xx answer, reading (a bounded part of) its body.
-    private func checkStatus(_ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest) throws {
+    private func checkStatus(
+        _ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest
+    ) throws {
         guard !(200..<300).contains(head.status) else { return }
         let body = try? collect(head, reader, request, limit: 1024 * 1024)
         throw answerError(head, body: body, request: request)

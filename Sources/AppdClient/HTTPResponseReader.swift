@@ -2,37 +2,6 @@
     import Glibc
 #endif
 
-/// Why an answer could not be read, before it is put in words for a request.
-enum ResponseFailure: Error {
-    case transport(TransportError)
-    /// The daemon closed the connection before the first byte of an answer.
-    case noAnswer
-    /// The connection ended in the middle of the answer.
-    case truncated(String)
-    /// Not HTTP/1.x as RFC 9112 writes it.
-    case malformed(String)
-    case tooLarge(String)
-}
-
-/// The status line and headers of an answer.
-public struct HTTPResponseHead: Sendable {
-    public var status: Int
-    public var reason: String
-    /// In the order received; names as sent.
-    public var headers: [(name: String, value: String)]
-
-    /// Every value of a header (names compared without case), comma lists split.
-    public func values(_ name: String) -> [String] {
-        headers.filter { $0.name.lowercased() == name.lowercased() }
-            .flatMap { $0.value.split(separator: ",") }
-            .map { $0.trimmingBlanks() }
-    }
-
-    public func value(_ name: String) -> String? {
-        headers.first { $0.name.lowercased() == name.lowercased() }?.value
-    }
-}
-
 /// Reads one HTTP/1.1 answer from a connection: the head within fixed limits, then the body as
 /// it arrives, whichever way it is framed (Content-Length, chunked, or until the close).
 final class HTTPResponseReader {
@@ -118,7 +87,9 @@ final class HTTPResponseReader {
     /// The CRLF (or LF) that ends a chunk's data.
     private func chunkEnd() throws {
         while available < 2, !(available == 1 && storage[start] == 0x0A) {
-            guard try fill() else { throw ResponseFailure.truncated("the connection closed at the end of a chunk") }
+            guard try fill() else {
+                throw ResponseFailure.truncated("the connection closed at the end of a chunk")
+            }
         }
         if storage[start] == 0x0A {
             start += 1
@@ -142,7 +113,10 @@ final class HTTPResponseReader {
         func next(_ what: String) throws -> String {
             let bytes = try line(limit: budget, what: what)
             budget -= bytes.count + 2
-            guard budget >= 0 else { throw ResponseFailure.tooLarge("the header is longer than \(Self.maxHeadBytes) bytes") }
+            guard budget >= 0 else {
+                throw ResponseFailure.tooLarge(
+                    "the header is longer than \(Self.maxHeadBytes) bytes")
+            }
             guard !bytes.contains(where: { $0 == 0 || $0 == 0x0D }) else {
                 throw ResponseFailure.malformed("\(what) holds a NUL or a bare CR")
             }
@@ -152,8 +126,12 @@ final class HTTPResponseReader {
         let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), parts[1].count == 3,
             let status = Int(parts[1]), (100...599).contains(status)
-        else { throw ResponseFailure.malformed("the status line '\(Self.printable(statusLine))' is not HTTP/1.x") }
-        var head = HTTPResponseHead(status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: [])
+        else {
+            throw ResponseFailure.malformed(
+                "the status line '\(Self.printable(statusLine))' is not HTTP/1.x")
+        }
+        var head = HTTPResponseHead(
+            status: status, reason: parts.count > 2 ? String(parts[2]) : "", headers: [])
         while true {
             let text = try next("a header")
             if text.isEmpty { return head }
@@ -162,36 +140,13 @@ final class HTTPResponseReader {
             }
             guard let colon = text.firstIndex(of: ":"), colon > text.startIndex,
                 !text[..<colon].contains(where: { $0 == " " || $0 == "\t" })
-            else { throw ResponseFailure.malformed("the header line '\(Self.printable(text))' has no name") }
+            else {
+                throw ResponseFailure.malformed(
+                    "the header line '\(Self.printable(text))' has no name")
+            }
             let value = text[text.index(after: colon)...].trimmingBlanks()
             head.headers.append((String(text[..<colon]), value))
         }
-    }
-
-    enum Framing: Equatable {
-        case none
-        case length(Int)
-        case chunked
-        case untilClose
-    }
-
-    /// How the body ends (RFC 9112 section 6.3), for an answer to `method`.
-    static func framing(of head: HTTPResponseHead, method: String) throws -> Framing {
-        if method == "HEAD" || head.status == 204 || head.status == 304 || head.status < 200 { return .none }
-        let codings = head.values("Transfer-Encoding").map { $0.lowercased() }.filter { !$0.isEmpty }
-        if let last = codings.last {
-            guard last == "chunked" else { return .untilClose }
-            guard codings.dropLast().allSatisfy({ $0 == "identity" }) else {
-                throw ResponseFailure.malformed("unsupported transfer coding '\(codings.joined(separator: ", "))'")
-            }
-            return .chunked
-        }
-        let lengths = Set(head.values("Content-Length"))
-        guard let text = lengths.first else { return .untilClose }
-        guard lengths.count == 1, !text.isEmpty, text.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }),
-            let length = Int(text)
-        else { throw ResponseFailure.malformed("bad Content-Length '\(Self.printable(lengths.sorted().joined(separator: ", ")))'") }
-        return .length(length)
     }
 
     /// Hands the body to `deliver` as it arrives; errors of `deliver` pass through untouched.
@@ -214,11 +169,14 @@ final class HTTPResponseReader {
         }
     }
 
-    private func pass(_ count: Int, of what: String, deliver: (UnsafeRawBufferPointer) throws -> Void) throws {
+    private func pass(
+        _ count: Int, of what: String, deliver: (UnsafeRawBufferPointer) throws -> Void
+    ) throws {
         var remaining = count
         while remaining > 0 {
             if available == 0, !(try fill()) {
-                throw ResponseFailure.truncated("the connection closed \(remaining) bytes before the end of \(what)")
+                throw ResponseFailure.truncated(
+                    "the connection closed \(remaining) bytes before the end of \(what)")
             }
             let take = min(remaining, available)
             try hand(take, to: deliver)
@@ -229,16 +187,22 @@ final class HTTPResponseReader {
     private func hand(_ count: Int, to deliver: (UnsafeRawBufferPointer) throws -> Void) throws {
         let first = start
         start += count
-        try storage.withUnsafeBytes { try deliver(UnsafeRawBufferPointer(rebasing: $0[first..<first + count])) }
+        try storage.withUnsafeBytes {
+            try deliver(UnsafeRawBufferPointer(rebasing: $0[first..<first + count]))
+        }
     }
 
     private func chunkSize() throws -> Int {
         let line = try line(limit: Self.maxLineBytes, what: "a chunk-size line")
         // Extensions after ';' carry nothing the client needs.
         let digits = line.prefix { $0 != UInt8(ascii: ";") }.filter { $0 != 0x20 && $0 != 0x09 }
-        guard !digits.isEmpty, digits.count <= 15,
+        let isHex: (UInt8) -> Bool = { (48...57).contains($0) || (65...70).contains($0 & 0xDF) }
+        guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(isHex),
             let size = Int(String(decoding: digits, as: UTF8.self), radix: 16), size >= 0
-        else { throw ResponseFailure.malformed("bad chunk size '\(Self.printable(String(decoding: line, as: UTF8.self)))'") }
+        else {
+            throw ResponseFailure.malformed(
+                "bad chunk size '\(Self.printable(String(decoding: line, as: UTF8.self)))'")
+        }
         return size
     }
 
@@ -248,24 +212,10 @@ final class HTTPResponseReader {
             let line = try line(limit: Self.maxLineBytes, what: "the trailer")
             if line.isEmpty { return }
             budget -= line.count + 2
-            guard budget >= 0 else { throw ResponseFailure.tooLarge("the trailer is longer than \(Self.maxHeadBytes) bytes") }
+            guard budget >= 0 else {
+                throw ResponseFailure.tooLarge(
+                    "the trailer is longer than \(Self.maxHeadBytes) bytes")
+            }
         }
-    }
-
-    /// Text from the wire fit for an error message: control characters shown as `?`, cut short.
-    static func printable(_ text: String, limit: Int = 120) -> String {
-        let cleaned = String(text.unicodeScalars.prefix(limit).map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
-        return text.unicodeScalars.count > limit ? cleaned + "..." : cleaned
-    }
-}
-
-extension StringProtocol {
-    /// Without the spaces and tabs HTTP allows around a field value.
-    func trimmingBlanks() -> String {
-        let isBlank: (Character) -> Bool = { $0 == " " || $0 == "\t" }
-        guard let first = firstIndex(where: { !isBlank($0) }), let last = lastIndex(where: { !isBlank($0) }) else {
-            return ""
-        }
-        return String(self[first...last])
     }
 }

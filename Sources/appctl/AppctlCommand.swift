@@ -33,7 +33,8 @@ struct AppctlCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Launch.self, Terminate.self, Kill.self, Suspend.self, Resume.self, PS.self, List.self, Info.self,
+            Launch.self, Terminate.self, Kill.self, Suspend.self, Resume.self, PS.self, List.self,
+            Info.self,
             Container.self, Logs.self, Events.self, Version.self,
         ]
     )

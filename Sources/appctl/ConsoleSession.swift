@@ -34,17 +34,20 @@ final class ConsoleSession: @unchecked Sendable {
         }
 
         let launched = try client.post(
-            AppdClient.path("apps", app, "launch"), body: LaunchRequest(arguments: arguments), as: APIInstance.self)
+            AppdClient.path("apps", app, "launch"), body: LaunchRequest(arguments: arguments),
+            as: APIInstance.self)
         let early = lock.withLock {
             instance = launched.id
             return interrupts
         }
         if early > 0 { stop(launched.id, kill: early > 1) }
 
-        try client.stream(AppdClient.path("instances", launched.id, "logs", query: ["follow": "1"])) { bytes in
+        try client.stream(AppdClient.path("instances", launched.id, "logs", query: ["follow": "1"]))
+        { bytes in
             try Output.raw(bytes)
         }
-        return try client.get(AppdClient.path("instances", launched.id, "wait"), as: APIInstance.self)
+        return try client.get(
+            AppdClient.path("instances", launched.id, "wait"), as: APIInstance.self)
     }
 
     private func interrupted() {
@@ -57,14 +60,17 @@ final class ConsoleSession: @unchecked Sendable {
     }
 
     private func stop(_ id: String, kill: Bool) {
-        Output.note(kill ? "appctl: killing \(id)" : "appctl: terminating \(id) (Ctrl-C again to kill it)")
+        Output.note(
+            kill ? "appctl: killing \(id)" : "appctl: terminating \(id) (Ctrl-C again to kill it)")
         do {
             if kill {
                 _ = try client.post(AppdClient.path("instances", id, "kill"), as: APIInstance.self)
             } else {
-                _ = try client.post(AppdClient.path("instances", id, "terminate"), body: TerminateRequest(), as: APIInstance.self)
+                _ = try client.post(
+                    AppdClient.path("instances", id, "terminate"), body: TerminateRequest(),
+                    as: APIInstance.self)
             }
-        } catch where error.code == "notFound" || error.code == "conflict" {
+        } catch  where error.code == "notFound" || error.code == "conflict" {
             // Already gone: the stream ends by itself.
         } catch {
             Output.note("appctl: \(Output.text(of: error))")

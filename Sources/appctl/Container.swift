@@ -22,7 +22,9 @@ struct Container: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"), completion: .custom(Completion.appIDs))
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(Completion.appIDs))
     var id: String
 
     @Argument(help: "Which container.")
@@ -33,7 +35,9 @@ struct Container: ParsableCommand {
 
     func validate() throws {
         switch (kind, group) {
-        case (.group, nil): throw ValidationError("'group' needs the application-group id: appctl container \(id) group NAME")
+        case (.group, nil):
+            throw ValidationError(
+                "'group' needs the application-group id: appctl container \(id) group NAME")
         case (.data, _?), (.bundle, _?): throw ValidationError("only 'group' takes a name")
         default: break
         }
@@ -42,7 +46,9 @@ struct Container: ParsableCommand {
     func run() throws {
         try options.run {
             let path =
-                if let group { AppdClient.path("apps", id, "containers", "group", group) } else { AppdClient.path("apps", id, "containers", kind.rawValue) }
+                if let group { AppdClient.path("apps", id, "containers", "group", group) } else {
+                    AppdClient.path("apps", id, "containers", kind.rawValue)
+                }
             let container = try options.client.get(path, as: APIContainer.self)
             if options.json { Output.json(container) } else { print(container.path) }
         }

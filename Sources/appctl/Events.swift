@@ -6,7 +6,8 @@ import Foundation
 
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Print lifecycle events as they happen: installs, launches, state changes, exits.",
+        abstract:
+            "Print lifecycle events as they happen: installs, launches, state changes, exits.",
         discussion: """
             One line per event until interrupted: time, kind, app, instance, and the new \
             state, how it exited, or the version installed. With --json each event is the \
@@ -29,7 +30,9 @@ struct Events: ParsableCommand {
                 } else if let event = try? APICoding.decoder().decode(APIEvent.self, from: line) {
                     try Output.raw(Self.text(event, dates: dates) + "\n")
                 } else {
-                    Output.note("appctl: skipped an event it cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))")
+                    Output.note(
+                        "appctl: skipped an event it cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))"
+                    )
                 }
             }
         }
@@ -45,7 +48,8 @@ struct Events: ParsableCommand {
             case .uninstalled: ""
             }
         let fields = [
-            dates.string(from: event.time), event.kind.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0),
+            dates.string(from: event.time),
+            event.kind.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0),
             event.app, event.instance ?? "-", detail,
         ]
         return fields.joined(separator: "  ").trimmingCharacters(in: .whitespaces)

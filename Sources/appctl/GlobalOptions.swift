@@ -6,10 +6,17 @@ import Foundation
 
 /// Options every subcommand takes (before or after its name).
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).",
+            valueName: "path"))
     var socket: String?
 
-    @Option(name: .long, help: ArgumentHelp("Talk to the daemon serving this state root (default: $APPD_ROOT).", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Talk to the daemon serving this state root (default: $APPD_ROOT).", valueName: "dir"))
     var root: String?
 
     @Flag(name: .long, help: "Print machine-readable JSON on stdout (errors too).")
@@ -38,7 +45,8 @@ enum Completion {
     }
 
     static func targets(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let instances = (try? client(words).get(AppdClient.path("instances"), as: [APIInstance].self)) ?? []
+        let instances =
+            (try? client(words).get(AppdClient.path("instances"), as: [APIInstance].self)) ?? []
         return appIDs(words, index, prefix) + instances.map(\.id).filter { $0.hasPrefix(prefix) }
     }
 

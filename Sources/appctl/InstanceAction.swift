@@ -8,7 +8,8 @@ import ArgumentParser
 /// for a single instance, so scripts read one shape).
 enum InstanceAction {
     static func run(
-        _ target: Target, options: GlobalOptions, _ action: (AppdClient, String) throws(APIError) -> APIInstance
+        _ target: Target, options: GlobalOptions,
+        _ action: (AppdClient, String) throws(APIError) -> APIInstance
     ) throws {
         try options.run {
             let client = options.client
@@ -17,7 +18,9 @@ enum InstanceAction {
             for id in try client.liveInstances(target) {
                 do {
                     answered.append(try action(client, id))
-                } catch let error as APIError where target.isApp && (error.code == "notFound" || error.code == "conflict") {
+                } catch let error as APIError
+                    where target.isApp && (error.code == "notFound" || error.code == "conflict")
+                {
                     // It ended between the listing and the request, or is not in a state the
                     // action applies to (resuming a running one): the others still count.
                     skipped.append(error)

@@ -4,7 +4,8 @@ import ArgumentParser
 
 struct Kill: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Kill an instance (or each of an app's) at once: its whole cgroup, no grace period.",
+        abstract:
+            "Kill an instance (or each of an app's) at once: its whole cgroup, no grace period.",
         discussion: """
             For an app that does not stop on 'appctl terminate'. Nothing in the sandbox gets a \
             chance to clean up.

@@ -32,10 +32,14 @@ struct Launch: ParsableCommand {
     @Flag(help: "Wait until the app exits, then exit with its code.")
     var wait = false
 
-    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"), completion: .custom(Completion.appIDs))
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(Completion.appIDs))
     var id: String
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
+    @Argument(
+        parsing: .postTerminator,
+        help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
     var arguments: [String] = []
 
     func run() throws {
@@ -47,14 +51,16 @@ struct Launch: ParsableCommand {
                 ended = try ConsoleSession(client: client).run(app: id, arguments: arguments)
             } else {
                 let instance = try client.post(
-                    AppdClient.path("apps", id, "launch"), body: LaunchRequest(arguments: arguments), as: APIInstance.self)
+                    AppdClient.path("apps", id, "launch"),
+                    body: LaunchRequest(arguments: arguments), as: APIInstance.self)
                 guard wait else {
                     if options.json { Output.json(instance) } else { print(instance.id) }
                     return
                 }
                 // Shown before the wait, which may be long: through stdout's buffer it would not be.
                 if !options.json { try Output.raw("\(instance.id)\n") }
-                ended = try client.get(AppdClient.path("instances", instance.id, "wait"), as: APIInstance.self)
+                ended = try client.get(
+                    AppdClient.path("instances", instance.id, "wait"), as: APIInstance.self)
             }
             code = Self.report(ended, json: options.json)
         }
@@ -65,14 +71,18 @@ struct Launch: ParsableCommand {
     /// choice; returns the code to exit with.
     static func report(_ instance: APIInstance, json: Bool) -> Int32 {
         guard let exit = instance.exit else {
-            Output.note("appctl: \(instance.app) (\(instance.id)) is still \(instance.state.rawValue): the daemon answered the wait too early")
+            Output.note(
+                "appctl: \(instance.app) (\(instance.id)) is still \(instance.state.rawValue): the daemon answered the wait too early"
+            )
             if json { Output.json(instance) }
             return 1
         }
         if json {
             Output.json(instance)
         } else if exit.reason == .failedToLaunch {
-            Output.note("appctl: \(instance.app) could not be launched: \(exit.message ?? "no reason given")")
+            Output.note(
+                "appctl: \(instance.app) could not be launched: \(exit.message ?? "no reason given")"
+            )
         } else if exit.reason != .exited {
             Output.note("appctl: \(instance.app) (\(instance.id)) \(exit)")
         }

@@ -18,7 +18,8 @@ struct List: ParsableCommand {
                 Output.json(apps)
             } else if apps.isEmpty {
                 // Only to say where nothing is installed.
-                let root = (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?.stateRoot
+                let root = (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?
+                    .stateRoot
                 print("No apps installed\(root.map { " in \($0)" } ?? "").")
             } else {
                 APIApp.printTable(apps)
@@ -40,7 +41,9 @@ struct Info: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"), completion: .custom(Completion.appIDs))
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(Completion.appIDs))
     var id: String
 
     func run() throws {

@@ -21,14 +21,19 @@ struct Logs: ParsableCommand {
     @Flag(name: [.short, .long], help: "Keep printing until the instance exits.")
     var follow = false
 
-    @Argument(help: ArgumentHelp("A bundle id (its most recent instance), or an instance id.", valueName: "id|instance"), completion: .custom(Completion.targets))
+    @Argument(
+        help: ArgumentHelp(
+            "A bundle id (its most recent instance), or an instance id.", valueName: "id|instance"),
+        completion: .custom(Completion.targets))
     var target: Target
 
     func run() throws {
         try options.run {
             let client = options.client
             let id = try client.latestInstance(target)
-            try client.stream(AppdClient.path("instances", id, "logs", query: ["follow": follow ? "1" : nil])) { bytes in
+            try client.stream(
+                AppdClient.path("instances", id, "logs", query: ["follow": follow ? "1" : nil])
+            ) { bytes in
                 try Output.raw(bytes)
             }
         }

@@ -24,7 +24,10 @@ struct PS: ParsableCommand {
     @Flag(name: [.short, .long], help: "Include instances that have exited.")
     var all = false
 
-    @Argument(help: ArgumentHelp("Only this app's instances (or only this instance).", valueName: "id|instance"), completion: .custom(Completion.targets))
+    @Argument(
+        help: ArgumentHelp(
+            "Only this app's instances (or only this instance).", valueName: "id|instance"),
+        completion: .custom(Completion.targets))
     var target: Target?
 
     func run() throws {
@@ -35,9 +38,13 @@ struct PS: ParsableCommand {
             case .instance(let id)?:
                 instances = [try client.get(AppdClient.path("instances", id), as: APIInstance.self)]
             case .app(let id)?:
-                instances = try client.get(AppdClient.path("instances", query: ["app": id, "all": all ? "1" : nil]), as: [APIInstance].self)
+                instances = try client.get(
+                    AppdClient.path("instances", query: ["app": id, "all": all ? "1" : nil]),
+                    as: [APIInstance].self)
             case nil:
-                instances = try client.get(AppdClient.path("instances", query: ["all": all ? "1" : nil]), as: [APIInstance].self)
+                instances = try client.get(
+                    AppdClient.path("instances", query: ["all": all ? "1" : nil]),
+                    as: [APIInstance].self)
             }
             let sorted = instances.sorted { $0.startedAt < $1.startedAt }
             if options.json {
@@ -62,7 +69,8 @@ struct PS: ParsableCommand {
                 Table.duration(now.timeIntervalSince(instance.startedAt))
             }
         return [
-            instance.id, instance.app, instance.state.rawValue, instance.pid.map { "\($0)" } ?? "-", time,
+            instance.id, instance.app, instance.state.rawValue, instance.pid.map { "\($0)" } ?? "-",
+            time,
             instance.exit.map(shortExit) ?? "-",
         ]
     }
@@ -78,8 +86,10 @@ struct PS: ParsableCommand {
 
     static func signalName(_ signal: Int32) -> String {
         let names = [
-            1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT", 7: "SIGBUS", 8: "SIGFPE",
-            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM",
+            1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+            7: "SIGBUS", 8: "SIGFPE",
+            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
+            15: "SIGTERM",
             24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS",
         ]
         return names[Int(signal)] ?? "signal \(signal)"

@@ -9,7 +9,9 @@ enum Target: Equatable, ExpressibleByArgument {
     case app(String)
 
     init(_ argument: String) {
-        let hex = argument.utf8.allSatisfy { (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0) }
+        let hex = argument.utf8.allSatisfy {
+            (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0)
+        }
         self = argument.utf8.count == 12 && hex ? .instance(argument) : .app(argument)
     }
 
@@ -19,7 +21,8 @@ enum Target: Equatable, ExpressibleByArgument {
     }
 
     static let help = ArgumentHelp(
-        "A bundle id (each of its running instances), or an instance id (12 hex digits).", valueName: "id|instance")
+        "A bundle id (each of its running instances), or an instance id (12 hex digits).",
+        valueName: "id|instance")
 }
 
 extension AppdClient {
@@ -31,8 +34,10 @@ extension AppdClient {
         case .instance(let id):
             return [id]
         case .app(let id):
-            let live = try get(AppdClient.path("instances", query: ["app": id]), as: [APIInstance].self)
-                .filter { $0.state != .exited }.sorted { $0.startedAt < $1.startedAt }
+            let live = try get(
+                AppdClient.path("instances", query: ["app": id]), as: [APIInstance].self
+            )
+            .filter { $0.state != .exited }.sorted { $0.startedAt < $1.startedAt }
             guard live.isEmpty else { return live.map(\.id) }
             throw noRunningInstance(id)
         }
@@ -45,7 +50,9 @@ extension AppdClient {
         } catch {
             return error
         }
-        return APIError(code: "notFound", message: "\(app) has no running instance", hint: "start one: appctl launch \(app)")
+        return APIError(
+            code: "notFound", message: "\(app) has no running instance",
+            hint: "start one: appctl launch \(app)")
     }
 
     /// The instance `target` names, or the app's most recent one, running or not.
@@ -54,10 +61,14 @@ extension AppdClient {
         case .instance(let id):
             return id
         case .app(let id):
-            let all = try get(AppdClient.path("instances", query: ["app": id, "all": "1"]), as: [APIInstance].self)
+            let all = try get(
+                AppdClient.path("instances", query: ["app": id, "all": "1"]), as: [APIInstance].self
+            )
             if let latest = all.max(by: { $0.startedAt < $1.startedAt }) { return latest.id }
             _ = try get(AppdClient.path("apps", id), as: APIApp.self)
-            throw APIError(code: "notFound", message: "\(id) has no instance, running or ended", hint: "start one: appctl launch \(id)")
+            throw APIError(
+                code: "notFound", message: "\(id) has no instance, running or ended",
+                hint: "start one: appctl launch \(id)")
         }
     }
 }

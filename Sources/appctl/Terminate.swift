@@ -18,19 +18,25 @@ struct Terminate: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: ArgumentHelp("Seconds between SIGTERM and SIGKILL (default: the daemon's).", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds between SIGTERM and SIGKILL (default: the daemon's).", valueName: "seconds"))
     var grace: Double?
 
     @Argument(help: Target.help, completion: .custom(Completion.targets))
     var target: Target
 
     func validate() throws {
-        if let grace, !(grace >= 0 && grace.isFinite) { throw ValidationError("--grace must be a number of seconds, 0 or more") }
+        if let grace, !(grace >= 0 && grace.isFinite) {
+            throw ValidationError("--grace must be a number of seconds, 0 or more")
+        }
     }
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "terminate"), body: TerminateRequest(grace: grace), as: APIInstance.self)
+            try client.post(
+                AppdClient.path("instances", id, "terminate"), body: TerminateRequest(grace: grace),
+                as: APIInstance.self)
         }
     }
 }

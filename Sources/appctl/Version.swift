@@ -27,19 +27,28 @@ struct Version: ParsableCommand {
             let client = options.client
             let info = try client.get(AppdClient.path("version"), as: APIDaemonInfo.self)
             if options.json {
-                Output.json(View(client: AppdVersion.current, socket: client.socketPath, daemon: info))
+                Output.json(
+                    View(client: AppdVersion.current, socket: client.socketPath, daemon: info))
                 return
             }
             let caller = info.caller
             let since = ISO8601DateFormatter().string(from: info.startedAt)
             let rows = [
                 ("appctl", AppdVersion.current),
-                ("appd", "\(info.version), pid \(info.pid), up \(Table.duration(Date().timeIntervalSince(info.startedAt))) (since \(since))"),
+                (
+                    "appd",
+                    "\(info.version), pid \(info.pid), up \(Table.duration(Date().timeIntervalSince(info.startedAt))) (since \(since))"
+                ),
                 ("socket", client.socketPath),
                 ("state root", info.stateRoot),
-                ("you", "uid \(caller.uid), gid \(caller.gid); may \(caller.rights.isEmpty ? "nothing" : caller.rights.joined(separator: ", "))"),
+                (
+                    "you",
+                    "uid \(caller.uid), gid \(caller.gid); may \(caller.rights.isEmpty ? "nothing" : caller.rights.joined(separator: ", "))"
+                ),
             ]
-            for (label, value) in rows { print("\(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)") }
+            for (label, value) in rows {
+                print("\(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+            }
         }
     }
 }

@@ -9,10 +9,12 @@ import Foundation
 extension APIApp {
     init(_ app: InstalledApp, root: StateRoot, withEntitlements: Bool) {
         self.init(
-            bundleId: app.bundleID, state: app.state.rawValue, title: app.title, version: app.version,
+            bundleId: app.bundleID, state: app.state.rawValue, title: app.title,
+            version: app.version,
             shortVersion: app.shortVersion, uid: app.uid, gid: app.gid,
             bundleContainer: app.bundleContainer(in: root), bundlePath: app.bundlePath(in: root),
-            dataContainer: app.dataContainer(in: root), executable: app.executable, layout: app.layout,
+            dataContainer: app.dataContainer(in: root), executable: app.executable,
+            layout: app.layout,
             fileCount: app.fileCount, totalBytes: app.totalBytes, installedAt: app.installedAt,
             updatedAt: app.updatedAt)
         if withEntitlements, let decoded = try? app.decodedEntitlements() {
@@ -23,7 +25,9 @@ extension APIApp {
 
 extension APIEntitlements {
     init(_ entitlements: Entitlements) {
-        self.init(requested: entitlements.report.map(APIEntitlement.init), unknown: entitlements.unknownKeys)
+        self.init(
+            requested: entitlements.report.map(APIEntitlement.init),
+            unknown: entitlements.unknownKeys)
     }
 }
 

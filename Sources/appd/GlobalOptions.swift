@@ -8,13 +8,25 @@ import Foundation
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("State root directory (default: $APPD_ROOT or /var/lib/appd); through the daemon, the one serving it.", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "State root directory (default: $APPD_ROOT or /var/lib/appd); through the daemon, the one serving it.",
+            valueName: "dir"))
     var root: String?
 
-    @Option(name: .long, help: ArgumentHelp("Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file")
+    )
     var config: String?
 
-    @Option(name: .long, help: ArgumentHelp("The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).", valueName: "path"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).",
+            valueName: "path"))
     var socket: String?
 
     @Flag(name: .long, help: "Print machine-readable JSON on stdout (errors too).")
@@ -23,8 +35,9 @@ struct GlobalOptions: ParsableArguments {
     var environment: [String: String] { ProcessInfo.processInfo.environment }
 
     var stateRoot: StateRoot {
-        StateRoot(path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? AppdConfiguration.defaultRoot)
+        StateRoot(
+            path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? AppdConfiguration.defaultRoot)
     }
 
     /// The daemon serving `--root` (or the one `--socket`/`$APPD_SOCKET` names).
@@ -42,7 +55,8 @@ struct GlobalOptions: ParsableArguments {
         // (SQLite's -wal and -shm files) must not be readable by others.
         umask(0o077)
         if access == .readWrite && geteuid() != 0 {
-            throw AppdError(.permissionDenied, "changing the state root \(stateRoot.path) needs root",
+            throw AppdError(
+                .permissionDenied, "changing the state root \(stateRoot.path) needs root",
                 hint: "run it with sudo, or without --no-daemon to go through the appd daemon")
         }
         return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
@@ -58,7 +72,8 @@ struct GlobalOptions: ParsableArguments {
             throw ExitCode.failure
         } catch var error as APIError {
             if error.code == "unavailable", error.errno == ENOENT || error.errno == ECONNREFUSED {
-                error.hint = (error.hint.map { $0 + "; " } ?? "")
+                error.hint =
+                    (error.hint.map { $0 + "; " } ?? "")
                     + "or, as root, run this command in-process with --no-daemon"
             }
             Output.fail(error, json: json)
@@ -68,14 +83,21 @@ struct GlobalOptions: ParsableArguments {
 
     /// Told once when another appd process holds the lock.
     var waitNotice: @Sendable () -> Void {
-        { FileHandle.standardError.write(Data("appd: waiting for another appd command to finish...\n".utf8)) }
+        {
+            FileHandle.standardError.write(
+                Data("appd: waiting for another appd command to finish...\n".utf8))
+        }
     }
 }
 
 /// `--no-daemon` of the commands that go through the daemon.
 struct LocalMode: ParsableArguments {
-    @Flag(name: .customLong("no-daemon"), help: ArgumentHelp(
-        "Work on the state root in-process, as root, without the daemon (recovery, scripts).",
-        discussion: "Meant for when the daemon is down: it bypasses the daemon's own checks (such as refusing to uninstall an app that runs)."))
+    @Flag(
+        name: .customLong("no-daemon"),
+        help: ArgumentHelp(
+            "Work on the state root in-process, as root, without the daemon (recovery, scripts).",
+            discussion:
+                "Meant for when the daemon is down: it bypasses the daemon's own checks (such as refusing to uninstall an app that runs)."
+        ))
     var noDaemon = false
 }

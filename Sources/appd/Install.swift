@@ -38,9 +38,12 @@ struct Install: ParsableCommand {
                 return
             }
             let app = result.app
-            let verb = result.previousVersion.map { "Upgraded \(app.bundleId) from \($0) to" }
+            let verb =
+                result.previousVersion.map { "Upgraded \(app.bundleId) from \($0) to" }
                 ?? (result.reusedData ? "Reinstalled (kept data)" : "Installed")
-            print("\(verb) \(result.previousVersion == nil ? app.bundleId + " " : "")\(app.versionText)")
+            print(
+                "\(verb) \(result.previousVersion == nil ? app.bundleId + " " : "")\(app.versionText)"
+            )
             app.printText()
             for warning in result.warnings { print("  warning: \(warning)") }
         }
@@ -50,10 +53,13 @@ struct Install: ParsableCommand {
     private func installThroughDaemon() throws -> APIInstallResult {
         // The folder's own name (`Hello.app`), however the path was written (`Hello.app/`, `.`).
         let name = URL(fileURLWithPath: bundle).standardizedFileURL.lastPathComponent
-        let path = AppdClient.path("apps", query: ["name": name, "allowDowngrade": allowDowngrade ? "1" : nil])
+        let path = AppdClient.path(
+            "apps", query: ["name": name, "allowDowngrade": allowDowngrade ? "1" : nil])
         let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
         defer { progress?.finish() }
-        return try options.client.upload(path, contentType: "application/x-tar", as: APIInstallResult.self) { write in
+        return try options.client.upload(
+            path, contentType: "application/x-tar", as: APIInstallResult.self
+        ) { write in
             try BundleUpload.archive(bundleAt: bundle) { bytes in
                 try write(bytes)
                 progress?.sent(bytes.count)

@@ -19,13 +19,18 @@ struct List: ParsableCommand {
             let root: String?
             if local.noDaemon {
                 let store = try options.openStore(.readOnly)
-                apps = try store.apps().map { APIApp($0, root: store.root, withEntitlements: false) }
+                apps = try store.apps().map {
+                    APIApp($0, root: store.root, withEntitlements: false)
+                }
                 root = store.root.path
             } else {
                 let client = options.client
                 apps = try client.get(AppdClient.path("apps"), as: [APIApp].self)
                 // Only to say where nothing is installed.
-                root = apps.isEmpty ? (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?.stateRoot : nil
+                root =
+                    apps.isEmpty
+                    ? (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?
+                        .stateRoot : nil
             }
             if options.json {
                 Output.json(apps)

@@ -6,11 +6,14 @@ enum Progress {
     nonisolated(unsafe) private static var lastDraw: UInt64 = 0
     nonisolated(unsafe) private static var drawn = false
 
-    static let copying: @Sendable (Int, Int64, Int, Int64) -> Void = { files, bytes, totalFiles, totalBytes in
+    static let copying: @Sendable (Int, Int64, Int, Int64) -> Void = {
+        files, bytes, totalFiles, totalBytes in
         let now = DispatchTime.now().uptimeNanoseconds
         guard now - lastDraw > 100_000_000 || files == totalFiles else { return }
         lastDraw = now
-        draw("copying \(files)/\(totalFiles) files, \(Output.bytes(bytes)) of \(Output.bytes(totalBytes))")
+        draw(
+            "copying \(files)/\(totalFiles) files, \(Output.bytes(bytes)) of \(Output.bytes(totalBytes))"
+        )
     }
 
     static func draw(_ line: String) {

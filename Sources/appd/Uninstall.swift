@@ -33,17 +33,23 @@ struct Uninstall: ParsableCommand {
                 let store = try options.openStore(.readWrite)
                 let local = try store.uninstall(id, keepData: keepData, onWait: options.waitNotice)
                 result = APIUninstallResult(
-                    app: APIApp(local.app, root: store.root, withEntitlements: false), keptData: local.keptData)
+                    app: APIApp(local.app, root: store.root, withEntitlements: false),
+                    keptData: local.keptData)
             } else {
                 result = try options.client.delete(
-                    AppdClient.path("apps", id, query: ["keepData": keepData ? "1" : nil]), as: APIUninstallResult.self)
+                    AppdClient.path("apps", id, query: ["keepData": keepData ? "1" : nil]),
+                    as: APIUninstallResult.self)
             }
             let app = result.app
             if options.json {
-                Output.json(UninstallView(bundleId: app.bundleId, keptData: result.keptData,
-                    dataContainer: result.keptData ? app.dataContainer : nil))
+                Output.json(
+                    UninstallView(
+                        bundleId: app.bundleId, keptData: result.keptData,
+                        dataContainer: result.keptData ? app.dataContainer : nil))
             } else if result.keptData {
-                print("Uninstalled \(app.bundleId); kept its data at \(app.dataContainer) (uid \(app.uid) stays reserved)")
+                print(
+                    "Uninstalled \(app.bundleId); kept its data at \(app.dataContainer) (uid \(app.uid) stays reserved)"
+                )
             } else {
                 print("Uninstalled \(app.bundleId) and removed its data")
             }

@@ -77,7 +77,9 @@ final class ServerConnection: @unchecked Sendable {
     func write(_ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent <= 0 { return }
             offset += sent
         }
@@ -85,7 +87,9 @@ final class ServerConnection: @unchecked Sendable {
 
     /// A complete answer with a Content-Length.
     func respond(_ status: String, _ body: String, type: String = "application/json") {
-        write("HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        write(
+            "HTTP/1.1 \(status)\r\nContent-Type: \(type)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)"
+        )
     }
 
     private func fill() -> Bool {
@@ -112,7 +116,8 @@ final class ServerConnection: @unchecked Sendable {
         var headers: [String: String] = [:]
         while let header = line(), !header.isEmpty {
             guard let colon = header.firstIndex(of: ":") else { continue }
-            headers[header[..<colon].lowercased()] = header[header.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            headers[header[..<colon].lowercased()] = header[header.index(after: colon)...]
+                .trimmingCharacters(in: .whitespaces)
         }
         return ReceivedRequest(line: requestLine, headers: headers)
     }
@@ -147,7 +152,8 @@ final class ServerConnection: @unchecked Sendable {
                 request.body.append(contentsOf: data)
             }
         }
-        if let length = request.header("Content-Length").flatMap(Int.init), let data = take(length) {
+        if let length = request.header("Content-Length").flatMap(Int.init), let data = take(length)
+        {
             request.body = Data(data)
         }
         return request.body
@@ -169,7 +175,9 @@ func boundSocket(at path: String) throws -> Int32 {
         raw.copyBytes(from: Array(path.utf8) + [0])
     }
     let bound = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
     guard fd >= 0, bound == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
     return fd
@@ -184,7 +192,9 @@ final class Scratch: Sendable {
         var template = Array("/tmp/\(label).XXXXXX".utf8)
         template.append(0)
         let made = template.withUnsafeMutableBufferPointer { buffer in
-            buffer.baseAddress.flatMap { $0.withMemoryRebound(to: CChar.self, capacity: buffer.count) { mkdtemp($0) } }
+            buffer.baseAddress.flatMap {
+                $0.withMemoryRebound(to: CChar.self, capacity: buffer.count) { mkdtemp($0) }
+            }
         }
         precondition(made != nil, "mkdtemp failed")
         path = String(decoding: template.dropLast(), as: UTF8.self)

@@ -32,14 +32,17 @@ struct FailureTests {
         #expect(error.errno == ECONNREFUSED)
     }
 
-    @Test("a socket the caller may not open names its group", .enabled(if: geteuid() != 0, "root opens any socket"))
+    @Test(
+        "a socket the caller may not open names its group",
+        .enabled(if: geteuid() != 0, "root opens any socket"))
     func permissionDenied() throws {
         let server = try CannedServer { _ in }
         defer { server.stop() }
         chmod(server.socketPath, 0)
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
         #expect(error.code == "unavailable")
-        #expect(error.message.hasPrefix("permission denied on the socket \(server.socketPath) (group "))
+        #expect(
+            error.message.hasPrefix("permission denied on the socket \(server.socketPath) (group "))
         #expect(error.message.hasSuffix("you need to be in the group that owns it"))
     }
 
@@ -48,7 +51,8 @@ struct FailureTests {
         let path = "/tmp/" + String(repeating: "x", count: 120)
         let error = try #require(failure(AppdClient(socketPath: path)))
         #expect(error.code == "unavailable")
-        #expect(error.message.contains("is too long (125 bytes; a Unix socket path holds at most 107)"))
+        #expect(
+            error.message.contains("is too long (125 bytes; a Unix socket path holds at most 107)"))
     }
 
     @Test("a daemon that closes without answering: unavailable")
@@ -67,17 +71,34 @@ struct FailureTests {
         }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
         #expect(error.code == "unavailable")
-        #expect(error.message == "appd's answer to GET /v1/apps broke off: the connection closed 88 bytes before the end of the body")
+        #expect(
+            error.message
+                == "appd's answer to GET /v1/apps broke off: the connection closed 88 bytes before the end of the body"
+        )
         server.stop()
     }
 
-    @Test("something that is not HTTP on the socket: badResponse", arguments: [
-        ("SSH-2.0-OpenSSH_9.2\r\n\r\n", "the status line 'SSH-2.0-OpenSSH_9.2' is not HTTP/1.x"),
-        ("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]", "bad Content-Length '2, 3'"),
-        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size 'zz'"),
-        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]]\r\n0\r\n\r\n", "a chunk is longer than its size line says"),
-        ("HTTP/1.1 200 OK\r\nno colon here\r\n\r\n", "the header line 'no colon here' has no name"),
-    ])
+    @Test(
+        "something that is not HTTP on the socket: badResponse",
+        arguments: [
+            (
+                "SSH-2.0-OpenSSH_9.2\r\n\r\n",
+                "the status line 'SSH-2.0-OpenSSH_9.2' is not HTTP/1.x"
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n[]",
+                "bad Content-Length '2, 3'"
+            ),
+            ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", "bad chunk size 'zz'"),
+            (
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n[]]\r\n0\r\n\r\n",
+                "a chunk is longer than its size line says"
+            ),
+            (
+                "HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+                "the header line 'no colon here' has no name"
+            ),
+        ])
     func malformed(answer: String, problem: String) throws {
         let server = try CannedServer { connection in connection.write(answer) }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
@@ -90,7 +111,9 @@ struct FailureTests {
     func hugeHead() throws {
         let server = try CannedServer { connection in
             connection.write("HTTP/1.1 200 OK\r\n")
-            for index in 0..<2000 { connection.write("X-Filler-\(index): \(String(repeating: "y", count: 60))\r\n") }
+            for index in 0..<2000 {
+                connection.write("X-Filler-\(index): \(String(repeating: "y", count: 60))\r\n")
+            }
             connection.write("\r\n")
         }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
@@ -107,7 +130,8 @@ struct FailureTests {
         client.maxResponseBytes = 1000
         let error = try #require(failure(client))
         #expect(error.code == "tooLarge")
-        #expect(error.message.hasSuffix("its Content-Length is 999999999999, the limit is 1000 bytes"))
+        #expect(
+            error.message.hasSuffix("its Content-Length is 999999999999, the limit is 1000 bytes"))
         server.stop()
     }
 
@@ -116,7 +140,9 @@ struct FailureTests {
         let server = try CannedServer { connection in
             connection.write("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n\r\n[]")
         }
-        #expect(try AppdClient(socketPath: server.socketPath).get(AppdClient.path("apps"), as: [APIApp].self) == [])
+        #expect(
+            try AppdClient(socketPath: server.socketPath).get(
+                AppdClient.path("apps"), as: [APIApp].self) == [])
         server.stop()
     }
 
