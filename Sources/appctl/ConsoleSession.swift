@@ -6,7 +6,7 @@ import Foundation
 /// `appctl launch --console`: launch, stream the output until the instance exits, return it
 /// as ended. Ctrl-C (or SIGTERM) asks the daemon to terminate the instance, a second one to
 /// kill it, while the output keeps streaming: the app ends the way a foreground program ends,
-/// and its last words are not lost.
+/// and its last words are not lost. A third one leaves without waiting.
 final class ConsoleSession: @unchecked Sendable {
     private let client: AppdClient
     private let lock = NSLock()
@@ -54,6 +54,12 @@ final class ConsoleSession: @unchecked Sendable {
         let (id, count) = lock.withLock {
             interrupts += 1
             return (instance, interrupts)
+        }
+        // A daemon that does not act on the first two must not hold the terminal hostage.
+        if count > 2 {
+            Output.note(
+                "appctl: giving up\(id.map { "; \($0) may still run (appctl ps)" } ?? "")")
+            exit(128 + SIGINT)
         }
         guard let id else { return }  // run() stops it as soon as the launch answers.
         stop(id, kill: count > 1)

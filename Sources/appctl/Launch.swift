@@ -14,9 +14,9 @@ struct Launch: ParsableCommand {
 
             --wait waits until the app exits and exits with its code (Ctrl-C stops waiting; the \
             app keeps running). --console also streams the app's output here as it comes, like \
-            a program run in the foreground: Ctrl-C terminates the app (a second one kills it) \
-            and appctl exits with the app's code once it has ended. The app gets no input from \
-            this terminal.
+            a program run in the foreground: Ctrl-C terminates the app (a second one kills it, \
+            a third leaves without waiting) and appctl exits with the app's code once it has \
+            ended. The app gets no input from this terminal.
 
             Examples:
               appctl launch com.example.notes
