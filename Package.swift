@@ -33,6 +33,9 @@ let package = Package(
         // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
         // options either side of the subcommand.
         .target(name: "AppdCLI", dependencies: ["AppdAPI"]),
+        // A bundle folder as a tar stream: written by the client with the caller's permissions,
+        // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
+        .target(name: "BundleArchive", dependencies: ["AppBundle"]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
@@ -79,6 +82,7 @@ let package = Package(
         // what happened (Examples/Probe/main.c).
         .executableTarget(name: "Probe", path: "Examples/Probe"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         // The client against a canned in-test server, and appctl's argument parsing.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl"]),

@@ -1,0 +1,164 @@
+import AppBundle
+import Glibc
+
+/// Extracts a bundle archive (docs/bundle-archive.md) that arrives in pieces, as a request body
+/// does: the daemon feeds each chunk to `consume` as it comes and calls `finish` at the end.
+///
+/// The archive is hostile until proven otherwise. Nothing is written outside the directory
+/// (see `ExtractionTree`), limits are enforced as each header arrives, so an oversized archive
+/// is refused before its data is read, and memory stays bounded whatever the input: one header
+/// block, one pax or long-name record of at most 64 KiB, and the open directories of one path.
+/// File data goes from the caller's buffer straight to the file.
+///
+/// The first error is final: later calls throw again. The directory then holds whatever was
+/// extracted so far; the caller removes it.
+public struct BundleArchiveExtractor: ~Copyable {
+    enum Phase {
+        /// Collecting the next header block.
+        case header
+        /// Writing a file's data to `file`.
+        case data(remaining: Int64)
+        /// Collecting a pax or GNU long-name record.
+        case metadata(type: UInt8, remaining: Int)
+        /// Padding to the block boundary, or a global pax header, which is ignored.
+        case skip(remaining: Int64)
+        /// Past the end-of-archive marker: only zero padding may follow.
+        case ended
+    }
+
+    var tree: ExtractionTree
+    var phase = Phase.header
+    var block = [UInt8](repeating: 0, count: Tar.blockSize)
+    var blockFill = 0
+    var record: [UInt8] = []
+    /// What pax and GNU long-name records said about the next entry.
+    var pending = PendingMetadata()
+    var sawZeroBlock = false
+    var file: (fd: Int32, entry: String, size: Int64)?
+    var lastEntry: String?
+    /// Bytes consumed so far, for messages about where things went wrong.
+    var position: Int64 = 0
+    var failure: AppdError?
+
+    /// `directory` must exist and be empty; the archive is extracted beneath it.
+    public init(into directory: String, limits: BundleLimits) throws {
+        tree = try ExtractionTree(root: directory, limits: limits)
+    }
+
+    deinit {
+        if let file { close(file.fd) }
+    }
+
+    public mutating func consume(_ bytes: UnsafeRawBufferPointer) throws {
+        if let failure { throw failure }
+        do {
+            try run(bytes[...])
+        } catch let error as AppdError {
+            failure = error
+            closeFile()
+            throw error
+        }
+    }
+
+    /// Checks that the archive ended properly: with its end-of-archive marker (two zero blocks),
+    /// optionally followed by zero padding. An archive cut anywhere else is refused, even
+    /// between entries, since it would otherwise install as a smaller bundle.
+    public mutating func finish() throws {
+        if let failure { throw failure }
+        let after = lastEntry.map { " after entry '\($0)'" } ?? ""
+        let problem: AppdError? =
+            switch phase {
+            case .ended: nil
+            case .header where blockFill > 0:
+                .archive("the archive is truncated inside a header at byte \(position - Int64(blockFill))\(after)")
+            case .header:
+                .archive("the archive ends at byte \(position)\(after) without its end-of-archive marker (two zero blocks); it is truncated")
+            case .data(let remaining):
+                .archive(file?.entry ?? "", "is truncated: \(remaining) of its \(file?.size ?? 0) bytes are missing")
+            case .metadata: .archive("the archive is truncated inside a pax or long-name record\(after)")
+            case .skip: .archive("the archive is truncated inside padding\(after)")
+            }
+        if let problem {
+            failure = problem
+            closeFile()
+            throw problem
+        }
+    }
+
+    private mutating func run(_ input: Slice<UnsafeRawBufferPointer>) throws {
+        var rest = input
+        while !rest.isEmpty {
+            switch phase {
+            case .header:
+                let count = min(Tar.blockSize - blockFill, rest.count)
+                block.withUnsafeMutableBytes { [blockFill] in
+                    UnsafeMutableRawBufferPointer(rebasing: $0[blockFill..<(blockFill + count)])
+                        .copyMemory(from: UnsafeRawBufferPointer(rebasing: rest.prefix(count)))
+                }
+                blockFill += count
+                rest = rest.dropFirst(count)
+                position += Int64(count)
+                if blockFill == Tar.blockSize {
+                    blockFill = 0
+                    try header()
+                }
+            case .data(let remaining):
+                let count = Int(min(Int64(rest.count), remaining))
+                try write(UnsafeRawBufferPointer(rebasing: rest.prefix(count)))
+                rest = rest.dropFirst(count)
+                position += Int64(count)
+                if remaining == Int64(count) {
+                    let size = file?.size ?? 0
+                    closeFile()
+                    phase = .skip(remaining: Int64(Tar.padding(for: size)))
+                } else {
+                    phase = .data(remaining: remaining - Int64(count))
+                }
+            case .metadata(let type, let remaining):
+                let count = min(rest.count, remaining)
+                record.append(contentsOf: rest.prefix(count))
+                rest = rest.dropFirst(count)
+                position += Int64(count)
+                if remaining == count {
+                    try apply(type)
+                    phase = .skip(remaining: Int64(Tar.padding(for: Int64(record.count))))
+                    record = []
+                } else {
+                    phase = .metadata(type: type, remaining: remaining - count)
+                }
+            case .skip(let remaining):
+                let count = Int(min(Int64(rest.count), remaining))
+                rest = rest.dropFirst(count)
+                position += Int64(count)
+                phase = remaining == Int64(count) ? .header : .skip(remaining: remaining - Int64(count))
+            case .ended:
+                // tar pads its output to a whole record with zeros; anything else is not ours.
+                guard rest.allSatisfy({ $0 == 0 }) else {
+                    throw AppdError.archive("data follows the end-of-archive marker at byte \(position)")
+                }
+                position += Int64(rest.count)
+                rest = rest.dropFirst(rest.count)
+            }
+        }
+        // A zero-length entry ends as soon as its header does.
+        if case .skip(0) = phase { phase = .header }
+    }
+
+    private mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let file, let base = bytes.baseAddress else { return }
+        var offset = 0
+        while offset < bytes.count {
+            let written = Glibc.write(file.fd, base + offset, bytes.count - offset)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw AppdError.system("write \(file.entry)")
+            }
+            offset += written
+        }
+    }
+
+    mutating func closeFile() {
+        if let file { close(file.fd) }
+        file = nil
+    }
+}
