@@ -52,6 +52,7 @@ let package = Package(
             name: "appd",
             dependencies: [
                 "AppBundle", "AppContainers", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
+                "BundleArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
@@ -84,8 +85,9 @@ let package = Package(
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
-        // The client against a canned in-test server, and appctl's argument parsing.
-        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl"]),
+        // The client against a canned in-test server, appctl's argument parsing, and the built appd
+        // against that server.
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).

@@ -4,6 +4,7 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+import BundleArchive
 import Foundation
 
 struct Install: ParsableCommand {
@@ -60,7 +61,8 @@ struct Install: ParsableCommand {
         return try options.client.upload(
             path, contentType: "application/x-tar", as: APIInstallResult.self
         ) { write in
-            try BundleUpload.archive(bundleAt: bundle) { bytes in
+            // Read with the caller's permissions, never following a symlink (BundleArchiveWriter).
+            try BundleArchiveWriter.write(bundleAt: bundle) { bytes in
                 try write(bytes)
                 progress?.sent(bytes.count)
             }
