@@ -57,7 +57,7 @@ struct GlobalOptions: ParsableArguments {
         if access == .readWrite && geteuid() != 0 {
             throw AppdError(
                 .permissionDenied, "changing the state root \(stateRoot.path) needs root",
-                hint: "run it with sudo, or without --no-daemon to go through the appd daemon")
+                hint: "run it with sudo")
         }
         return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
     }
@@ -94,10 +94,9 @@ struct GlobalOptions: ParsableArguments {
 struct LocalMode: ParsableArguments {
     @Flag(
         name: .customLong("no-daemon"),
-        help: ArgumentHelp(
-            "Work on the state root in-process, as root, without the daemon (recovery, scripts).",
-            discussion:
-                "Meant for when the daemon is down: it bypasses the daemon's own checks (such as refusing to uninstall an app that runs)."
-        ))
+        help: """
+            Work on the state root in-process, as root, bypassing the daemon and its checks \
+            (for recovery when it is down, and scripts).
+            """)
     var noDaemon = false
 }
