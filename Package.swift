@@ -9,6 +9,7 @@ let package = Package(
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .executable(name: "appd-exec", targets: ["appd-exec"]),
+        .executable(name: "appctl", targets: ["appctl"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
     ],
@@ -29,6 +30,12 @@ let package = Package(
         .target(name: "AppBundle"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI"),
+        // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
+        // event loop to start: appctl answers in milliseconds).
+        .target(name: "AppdClient", dependencies: ["AppdAPI"]),
+        // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
+        // options either side of the subcommand.
+        .target(name: "AppdCLI", dependencies: ["AppdAPI"]),
         // A bundle folder as a tar stream: written by the client with the caller's permissions,
         // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
         .target(name: "BundleArchive", dependencies: ["AppBundle"]),
@@ -60,10 +67,19 @@ let package = Package(
         .executableTarget(
             name: "appd",
             dependencies: [
-                "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor",
+                "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
+                "BundleArchive",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        // The daemon's command-line client, in the spirit of `xcrun simctl`.
+        .executableTarget(
+            name: "appctl",
+            dependencies: [
+                "AppdAPI", "AppdClient", "AppdCLI",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
@@ -87,6 +103,9 @@ let package = Package(
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
+        // The client against a canned in-test server, appctl's argument parsing, and the built appd
+        // against that server.
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd"]),
         .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).

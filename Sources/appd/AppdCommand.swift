@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdCLI
 import ArgumentParser
 import Foundation
 
@@ -12,10 +13,15 @@ struct AppdCommand: ParsableCommand {
             appd installs iOS/macOS-style app bundles into containers at random UUID paths: a \
             read-only bundle container and a data container owned by the app's own uid.
 
+            install, uninstall, list and info go through the appd daemon (its socket: --socket, \
+            APPD_SOCKET, the --root/APPD_ROOT daemon's, else /run/appd/appd.sock); with \
+            --no-daemon, root runs them in-process on the state root instead. verify, profile, \
+            run and doctor always work in-process. Running apps: see appctl.
+
             The state root is /var/lib/appd unless --root or APPD_ROOT says otherwise; settings \
             come from /etc/appd/appd.conf (or --config / APPD_CONFIG) when it exists.
             """,
-        version: "0.1.0",
+        version: AppdVersion.current,
         subcommands: [
             Verify.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
             Doctor.self,
@@ -25,25 +31,11 @@ struct AppdCommand: ParsableCommand {
     /// Accepts the global options on either side of the subcommand, as git does:
     /// `appd --root /tmp/r list` and `appd list --root /tmp/r` mean the same.
     static func main() {
+        Output.program = "appd"
         main(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
     }
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        var leading: [String] = []
-        var index = 0
-        while index < arguments.count {
-            let argument = arguments[index]
-            if ["--root", "--config"].contains(argument), index + 1 < arguments.count {
-                leading += arguments[index...index + 1]
-                index += 2
-            } else if argument == "--json" || argument.hasPrefix("--root=") || argument.hasPrefix("--config=") {
-                leading.append(argument)
-                index += 1
-            } else {
-                break
-            }
-        }
-        guard !leading.isEmpty, index < arguments.count else { return arguments }
-        return [arguments[index]] + leading + arguments[(index + 1)...]
+        GlobalArguments.hoist(arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])
     }
 }

@@ -1,15 +1,33 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
 import ArgumentParser
 import Foundation
 
 /// Options every subcommand takes.
 struct GlobalOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("State root directory (default: $APPD_ROOT or /var/lib/appd).", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "State root directory (default: $APPD_ROOT or /var/lib/appd); through the daemon, the one serving it.",
+            valueName: "dir"))
     var root: String?
 
-    @Option(name: .long, help: ArgumentHelp("Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Configuration file (default: $APPD_CONFIG or /etc/appd/appd.conf).", valueName: "file")
+    )
     var config: String?
+
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The daemon's socket (default: $APPD_SOCKET, else the --root daemon's, else /run/appd/appd.sock).",
+            valueName: "path"))
+    var socket: String?
 
     @Flag(name: .long, help: "Print machine-readable JSON on stdout (errors too).")
     var json = false
@@ -17,9 +35,13 @@ struct GlobalOptions: ParsableArguments {
     var environment: [String: String] { ProcessInfo.processInfo.environment }
 
     var stateRoot: StateRoot {
-        StateRoot(path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? AppdConfiguration.defaultRoot)
+        StateRoot(
+            path: root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+                ?? AppdConfiguration.defaultRoot)
     }
+
+    /// The daemon serving `--root` (or the one `--socket`/`$APPD_SOCKET` names).
+    var client: AppdClient { AppdClient(socket: socket, root: root, environment: environment) }
 
     func loadConfiguration() throws -> AppdConfiguration {
         if let path = config ?? environment["APPD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
@@ -33,17 +55,27 @@ struct GlobalOptions: ParsableArguments {
         // (SQLite's -wal and -shm files) must not be readable by others.
         umask(0o077)
         if access == .readWrite && geteuid() != 0 {
-            throw AppdError(.permissionDenied, "changing the state root \(stateRoot.path) needs root",
-                hint: "run it with sudo; a later release routes this through the appd daemon")
+            throw AppdError(
+                .permissionDenied, "changing the state root \(stateRoot.path) needs root",
+                hint: "run it with sudo")
         }
         return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
     }
 
-    /// Runs `body`, turning an `AppdError` into a message (or a JSON error object) and exit 1.
+    /// Runs `body`, turning an `AppdError` or the daemon's `APIError` into a message (or a JSON
+    /// error object) and exit 1.
     func run(_ body: () throws -> Void) throws {
         do {
             try body()
         } catch let error as AppdError {
+            Output.fail(error, json: json)
+            throw ExitCode.failure
+        } catch var error as APIError {
+            if error.code == "unavailable", error.errno == ENOENT || error.errno == ECONNREFUSED {
+                error.hint =
+                    (error.hint.map { $0 + "; " } ?? "")
+                    + "or, as root, run this command in-process with --no-daemon"
+            }
             Output.fail(error, json: json)
             throw ExitCode.failure
         }
@@ -51,6 +83,20 @@ struct GlobalOptions: ParsableArguments {
 
     /// Told once when another appd process holds the lock.
     var waitNotice: @Sendable () -> Void {
-        { FileHandle.standardError.write(Data("appd: waiting for another appd command to finish...\n".utf8)) }
+        {
+            FileHandle.standardError.write(
+                Data("appd: waiting for another appd command to finish...\n".utf8))
+        }
     }
+}
+
+/// `--no-daemon` of the commands that go through the daemon.
+struct LocalMode: ParsableArguments {
+    @Flag(
+        name: .customLong("no-daemon"),
+        help: """
+            Work on the state root in-process, as root, bypassing the daemon and its checks \
+            (for recovery when it is down, and scripts).
+            """)
+    var noDaemon = false
 }

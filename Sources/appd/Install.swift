@@ -1,20 +1,29 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
 import ArgumentParser
+import BundleArchive
 import Foundation
 
 struct Install: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Validate a bundle and install it; installing an installed id upgrades it.",
         discussion: """
-            The bundle is copied into Containers/Bundle/<UUID>/ (root-owned, read-only) and gets \
-            a data container Containers/Data/<UUID>/ owned by its own uid. An upgrade gets a new \
-            bundle container and keeps the data container and uid; the old bundle goes only once \
-            the new one is in place. A failed install leaves nothing behind.
+            The bundle is read with your permissions and streamed to the daemon, which copies \
+            it into Containers/Bundle/<UUID>/ (root-owned, read-only) and gives it a data \
+            container Containers/Data/<UUID>/ owned by its own uid. An upgrade gets a new \
+            bundle container and keeps the data container and uid; the old bundle goes only \
+            once the new one is in place. A failed install leaves nothing behind.
+
+            Installing needs the daemon's admin right ([API] AdminAllowed); with --no-daemon, \
+            root installs in-process instead.
             """
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var local: LocalMode
 
     @Flag(help: "Allow replacing an installed version with a lower CFBundleVersion.")
     var allowDowngrade = false
@@ -24,53 +33,56 @@ struct Install: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let store = try options.openStore(.readWrite)
-            var installOptions = InstallOptions()
-            installOptions.allowDowngrade = allowDowngrade
-            installOptions.onWait = options.waitNotice
-            if !options.json && isatty(STDERR_FILENO) == 1 {
-                installOptions.progress = Progress.copying
-            }
-            defer { Progress.finish() }
-            let result = try store.install(bundleAt: bundle, options: installOptions)
-            Progress.finish()
-            let view = AppView(result.app, root: store.root, withEntitlements: true)
+            let result = try local.noDaemon ? installInProcess() : installThroughDaemon()
             if options.json {
-                Output.json(InstallView(app: view, previousVersion: result.previousVersion,
-                    reusedData: result.reusedData, warnings: result.bundle.warnings))
+                Output.json(result)
                 return
             }
-            let verb = result.previousVersion.map { "Upgraded \(result.app.bundleID) from \($0) to" }
+            let app = result.app
+            let verb =
+                result.previousVersion.map { "Upgraded \(app.bundleId) from \($0) to" }
                 ?? (result.reusedData ? "Reinstalled (kept data)" : "Installed")
-            print("\(verb) \(result.previousVersion == nil ? result.app.bundleID + " " : "")\(view.versionText)")
-            view.printText()
-            for warning in result.bundle.warnings { print("  warning: \(warning)") }
+            print(
+                "\(verb) \(result.previousVersion == nil ? app.bundleId + " " : "")\(app.versionText)"
+            )
+            app.printText()
+            for warning in result.warnings { print("  warning: \(warning)") }
         }
     }
-}
 
-struct InstallView: Encodable {
-    var app: AppView
-    var previousVersion: String?
-    var reusedData: Bool
-    var warnings: [BundleProblem]
-}
-
-/// A one-line progress display on a terminal, for big bundles.
-enum Progress {
-    nonisolated(unsafe) private static var lastDraw: UInt64 = 0
-    nonisolated(unsafe) private static var drawn = false
-
-    static let copying: @Sendable (Int, Int64, Int, Int64) -> Void = { files, bytes, totalFiles, totalBytes in
-        let now = DispatchTime.now().uptimeNanoseconds
-        guard now - lastDraw > 100_000_000 || files == totalFiles else { return }
-        lastDraw = now
-        drawn = true
-        let line = "copying \(files)/\(totalFiles) files, \(Output.bytes(bytes)) of \(Output.bytes(totalBytes))"
-        FileHandle.standardError.write(Data("\r\u{1B}[K\(line)".utf8))
+    /// POST /v1/apps with the bundle as a tar stream; the daemon installs what arrives.
+    private func installThroughDaemon() throws -> APIInstallResult {
+        // The folder's own name (`Hello.app`), however the path was written (`Hello.app/`, `.`).
+        let name = URL(fileURLWithPath: bundle).standardizedFileURL.lastPathComponent
+        let path = AppdClient.path(
+            "apps", query: ["name": name, "allowDowngrade": allowDowngrade ? "1" : nil])
+        let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
+        defer { progress?.finish() }
+        return try options.client.upload(
+            path, contentType: "application/x-tar", as: APIInstallResult.self
+        ) { write in
+            // Read with the caller's permissions, never following a symlink (BundleArchiveWriter).
+            try BundleArchiveWriter.write(bundleAt: bundle) { bytes in
+                try write(bytes)
+                progress?.sent(bytes.count)
+            }
+            progress?.uploaded()
+        }
     }
 
-    static func finish() {
-        if drawn { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+    private func installInProcess() throws -> APIInstallResult {
+        let store = try options.openStore(.readWrite)
+        var installOptions = InstallOptions()
+        installOptions.allowDowngrade = allowDowngrade
+        installOptions.onWait = options.waitNotice
+        if !options.json && isatty(STDERR_FILENO) == 1 {
+            installOptions.progress = Progress.copying
+        }
+        defer { Progress.finish() }
+        let result = try store.install(bundleAt: bundle, options: installOptions)
+        return APIInstallResult(
+            app: APIApp(result.app, root: store.root, withEntitlements: true),
+            previousVersion: result.previousVersion, reusedData: result.reusedData,
+            warnings: result.bundle.warnings.map(APIProblem.init))
     }
 }

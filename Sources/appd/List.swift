@@ -1,5 +1,8 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
 import ArgumentParser
 import Foundation
 
@@ -8,25 +11,33 @@ struct List: ParsableCommand {
         abstract: "List installed apps (and uninstalled apps whose data was kept).")
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var local: LocalMode
 
     func run() throws {
         try options.run {
-            let store = try options.openStore(.readOnly)
-            let apps = try store.apps().map { AppView($0, root: store.root, withEntitlements: false) }
+            let apps: [APIApp]
+            let root: String?
+            if local.noDaemon {
+                let store = try options.openStore(.readOnly)
+                apps = try store.apps().map {
+                    APIApp($0, root: store.root, withEntitlements: false)
+                }
+                root = store.root.path
+            } else {
+                let client = options.client
+                apps = try client.get(AppdClient.path("apps"), as: [APIApp].self)
+                // Only to say where nothing is installed.
+                root =
+                    apps.isEmpty
+                    ? (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?
+                        .stateRoot : nil
+            }
             if options.json {
                 Output.json(apps)
-                return
-            }
-            guard !apps.isEmpty else {
-                print("No apps installed in \(store.root.path).")
-                return
-            }
-            let rows = [["BUNDLE ID", "NAME", "VERSION", "STATE", "UID"]]
-                + apps.map { [$0.bundleId, $0.title ?? "-", $0.versionText, $0.state, "\($0.uid)"] }
-            let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
-            for row in rows {
-                print(zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }
-                    .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+            } else if apps.isEmpty {
+                print("No apps installed\(root.map { " in \($0)" } ?? "").")
+            } else {
+                APIApp.printTable(apps)
             }
         }
     }
@@ -37,15 +48,21 @@ struct Info: ParsableCommand {
         abstract: "Show an app: containers, uid, version, requested entitlements, install time.")
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var local: LocalMode
 
     @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"))
     var id: String
 
     func run() throws {
         try options.run {
-            let store = try options.openStore(.readOnly)
-            let view = AppView(try store.app(id), root: store.root, withEntitlements: true)
-            if options.json { Output.json(view) } else { view.printText() }
+            let app: APIApp
+            if local.noDaemon {
+                let store = try options.openStore(.readOnly)
+                app = APIApp(try store.app(id), root: store.root, withEntitlements: true)
+            } else {
+                app = try options.client.get(AppdClient.path("apps", id), as: APIApp.self)
+            }
+            if options.json { Output.json(app) } else { app.printText() }
         }
     }
 }

@@ -1,5 +1,8 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
 import ArgumentParser
 import Foundation
 
@@ -9,11 +12,13 @@ struct Uninstall: ParsableCommand {
         discussion: """
             With --keep-data the data container and the uid stay reserved for the app: \
             installing the same id again brings it back to its data ('appd list' shows it as \
-            data-kept). Uninstalling a data-kept app without --keep-data removes the data.
+            data-kept). Uninstalling a data-kept app without --keep-data removes the data. \
+            The daemon refuses while the app runs (appctl terminate ID first).
             """
     )
 
     @OptionGroup var options: GlobalOptions
+    @OptionGroup var local: LocalMode
 
     @Flag(help: "Keep the data container (and the uid) for a later reinstall.")
     var keepData = false
@@ -23,21 +28,36 @@ struct Uninstall: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let store = try options.openStore(.readWrite)
-            let result = try store.uninstall(id, keepData: keepData, onWait: options.waitNotice)
-            let view = AppView(result.app, root: store.root, withEntitlements: false)
-            if options.json {
-                Output.json(UninstallView(bundleId: result.app.bundleID, keptData: result.keptData,
-                    dataContainer: result.keptData ? view.dataContainer : nil))
-            } else if result.keptData {
-                print("Uninstalled \(result.app.bundleID); kept its data at \(view.dataContainer) (uid \(result.app.uid) stays reserved)")
+            let result: APIUninstallResult
+            if local.noDaemon {
+                let store = try options.openStore(.readWrite)
+                let local = try store.uninstall(id, keepData: keepData, onWait: options.waitNotice)
+                result = APIUninstallResult(
+                    app: APIApp(local.app, root: store.root, withEntitlements: false),
+                    keptData: local.keptData)
             } else {
-                print("Uninstalled \(result.app.bundleID) and removed its data")
+                result = try options.client.delete(
+                    AppdClient.path("apps", id, query: ["keepData": keepData ? "1" : nil]),
+                    as: APIUninstallResult.self)
+            }
+            let app = result.app
+            if options.json {
+                Output.json(
+                    UninstallView(
+                        bundleId: app.bundleId, keptData: result.keptData,
+                        dataContainer: result.keptData ? app.dataContainer : nil))
+            } else if result.keptData {
+                print(
+                    "Uninstalled \(app.bundleId); kept its data at \(app.dataContainer) (uid \(app.uid) stays reserved)"
+                )
+            } else {
+                print("Uninstalled \(app.bundleId) and removed its data")
             }
         }
     }
 }
 
+/// What `appd uninstall --json` has always printed (the daemon answers with the whole app).
 struct UninstallView: Encodable {
     var bundleId: String
     var keptData: Bool

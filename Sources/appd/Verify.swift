@@ -1,5 +1,7 @@
 import AppBundle
 import AppContainers
+import AppdAPI
+import AppdCLI
 import ArgumentParser
 import Foundation
 
@@ -36,7 +38,7 @@ struct BundleView: Encodable {
     var layout: String
     var fileCount: Int
     var totalBytes: Int64
-    var entitlements: EntitlementsView
+    var entitlements: APIEntitlements
     var warnings: [BundleProblem]
 
     init(_ bundle: AppBundle) {
@@ -49,7 +51,7 @@ struct BundleView: Encodable {
         layout = bundle.layout.rawValue
         fileCount = bundle.fileCount
         totalBytes = bundle.totalBytes
-        entitlements = EntitlementsView(bundle.entitlements)
+        entitlements = APIEntitlements(bundle.entitlements)
         warnings = bundle.warnings
     }
 

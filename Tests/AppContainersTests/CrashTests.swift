@@ -30,7 +30,7 @@ struct CrashTests {
         let scratch = Scratch()
         let root = scratch.sub("root")
         let bundle = try makeBundle(at: scratch.sub("src/Hello.app"))
-        let run = try crash(["install", "--root", root, bundle], at: point)
+        let run = try crash(["install", "--no-daemon", "--root", root, bundle], at: point)
         try recover(root)
         let apps = try store(root).apps()
         switch point {
@@ -45,7 +45,7 @@ struct CrashTests {
         }
         try expectConsistent(root)
         // And the state root still works.
-        #expect(try runAppd(["install", "--root", root, bundle]).status == 0)
+        #expect(try runAppd(["install", "--no-daemon", "--root", root, bundle]).status == 0)
         try expectConsistent(root)
     }
 
@@ -57,7 +57,7 @@ struct CrashTests {
         let note = "\(v1.dataContainer(in: StateRoot(path: root)))/Documents/note"
         try "keep me".write(toFile: note, atomically: false, encoding: .utf8)
         let v2 = try makeBundle(at: scratch.sub("v2/Hello.app"), version: "2")
-        let run = try crash(["install", "--root", root, v2], at: point)
+        let run = try crash(["install", "--no-daemon", "--root", root, v2], at: point)
         try recover(root)
         let app = try store(root).app("com.example.hello")
         // An upgrade keeps its data container, so it never reaches install.data-published and
@@ -78,7 +78,7 @@ struct CrashTests {
         let scratch = Scratch()
         let root = scratch.sub("root")
         let app = try store(root).install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app"))).app
-        let run = try crash(["uninstall", "--root", root] + (keepData ? ["--keep-data"] : []) + ["com.example.hello"], at: point)
+        let run = try crash(["uninstall", "--no-daemon", "--root", root] + (keepData ? ["--keep-data"] : []) + ["com.example.hello"], at: point)
         #expect(run.signaled || (keepData && point == "uninstall.bundle-removed"), "\(run.stderr)")
         try recover(root)
         let apps = try store(root).apps()
@@ -101,13 +101,13 @@ struct CrashTests {
         let v2 = try makeBundle(at: scratch.sub("v2/Big.app"), id: "com.example.big", version: "2", executable: "Big", extraFiles: files)
         // How long an undisturbed install takes, to spread the kills over it.
         let started = Date()
-        #expect(try runAppd(["install", "--root", root, v1]).status == 0)
+        #expect(try runAppd(["install", "--no-daemon", "--root", root, v1]).status == 0)
         let duration = Date().timeIntervalSince(started)
         var generator = SystemRandomNumberGenerator()
         var outcomes: [String: Int] = [:]
         for round in 0..<16 {
             let target = round % 2 == 0 ? v2 : v1
-            let run = try runAppd(["install", "--root", root, "--allow-downgrade", target],
+            let run = try runAppd(["install", "--no-daemon", "--root", root, "--allow-downgrade", target],
                 killAfter: Double.random(in: 0...(duration * 1.2), using: &generator))
             try recover(root)
             let app = try store(root).app("com.example.big")

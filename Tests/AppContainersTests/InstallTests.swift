@@ -211,7 +211,7 @@ struct InstallTests {
         let results = Locked<[RunResult]>([])
         for bundle in bundles {
             DispatchQueue.global().async(group: group) {
-                let result = try? runAppd(["install", "--root", root, "--allow-downgrade", bundle])
+                let result = try? runAppd(["install", "--no-daemon", "--root", root, "--allow-downgrade", bundle])
                 results.withLock { $0.append(result ?? RunResult(status: -1, signaled: false, stdout: "", stderr: "spawn failed")) }
             }
         }

@@ -1,0 +1,57 @@
+import AppdAPI
+import Foundation
+
+/// Apps as `appd list`/`appd info` have always printed them, from the API's types, so that
+/// appd (through the daemon or not) and appctl print one way.
+extension APIApp {
+    /// `appd info`, `appctl info` and the body of `appd install`'s answer.
+    public func printText() {
+        print("\(bundleId)  \(title ?? "")  \(versionText)")
+        var rows: [(String, String)] = [("state", state), ("uid/gid", "\(uid)/\(gid)")]
+        if let bundlePath { rows.append(("bundle", bundlePath)) }
+        rows.append(("data", dataContainer))
+        if let executable { rows.append(("executable", "\(executable) (\(layout ?? "?") layout)")) }
+        if let fileCount, let totalBytes {
+            rows.append(("files", "\(fileCount) (\(Output.bytes(totalBytes)))"))
+        }
+        let dates = ISO8601DateFormatter()
+        rows.append(("installed", dates.string(from: installedAt)))
+        rows.append(("updated", dates.string(from: updatedAt)))
+        if let running, running > 0 {
+            rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
+        }
+        for (label, value) in rows {
+            print("  \(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+        }
+        entitlements?.printText(indent: "  ")
+    }
+
+    /// `appd list`, `appctl list`: one row per app.
+    public static func printTable(_ apps: [APIApp]) {
+        Table.print(
+            [["BUNDLE ID", "NAME", "VERSION", "STATE", "UID"]]
+                + apps.map {
+                    [$0.bundleId, $0.title ?? "-", $0.versionText, $0.state, "\($0.uid)"]
+                })
+    }
+}
+
+extension APIEntitlements {
+    /// Every requested key, its value, and what it does here. Requested is not granted: `appd
+    /// profile` shows what the sandbox allows.
+    public func printText(indent: String) {
+        guard !requested.isEmpty else {
+            print("\(indent)entitlements: none requested")
+            return
+        }
+        print("\(indent)entitlements requested:")
+        for entry in requested {
+            print("\(indent)  \(entry.key) = \(entry.value)")
+            switch entry.status {
+            case "linux": print("\(indent)      \(entry.effect ?? "")")
+            case "no-linux-effect": print("\(indent)      no Linux effect (\(entry.effect ?? "-"))")
+            default: print("\(indent)      unknown to appd: kept, has no effect")
+            }
+        }
+    }
+}

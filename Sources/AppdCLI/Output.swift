@@ -1,0 +1,73 @@
+import AppdAPI
+import Foundation
+
+/// How appd and appctl print: text for people on stdout, JSON with `--json`, errors on stderr
+/// (or as a JSON `{"error": ...}` object on stdout with `--json`, so scripts read one stream).
+public enum Output {
+    /// The name errors start with (`appd: ...`, `appctl: ...`); set once at the top of `main`.
+    nonisolated(unsafe) public static var program = "appd"
+
+    public static func json(_ value: some Encodable) {
+        do {
+            var data = try APICoding.encoder(pretty: true).encode(value)
+            data.append(0x0A)
+            FileHandle.standardOutput.write(data)
+        } catch {
+            note("\(program): cannot encode output: \(error)")
+        }
+    }
+
+    /// As `AppdError` has always printed: the message, each problem indented, then the hint.
+    public static func fail(_ error: APIError, json useJSON: Bool) {
+        if useJSON {
+            json(APIErrorBody(error))
+        } else {
+            note("\(program): \(text(of: error))")
+        }
+    }
+
+    /// The message, the problems and the hint; not the errno, which every message of appd
+    /// that has one already spells out (`open ...: EACCES (Permission denied)`).
+    public static func text(of error: APIError) -> String {
+        var text = error.message
+        for problem in error.problems { text += "\n  \(problem)" }
+        if let hint = error.hint { text += "\nhint: \(hint)" }
+        return text
+    }
+
+    public static func note(_ text: String) {
+        FileHandle.standardError.write(Data("\(text)\n".utf8))
+    }
+
+    /// Straight to fd 1, not through stdio's buffer: streamed output (a followed log, events
+    /// into a pipe) must show as it comes.
+    public static func raw(_ bytes: UnsafeRawBufferPointer) throws {
+        guard var base = bytes.baseAddress else { return }
+        var remaining = bytes.count
+        while remaining > 0 {
+            let written = write(STDOUT_FILENO, base, remaining)
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw APIError(
+                    code: "io",
+                    message: "cannot write to stdout: \(String(cString: strerror(errno)))",
+                    errno: errno)
+            }
+            remaining -= written
+            base += written
+        }
+    }
+
+    public static func raw(_ text: String) throws {
+        try Array(text.utf8).withUnsafeBytes { try raw($0) }
+    }
+
+    public static func bytes(_ count: Int64) -> String {
+        ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
+    }
+}
+
+/// The version appd and appctl report (`--version`, `appctl version`).
+public enum AppdVersion {
+    public static let current = "0.1.0"
+}

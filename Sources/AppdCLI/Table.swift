@@ -1,0 +1,30 @@
+import Foundation
+
+/// Columns padded to their widest cell, two spaces apart, as `appd list` has always printed.
+public enum Table {
+    public static func print(_ rows: [[String]]) {
+        let columns = rows.map(\.count).max() ?? 0
+        let widths = (0..<columns).map { column in
+            rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0
+        }
+        for row in rows {
+            let line = zip(row, widths).map {
+                $0.padding(toLength: $1, withPad: " ", startingAt: 0)
+            }
+            .joined(separator: "  ")
+            Swift.print(line.trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    /// `42s`, `3m05s`, `2h07m`, `3d04h`: two units at most, which is what a glance at `ps` needs.
+    public static func duration(_ seconds: TimeInterval) -> String {
+        let total = max(0, Int(seconds.rounded(.down)))
+        let (days, hours, minutes, secs) = (
+            total / 86400, total / 3600 % 24, total / 60 % 60, total % 60
+        )
+        if days > 0 { return "\(days)d" + String(format: "%02dh", hours) }
+        if hours > 0 { return "\(hours)h" + String(format: "%02dm", minutes) }
+        if minutes > 0 { return "\(minutes)m" + String(format: "%02ds", secs) }
+        return "\(secs)s"
+    }
+}

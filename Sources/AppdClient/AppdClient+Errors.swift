@@ -1,0 +1,137 @@
+import AppdAPI
+import Foundation
+
+extension AppdClient {
+    /// Why nobody answered, in the words of the person who has to fix it.
+    func connectFailure(_ error: TransportError) -> APIError {
+        switch error {
+        case .connect(let code) where code == ENOENT || code == ECONNREFUSED || code == ENOTDIR:
+            // ECONNREFUSED: the socket file is there but its daemon is gone (a crash, or a
+            // stopped appd.service without its socket unit).
+            return APIError(
+                code: "unavailable",
+                message: "appd is not running (no daemon listening on \(socketPath))",
+                errno: code, hint: "start it: systemctl start appd.socket, or appd serve --root DIR"
+            )
+        case .connect(let code) where code == EACCES || code == EPERM:
+            return permissionFailure(code)
+        case .connect(let code):
+            return APIError(
+                code: "unavailable",
+                message: "cannot connect to appd at \(socketPath): \(errnoText(code))", errno: code)
+        case .pathTooLong(let bytes, let limit):
+            return APIError(
+                code: "unavailable",
+                message:
+                    "the socket path \(socketPath) is too long (\(bytes) bytes; a Unix socket path holds at most \(limit))",
+                hint: "use a shorter --socket or --root path")
+        case .socket(let code):
+            return APIError(
+                code: "unavailable", message: "cannot create a socket: \(errnoText(code))",
+                errno: code)
+        case .read, .write, .timedOut:
+            return APIError(
+                code: "unavailable", message: "cannot talk to appd at \(socketPath): \(error)")
+        }
+    }
+
+    /// EACCES on connect: no write permission on the socket, or no search permission on a
+    /// directory above it. The socket's group is the one to be in.
+    private func permissionFailure(_ code: Int32) -> APIError {
+        var info = stat()
+        guard stat(socketPath, &info) == 0 else {
+            return APIError(
+                code: "unavailable",
+                message: "permission denied on the socket \(socketPath) (or a directory above it)",
+                errno: code,
+                hint: "you need to be in the group that owns it; ask an admin, or use sudo")
+        }
+        let group = Self.groupName(info.st_gid)
+        let mode = String(info.st_mode & 0o777, radix: 8)
+        return APIError(
+            code: "unavailable",
+            message:
+                "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): you need to be in the group that owns it",
+            errno: code,
+            hint:
+                "ask an admin to add you: usermod -aG \(group) \(Self.userName()), then log in again; or use sudo"
+        )
+    }
+
+    static func groupName(_ gid: gid_t) -> String {
+        var group = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getgrgid_r(gid, &group, &buffer, buffer.count, &result) == 0, result != nil,
+            let name = group.gr_name
+        else {
+            return "\(gid)"
+        }
+        return String(cString: name)
+    }
+
+    static func userName() -> String {
+        var user = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(getuid(), &user, &buffer, buffer.count, &result) == 0, result != nil,
+            let name = user.pw_name
+        else {
+            return "$USER"
+        }
+        return String(cString: name)
+    }
+
+    /// A non-2xx answer: the daemon's `APIError` when the body is one, else an error that says
+    /// what came back (a proxy's HTML, a half-written body).
+    func answerError(_ head: HTTPResponseHead, body: Data?, request: HTTPRequest) -> APIError {
+        if let body, let decoded = try? APICoding.decoder().decode(APIErrorBody.self, from: body) {
+            return decoded.error
+        }
+        let text = body.map { String(decoding: $0.prefix(4096), as: UTF8.self) } ?? ""
+        let firstLine =
+            text.split(whereSeparator: \.isNewline).first.map { $0.trimmingBlanks() } ?? ""
+        var message = "appd answered \(request.summary) with \(head.status)"
+        if !head.reason.isEmpty { message += " \(HTTPResponseReader.printable(head.reason))" }
+        if !firstLine.isEmpty {
+            message += ": \(HTTPResponseReader.printable(firstLine, limit: 200))"
+        }
+        return APIError(code: Self.code(forStatus: head.status), message: message)
+    }
+
+    /// The API's code for a status (the inverse of `APIError.httpStatus`), for answers without
+    /// an error body.
+    static func code(forStatus status: Int) -> String {
+        switch status {
+        case 400: "badRequest"
+        case 403: "permissionDenied"
+        case 404: "notFound"
+        case 405: "methodNotAllowed"
+        case 409: "conflict"
+        case 413: "tooLarge"
+        case 501: "unsupported"
+        case 503: "unavailable"
+        case 400..<500: "badRequest"
+        default: "internal"
+        }
+    }
+
+    /// A decoding error as a path to the bad field, not Foundation's debug dump.
+    static func describe(decoding error: Error) -> String {
+        guard let error = error as? DecodingError else { return "\(error)" }
+        func path(_ context: DecodingError.Context) -> String {
+            let keys = context.codingPath.map {
+                $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)"
+            }.joined()
+            return keys.isEmpty ? "the top level" : String(keys.drop { $0 == "." })
+        }
+        switch error {
+        case .keyNotFound(let key, let context):
+            return "\(path(context)): missing '\(key.stringValue)'"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context),
+            .dataCorrupted(let context):
+            return "\(path(context)): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,52 @@
+import AppdAPI
+import AppdCLI
+import ArgumentParser
+import Foundation
+
+@main
+struct AppctlCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "appctl",
+        abstract: "Run and watch sandboxed apps through the appd daemon.",
+        discussion: """
+            appctl talks to the appd daemon on its socket: --socket, else APPD_SOCKET, else the \
+            daemon of --root/APPD_ROOT (<dir>/run/appd.sock), else /run/appd/appd.sock. What you \
+            may do is what the daemon's [API] settings give your uid: see 'appctl status'. Apps \
+            are installed with 'appd install'.
+
+            An app is named by its bundle id (case does not matter); an instance, one run of an \
+            app, by the 12 hex digits 'appctl launch' and 'appctl ps' print. Commands that act \
+            on instances take either: an app id means each of its running instances.
+
+            Examples:
+              appctl launch com.example.notes
+              appctl launch --console com.example.notes -- --verbose
+              appctl ps
+              appctl terminate com.example.notes
+              appctl logs -f com.example.notes
+              appctl container com.example.notes data
+              appctl events --json
+
+            Exit status: 0, or 1 on an error (with --json the error is printed on stdout as \
+            {"error": {...}}); 'launch --wait' and 'launch --console' exit with the app's code \
+            (128+N if signal N ended it, 127 if its sandbox could not be built).
+            """,
+        version: AppdVersion.current,
+        subcommands: [
+            Launch.self, Terminate.self, Kill.self, Suspend.self, Resume.self, PS.self, List.self,
+            Info.self,
+            Container.self, Logs.self, Events.self, Version.self,
+        ]
+    )
+
+    /// Accepts the global options on either side of the subcommand, as `appd` does:
+    /// `appctl --json ps` and `appctl ps --json` mean the same.
+    static func main() {
+        Output.program = "appctl"
+        main(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+    }
+
+    static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
+        GlobalArguments.hoist(arguments, valued: ["--socket", "--root"], flags: ["--json"])
+    }
+}

@@ -1,0 +1,56 @@
+import AppdAPI
+import AppdCLI
+import AppdClient
+import ArgumentParser
+
+struct Container: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Print the path of an app's container: data, bundle, or an app group's.",
+        discussion: """
+            Like 'xcrun simctl get_app_container': only the path, for scripts. 'data' is the \
+            app's home (owned by its uid), 'bundle' the installed bundle (read-only), 'group \
+            NAME' the shared container of an application group the app is entitled to.
+
+            Examples:
+              ls "$(appctl container com.example.notes data)/Documents"
+              appctl container com.example.notes group group.com.example.shared
+            """)
+
+    enum Kind: String, ExpressibleByArgument, CaseIterable {
+        case data, bundle, group
+    }
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(Completion.appIDs))
+    var id: String
+
+    @Argument(help: "Which container.")
+    var kind: Kind
+
+    @Argument(help: ArgumentHelp("For 'group': the application-group id.", valueName: "name"))
+    var group: String?
+
+    func validate() throws {
+        switch (kind, group) {
+        case (.group, nil):
+            throw ValidationError(
+                "'group' needs the application-group id: appctl container \(id) group NAME")
+        case (.data, _?), (.bundle, _?): throw ValidationError("only 'group' takes a name")
+        default: break
+        }
+    }
+
+    func run() throws {
+        try options.run {
+            let path =
+                if let group { AppdClient.path("apps", id, "containers", "group", group) } else {
+                    AppdClient.path("apps", id, "containers", kind.rawValue)
+                }
+            let container = try options.client.get(path, as: APIContainer.self)
+            if options.json { Output.json(container) } else { print(container.path) }
+        }
+    }
+}

@@ -1,0 +1,27 @@
+import AppdAPI
+import AppdClient
+import ArgumentParser
+
+struct Kill: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Kill an instance (or each of an app's) at once: its whole cgroup, no grace period.",
+        discussion: """
+            For an app that does not stop on 'appctl terminate'. Nothing in the sandbox gets a \
+            chance to clean up.
+
+            Example:
+              appctl kill com.example.notes
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    var target: Target
+
+    func run() throws {
+        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+            try client.post(AppdClient.path("instances", id, "kill"), as: APIInstance.self)
+        }
+    }
+}

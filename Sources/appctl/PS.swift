@@ -1,0 +1,97 @@
+import AppdAPI
+import AppdCLI
+import AppdClient
+import ArgumentParser
+import Foundation
+
+struct PS: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "ps",
+        abstract: "List running instances (with --all, ended ones too).",
+        discussion: """
+            One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT. For a running \
+            instance the time is how long it has run, for an ended one how long ago it ended; \
+            EXIT is the code it exited with or how it was ended (SIGSEGV, killed, \
+            out-of-memory...). PID is the launcher's on the host.
+
+            Examples:
+              appctl ps
+              appctl ps --all com.example.notes
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(name: [.short, .long], help: "Include instances that have exited.")
+    var all = false
+
+    @Argument(
+        help: ArgumentHelp(
+            "Only this app's instances (or only this instance).", valueName: "id|instance"),
+        completion: .custom(Completion.targets))
+    var target: Target?
+
+    func run() throws {
+        try options.run {
+            let client = options.client
+            let instances: [APIInstance]
+            switch target {
+            case .instance(let id)?:
+                instances = [try client.get(AppdClient.path("instances", id), as: APIInstance.self)]
+            case .app(let id)?:
+                instances = try client.get(
+                    AppdClient.path("instances", query: ["app": id, "all": all ? "1" : nil]),
+                    as: [APIInstance].self)
+            case nil:
+                instances = try client.get(
+                    AppdClient.path("instances", query: ["all": all ? "1" : nil]),
+                    as: [APIInstance].self)
+            }
+            let sorted = instances.sorted { $0.startedAt < $1.startedAt }
+            if options.json {
+                Output.json(sorted)
+            } else if sorted.isEmpty {
+                let of = target.map { if case .app(let id) = $0 { " of \(id)" } else { "" } } ?? ""
+                print(all ? "No instances\(of)." : "No running instances\(of).")
+            } else {
+                let now = Date()
+                Table.print(
+                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT"]]
+                        + sorted.map { Self.row($0, now: now) })
+            }
+        }
+    }
+
+    static func row(_ instance: APIInstance, now: Date) -> [String] {
+        let time =
+            if let ended = instance.endedAt {
+                "\(Table.duration(now.timeIntervalSince(ended))) ago"
+            } else {
+                Table.duration(now.timeIntervalSince(instance.startedAt))
+            }
+        return [
+            instance.id, instance.app, instance.state.rawValue, instance.pid.map { "\($0)" } ?? "-",
+            time,
+            instance.exit.map(shortExit) ?? "-",
+        ]
+    }
+
+    /// The EXIT column: the code for an app that exited by itself, else how it ended.
+    static func shortExit(_ exit: APIExit) -> String {
+        switch exit.reason {
+        case .exited: exit.code.map { "\($0)" } ?? "exited"
+        case .signaled: exit.signal.map(signalName) ?? "signaled"
+        default: exit.reason.rawValue
+        }
+    }
+
+    static func signalName(_ signal: Int32) -> String {
+        let names = [
+            1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 5: "SIGTRAP", 6: "SIGABRT",
+            7: "SIGBUS", 8: "SIGFPE",
+            9: "SIGKILL", 10: "SIGUSR1", 11: "SIGSEGV", 12: "SIGUSR2", 13: "SIGPIPE", 14: "SIGALRM",
+            15: "SIGTERM",
+            24: "SIGXCPU", 25: "SIGXFSZ", 31: "SIGSYS",
+        ]
+        return names[Int(signal)] ?? "signal \(signal)"
+    }
+}

@@ -1,0 +1,23 @@
+import AppdAPI
+import AppdClient
+import ArgumentParser
+
+struct Resume: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Thaw a suspended instance (or each of an app's).",
+        discussion: """
+            Example:
+              appctl resume 3f2a9c01d4e7
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    var target: Target
+
+    func run() throws {
+        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+            try client.post(AppdClient.path("instances", id, "resume"), as: APIInstance.self)
+        }
+    }
+}

@@ -1,0 +1,26 @@
+import AppdAPI
+import AppdClient
+import ArgumentParser
+
+struct Suspend: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Freeze an instance (or each of an app's): no CPU until 'appctl resume'.",
+        discussion: """
+            The instance's cgroup is frozen: its processes stay in memory, keep their state and \
+            get no CPU time. They do not notice, unlike SIGSTOP.
+
+            Example:
+              appctl suspend com.example.notes && appctl resume com.example.notes
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    var target: Target
+
+    func run() throws {
+        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+            try client.post(AppdClient.path("instances", id, "suspend"), as: APIInstance.self)
+        }
+    }
+}

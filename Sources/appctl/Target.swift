@@ -1,0 +1,74 @@
+import AppdAPI
+import AppdClient
+import ArgumentParser
+
+/// What a command acts on: one instance (12 hex digits, never a bundle id, which needs a dot)
+/// or an app, meaning its instances.
+enum Target: Equatable, ExpressibleByArgument {
+    case instance(String)
+    case app(String)
+
+    init(_ argument: String) {
+        let hex = argument.utf8.allSatisfy {
+            (48...57).contains($0) || (65...70).contains($0) || (97...102).contains($0)
+        }
+        self = argument.utf8.count == 12 && hex ? .instance(argument) : .app(argument)
+    }
+
+    init?(argument: String) {
+        guard !argument.isEmpty else { return nil }
+        self.init(argument)
+    }
+
+    static let help = ArgumentHelp(
+        "A bundle id (each of its running instances), or an instance id (12 hex digits).",
+        valueName: "id|instance")
+}
+
+extension AppdClient {
+    /// The ids of the instances `target` names: itself, or each running instance of the app,
+    /// oldest first. An app without any is an error that names it (or the daemon's notFound,
+    /// when it is not installed).
+    func liveInstances(_ target: Target) throws(APIError) -> [String] {
+        switch target {
+        case .instance(let id):
+            return [id]
+        case .app(let id):
+            let live = try get(
+                AppdClient.path("instances", query: ["app": id]), as: [APIInstance].self
+            )
+            .filter { $0.state != .exited }.sorted { $0.startedAt < $1.startedAt }
+            guard live.isEmpty else { return live.map(\.id) }
+            throw noRunningInstance(id)
+        }
+    }
+
+    func noRunningInstance(_ app: String) -> APIError {
+        // Not installed at all says more than "no running instance".
+        do {
+            _ = try get(AppdClient.path("apps", app), as: APIApp.self)
+        } catch {
+            return error
+        }
+        return APIError(
+            code: "notFound", message: "\(app) has no running instance",
+            hint: "start one: appctl launch \(app)")
+    }
+
+    /// The instance `target` names, or the app's most recent one, running or not.
+    func latestInstance(_ target: Target) throws(APIError) -> String {
+        switch target {
+        case .instance(let id):
+            return id
+        case .app(let id):
+            let all = try get(
+                AppdClient.path("instances", query: ["app": id, "all": "1"]), as: [APIInstance].self
+            )
+            if let latest = all.max(by: { $0.startedAt < $1.startedAt }) { return latest.id }
+            _ = try get(AppdClient.path("apps", id), as: APIApp.self)
+            throw APIError(
+                code: "notFound", message: "\(id) has no instance, running or ended",
+                hint: "start one: appctl launch \(id)")
+        }
+    }
+}

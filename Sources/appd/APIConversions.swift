@@ -1,0 +1,74 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import Foundation
+
+// The in-process path (`--no-daemon`, `verify`) prints the daemon's wire types, so that a
+// command reads the same whichever way it ran.
+
+extension APIApp {
+    init(_ app: InstalledApp, root: StateRoot, withEntitlements: Bool) {
+        self.init(
+            bundleId: app.bundleID, state: app.state.rawValue, title: app.title,
+            version: app.version,
+            shortVersion: app.shortVersion, uid: app.uid, gid: app.gid,
+            bundleContainer: app.bundleContainer(in: root), bundlePath: app.bundlePath(in: root),
+            dataContainer: app.dataContainer(in: root), executable: app.executable,
+            layout: app.layout,
+            fileCount: app.fileCount, totalBytes: app.totalBytes, installedAt: app.installedAt,
+            updatedAt: app.updatedAt)
+        if withEntitlements, let decoded = try? app.decodedEntitlements() {
+            entitlements = APIEntitlements(decoded)
+        }
+    }
+}
+
+extension APIEntitlements {
+    init(_ entitlements: Entitlements) {
+        self.init(
+            requested: entitlements.report.map(APIEntitlement.init),
+            unknown: entitlements.unknownKeys)
+    }
+}
+
+extension APIEntitlement {
+    init(_ report: EntitlementReport) {
+        let (status, effect): (String, String?) =
+            switch report.meaning {
+            case .linux(let effect, _): ("linux", effect)
+            case .noLinuxEffect(let what): ("no-linux-effect", what)
+            case .unknown: ("unknown", nil)
+            }
+        self.init(key: report.key, value: JSONValue(report.value), status: status, effect: effect)
+    }
+}
+
+extension JSONValue {
+    /// As `appd --json` has always written a plist value: dates as ISO 8601 text, data as base64.
+    init(_ value: PlistValue) {
+        switch value {
+        case .bool(let value): self = .bool(value)
+        case .integer(let value): self = .number(Double(value))
+        case .real(let value): self = .number(value)
+        case .string(let value): self = .string(value)
+        case .date(let value): self = .string(ISO8601DateFormatter().string(from: value))
+        case .data(let value): self = .string(value.base64EncodedString())
+        case .array(let items): self = .array(items.map(JSONValue.init))
+        case .dictionary(let dict): self = .object(dict.mapValues(JSONValue.init))
+        }
+    }
+}
+
+extension APIError {
+    init(_ error: AppdError) {
+        self.init(
+            code: error.code.rawValue, message: error.message,
+            problems: error.problems.map(APIProblem.init), errno: error.errno, hint: error.hint)
+    }
+}
+
+extension APIProblem {
+    init(_ problem: BundleProblem) {
+        self.init(path: problem.path, message: problem.message)
+    }
+}

@@ -1,0 +1,162 @@
+import AppdAPI
+import AppdCLI
+import ArgumentParser
+import Foundation
+import Testing
+
+@testable import appctl
+
+/// Parses a command line the way `appctl` does: global options hoisted, then ArgumentParser.
+func parse(_ arguments: [String]) throws -> ParsableCommand {
+    try AppctlCommand.parseAsRoot(AppctlCommand.hoistingGlobalOptions(arguments))
+}
+
+@Suite("appctl arguments")
+struct AppctlArgumentTests {
+    @Test(
+        "12 hex digits are an instance id; anything else is an app id",
+        arguments: [
+            ("3f2a9c01d4e7", Target.instance("3f2a9c01d4e7")),
+            ("3F2A9C01D4E7", .instance("3F2A9C01D4E7")),
+            ("000000000000", .instance("000000000000")),
+            ("com.example.notes", .app("com.example.notes")),
+            ("3f2a9c01d4e", .app("3f2a9c01d4e")),
+            ("3f2a9c01d4e70", .app("3f2a9c01d4e70")),
+            ("3f2a9c01d4eg", .app("3f2a9c01d4eg")),
+            ("deadbeef.cafe", .app("deadbeef.cafe")),
+        ])
+    func targets(argument: String, expected: Target) throws {
+        #expect(Target(argument) == expected)
+        let command = try #require(try parse(["terminate", argument]) as? Terminate)
+        #expect(command.target == expected)
+    }
+
+    @Test("arguments after -- go to the app, options among them included")
+    func launchArguments() throws {
+        let launch = try #require(
+            try parse([
+                "launch", "--console", "com.example.notes", "--", "--verbose", "--json", "-x", "--",
+            ]) as? Launch)
+        #expect(launch.id == "com.example.notes")
+        #expect(launch.console && !launch.wait)
+        #expect(launch.arguments == ["--verbose", "--json", "-x", "--"])
+        #expect(!launch.options.json)
+        let bare = try #require(try parse(["launch", "com.example.notes"]) as? Launch)
+        #expect(bare.arguments.isEmpty)
+    }
+
+    @Test("app arguments without -- are refused, not taken for appctl's")
+    func launchWithoutTerminator() {
+        #expect(throws: (any Error).self) {
+            try parse(["launch", "com.example.notes", "--verbose"])
+        }
+        #expect(throws: (any Error).self) { try parse(["launch", "com.example.notes", "extra"]) }
+    }
+
+    @Test(
+        "global options mean the same before and after the subcommand",
+        arguments: [
+            ["--json", "--socket", "/tmp/a.sock", "--root", "/srv/appd", "ps", "--all"],
+            ["ps", "--all", "--json", "--socket", "/tmp/a.sock", "--root", "/srv/appd"],
+            ["--socket=/tmp/a.sock", "ps", "--root=/srv/appd", "-a", "--json"],
+            ["--root", "/srv/appd", "ps", "--json", "--socket=/tmp/a.sock", "--all"],
+        ])
+    func globalOptions(arguments: [String]) throws {
+        let ps = try #require(try parse(arguments) as? PS)
+        #expect(ps.options.json && ps.all)
+        #expect(ps.options.socket == "/tmp/a.sock")
+        #expect(ps.options.root == "/srv/appd")
+        #expect(ps.target == nil)
+    }
+
+    @Test("hoisting stops at the subcommand: what follows it is left alone")
+    func hoistingStops() throws {
+        let launch = try #require(
+            try parse(["--json", "launch", "com.example.notes", "--", "--socket", "x"]) as? Launch)
+        #expect(launch.options.json)
+        #expect(launch.options.socket == nil)
+        #expect(launch.arguments == ["--socket", "x"])
+        #expect(
+            GlobalArguments.hoist(["--json"], valued: ["--socket"], flags: ["--json"]) == ["--json"]
+        )
+        #expect(
+            GlobalArguments.hoist(["--socket"], valued: ["--socket"], flags: ["--json"]) == [
+                "--socket"
+            ])
+    }
+
+    @Test("terminate takes a grace period, not a negative one")
+    func grace() throws {
+        let terminate = try #require(
+            try parse(["terminate", "--grace", "2.5", "com.example.notes"]) as? Terminate)
+        #expect(terminate.grace == 2.5)
+        #expect(throws: (any Error).self) {
+            try parse(["terminate", "--grace", "-1", "com.example.notes"])
+        }
+    }
+
+    @Test("container: group needs its name, the others take none")
+    func container() throws {
+        let group = try #require(
+            try parse(["container", "com.example.notes", "group", "group.com.example"])
+                as? Container)
+        #expect(group.kind == .group && group.group == "group.com.example")
+        #expect(
+            (try parse(["container", "com.example.notes", "data"]) as? Container)?.kind == .data)
+        #expect(throws: (any Error).self) {
+            try parse(["container", "com.example.notes", "group"])
+        }
+        #expect(throws: (any Error).self) {
+            try parse(["container", "com.example.notes", "data", "extra"])
+        }
+        #expect(throws: (any Error).self) { try parse(["container", "com.example.notes", "home"]) }
+    }
+
+    @Test("status is version; logs -f follows")
+    func aliases() throws {
+        #expect(try parse(["status"]) is Version)
+        #expect(try parse(["version", "--json"]) is Version)
+        let logs = try #require(try parse(["logs", "-f", "3f2a9c01d4e7"]) as? Logs)
+        #expect(logs.follow && logs.target == .instance("3f2a9c01d4e7"))
+    }
+}
+
+@Suite("appctl output")
+struct AppctlOutputTests {
+    @Test("ps's EXIT column: the code, the signal's name, or how it was ended")
+    func exitColumn() {
+        #expect(PS.shortExit(APIExit(reason: .exited, code: 3)) == "3")
+        #expect(PS.shortExit(APIExit(reason: .signaled, signal: 11)) == "SIGSEGV")
+        #expect(PS.shortExit(APIExit(reason: .killedAfterGrace, signal: 9)) == "killed-after-grace")
+        #expect(
+            PS.shortExit(APIExit(reason: .failedToLaunch, message: "no Landlock"))
+                == "failed-to-launch")
+    }
+
+    @Test("durations keep two units at most")
+    func durations() {
+        #expect(Table.duration(42.9) == "42s")
+        #expect(Table.duration(185) == "3m05s")
+        #expect(Table.duration(2 * 3600 + 7 * 60 + 59) == "2h07m")
+        #expect(Table.duration(3 * 86400 + 4 * 3600) == "3d04h")
+        #expect(Table.duration(-5) == "0s")
+    }
+
+    @Test("an event reads as time, kind, app, instance and what happened")
+    func eventLine() {
+        let time = Date(timeIntervalSince1970: 1_700_000_000)
+        let dates = ISO8601DateFormatter()
+        let exited = APIEvent(
+            seq: 4, time: time, kind: .exited, app: "com.example.notes", instance: "3f2a9c01d4e7",
+            exit: APIExit(reason: .exited, code: 0))
+        #expect(
+            Events.text(exited, dates: dates)
+                == "2023-11-14T22:13:20Z  exited       com.example.notes  3f2a9c01d4e7  exited with code 0"
+        )
+        let installed = APIEvent(
+            seq: 5, time: time, kind: .installed, app: "com.example.notes", version: "3")
+        #expect(
+            Events.text(installed, dates: dates)
+                == "2023-11-14T22:13:20Z  installed    com.example.notes  -  version 3")
+    }
+}
