@@ -22,9 +22,6 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: ArgumentHelp("Listen here instead ([API] Socket= or the state root's default).", valueName: "path"))
-    var socket: String?
-
     func run() throws {
         try options.run {
             guard geteuid() == 0 else {
@@ -39,7 +36,7 @@ struct Serve: ParsableCommand {
                 return handler
             }
             let logger = Logger(label: "appd")
-            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: socket), logger: logger)
+            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket), logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
