@@ -112,5 +112,8 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests"),
+        // The real daemon (the built appd serve) on a private state root: supervision, restarts,
+        // permissions, the command-line tools against it.
+        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient"]),
     ]
 )

@@ -13,6 +13,9 @@
 //   probe read PATH | write PATH | list PATH | exec PATH
 //   probe connect HOST PORT | connect-abstract NAME | bind PORT | listen-unix
 //   probe ptrace | jit | env | sleep SECONDS | exit CODE
+//   probe ignore-term SECONDS   (sleeps with SIGTERM ignored: for the grace period)
+//   probe spin SECONDS          (burns CPU: for suspend)
+//   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -27,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
@@ -384,6 +388,23 @@ int main(int argc, char **argv) {
         for (char **e = environ; *e; e++) printf("env: value %s\n", *e);
     } else if (!strcmp(mode, "sleep") && argc > 2) sleep(atoi(argv[2]));
     else if (!strcmp(mode, "exit") && argc > 2) return atoi(argv[2]);
+    else if (!strcmp(mode, "ignore-term") && argc > 2) {
+        signal(SIGTERM, SIG_IGN);
+        printf("ignore-term: value ready\n");
+        fflush(stdout);
+        sleep(atoi(argv[2]));
+    } else if (!strcmp(mode, "spin") && argc > 2) {
+        time_t end = time(NULL) + atoi(argv[2]);
+        volatile unsigned long n = 0;
+        while (time(NULL) < end) n++;
+    } else if (!strcmp(mode, "alloc") && argc > 2) {
+        size_t total = (size_t)atoi(argv[2]) << 20;
+        char *memory = malloc(total);
+        for (size_t i = 0; memory && i < total; i += 4096) memory[i] = 1;
+        printf("alloc: value %s MiB touched\n", argv[2]);
+        fflush(stdout);
+        sleep(30);
+    }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

@@ -17,3 +17,7 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 }
 
 int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
+
+int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+}

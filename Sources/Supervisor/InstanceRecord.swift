@@ -30,8 +30,11 @@ struct RecordStore: Sendable {
 
     init(runtimeDirectory: String) throws {
         directory = "\(runtimeDirectory)/instances"
-        for path in [runtimeDirectory, directory] where mkdir(path, 0o755) != 0 && errno != EEXIST {
-            throw AppdError.system("mkdir \(path)")
+        // The runtime directory holds the socket, which callers must reach (its own mode and
+        // group decide who may connect); the records are root's.
+        for (path, mode) in [(runtimeDirectory, mode_t(0o755)), (directory, mode_t(0o700))] {
+            if mkdir(path, mode) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(path)") }
+            guard chmod(path, mode) == 0 else { throw AppdError.system("chmod \(path)") }
         }
     }
 

@@ -167,6 +167,9 @@ public struct SandboxLaunch {
         posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
         posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
         posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
+        // Nothing else of ours reaches the launcher, close-on-exec or not: an fd the caller's
+        // parent left open (a pipe its Process waits on) would live as long as the app.
+        appd_spawn_closefrom(&actions, 6)
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

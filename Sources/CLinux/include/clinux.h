@@ -23,3 +23,8 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 int appd_memfd(const char *name);
 
 #endif
+
+#include <spawn.h>
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34), which Swift's Glibc module does not
+/// export: the child closes every fd from `lowest` up before exec.
+int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest);

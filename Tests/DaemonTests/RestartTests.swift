@@ -1,0 +1,93 @@
+import AppdAPI
+import AppdClient
+import Foundation
+import Testing
+
+@Suite("restarting the daemon loses nothing", .serialized, rootOnly)
+struct RestartTests {
+    @Test("5 apps running, the daemon SIGKILLed and started again: ps shows all 5, terminate works, exit codes are right")
+    func crashAndReadopt() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.survivor")
+        var ids: [String] = []
+        for _ in 0..<5 { ids.append(try daemon.launch("com.example.survivor", ["sleep", "120"]).id) }
+        // One more that ends while no daemon runs: its launcher writes the status down.
+        let brief = try daemon.launch("com.example.survivor", ["ignore-term", "2"]).id
+        #expect(try daemon.eventually { try daemon.logs(brief).contains("ready") })
+
+        // The launchers hold nothing of the daemon (no socket, no pipe of its parent): stdin,
+        // the log on stdout/stderr, the status file, and the report pipe it shares with its
+        // own child (PID 1 of the app's namespace).
+        let launcher = try #require(try daemon.instance(ids[0]).pid)
+        let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(launcher)/fd").compactMap(Int.init).sorted()
+        #expect(fds == [0, 1, 2, 3, 5])
+        let report = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/3")
+        let child = try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
+            .split(separator: " ").first.map(String.init) ?? ""
+        let childFDs = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd")
+            .compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/fd/\($0)") }
+        #expect(childFDs.contains(report), "fd 3 (\(report)) is not the launcher's own report pipe")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/5").hasSuffix(".status"))
+
+        daemon.crash()
+        usleep(2_500_000)
+        try daemon.start()
+
+        let live = try daemon.client.get("/v1/instances", as: [APIInstance].self)
+        #expect(Set(live.map(\.id)) == Set(ids), "\(daemon.serveLog)")
+        #expect(live.allSatisfy { $0.state == .running })
+        let ended = try daemon.instance(brief)
+        #expect(ended.state == .exited)
+        #expect(ended.exit == APIExit(reason: .exited, code: 0))
+
+        // Terminate and kill work on adopted instances (not children of this daemon).
+        for id in ids.prefix(4) {
+            _ = try daemon.client.post("/v1/instances/\(id)/terminate", body: TerminateRequest(grace: 5), as: APIInstance.self)
+            #expect(try daemon.wait(id).exit == APIExit(reason: .terminated, signal: SIGTERM))
+        }
+        _ = try daemon.client.post("/v1/instances/\(ids[4])/kill", as: APIInstance.self)
+        #expect(try daemon.wait(ids[4]).exit?.reason == .killed)
+        #expect(try daemon.client.get("/v1/instances", as: [APIInstance].self).isEmpty)
+    }
+
+    @Test("a clean stop leaves the apps running for the next start")
+    func cleanStop() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.stay")
+        let instance = try daemon.launch("com.example.stay", ["sleep", "120"])
+        daemon.stop()
+        let pid = try #require(instance.pid)
+        #expect(kill(pid, 0) == 0)
+        try daemon.start()
+        #expect(try daemon.instance(instance.id).state == .running)
+    }
+
+    @Test("events: a subscriber sees launched and exited, with the exit")
+    func events() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.events")
+        let box = EventBox()
+        let client = daemon.client
+        let reader = Thread {
+            try? client.streamLines("/v1/events") { line in
+                if let event = try? APICoding.decoder().decode(APIEvent.self, from: line) { box.append(event) }
+                if box.count >= 2 { throw CancellationError() }
+            }
+        }
+        reader.start()
+        usleep(300_000)
+        let instance = try daemon.launch("com.example.events", ["exit", "4"])
+        #expect(daemon.eventually { box.count >= 2 })
+        let events = box.events.filter { $0.instance == instance.id }
+        #expect(events.map(\.kind) == [.launched, .exited])
+        #expect(events.last?.exit == APIExit(reason: .exited, code: 4))
+    }
+}
+
+final class EventBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [APIEvent] = []
+    func append(_ event: APIEvent) { lock.withLock { stored.append(event) } }
+    var events: [APIEvent] { lock.withLock { stored } }
+    var count: Int { lock.withLock { stored.count } }
+}
