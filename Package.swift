@@ -115,5 +115,6 @@ let package = Package(
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
         // permissions, the command-line tools against it.
         .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient"]),
+        .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
     ]
 )
