@@ -16,6 +16,7 @@
 //   probe ignore-term SECONDS   (sleeps with SIGTERM ignored: for the grace period)
 //   probe spin SECONDS          (burns CPU: for suspend)
 //   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
+//   probe chatter LINES         (prints LINES numbered lines of 100 bytes, then sleeps 3 s: logs)
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -397,6 +398,10 @@ int main(int argc, char **argv) {
         time_t end = time(NULL) + atoi(argv[2]);
         volatile unsigned long n = 0;
         while (time(NULL) < end) n++;
+    } else if (!strcmp(mode, "chatter") && argc > 2) {
+        for (int i = 0, n = atoi(argv[2]); i < n; i++) printf("chatter line %07d %.80s\n", i, "................................................................................");
+        fflush(stdout);
+        sleep(3);
     } else if (!strcmp(mode, "alloc") && argc > 2) {
         size_t total = (size_t)atoi(argv[2]) << 20;
         char *memory = malloc(total);

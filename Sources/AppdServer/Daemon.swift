@@ -57,7 +57,7 @@ public final class Daemon: Service {
         let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
         let listener = try await server.bind(
             path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,
-            groupID: try Self.socketGroup(options.config.api.socketGroup, logger: logger))
+            groupID: adopted == nil ? try Self.socketGroup(options.config.api.socketGroup, logger: logger) : nil)
         let shown = adopted.map { "fd \($0) from systemd" } ?? path
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)

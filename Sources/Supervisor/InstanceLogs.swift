@@ -27,8 +27,10 @@ struct InstanceLogs: Sendable {
         return fd
     }
 
-    /// Rotates the log when it is over the limit. Lines written between the copy and the
-    /// truncation are lost; that window is a copy of at most `maxBytes`.
+    /// Rotates the log when it is over the limit: its last `maxBytes` become `.log.1`, and it is
+    /// truncated. Lines written between the copy and the truncation are lost; that window is a
+    /// copy of at most `maxBytes`. So an instance keeps at most `maxBytes` in `.log.1` plus
+    /// what it wrote since the last check (once a second) in `.log`.
     func rotateIfNeeded(_ path: String) {
         var info = stat()
         guard stat(path, &info) == 0, Int64(info.st_size) > maxBytes else { return }
@@ -40,6 +42,7 @@ struct InstanceLogs: Sendable {
         let target = Glibc.open(rotated, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard target >= 0 else { return }
         defer { close(target) }
+        lseek(source, off_t(max(0, Int64(info.st_size) - maxBytes)), SEEK_SET)
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             let count = read(source, &buffer, buffer.count)

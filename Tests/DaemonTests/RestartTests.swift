@@ -91,3 +91,37 @@ final class EventBox: @unchecked Sendable {
     var events: [APIEvent] { lock.withLock { stored } }
     var count: Int { lock.withLock { stored.count } }
 }
+
+@Suite("socket activation", .serialized, rootOnly)
+struct SocketActivationTests {
+    @Test("appd serve adopts the listening socket systemd passes (LISTEN_FDS), started on the first connection")
+    func adoptsPassedSocket() throws {
+        let directory = "/var/tmp/appd-activation-test-\(getpid())"
+        try FileManager.default.createDirectory(atPath: "\(directory)/root", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let socket = "\(directory)/activation.sock"
+        let activator = Process()
+        activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
+        activator.arguments = ["-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root"]
+        activator.standardError = FileHandle.nullDevice
+        try activator.run()
+        defer {
+            kill(activator.processIdentifier, SIGTERM)
+            activator.waitUntilExit()
+        }
+        #expect(TestDaemon.eventuallyExists(socket))
+        // The first connection starts appd, which answers on the very socket it was handed.
+        let info = try AppdClient(socketPath: socket, timeout: 20).get("/v1/version", as: APIDaemonInfo.self)
+        #expect(info.stateRoot == "\(directory)/root")
+        #expect(info.pid == activator.processIdentifier)  // systemd-socket-activate execs appd
+        // It did not create a socket of its own.
+        #expect(!FileManager.default.fileExists(atPath: "\(directory)/root/run/appd.sock"))
+    }
+}
+
+extension TestDaemon {
+    static func eventuallyExists(_ path: String) -> Bool {
+        for _ in 0..<100 where !FileManager.default.fileExists(atPath: path) { usleep(50_000) }
+        return FileManager.default.fileExists(atPath: path)
+    }
+}

@@ -129,3 +129,25 @@ struct SupervisionTests {
         #expect(try daemon.run("appd", ["uninstall", "com.example.busy"]).code == 0)
     }
 }
+
+@Suite("instance logs", .serialized, rootOnly)
+struct LogTests {
+    @Test("an instance's log is rotated past LogMaxBytes: .log.1 keeps the newest part, logs serve both in order")
+    func rotation() throws {
+        let daemon = try TestDaemon(config: "LogMaxBytes=16K\n")
+        try daemon.installProbe("com.example.chatty")
+        // 2,000 lines of 100 bytes: 200 KB, far over the limit, then 3 s asleep for the rotation.
+        let instance = try daemon.launch("com.example.chatty", ["chatter", "2000"])
+        #expect(try daemon.eventually(5) { FileManager.default.fileExists(atPath: instance.log + ".1") })
+        _ = try daemon.wait(instance.id)
+        var info = stat()
+        #expect(stat(instance.log + ".1", &info) == 0)
+        #expect(info.st_size <= 16 * 1024)
+        let text = try daemon.logs(instance.id)
+        // The newest lines are kept, the oldest gone, and what is served is in order.
+        #expect(text.contains("chatter line 0001999"))
+        #expect(!text.contains("chatter line 0000000"))
+        let numbers = text.split(separator: "\n").compactMap { $0.split(separator: " ").dropFirst(2).first.flatMap { Int($0) } }
+        #expect(numbers == numbers.sorted())
+    }
+}
