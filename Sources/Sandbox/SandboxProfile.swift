@@ -150,7 +150,7 @@ public struct LandlockRules: Sendable, Equatable, Codable {
 /// The seccomp part: a default-allow filter with a deny list, refusing foreign syscall ABIs.
 /// Kept as data (not BPF) so `appd profile` can show it and tests can reason about it;
 /// `SeccompCompiler` exports the BPF.
-public struct SeccompRules: Sendable, Equatable, Codable {
+public struct SeccompRules: Sendable, Hashable, Codable {
     public var rules: [SeccompRule] = []
     /// Refuse to launch without a filter. False only with an explicit weaker mode.
     public var required = true
@@ -158,8 +158,8 @@ public struct SeccompRules: Sendable, Equatable, Codable {
     public init() {}
 }
 
-public struct SeccompRule: Sendable, Equatable, Codable {
-    public enum Action: Sendable, Equatable, Codable {
+public struct SeccompRule: Sendable, Hashable, Codable {
+    public enum Action: Sendable, Hashable, Codable {
         /// Fail the call with this errno.
         case errno(Int32)
         /// Allow it but log it (used to let one exact value through a rule that refuses the
@@ -167,8 +167,8 @@ public struct SeccompRule: Sendable, Equatable, Codable {
         case log
     }
     /// Compared against syscall argument `index`. `maskedEqual` compares `(arg & mask) == value`.
-    public struct Condition: Sendable, Equatable, Codable {
-        public enum Operator: String, Sendable, Codable {
+    public struct Condition: Sendable, Hashable, Codable {
+        public enum Operator: String, Sendable, Hashable, Codable {
             case equal, notEqual, greater, greaterOrEqual, less, maskedEqual
         }
         public var index: Int

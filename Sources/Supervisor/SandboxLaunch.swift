@@ -48,6 +48,9 @@ public struct SandboxLaunch {
     public var keepStdin: Bool
     /// The app's stdin instead (a terminal for a console); overrides keepStdin.
     public var input: Int32?
+    /// The profile's seccomp filter compiled already (the daemon caches it per rule set);
+    /// nil compiles it here.
+    public var bpf: [UInt8]?
 
     public init(
         profile: SandboxProfile, launcher: String, cgroups: CgroupSettings, limits: CgroupLimits,
@@ -112,7 +115,7 @@ public struct SandboxLaunch {
         let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
         do {
             profile.cgroupProcs = cgroup.procsFiles
-            let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
+            let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
             defer { close(profileFD) }
             let bpfFD = try Self.memfd("appd-seccomp", bpf)

@@ -32,6 +32,9 @@ public actor Supervisor {
     }
 
     var entries: [String: Entry] = [:]
+    /// Compiled seccomp filters by rule set: every app with the same entitlements shares one,
+    /// so libseccomp runs once per rule set, not once per launch.
+    var bpfCache: [SeccompRules: [UInt8]] = [:]
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
 
@@ -75,8 +78,15 @@ public actor Supervisor {
             close(output)
             close(status)
         }
-        let launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
+        var launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
             limits: profile.cgroupLimits, output: output)
+        if profile.seccomp.required {
+            if bpfCache[profile.seccomp] == nil, bpfCache.count > 256 { bpfCache.removeAll() }
+            launch.bpf = try bpfCache[profile.seccomp] ?? SeccompCompiler.bpf(for: profile.seccomp)
+            bpfCache[profile.seccomp] = launch.bpf
+        } else {
+            launch.bpf = []
+        }
         let started: SandboxLaunch.Started
         do {
             started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
