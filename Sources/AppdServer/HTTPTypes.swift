@@ -49,17 +49,19 @@ struct Request {
 /// The parts of one connection, read in order by request after request.
 final class PartReader {
     private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    /// Called on every part, so a slow client's deadline moves only while data arrives.
-    var onProgress: () -> Void = {}
+    /// Armed only while waiting for a part: the client is slow then, not when a handler takes
+    /// long (`wait` answers when the instance exits) or an answer streams.
+    private let deadline: Deadline
 
-    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>) {
+    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline) {
         iterator = inbound.makeAsyncIterator()
+        self.deadline = deadline
     }
 
     func next() async throws -> HTTPServerRequestPart? {
-        let part = try await iterator.next()
-        if part != nil { onProgress() }
-        return part
+        deadline.reset()
+        defer { deadline.cancel() }
+        return try await iterator.next()
     }
 }
 
