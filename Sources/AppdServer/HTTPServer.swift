@@ -104,6 +104,10 @@ final class HTTPServer: Sendable {
                     } catch {
                         keepAlive = false
                     }
+                    // A parse error inside the body was answered by NIO's error handler with 400
+                    // already; a second answer to the same request breaks HTTP (and trips NIO's
+                    // pipeline assertion, which killed a debug daemon).
+                    if reader.broken { return }
                     try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
                     if case .stream = reply { return }
                     if !keepAlive { return }

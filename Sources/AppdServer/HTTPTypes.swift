@@ -52,6 +52,9 @@ final class PartReader {
     /// Armed only while waiting for a part: the client is slow then, not when a handler takes
     /// long (`wait` answers when the instance exits) or an answer streams.
     private let deadline: Deadline
+    /// The input failed (a parse error, the deadline, a reset): no request can be read to its
+    /// end any more.
+    private(set) var broken = false
 
     init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline) {
         iterator = inbound.makeAsyncIterator()
@@ -61,7 +64,12 @@ final class PartReader {
     func next() async throws -> HTTPServerRequestPart? {
         deadline.reset()
         defer { deadline.cancel() }
-        return try await iterator.next()
+        do {
+            return try await iterator.next()
+        } catch {
+            broken = true
+            throw error
+        }
     }
 }
 
