@@ -65,7 +65,13 @@ public final class Daemon: Service {
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
         do {
-            try await cancelWhenGracefulShutdown { try await server.serve(listener) }
+            try await withGracefulShutdownHandler {
+                try await cancelWhenGracefulShutdown { try await server.serve(listener) }
+            } onGracefulShutdown: {
+                // serve() returns once every connection is done, and a `wait` long poll is
+                // done only when its instance exits (minutes, or never): answer them now.
+                Task { await supervisor.shutdown() }
+            }
         } catch is CancellationError {}
         let running = await supervisor.instances().count
         logger.info("stopping: \(running) running instance(s) keep running")
