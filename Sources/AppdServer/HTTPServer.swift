@@ -108,7 +108,16 @@ final class HTTPServer: Sendable {
                     // already; a second answer to the same request breaks HTTP (and trips NIO's
                     // pipeline assertion, which killed a debug daemon).
                     if reader.broken { return }
-                    try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                    if case .json = reply {
+                        // An answer made is an answer sent, also when appd is stopping: NIO's
+                        // writer refuses a cancelled task, and a launch's caller must learn its
+                        // instance, a waiter that appd stops.
+                        try await Task { [keepAlive] in
+                            try await self.write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                        }.value
+                    } else {
+                        try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                    }
                     if case .stream = reply { return }
                     if !keepAlive { return }
                 }

@@ -52,8 +52,8 @@ final class PartReader {
     /// Armed only while waiting for a part: the client is slow then, not when a handler takes
     /// long (`wait` answers when the instance exits) or an answer streams.
     private let deadline: Deadline
-    /// The input failed (a parse error, the deadline, a reset): no request can be read to its
-    /// end any more.
+    /// The input failed (a parse error, a reset): no request can be read to its end any more.
+    /// Not so when appd stops (the task is cancelled): a request in flight is still answered.
     private(set) var broken = false
 
     init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline) {
@@ -66,7 +66,7 @@ final class PartReader {
         defer { deadline.cancel() }
         do {
             return try await iterator.next()
-        } catch {
+        } catch where !(error is CancellationError) {
             broken = true
             throw error
         }
@@ -121,7 +121,7 @@ final class RequestBody {
 }
 
 /// What a handler answers.
-enum Reply {
+enum Reply: Sendable {
     case json(status: Int, Data)
     /// A chunked body written as it comes (logs, events, long polls); the connection closes
     /// after it.
