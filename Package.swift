@@ -93,5 +93,8 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests"),
+        // Starts the built appd (found next to the test bundle) on a private state root and
+        // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.
+        .testTarget(name: "DaemonRobustnessTests", dependencies: ["AppdAPI"]),
     ]
 )
