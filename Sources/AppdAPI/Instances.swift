@@ -116,6 +116,14 @@ public struct LaunchRequest: Codable, Sendable {
     public var arguments: [String]
 
     public init(arguments: [String] = []) { self.arguments = arguments }
+
+    /// `{}` (what an empty body reads as) launches without arguments.
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        arguments = try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
+    }
+
+    enum CodingKeys: String, CodingKey { case arguments }
 }
 
 /// `POST /v1/instances/{id}/terminate`.

@@ -18,11 +18,14 @@ public final class Daemon: Service {
         public var config: AppdConfiguration
         /// `--socket`; else `Socket=` of `[API]`; else the state root's default.
         public var socket: String?
+        /// How long a connection may keep the daemon waiting for the next part of a request.
+        public var idleTimeout: Duration
 
-        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil) {
+        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil, idleTimeout: Duration = .seconds(30)) {
             self.root = root
             self.config = config
             self.socket = socket
+            self.idleTimeout = idleTimeout
         }
     }
 
@@ -51,7 +54,7 @@ public final class Daemon: Service {
         let router = Router(store: store, supervisor: supervisor,
             authorizer: Authorizer(settings: options.config.api), installer: try Installer(store: store))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let server = HTTPServer(router: router, group: group)
+        let server = HTTPServer(router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout))
 
         let adopted = Self.socketFromSystemd(environment)
         let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
@@ -62,7 +65,13 @@ public final class Daemon: Service {
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
         do {
-            try await cancelWhenGracefulShutdown { try await server.serve(listener) }
+            try await withGracefulShutdownHandler {
+                try await cancelWhenGracefulShutdown { try await server.serve(listener) }
+            } onGracefulShutdown: {
+                // serve() returns once every connection is done, and a `wait` long poll is
+                // done only when its instance exits (minutes, or never): answer them now.
+                Task { await supervisor.shutdown() }
+            }
         } catch is CancellationError {}
         let running = await supervisor.instances().count
         logger.info("stopping: \(running) running instance(s) keep running")

@@ -15,8 +15,9 @@ final class HTTPServer: Sendable {
 
     let router: Router
     let group: MultiThreadedEventLoopGroup
-    /// A request's head and body must keep arriving: no part for this long closes the
-    /// connection (slow clients, idle kept-alive connections).
+    /// A request's head and body must keep arriving: waiting this long for the next part closes
+    /// the connection (slow clients, idle kept-alive connections). Only waiting for the client
+    /// counts: a long poll or a streamed answer may take as long as it takes.
     let idleTimeout: TimeAmount
 
     init(router: Router, group: MultiThreadedEventLoopGroup, idleTimeout: TimeAmount = .seconds(30)) {
@@ -86,10 +87,7 @@ final class HTTPServer: Sendable {
         let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
-                let reader = PartReader(inbound)
-                let deadline = Deadline(channel: channel, timeout: idleTimeout)
-                reader.onProgress = { deadline.reset() }
-                deadline.reset()
+                let reader = PartReader(inbound, deadline: Deadline(channel: channel, timeout: idleTimeout))
                 while let part = try await reader.next() {
                     guard case .head(let head) = part else { continue }
                     let body = RequestBody(reader)
@@ -100,20 +98,29 @@ final class HTTPServer: Sendable {
                     } catch {
                         reply = .failure(APIFailure.from(error))
                     }
-                    // A streamed answer outlives the request: no deadline while it runs.
                     var keepAlive = head.isKeepAlive
                     do {
                         try await body.drain(limit: 1 << 20)
                     } catch {
                         keepAlive = false
                     }
-                    deadline.cancel()
-                    try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                    // A parse error inside the body was answered by NIO's error handler with 400
+                    // already; a second answer to the same request breaks HTTP (and trips NIO's
+                    // pipeline assertion, which killed a debug daemon).
+                    if reader.broken { return }
+                    if case .json = reply {
+                        // An answer made is an answer sent, also when appd is stopping: NIO's
+                        // writer refuses a cancelled task, and a launch's caller must learn its
+                        // instance, a waiter that appd stops.
+                        try await Task { [keepAlive] in
+                            try await self.write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                        }.value
+                    } else {
+                        try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                    }
                     if case .stream = reply { return }
                     if !keepAlive { return }
-                    deadline.reset()
                 }
-                deadline.cancel()
             }
         } catch {
             // The client went away or sent garbage: NIO already answered a parse error with

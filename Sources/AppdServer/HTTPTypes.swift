@@ -49,17 +49,27 @@ struct Request {
 /// The parts of one connection, read in order by request after request.
 final class PartReader {
     private var iterator: NIOAsyncChannelInboundStream<HTTPServerRequestPart>.AsyncIterator
-    /// Called on every part, so a slow client's deadline moves only while data arrives.
-    var onProgress: () -> Void = {}
+    /// Armed only while waiting for a part: the client is slow then, not when a handler takes
+    /// long (`wait` answers when the instance exits) or an answer streams.
+    private let deadline: Deadline
+    /// The input failed (a parse error, a reset): no request can be read to its end any more.
+    /// Not so when appd stops (the task is cancelled): a request in flight is still answered.
+    private(set) var broken = false
 
-    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>) {
+    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline) {
         iterator = inbound.makeAsyncIterator()
+        self.deadline = deadline
     }
 
     func next() async throws -> HTTPServerRequestPart? {
-        let part = try await iterator.next()
-        if part != nil { onProgress() }
-        return part
+        deadline.reset()
+        defer { deadline.cancel() }
+        do {
+            return try await iterator.next()
+        } catch where !(error is CancellationError) {
+            broken = true
+            throw error
+        }
     }
 }
 
@@ -111,7 +121,7 @@ final class RequestBody {
 }
 
 /// What a handler answers.
-enum Reply {
+enum Reply: Sendable {
     case json(status: Int, Data)
     /// A chunked body written as it comes (logs, events, long polls); the connection closes
     /// after it.

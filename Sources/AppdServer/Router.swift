@@ -49,7 +49,12 @@ final class Router: Sendable {
             try .json(try await r.supervisor.instance(p[0]))
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "wait"], right: .control) { r, _, p in
-            try .json(try await r.supervisor.waitForExit(p[0]))
+            let instance = try await r.supervisor.waitForExit(p[0])
+            guard instance.state == .exited else {
+                throw APIFailure(503, "unavailable", "appd is stopping; instance \(instance.id) is still \(instance.state)",
+                    hint: "it keeps running; wait again once appd is back")
+            }
+            return try .json(instance)
         },
         Route(method: .POST, pattern: ["instances", "{iid}", "terminate"], right: .control) { r, q, p in
             let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)

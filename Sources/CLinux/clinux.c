@@ -2,6 +2,7 @@
 #include "clinux.h"
 
 #include <fcntl.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -18,6 +19,6 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 
 int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
-int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest) {
-    return posix_spawn_file_actions_addclosefrom_np(actions, lowest);
+int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np(actions, from);
 }

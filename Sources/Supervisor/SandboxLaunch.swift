@@ -170,9 +170,11 @@ public struct SandboxLaunch {
         posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
         posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
         posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
-        // Nothing else of ours reaches the launcher, close-on-exec or not: an fd the caller's
-        // parent left open (a pipe its Process waits on) would live as long as the app.
-        appd_spawn_closefrom(&actions, 6)
+        // Nothing else: SwiftNIO opens its epoll, listening and accepted sockets without
+        // close-on-exec, and a launcher holding a client's connection keeps it open after
+        // the daemon closed it (an idle timeout that does not close, a client that never sees EOF).
+        let closing = appd_spawn_closefrom(&actions, 6)
+        guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)

@@ -37,6 +37,8 @@ public actor Supervisor {
     var bpfCache: [SeccompRules: [UInt8]] = [:]
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
+    /// `shutdown()` ran: nobody is told of exits any more, so nobody may wait for one.
+    var stopping = false
 
     public init(store: AppStore, runtimeDirectory: String, underSystemd: Bool) throws {
         self.store = store
@@ -158,10 +160,11 @@ public actor Supervisor {
         return entry
     }
 
-    /// Returns once the instance has exited (at once if it has).
+    /// Returns once the instance has exited (at once if it has), or when appd stops: then the
+    /// instance is still running.
     public func waitForExit(_ id: String) async throws -> APIInstance {
         let current = try entry(id)
-        if current.record.instance.state == .exited { return current.record.instance }
+        if current.record.instance.state == .exited || stopping { return current.record.instance }
         return await withCheckedContinuation { continuation in
             entries[current.record.instance.id]?.waiters.append(continuation)
         }
@@ -190,6 +193,7 @@ public actor Supervisor {
 
     /// Stops watching; the apps keep running for the next daemon to adopt.
     public func shutdown() {
+        stopping = true
         for entry in entries.values { entry.watcher?.cancel() }
         for (id, entry) in entries {
             for waiter in entry.waiters { waiter.resume(returning: entry.record.instance) }

@@ -22,11 +22,18 @@ struct Serve: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
+    // Hidden: the daemon tests shorten it to see a slow client dropped without waiting 30 s.
+    @Option(help: .hidden)
+    var idleTimeout: Double = 30
+
     func run() throws {
         try options.run {
             guard geteuid() == 0 else {
                 throw AppdError(.permissionDenied, "appd serve needs root: it creates sandboxes and cgroups",
                     hint: "run it with sudo, or start it with systemctl start appd.socket")
+            }
+            guard idleTimeout > 0, idleTimeout <= 86400 else {
+                throw AppdError(.invalidConfig, "--idle-timeout \(idleTimeout): give seconds between 0 and 86400")
             }
             umask(0o077)
             let config = try options.loadConfiguration()
@@ -36,7 +43,8 @@ struct Serve: ParsableCommand {
                 return handler
             }
             let logger = Logger(label: "appd")
-            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket), logger: logger)
+            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket,
+                idleTimeout: .milliseconds(Int64(idleTimeout * 1000))), logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon)],
                 gracefulShutdownSignals: [.sigterm, .sigint],

@@ -22,9 +22,11 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 /// handed to appd-exec, never visible in any filesystem.
 int appd_memfd(const char *name);
 
+#include <spawn.h>
+
+/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the spawned launcher gets the
+/// descriptors placed for it and nothing else, whatever lacks close-on-exec in the daemon.
+int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
+
 #endif
 
-#include <spawn.h>
-/// posix_spawn_file_actions_addclosefrom_np (glibc 2.34), which Swift's Glibc module does not
-/// export: the child closes every fd from `lowest` up before exec.
-int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int lowest);
