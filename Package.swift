@@ -100,6 +100,13 @@ let package = Package(
         // A hostile app in C for the sandbox tests: tries what an app must not do and prints
         // what happened (Examples/Probe/main.c).
         .executableTarget(name: "Probe", path: "Examples/Probe"),
+        // The HTTP client of scripts/bench-api and bench-scale: plain blocking sockets, a thread
+        // per connection, so that on a small machine the load measures the daemon, not itself.
+        .executableTarget(
+            name: "appd-bench",
+            dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
+            path: "Benchmarks/appd-bench"
+        ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),

@@ -1,0 +1,101 @@
+# shellcheck shell=bash disable=SC2034,SC2154  # variables are shared with the sourcing script
+# Sourced by scripts/bench-api and scripts/bench-scale after common.sh, with appd_bin (the appd
+# binary) and config (a configuration file, or empty) set; not meant to be run.
+#
+# daemon_start NAME makes a private state root under /var/tmp, starts `appd serve` on it in the
+# background and waits until it answers. It sets
+#   base     /var/tmp/appd-NAME.XXXXXX: everything of this run, removed on exit
+#   root     the state root ($base/root); work: scratch files ($base/work)
+#   socket   the daemon's socket; daemon_pid: its pid
+#   cgroup_parent  [Supervisor] CgroupParent= of this run (/appd-NAME-XXXXXX in every
+#            hierarchy), so that its instances never mix with another daemon's
+# and traps EXIT (and INT and TERM): whatever state the run is in, the step running under
+# run_child is stopped, instances still alive are killed through the API, the daemon gets
+# SIGTERM (SIGKILL after 15 s), processes left in this run's cgroups are killed by pid, the
+# cgroups and $base are removed.
+
+daemon_pid="" child_pid=""
+
+# Runs "$@" (stdin included) in the background and waits for it. bash acts on a signal only once
+# its foreground command has finished; `wait` it leaves at once, and the cleanup ends the child.
+run_child() {
+    local status=0
+    "$@" <&0 &
+    child_pid=$!
+    wait "$child_pid" || status=$?
+    child_pid=""
+    return "$status"
+}
+
+daemon_cleanup() {
+    local status=$? pid dir
+    trap - EXIT
+    if [[ -n "$child_pid" ]]; then
+        kill -TERM "$child_pid" 2>/dev/null || true
+        wait "$child_pid" 2>/dev/null || true
+    fi
+    if [[ -n "$daemon_pid" ]] && kill -0 "$daemon_pid" 2>/dev/null; then
+        # appd leaves apps running when it stops (the next start re-adopts them): kill them first.
+        local live
+        live=$(curl -sS -m 10 --unix-socket "$socket" http://localhost/v1/instances 2>/dev/null |
+            python3 -c 'import json, sys; print(" ".join(i["id"] for i in json.load(sys.stdin)))' 2>/dev/null || true)
+        for id in $live; do
+            curl -sS -m 5 -o /dev/null --unix-socket "$socket" -X POST "http://localhost/v1/instances/$id/kill" || true
+        done
+        kill -TERM "$daemon_pid" 2>/dev/null || true
+        for _ in $(seq 150); do
+            kill -0 "$daemon_pid" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$daemon_pid" 2>/dev/null; then
+            say "appd serve (pid $daemon_pid) ignored SIGTERM for 15 s: SIGKILL"
+            kill -KILL "$daemon_pid" 2>/dev/null || true
+        fi
+        wait "$daemon_pid" 2>/dev/null || true
+    fi
+    if [[ -n "${cgroup_parent:-}" ]]; then
+        # Deepest first: instance, app, parent.
+        while IFS= read -r dir; do
+            if [[ -f "$dir/cgroup.procs" ]]; then
+                while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$dir/cgroup.procs"
+            fi
+            rmdir "$dir" 2>/dev/null || true
+        done < <(find /sys/fs/cgroup/ -maxdepth 5 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
+    fi
+    [[ -z "${base:-}" ]] || rm -rf "$base"
+    exit "$status"
+}
+
+daemon_start() {
+    local name=$1
+    base=$(mktemp -d "/var/tmp/appd-$name.XXXXXX")
+    trap daemon_cleanup EXIT
+    # A signal ends the script through exit, so that the EXIT trap runs.
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    root="$base/root" work="$base/work"
+    mkdir -m 0755 "$root" "$work"
+    socket="$root/run/appd.sock"
+    cgroup_parent="/appd-$name-${base##*.}"
+    {
+        [[ -z "$config" ]] || cat "$config"
+        printf '\n[Supervisor]\nCgroupParent=%s\n' "$cgroup_parent"
+    } >"$work/appd.conf"
+    say "appd serve --root $root"
+    "$appd_bin" --config "$work/appd.conf" --root "$root" serve 2>"$work/appd.log" &
+    daemon_pid=$!
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null --unix-socket "$socket" http://localhost/v1/version 2>/dev/null && return
+        kill -0 "$daemon_pid" 2>/dev/null || die "appd serve exited: $(tail -5 "$work/appd.log")"
+        sleep 0.1
+    done
+    die "appd serve did not answer on $socket within 10 s: $(tail -5 "$work/appd.log")"
+}
+
+# VmRSS / VmHWM of the daemon in KiB.
+daemon_rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$daemon_pid/status"; }
+daemon_hwm() { awk '/^VmHWM:/ { print $2 }' "/proc/$daemon_pid/status"; }
+# utime + stime of the daemon in clock ticks (every thread).
+daemon_cpu() { awk '{ sub(/.*\) /, ""); print $12 + $13 }' "/proc/$daemon_pid/stat"; }
+# Busy clock ticks of the whole machine (every CPU): user, nice, system, irq, softirq, steal.
+machine_cpu() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
