@@ -39,6 +39,8 @@ public final class Daemon: Service {
 
     public func run() async throws {
         let environment = ProcessInfo.processInfo.environment
+        // Read and removed first, before any launcher can inherit $NOTIFY_SOCKET.
+        let systemd = SystemdNotifier(environment: environment, unsetEnvironment: true)
         let store = try AppStore(root: options.root, config: options.config, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
@@ -61,14 +63,37 @@ public final class Daemon: Service {
         let shown = adopted.map { "fd \($0) from systemd" } ?? path
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
+        let statusUpdates = systemd.isActive ? Self.reportStatus(supervisor: supervisor, to: systemd, serving: shown) : nil
+        let watchdog = systemd.watchdogIntervalMicroseconds.map { interval in
+            // On the event loop that answers the API: if it hangs, the pings stop and systemd
+            // restarts appd (the apps stay: KillMode=process).
+            group.next().scheduleRepeatedTask(initialDelay: .zero, delay: .microseconds(interval)) { _ in
+                systemd.watchdog()
+            }
+        }
         do {
             try await cancelWhenGracefulShutdown { try await server.serve(listener) }
         } catch is CancellationError {}
         let running = await supervisor.instances().count
         logger.info("stopping: \(running) running instance(s) keep running")
+        systemd.stopping(status: "stopping; \(running) running instance(s) keep running")
+        watchdog?.cancel()
+        statusUpdates?.cancel()
         await supervisor.shutdown()
         if adopted == nil { unlink(path) }
         try await group.shutdownGracefully()
+    }
+
+    /// READY=1 now, then a STATUS= line (`systemctl status appd`) on every launch and exit.
+    static func reportStatus(supervisor: Supervisor, to systemd: SystemdNotifier, serving: String) -> Task<Void, Never> {
+        let events = supervisor.events()
+        let line: @Sendable (Int) -> String = { "serving on \(serving); \($0) running instance(s)" }
+        return Task {
+            systemd.ready(status: line(await supervisor.instances().count))
+            for await event in events where event.kind == .launched || event.kind == .exited {
+                systemd.status(line(await supervisor.instances().count))
+            }
+        }
     }
 
     /// The listening socket systemd passed (sd_listen_fds: LISTEN_PID is us, LISTEN_FDS ≥ 1,
