@@ -42,6 +42,8 @@ public final class Daemon: Service {
 
     public func run() async throws {
         let environment = ProcessInfo.processInfo.environment
+        // Read and removed first, before any launcher can inherit $NOTIFY_SOCKET.
+        let systemd = SystemdNotifier(environment: environment, unsetEnvironment: true)
         let store = try AppStore(root: options.root, config: options.config, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
@@ -64,6 +66,14 @@ public final class Daemon: Service {
         let shown = adopted.map { "fd \($0) from systemd" } ?? path
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
+        let statusUpdates = Self.reportEvents(supervisor: supervisor, systemd: systemd, logger: logger, serving: shown)
+        let watchdog = systemd.watchdogIntervalMicroseconds.map { interval in
+            // On the event loop that answers the API: if it hangs, the pings stop and systemd
+            // restarts appd (the apps stay: KillMode=process).
+            group.next().scheduleRepeatedTask(initialDelay: .zero, delay: .microseconds(interval)) { _ in
+                systemd.watchdog()
+            }
+        }
         do {
             try await withGracefulShutdownHandler {
                 try await cancelWhenGracefulShutdown { try await server.serve(listener) }
@@ -75,9 +85,36 @@ public final class Daemon: Service {
         } catch is CancellationError {}
         let running = await supervisor.instances().count
         logger.info("stopping: \(running) running instance(s) keep running")
+        systemd.stopping(status: "stopping; \(running) running instance(s) keep running")
+        watchdog?.cancel()
+        statusUpdates.cancel()
         await supervisor.shutdown()
         if adopted == nil { unlink(path) }
         try await group.shutdownGracefully()
+    }
+
+    /// Logs each launch and exit with the instance's fields (in the journal: APPD_APP,
+    /// APPD_INSTANCE, APPD_PID); under systemd, READY=1 now and then a STATUS= line
+    /// (`systemctl status appd`) on each of them.
+    static func reportEvents(supervisor: Supervisor, systemd: SystemdNotifier, logger: Logger, serving: String) -> Task<Void, Never> {
+        let events = supervisor.events()
+        let line: @Sendable (Int) -> String = { "serving on \(serving); \($0) running instance(s)" }
+        return Task {
+            systemd.ready(status: line(await supervisor.instances().count))
+            for await event in events where event.kind == .launched || event.kind == .exited {
+                guard let id = event.instance else { continue }
+                let instance = try? await supervisor.instance(id)
+                var metadata: Logger.Metadata = ["app": "\(event.app)", "instance": "\(id)"]
+                if let pid = instance?.pid { metadata["pid"] = "\(pid)" }
+                if event.kind == .launched {
+                    logger.info("launched \(event.app) as instance \(id)", metadata: metadata)
+                } else {
+                    let exit = event.exit.map { "\($0.reason.rawValue)" + ($0.code.map { " \($0)" } ?? "") + ($0.signal.map { " signal \($0)" } ?? "") }
+                    logger.info("\(event.app) instance \(id) ended: \(exit ?? "unknown")", metadata: metadata)
+                }
+                systemd.status(line(await supervisor.instances().count))
+            }
+        }
     }
 
     /// The listening socket systemd passed (sd_listen_fds: LISTEN_PID is us, LISTEN_FDS ≥ 1,

@@ -37,7 +37,11 @@ struct Serve: ParsableCommand {
             }
             umask(0o077)
             let config = try options.loadConfiguration()
+            // Under systemd, stderr is a stream to the journal: log there natively instead, so
+            // that each entry carries its fields (APPD_APP, APPD_INSTANCE, APPD_PID).
+            let toJournal = JournalLogHandler.stderrIsJournal(ProcessInfo.processInfo.environment)
             LoggingSystem.bootstrap { label in
+                if toJournal { return JournalLogHandler(label: label) }
                 var handler = StreamLogHandler.standardError(label: label)
                 handler.logLevel = .info
                 return handler

@@ -26,7 +26,11 @@ final class TestDaemon {
     private(set) var process: Process?
     var client: AppdClient { AppdClient(socketPath: socket, timeout: 30) }
 
-    init(config: String = "") throws {
+    /// Added to the daemon's environment (the systemd variables of SystemdTests).
+    let environment: [String: String]
+
+    init(config: String = "", environment: [String: String] = [:]) throws {
+        self.environment = environment
         var template = Array("/var/tmp/appd-daemon-test.XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw POSIXError(.EIO)
@@ -45,6 +49,9 @@ final class TestDaemon {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
         process.arguments = ["serve", "--root", root, "--config", configPath]
+        if !environment.isEmpty {
+            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         let log = FileHandle(forWritingAtPath: "\(directory)/serve.log") ?? {
             FileManager.default.createFile(atPath: "\(directory)/serve.log", contents: nil)
             return FileHandle(forWritingAtPath: "\(directory)/serve.log")!

@@ -1,0 +1,114 @@
+import AppdAPI
+import AppdClient
+import Foundation
+import Testing
+
+/// appd serve as systemd starts it: these tests play systemd's side of the notification
+/// protocol (a datagram socket named by $NOTIFY_SOCKET) and read what the daemon says.
+@Suite("appd serve under systemd's notification protocol", .serialized, rootOnly)
+struct SystemdTests {
+    @Test("READY=1 once it answers, STATUS with the running count, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM")
+    func notifications() throws {
+        let listener = try NotifyListener()
+        // 200 ms: pings every 100 ms.
+        let daemon = try TestDaemon(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000"])
+        let ready = try #require(listener.next { $0.contains("READY=1") })
+        #expect(ready.contains("STATUS=serving on \(daemon.socket); 0 running instance(s)"))
+
+        // Pings keep coming: at least 5 in a second.
+        let start = Date()
+        var pings = 0
+        while Date().timeIntervalSince(start) < 1.2, pings < 5 {
+            if listener.next(timeout: 1.2, { $0 == "WATCHDOG=1" }) != nil { pings += 1 }
+        }
+        #expect(pings == 5)
+
+        try daemon.installProbe("com.example.notified")
+        let instance = try daemon.launch("com.example.notified", ["sleep", "120"])
+        #expect(listener.next { $0 == "STATUS=serving on \(daemon.socket); 1 running instance(s)" } != nil)
+        // The app does not inherit the daemon's line to systemd.
+        let pid = try #require(instance.pid)
+        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+        #expect(!String(decoding: environ, as: UTF8.self).contains("NOTIFY_SOCKET"))
+        _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+        #expect(listener.next { $0 == "STATUS=serving on \(daemon.socket); 0 running instance(s)" } != nil)
+
+        daemon.stop()
+        let stopping = listener.next { $0.contains("STOPPING=1") }
+        #expect(stopping?.contains("STATUS=stopping; 0 running instance(s) keep running") == true, "\(listener.all.filter { $0 != "WATCHDOG=1" })")
+    }
+
+    @Test("without WATCHDOG_USEC, or with a WATCHDOG_PID that is not appd's, no pings")
+    func noWatchdog() throws {
+        let listener = try NotifyListener()
+        let daemon = try TestDaemon(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
+        #expect(listener.next { $0.contains("READY=1") } != nil)
+        #expect(listener.next(timeout: 0.5) { $0 == "WATCHDOG=1" } == nil)
+        daemon.stop()
+    }
+}
+
+/// A bound datagram socket, as systemd's notify socket, read by a thread of its own as systemd
+/// reads it (promptly: the queue of a datagram socket holds only 10 messages, and appd drops
+/// what does not fit rather than wait).
+final class NotifyListener: @unchecked Sendable {
+    let path: String
+    let fd: Int32
+    private let lock = NSLock()
+    private var received: [String] = []
+    private var consumed = 0
+    private var closed = false
+
+    init() throws {
+        path = "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, bound == 0 else { throw POSIXError(.EIO) }
+        Thread.detachNewThread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&poller, 1, 100)
+                let done = lock.withLock { closed }
+                if done { return }
+                guard ready == 1 else { continue }
+                let count = recv(fd, &buffer, buffer.count, 0)
+                guard count > 0 else { continue }
+                let message = String(decoding: buffer[0..<count], as: UTF8.self)
+                lock.withLock { received.append(message) }
+            }
+        }
+    }
+
+    var all: [String] { lock.withLock { received } }
+
+    /// The next message that `matches`, skipping others; nil after `timeout` seconds.
+    func next(timeout: Double = 20, _ matches: (String) -> Bool) -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        repeat {
+            let pending: [String] = lock.withLock {
+                defer { consumed = received.count }
+                return Array(received[consumed...])
+            }
+            if let index = pending.firstIndex(where: matches) {
+                // Messages after the match stay unread for the next call.
+                lock.withLock { consumed -= pending.count - index - 1 }
+                return pending[index]
+            }
+            usleep(10_000)
+        } while Date() < deadline
+        return nil
+    }
+
+    deinit {
+        lock.withLock { closed = true }
+        usleep(200_000)
+        close(fd)
+        unlink(path)
+    }
+}
