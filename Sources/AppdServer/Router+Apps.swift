@@ -5,8 +5,12 @@ import Foundation
 
 extension Router {
     func listApps() async throws -> Reply {
-        let apps = try store.apps()
-        return try .json(apps.map { APIApp($0, root: store.root, withEntitlements: false) })
+        let data = try appList.data {
+            var data = try APICoding.encoder().encode(try store.apps().map { APIApp($0, root: store.root, withEntitlements: false) })
+            data.append(0x0A)
+            return data
+        }
+        return .json(status: 200, data)
     }
 
     func appInfo(_ id: String) async throws -> Reply {
@@ -17,6 +21,7 @@ extension Router {
 
     func install(_ request: Request) async throws -> Reply {
         let result = try await installer.install(request)
+        appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
         supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)
         return try .json(APIInstallResult(
@@ -30,6 +35,7 @@ extension Router {
         let result = try await supervisor.whileNotRunning(id) { [store, installer] in
             try await installer.onQueue { try store.uninstall(id, keepData: keepData) }
         }
+        appList.invalidate()
         supervisor.publishAppEvent(.uninstalled, app: result.app.bundleID, version: result.app.version)
         return try .json(APIUninstallResult(
             app: APIApp(result.app, root: store.root, withEntitlements: false), keptData: result.keptData))

@@ -14,6 +14,7 @@ final class Router: Sendable {
     let installer: Installer
     let startedAt = Date()
     let maxRequestBytes: Int
+    let appList: AppListCache
 
     init(store: AppStore, supervisor: Supervisor, authorizer: Authorizer, installer: Installer) {
         self.store = store
@@ -21,6 +22,7 @@ final class Router: Sendable {
         self.authorizer = authorizer
         self.installer = installer
         maxRequestBytes = Int(store.config.api.maxRequestBytes)
+        appList = AppListCache(registryPath: store.root.registryPath)
     }
 
     struct Route: Sendable {

@@ -125,3 +125,19 @@ extension TestDaemon {
         return FileManager.default.fileExists(atPath: path)
     }
 }
+
+@Suite("the app list", .serialized, rootOnly)
+struct AppListTests {
+    @Test("GET /v1/apps follows every change of the registry, the daemon's own and one made in-process beside it")
+    func listFollowsRegistry() throws {
+        let daemon = try TestDaemon()
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
+        try daemon.installProbe("com.example.first")
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == ["com.example.first"])
+        try daemon.installProbe("com.example.second")
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).count == 2)
+        // Behind the daemon's back: the list must not be a stale copy.
+        #expect(try daemon.run("appd", ["uninstall", "--no-daemon", "com.example.first"]).code == 0)
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == ["com.example.second"])
+    }
+}
