@@ -12,10 +12,7 @@ public struct APIFailure: Error, Sendable {
     }
 
     public init(_ error: AppdError) {
-        self.error = APIError(
-            code: error.code.rawValue, message: error.message,
-            problems: error.problems.map { APIProblem(path: $0.path, message: $0.message) },
-            errno: error.errno, hint: error.hint)
+        self.error = APIError(error)
         status = self.error.httpStatus
     }
 

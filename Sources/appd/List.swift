@@ -2,6 +2,7 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
+import AppdServer
 import AppdClient
 import ArgumentParser
 import Foundation

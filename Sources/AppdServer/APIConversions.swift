@@ -3,11 +3,12 @@ import AppContainers
 import AppdAPI
 import Foundation
 
-// The in-process path (`--no-daemon`, `verify`) prints the daemon's wire types, so that a
-// command reads the same whichever way it ran.
+// The registry's and the bundle reader's types as the API shows them: the daemon answers with
+// these, and the in-process path of appd (`--no-daemon`, `verify`) prints the same, so a command
+// reads the same whichever way it ran.
 
 extension APIApp {
-    init(_ app: InstalledApp, root: StateRoot, withEntitlements: Bool) {
+    public init(_ app: InstalledApp, root: StateRoot, withEntitlements: Bool, running: Int? = nil) {
         self.init(
             bundleId: app.bundleID, state: app.state.rawValue, title: app.title,
             version: app.version,
@@ -16,7 +17,7 @@ extension APIApp {
             dataContainer: app.dataContainer(in: root), executable: app.executable,
             layout: app.layout,
             fileCount: app.fileCount, totalBytes: app.totalBytes, installedAt: app.installedAt,
-            updatedAt: app.updatedAt)
+            updatedAt: app.updatedAt, running: running)
         if withEntitlements, let decoded = try? app.decodedEntitlements() {
             entitlements = APIEntitlements(decoded)
         }
@@ -24,7 +25,7 @@ extension APIApp {
 }
 
 extension APIEntitlements {
-    init(_ entitlements: Entitlements) {
+    public init(_ entitlements: Entitlements) {
         self.init(
             requested: entitlements.report.map(APIEntitlement.init),
             unknown: entitlements.unknownKeys)
@@ -32,7 +33,7 @@ extension APIEntitlements {
 }
 
 extension APIEntitlement {
-    init(_ report: EntitlementReport) {
+    public init(_ report: EntitlementReport) {
         let (status, effect): (String, String?) =
             switch report.meaning {
             case .linux(let effect, _): ("linux", effect)
@@ -45,7 +46,7 @@ extension APIEntitlement {
 
 extension JSONValue {
     /// As `appd --json` has always written a plist value: dates as ISO 8601 text, data as base64.
-    init(_ value: PlistValue) {
+    public init(_ value: PlistValue) {
         switch value {
         case .bool(let value): self = .bool(value)
         case .integer(let value): self = .number(Double(value))
@@ -60,7 +61,7 @@ extension JSONValue {
 }
 
 extension APIError {
-    init(_ error: AppdError) {
+    public init(_ error: AppdError) {
         self.init(
             code: error.code.rawValue, message: error.message,
             problems: error.problems.map(APIProblem.init), errno: error.errno, hint: error.hint)
@@ -68,7 +69,7 @@ extension APIError {
 }
 
 extension APIProblem {
-    init(_ problem: BundleProblem) {
+    public init(_ problem: BundleProblem) {
         self.init(path: problem.path, message: problem.message)
     }
 }
