@@ -101,6 +101,12 @@ final class TestDaemon {
         for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
             let base = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
             for app in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where app.hasPrefix("com.example.") {
+                // An instance whose end the daemon had not yet handled when it was stopped keeps
+                // its (empty) cgroup; the next start would remove it, but this root is gone.
+                for instance in (try? FileManager.default.contentsOfDirectory(atPath: "\(base)/\(app)")) ?? []
+                where instance.count == 12 && instance.allSatisfy(\.isHexDigit) {
+                    rmdir("\(base)/\(app)/\(instance)")
+                }
                 rmdir("\(base)/\(app)")
             }
             rmdir(base)
