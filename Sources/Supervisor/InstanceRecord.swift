@@ -98,14 +98,4 @@ enum ProcessInfoReader {
         // fields[0] is field 3 (state), so field 22 is fields[19].
         return fields.count > 19 ? UInt64(fields[19]) : nil
     }
-
-    /// Resident memory of a process in bytes (VmRSS), for the scale benchmark and `ps`.
-    static func residentBytes(of pid: pid_t) -> Int64? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/status") else { return nil }
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmRSS:") {
-            let number = line.split(separator: " ").dropFirst().first.flatMap { Int64($0) }
-            return number.map { $0 * 1024 }
-        }
-        return nil
-    }
 }

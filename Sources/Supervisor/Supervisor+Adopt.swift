@@ -27,25 +27,26 @@ extension Supervisor {
             let id = record.instance.id
             let cgroup = try? driver.open(instance: id, app: record.instance.app)
             var entry = Entry(record: record, cgroup: cgroup ?? nil, isChild: false)
-            if record.instance.state == .exited {
+            guard record.instance.state != .exited else {
                 entries[id] = entry
                 continue
             }
-            if let pid = record.instance.pid, let started = record.pidStartTime,
+            guard let pid = record.instance.pid, let started = record.pidStartTime,
                 ProcessInfoReader.startTime(of: pid) == started
-            {
-                entries[id] = entry
-                entry.watcher = watch(id: id, pid: pid)
-                entries[id]?.watcher = entry.watcher
-                if record.instance.state == .terminating, let deadline = record.graceDeadline {
-                    scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
-                }
-                report.adopted.append(id)
-            } else {
+            else {
                 entries[id] = entry
                 launcherEnded(id)
                 report.ended.append(id)
+                continue
             }
+            // An exit the watcher sees is handled by a task that runs after this one, when the
+            // entry is in place.
+            entry.watcher = watch(id: id, pid: pid)
+            entries[id] = entry
+            if record.instance.state == .terminating, let deadline = record.graceDeadline {
+                scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
+            }
+            report.adopted.append(id)
         }
         pruneExited()
         Task { [weak self] in
