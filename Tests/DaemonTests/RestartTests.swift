@@ -100,9 +100,20 @@ struct SocketActivationTests {
         try FileManager.default.createDirectory(atPath: "\(directory)/root", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = "\(directory)/activation.sock"
+        // Its cgroup parent goes where the other daemon tests' go, not the host's /appd.
+        try "[Supervisor]\nCgroupParent=/appd-daemon-tests/activation-\(getpid())\n"
+            .write(toFile: "\(directory)/appd.conf", atomically: true, encoding: .utf8)
+        defer {
+            for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
+                let shared = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
+                rmdir("\(shared)/activation-\(getpid())")
+                rmdir(shared)
+            }
+        }
         let activator = Process()
         activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        activator.arguments = ["-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root"]
+        activator.arguments = ["-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root",
+            "--config", "\(directory)/appd.conf"]
         activator.standardError = FileHandle.nullDevice
         try activator.run()
         defer {

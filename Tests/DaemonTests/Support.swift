@@ -23,6 +23,7 @@ final class TestDaemon {
     var root: String { "\(directory)/root" }
     var socket: String { "\(root)/run/appd.sock" }
     let configPath: String
+    let cgroupParent: String
     private(set) var process: Process?
     var client: AppdClient { AppdClient(socketPath: socket, timeout: 30) }
 
@@ -39,8 +40,10 @@ final class TestDaemon {
         configPath = "\(directory)/appd.conf"
         // Other users (the permission tests' nobody) must reach the socket below it.
         chmod(directory, 0o711)
-        // Instance cgroups of the tests go under their own parent, removed afterwards.
-        try ("[Supervisor]\nCgroupParent=/appd-daemon-tests\nTerminateGracePeriod=2\n" + config)
+        // Each daemon's instance cgroups go under a parent of its own, so that cleaning up after
+        // one test never touches the cgroups of another running beside it.
+        cgroupParent = "/appd-daemon-tests/\(URL(fileURLWithPath: directory).lastPathComponent)"
+        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n" + config)
             .write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }
@@ -99,17 +102,20 @@ final class TestDaemon {
         stop()
         try? FileManager.default.removeItem(atPath: directory)
         for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
-            let base = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
-            for app in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where app.hasPrefix("com.example.") {
-                // An instance whose end the daemon had not yet handled when it was stopped keeps
-                // its (empty) cgroup; the next start would remove it, but this root is gone.
-                for instance in (try? FileManager.default.contentsOfDirectory(atPath: "\(base)/\(app)")) ?? []
+            let shared = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
+            let own = "\(shared)/\(URL(fileURLWithPath: cgroupParent).lastPathComponent)"
+            // An instance whose end the daemon had not yet handled when it was stopped keeps its
+            // (empty) cgroup; the next start would remove it, but this root is gone.
+            for app in (try? FileManager.default.contentsOfDirectory(atPath: own)) ?? [] where app.hasPrefix("com.example.") {
+                for instance in (try? FileManager.default.contentsOfDirectory(atPath: "\(own)/\(app)")) ?? []
                 where instance.count == 12 && instance.allSatisfy(\.isHexDigit) {
-                    rmdir("\(base)/\(app)/\(instance)")
+                    rmdir("\(own)/\(app)/\(instance)")
                 }
-                rmdir("\(base)/\(app)")
+                rmdir("\(own)/\(app)")
             }
-            rmdir(base)
+            rmdir(own)
+            // Fails while another test's daemon uses it; the last one removes it.
+            rmdir(shared)
         }
     }
 
