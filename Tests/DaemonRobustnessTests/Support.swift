@@ -211,6 +211,9 @@ final class TestDaemon: @unchecked Sendable {
     /// so it is taken after a few rounds of concurrent ones.
     func settledFDBaseline() throws -> Int {
         _ = try concurrentRequests(count: 20, "GET", "/v1/apps")
+        // GET /v1/apps answers from a cache once warm; a lookup by id still reads the registry,
+        // so the SQLite reader pool (a database and a WAL fd per reader) grows here, not later.
+        _ = try concurrentRequests(count: 20, "GET", "/v1/apps/com.example.warmup")
         _ = try concurrentRequests(count: 20, "GET", "/v1/version")
         var previous = -1
         var count = openFDCount()
