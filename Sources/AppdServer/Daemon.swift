@@ -20,12 +20,17 @@ public final class Daemon: Service {
         public var socket: String?
         /// How long a connection may keep the daemon waiting for the next part of a request.
         public var idleTimeout: Duration
+        /// journald's native socket, to which each instance's output goes as well (under
+        /// systemd); nil: the log files only.
+        public var journalSocket: String?
 
-        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil, idleTimeout: Duration = .seconds(30)) {
+        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil, idleTimeout: Duration = .seconds(30),
+            journalSocket: String? = nil) {
             self.root = root
             self.config = config
             self.socket = socket
             self.idleTimeout = idleTimeout
+            self.journalSocket = journalSocket
         }
     }
 
@@ -48,6 +53,9 @@ public final class Daemon: Service {
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
             underSystemd: environment["INVOCATION_ID"] != nil)
+        if let path = options.journalSocket, let sink = JournalOutputSink(socketPath: path) {
+            await supervisor.forwardOutput(to: sink)
+        }
         let report = await supervisor.start()
         if !report.adopted.isEmpty || !report.ended.isEmpty {
             logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",

@@ -30,17 +30,18 @@ struct InstanceLogs: Sendable {
     /// Rotates the log when it is over the limit: its last `maxBytes` become `.log.1`, and it is
     /// truncated. Lines written between the copy and the truncation are lost; that window is a
     /// copy of at most `maxBytes`. So an instance keeps at most `maxBytes` in `.log.1` plus
-    /// what it wrote since the last check (once a second) in `.log`.
-    func rotateIfNeeded(_ path: String) {
+    /// what it wrote since the last check (four times a second) in `.log`.
+    @discardableResult
+    func rotateIfNeeded(_ path: String) -> Bool {
         var info = stat()
-        guard stat(path, &info) == 0, Int64(info.st_size) > maxBytes else { return }
+        guard stat(path, &info) == 0, Int64(info.st_size) > maxBytes else { return false }
         let rotated = path + ".1"
         unlink(rotated)
         let source = Glibc.open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW)
-        guard source >= 0 else { return }
+        guard source >= 0 else { return false }
         defer { close(source) }
         let target = Glibc.open(rotated, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard target >= 0 else { return }
+        guard target >= 0 else { return false }
         defer { close(target) }
         lseek(source, off_t(max(0, Int64(info.st_size) - maxBytes)), SEEK_SET)
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
@@ -50,6 +51,7 @@ struct InstanceLogs: Sendable {
             _ = buffer.withUnsafeBytes { write(target, $0.baseAddress, count) }
         }
         ftruncate(source, 0)
+        return true
     }
 
     func remove(_ path: String) {

@@ -17,7 +17,7 @@ extension Supervisor {
     /// Re-adopts what the previous daemon left: a record whose launcher is still the same
     /// process (pid and start time match) is watched again through a new pidfd; one whose
     /// launcher is gone is closed with the status the launcher wrote. Then starts the log
-    /// rotation. Call once, before serving.
+    /// loop (output forwarding, rotation). Call once, before serving.
     public func start() -> AdoptionReport {
         var report = AdoptionReport()
         let loaded = records.loadAll()
@@ -51,8 +51,8 @@ extension Supervisor {
         pruneExited()
         Task { [weak self] in
             while let self, !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: 1_000_000_000)
-                await self.rotateLogs()
+                try? await Task.sleep(nanoseconds: 250_000_000)
+                await self.passLogs()
             }
         }
         return report

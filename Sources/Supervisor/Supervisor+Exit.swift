@@ -24,6 +24,8 @@ extension Supervisor {
             try? cgroup.kill(timeoutSeconds: 2)
             try? cgroup.remove()
         }
+        forwarder?.forward(entry.record.instance, logPath: entry.record.instance.log, final: true)
+        forwarder?.finish(id)
         entry.record.instance.exit = Self.exit(
             status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
             request: entry.record.request, oomKills: oomKills)
@@ -79,10 +81,19 @@ extension Supervisor {
         }
     }
 
-    /// Rotates the logs of live instances; runs every second.
-    func rotateLogs() {
+    /// Hands the new output of live instances on and rotates their logs; runs four times a
+    /// second.
+    func passLogs() {
         for entry in entries.values where entry.record.instance.state != .exited {
-            logs.rotateIfNeeded(entry.record.instance.log)
+            let path = entry.record.instance.log
+            forwarder?.forward(entry.record.instance, logPath: path)
+            if logs.rotateIfNeeded(path) { forwarder?.rotated(entry.record.instance.id) }
         }
+    }
+
+    /// Sends every instance's output to `sink` as well as to its log file, from where the
+    /// previous daemon stopped (for instances it re-adopts). Call before `start()`.
+    public func forwardOutput(to sink: any InstanceOutputSink) {
+        forwarder = OutputForwarder(sink: sink, directory: records.directory)
     }
 }

@@ -37,6 +37,8 @@ public actor Supervisor {
     var bpfCache: [SeccompRules: [UInt8]] = [:]
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
+    /// Hands the instances' output on (to the journal, under systemd); nil: the log files only.
+    var forwarder: OutputForwarder?
     /// `shutdown()` ran: nobody is told of exits any more, so nobody may wait for one.
     var stopping = false
 

@@ -26,6 +26,12 @@ struct Serve: ParsableCommand {
     @Option(help: .hidden)
     var idleTimeout: Double = 30
 
+    // Hidden: where app output goes besides the log files. Default: journald's socket when
+    // appd's stderr is the journal (under systemd), else nowhere. The tests point it at a
+    // socket of their own.
+    @Option(help: .hidden)
+    var journalSocket: String?
+
     func run() throws {
         try options.run {
             guard geteuid() == 0 else {
@@ -48,7 +54,8 @@ struct Serve: ParsableCommand {
             }
             let logger = Logger(label: "appd")
             let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket,
-                idleTimeout: .milliseconds(Int64(idleTimeout * 1000))), logger: logger)
+                idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
+                journalSocket: journalSocket ?? (toJournal ? "/run/systemd/journal/socket" : nil)), logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon)],
                 gracefulShutdownSignals: [.sigterm, .sigint],

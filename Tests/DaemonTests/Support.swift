@@ -29,9 +29,12 @@ final class TestDaemon {
 
     /// Added to the daemon's environment (the systemd variables of SystemdTests).
     let environment: [String: String]
+    /// Added to `appd serve`'s arguments.
+    let arguments: [String]
 
-    init(config: String = "", environment: [String: String] = [:]) throws {
+    init(config: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
         self.environment = environment
+        self.arguments = arguments
         var template = Array("/var/tmp/appd-daemon-test.XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw POSIXError(.EIO)
@@ -51,7 +54,7 @@ final class TestDaemon {
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = ["serve", "--root", root, "--config", configPath]
+        process.arguments = ["serve", "--root", root, "--config", configPath] + arguments
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
@@ -100,7 +103,7 @@ final class TestDaemon {
             usleep(300_000)
         }
         stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        if ProcessInfo.processInfo.environment["APPD_KEEP_TEST_DAEMON"] == nil { try? FileManager.default.removeItem(atPath: directory) }
         for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
             let shared = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
             let own = "\(shared)/\(URL(fileURLWithPath: cgroupParent).lastPathComponent)"

@@ -46,6 +46,41 @@ struct SystemdTests {
         #expect(listener.next(timeout: 0.5) { $0 == "WATCHDOG=1" } == nil)
         daemon.stop()
     }
+
+    @Test("each line an app prints reaches the journal once, with its app, instance and pid, also across a daemon crash")
+    func outputToJournal() throws {
+        // journald's side: a datagram socket reading the native protocol.
+        let journal = try NotifyListener()
+        let daemon = try TestDaemon(arguments: ["--journal-socket", journal.path])
+        try daemon.installProbe("com.example.journaled")
+        // 300 lines at once (more than the socket's queue of 10 holds), then 3 s of quiet.
+        let chatty = try daemon.launch("com.example.journaled", ["chatter", "300"])
+        let fields = { (entry: String) -> [String: String] in
+            Dictionary(entry.split(separator: "\n").compactMap { line in
+                line.firstIndex(of: "=").map { (String(line[..<$0]), String(line[line.index(after: $0)...])) }
+            }, uniquingKeysWith: { $1 })
+        }
+        let first = try #require(journal.next { $0.contains("MESSAGE=chatter line 0000000 ") })
+        #expect(fields(first)["APPD_APP"] == "com.example.journaled")
+        #expect(fields(first)["SYSLOG_IDENTIFIER"] == "com.example.journaled")
+        #expect(fields(first)["APPD_INSTANCE"] == chatty.id)
+        #expect(fields(first)["APPD_PID"] == chatty.pid.map(String.init))
+        #expect(fields(first)["PRIORITY"] == "6")
+        #expect(journal.next { $0.contains("MESSAGE=chatter line 0000299 ") } != nil)
+
+        // The daemon dies and comes back while the app runs: it resumes where it was, so no
+        // line comes twice; and what an app prints after the restart arrives.
+        daemon.crash()
+        try daemon.start()
+        _ = try daemon.wait(chatty.id)
+        let later = try daemon.launch("com.example.journaled", ["chatter", "5"])
+        #expect(journal.next { $0.contains("MESSAGE=chatter line 0000004 ") && $0.contains(later.id) } != nil)
+        let mine = journal.all.filter { fields($0)["APPD_INSTANCE"] == chatty.id }.compactMap { fields($0)["MESSAGE"] }
+        #expect(mine.count == 300)
+        #expect(mine == (0..<300).map { String(format: "chatter line %07d ", $0) + String(repeating: ".", count: 80) })
+        _ = try daemon.wait(later.id)
+        daemon.stop()
+    }
 }
 
 /// A bound datagram socket, as systemd's notify socket, read by a thread of its own as systemd
