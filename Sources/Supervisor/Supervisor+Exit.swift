@@ -85,6 +85,12 @@ extension Supervisor {
     /// second.
     func passLogs() {
         for entry in entries.values where entry.record.instance.state != .exited {
+            if entry.watcher?.hasExited == true {
+                // The pidfd is readable but its source has not fired (yet, or ever): handle
+                // the exit here; launcherEnded runs once, whichever comes first.
+                launcherEnded(entry.record.instance.id)
+                continue
+            }
             let path = entry.record.instance.log
             forwarder?.forward(entry.record.instance, logPath: path)
             if logs.rotateIfNeeded(path) { forwarder?.rotated(entry.record.instance.id) }
