@@ -90,6 +90,12 @@ final class HTTPServer: Sendable {
                 let reader = PartReader(inbound, deadline: Deadline(channel: channel, timeout: idleTimeout))
                 while let part = try await reader.next() {
                     guard case .head(let head) = part else { continue }
+                    // curl asks before sending a body (an install's tar stream) and otherwise
+                    // waits a second for an answer that never comes; a final answer may still
+                    // follow (RFC 9110 10.1.1), so saying yes to every such request is correct.
+                    if head.version.minor >= 1, head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
+                        try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .continue)))
+                    }
                     let body = RequestBody(reader)
                     let reply: Reply
                     do {
