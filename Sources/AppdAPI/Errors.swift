@@ -53,6 +53,7 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
         case "permissionDenied": 403
         case "invalidBundle", "badRequest", "invalidConfig": 400
         case "tooLarge": 413
+        case "unsupportedMediaType": 415
         case "unsupported": 501
         case "unavailable": 503
         default: 500

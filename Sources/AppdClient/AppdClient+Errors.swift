@@ -109,6 +109,7 @@ extension AppdClient {
         case 405: "methodNotAllowed"
         case 409: "conflict"
         case 413: "tooLarge"
+        case 415: "unsupportedMediaType"
         case 501: "unsupported"
         case 503: "unavailable"
         case 400..<500: "badRequest"

@@ -33,7 +33,7 @@ final class Installer: Sendable {
         let name = try Self.bundleName(request.query["name"])
         let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
         guard type.hasPrefix("application/x-tar") else {
-            throw APIFailure(415, "badRequest", "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
+            throw APIFailure(415, "unsupportedMediaType", "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
                 hint: "docs/bundle-archive.md: tar -C Name.app -cf - . | curl ... --data-binary @-")
         }
         let folder = "\(incoming)/\(UUID().uuidString)"

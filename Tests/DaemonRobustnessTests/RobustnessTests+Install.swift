@@ -31,7 +31,7 @@ extension DaemonRobustnessTests {
         for type in ["application/json", "text/plain", nil] {
             let response = try install(archive, name: "Probe.app", contentType: type)
             #expect(response.status == 415, "Content-Type \(type ?? "none")")
-            #expect(response.errorCode != nil)
+            #expect(response.errorCode == "unsupportedMediaType")
         }
         try expectNothingInstalled()
         daemon.expectServing()
