@@ -17,4 +17,6 @@ installed_files=(
     /usr/share/zsh/vendor-completions/_appctl
     /usr/share/fish/vendor_completions.d/appd.fish
     /usr/share/fish/vendor_completions.d/appctl.fish
+    /usr/share/man/man1/appd.1.gz
+    /usr/share/man/man1/appctl.1.gz
 )
