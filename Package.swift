@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "appctl", targets: ["appctl"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
+        .library(name: "AppRuntime", targets: ["AppRuntime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -91,6 +92,9 @@ let package = Package(
             dependencies: ["CLinux"],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
+        // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,
+        // preferences, localized resources. Foundation only: never the daemon's modules.
+        .target(name: "AppRuntime"),
         // The sample app; scripts/build-sample assembles it into Hello.app.
         .executableTarget(
             name: "Hello",
