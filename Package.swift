@@ -112,6 +112,8 @@ let package = Package(
             path: "Benchmarks/appd-bench"
         ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles.
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
