@@ -13,6 +13,7 @@ final class Scratch {
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
         url = URL(fileURLWithPath: String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            .standardizedFileURL
     }
 
     deinit { try? FileManager.default.removeItem(at: url) }
