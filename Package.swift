@@ -101,6 +101,21 @@ let package = Package(
             path: "Examples/Hello",
             exclude: ["Info.plist", "Entitlements.plist", "greeting.txt", "README.md"]
         ),
+        // The AppRuntime samples (scripts/build-sample Notes|Player): a document app that saves in
+        // Documents when backgrounded and restores on relaunch, and a background-audio-style app
+        // that keeps ticking in the background.
+        .executableTarget(
+            name: "Notes",
+            dependencies: ["AppRuntime"],
+            path: "Examples/Notes",
+            exclude: ["Info.plist", "Entitlements.plist", "README.md", "en.lproj", "de.lproj"]
+        ),
+        .executableTarget(
+            name: "Player",
+            dependencies: ["AppRuntime"],
+            path: "Examples/Player",
+            exclude: ["Info.plist", "Entitlements.plist", "README.md"]
+        ),
         // A hostile app in C for the sandbox tests: tries what an app must not do and prints
         // what happened (Examples/Probe/main.c).
         .executableTarget(name: "Probe", path: "Examples/Probe"),

@@ -11,8 +11,11 @@ public enum AppMain {
     /// Without the variable (run outside appd) the app still works: it gets `didFinishLaunching`
     /// and `didBecomeActive` and runs until SIGTERM or SIGINT. A variable that does not name a
     /// usable socket is reported on stderr and treated the same way.
+    ///
+    /// stdout becomes line-buffered, so `print` reaches appd's log line by line.
     @MainActor
     public static func run(delegate: some AppDelegate) -> Never {
+        StandardOutput.makeLineBuffered()
         let app = Application.shared
         var channel: LifecycleChannel?
         do {
