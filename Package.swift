@@ -127,8 +127,9 @@ let package = Package(
             path: "Benchmarks/appd-bench"
         ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
-        // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles.
-        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime"]),
+        // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
+        // the Notes and Player samples run as processes (built next to the test bundle).
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
