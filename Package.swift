@@ -12,6 +12,7 @@ let package = Package(
         .executable(name: "appctl", targets: ["appctl"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
+        .library(name: "AppRuntime", targets: ["AppRuntime"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -91,11 +92,29 @@ let package = Package(
             dependencies: ["CLinux"],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
+        // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,
+        // preferences, localized resources. Foundation only: never the daemon's modules.
+        .target(name: "AppRuntime"),
         // The sample app; scripts/build-sample assembles it into Hello.app.
         .executableTarget(
             name: "Hello",
             path: "Examples/Hello",
             exclude: ["Info.plist", "Entitlements.plist", "greeting.txt", "README.md"]
+        ),
+        // The AppRuntime samples (scripts/build-sample Notes|Player): a document app that saves in
+        // Documents when backgrounded and restores on relaunch, and a background-audio-style app
+        // that keeps ticking in the background.
+        .executableTarget(
+            name: "Notes",
+            dependencies: ["AppRuntime"],
+            path: "Examples/Notes",
+            exclude: ["Info.plist", "Entitlements.plist", "README.md", "en.lproj", "de.lproj"]
+        ),
+        .executableTarget(
+            name: "Player",
+            dependencies: ["AppRuntime"],
+            path: "Examples/Player",
+            exclude: ["Info.plist", "Entitlements.plist", "README.md"]
         ),
         // A hostile app in C for the sandbox tests: tries what an app must not do and prints
         // what happened (Examples/Probe/main.c).
@@ -108,6 +127,9 @@ let package = Package(
             path: "Benchmarks/appd-bench"
         ),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
+        // the Notes and Player samples run as processes (built next to the test bundle).
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
         .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd

@@ -1,0 +1,4 @@
+import AppRuntime
+import Foundation
+
+AppMain.run(delegate: NotesApp())

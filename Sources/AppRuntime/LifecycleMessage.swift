@@ -1,0 +1,117 @@
+import Foundation
+
+/// The wire format of docs/lifecycle.md: one UTF-8 JSON object per datagram, at most 64 KiB,
+/// with a `"type"`; unknown types and unknown fields are ignored (forward compatibility).
+enum LifecycleWire {
+    static let maxMessageBytes = 64 << 10
+    static let version = 1
+}
+
+/// A message the app sends to appd.
+enum AppMessage: Equatable, Sendable {
+    case hello
+    case ready
+    case beginBackgroundTask(name: String?, ref: Int)
+    case endBackgroundTask(task: Int)
+
+    private struct Wire: Encodable {
+        var type: String
+        var version: Int?
+        var name: String?
+        var ref: Int?
+        var task: Int?
+    }
+
+    func encoded() -> Data {
+        let wire: Wire
+        switch self {
+        case .hello: wire = Wire(type: "hello", version: LifecycleWire.version)
+        case .ready: wire = Wire(type: "ready")
+        case .beginBackgroundTask(let name, let ref):
+            wire = Wire(type: "beginBackgroundTask", name: name, ref: ref)
+        case .endBackgroundTask(let task): wire = Wire(type: "endBackgroundTask", task: task)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        // Encoding a struct of strings and integers cannot fail.
+        return (try? encoder.encode(wire)) ?? Data(#"{"type":"ready"}"#.utf8)
+    }
+}
+
+/// A message appd sends to the app, decoded on the channel's reader thread (hence Sendable).
+enum DaemonMessage: Equatable, Sendable {
+    case didFinishLaunching(
+        instance: String?, arguments: [String], launchedBy: LaunchOptions.Launcher?,
+        state: ApplicationState)
+    case didBecomeActive
+    case willResignActive
+    case didEnterBackground(gracePeriod: Double?)
+    case willEnterForeground
+    case willTerminate(gracePeriod: Double?)
+    case didReceiveMemoryWarning
+    case backgroundTaskBegan(ref: Int, task: Int, timeRemaining: Double?, reason: String?)
+    case backgroundTaskWillExpire(task: Int, timeRemaining: Double?)
+    /// A type this runtime does not know: ignored, as the contract says.
+    case unknown(type: String)
+
+    private struct Wire: Decodable {
+        struct LaunchedBy: Decodable {
+            var uid: Int
+            var user: String?
+        }
+        var type: String
+        var instance: String?
+        var arguments: [String]?
+        var launchedBy: LaunchedBy?
+        var state: String?
+        var gracePeriod: Double?
+        var ref: Int?
+        var task: Int?
+        var timeRemaining: Double?
+        var reason: String?
+    }
+
+    /// Decodes one datagram; the error says what is wrong, for the log line.
+    static func decode(_ data: Data) throws -> DaemonMessage {
+        guard data.count <= LifecycleWire.maxMessageBytes else {
+            throw AppRuntimeError(.invalidData,
+                "message of \(data.count) bytes is over the limit of \(LifecycleWire.maxMessageBytes)")
+        }
+        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
+            throw AppRuntimeError(.invalidData, "message is not a JSON object")
+        }
+        let wire: Wire
+        do {
+            wire = try JSONDecoder().decode(Wire.self, from: data)
+        } catch {
+            throw AppRuntimeError(.invalidData, "message has no type or a field of the wrong type: \(error)")
+        }
+        func require<T>(_ value: T?, _ field: String) throws -> T {
+            guard let value else {
+                throw AppRuntimeError(.invalidData, "\(wire.type) without '\(field)'")
+            }
+            return value
+        }
+        switch wire.type {
+        case "didFinishLaunching":
+            return .didFinishLaunching(
+                instance: wire.instance, arguments: wire.arguments ?? [],
+                launchedBy: wire.launchedBy.map { .init(uid: $0.uid, user: $0.user) },
+                state: wire.state.flatMap(ApplicationState.init(rawValue:)) ?? .inactive)
+        case "didBecomeActive": return .didBecomeActive
+        case "willResignActive": return .willResignActive
+        case "didEnterBackground": return .didEnterBackground(gracePeriod: wire.gracePeriod)
+        case "willEnterForeground": return .willEnterForeground
+        case "willTerminate": return .willTerminate(gracePeriod: wire.gracePeriod)
+        case "didReceiveMemoryWarning": return .didReceiveMemoryWarning
+        case "backgroundTaskBegan":
+            return .backgroundTaskBegan(
+                ref: try require(wire.ref, "ref"), task: try require(wire.task, "task"),
+                timeRemaining: wire.timeRemaining, reason: wire.reason)
+        case "backgroundTaskWillExpire":
+            return .backgroundTaskWillExpire(
+                task: try require(wire.task, "task"), timeRemaining: wire.timeRemaining)
+        default: return .unknown(type: wire.type)
+        }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Testing
+
+@testable import AppRuntime
+
+/// A sample executable (built next to this test binary) run as its own process, with a fake
+/// appd on fd 3 as `APPD_LIFECYCLE_FD`, a scratch data container, and its Examples/ folder as
+/// the bundle.
+@MainActor
+final class SampleProcess {
+    let pid: pid_t
+    let daemon: FakeDaemon
+    private let output: Int32
+
+    init(_ name: String, home: URL, arguments: [String] = []) throws {
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
+        let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
+        let (appEnd, daemonEnd) = try seqpacketPair()
+        var pipeFDs: [Int32] = [-1, -1]
+        guard pipe(&pipeFDs) == 0 else { throw AppRuntimeError.system("pipe") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, appEnd, 3)
+        let environment = [
+            "APPD_LIFECYCLE_FD=3", "HOME=\(home.path)", "TMPDIR=\(home.path)/tmp/",
+            "APPD_BUNDLE_PATH=\(bundle)", "APPD_BUNDLE_ID=com.example.\(name.lowercased())",
+            "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
+        ]
+        let argv = [executable] + arguments
+        var cArgv = argv.map { strdup($0) } + [nil]
+        var cEnv = environment.map { strdup($0) } + [nil]
+        defer { (cArgv + cEnv).forEach { free($0) } }
+        var child: pid_t = 0
+        let status = posix_spawn(&child, executable, &actions, nil, &cArgv, &cEnv)
+        close(appEnd)
+        close(pipeFDs[1])
+        guard status == 0 else {
+            close(pipeFDs[0])
+            close(daemonEnd)
+            throw AppRuntimeError(.io, "posix_spawn \(executable): \(String(cString: strerror(status)))")
+        }
+        pid = child
+        daemon = FakeDaemon(fd: daemonEnd)
+        output = pipeFDs[0]
+    }
+
+    /// Waits for the exit (at most `timeout` seconds, then SIGKILL); the status and stdout.
+    func finish(timeout: Double = 10) async -> (status: Int32, output: String) {
+        let deadline = Date().addingTimeInterval(timeout)
+        var status: Int32 = 0
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                _ = waitpid(pid, &status, 0)
+                break
+            }
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let n = read(output, &buffer, buffer.count)
+            if n <= 0 { break }
+            data.append(contentsOf: buffer[..<n])
+        }
+        close(output)
+        return (status, String(decoding: data, as: UTF8.self))
+    }
+}
+
+@Suite("sample apps as processes")
+@MainActor
+struct SampleAppTests {
+    @Test("Notes saves on didEnterBackground and willTerminate, and the next launch restores what it saved")
+    func notesRelaunch() async throws {
+        let home = Scratch()
+        for launch in 1...2 {
+            let app = try SampleProcess("Notes", home: home.url, arguments: ["-note", "note \(launch)"])
+            #expect(await app.daemon.receiveType() == "hello")
+            app.daemon.send(#"{"type":"didFinishLaunching","instance":"n\#(launch)","state":"inactive"}"#)
+            #expect(await app.daemon.receiveType() == "ready")
+            app.daemon.send(#"{"type":"didBecomeActive"}"#)
+            app.daemon.send(#"{"type":"willResignActive"}"#)
+            app.daemon.send(#"{"type":"didEnterBackground","gracePeriod":5}"#)
+            let begin = try #require(await app.daemon.receive())
+            #expect(begin["type"] as? String == "beginBackgroundTask")
+            #expect(begin["name"] as? String == "save notes")
+            // The save is done before the answer comes: the task ends as soon as it does.
+            app.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(begin["ref"] as? Int ?? -1),"task":41}"#)
+            let end = await app.daemon.receive()
+            #expect(end?["type"] as? String == "endBackgroundTask")
+            #expect(end?["task"] as? Int == 41)
+            app.daemon.send(#"{"type":"willTerminate","gracePeriod":5}"#)
+            let (status, output) = await app.finish()
+            #expect(status == 0, "\(output)")
+            let lines = output.split(separator: "\n").map(String.init)
+            #expect(lines.contains(launch == 1 ? "notes: no saved notes" : "notes: restored 1 notes"), "\(output)")
+            #expect(lines.contains("notes: saved \(launch) notes (didEnterBackground)"), "\(output)")
+            #expect(lines.contains("notes: saved \(launch) notes (willTerminate)"), "\(output)")
+            #expect(lines.contains("notes: attached to appd: yes"), "\(output)")
+        }
+        let prefs = try Preferences(folder: home.url.appendingPathComponent("Library/Preferences"), bundleIdentifier: "com.example.notes")
+        #expect(prefs.integer(forKey: "launches") == 2)
+    }
+
+    @Test("Player keeps ticking in the background and stops on SIGTERM with willTerminate")
+    func playerInBackground() async throws {
+        let home = Scratch()
+        let app = try SampleProcess("Player", home: home.url, arguments: ["-TickInterval", "0.05"])
+        #expect(await app.daemon.receiveType() == "hello")
+        app.daemon.send(#"{"type":"didFinishLaunching","state":"inactive"}"#)
+        #expect(await app.daemon.receiveType() == "ready")
+        app.daemon.send(#"{"type":"didBecomeActive"}"#)
+        try await Task.sleep(nanoseconds: 200_000_000)
+        app.daemon.send(#"{"type":"willResignActive"}"#)
+        app.daemon.send(#"{"type":"didEnterBackground","gracePeriod":5}"#)
+        try await Task.sleep(nanoseconds: 400_000_000)
+        kill(app.pid, SIGTERM)
+        let (status, output) = await app.finish()
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("state=active"), "\(output)")
+        #expect(output.contains("player: in the background, still playing"), "\(output)")
+        let background = output.split(separator: "\n").filter { $0.hasSuffix("state=background") }
+        #expect(background.count >= 3, "\(output)")
+        #expect(output.contains("player: stopped after"), "\(output)")
+    }
+}
