@@ -29,8 +29,9 @@ extension Supervisor {
         case .hello:
             guard entry.record.instance.channel == .silent else { break }
             entry.record.instance.channel = .launching
-            // It launches into the foreground or the background; `ready` brings it the rest of the way.
-            entry.life.told = Self.level(entry.record.instance.state) == 0 ? .background : .inactive
+            // Launching is inactive, wherever it is headed; `ready` brings it the rest of the way
+            // (didBecomeActive, or didEnterBackground for a launch into the background).
+            entry.life.told = .inactive
             var launchedBy: [String: Any] = ["uid": Int(entry.record.instance.launchedBy)]
             if let user = getpwuid(entry.record.instance.launchedBy)?.pointee.pw_name { launchedBy["user"] = String(cString: user) }
             send(entry, [

@@ -97,7 +97,7 @@ extension Supervisor {
             setState(&entry, Self.ladder[level < goal ? level + 1 : level - 1], detail: detail)
             tell(&entry)
         }
-        if entry.record.instance.state == .background {
+        if entry.record.instance.state == .background && entry.life.told != .background {
             entry.life.backgroundSince = Date()
             scheduleBackgroundCheck(entry.record.instance.id, after: lifecycle.backgroundGracePeriod)
         }
@@ -141,6 +141,10 @@ extension Supervisor {
                 // Absent when it will not be frozen (an allowed background mode).
                 if (entry.record.instance.backgroundModes ?? []).isEmpty { enter["gracePeriod"] = lifecycle.backgroundGracePeriod }
                 message = enter
+                // The grace period is the app's time after it was told (an app launched into
+                // the background learns it on ready).
+                entry.life.backgroundSince = Date()
+                scheduleBackgroundCheck(entry.record.instance.id, after: lifecycle.backgroundGracePeriod)
             }
             level += level < goal ? 1 : -1
             send(entry, message)
@@ -168,10 +172,12 @@ extension Supervisor {
 
     /// Freezes an instance that has been in the background for the grace period and holds
     /// nothing that keeps it running. Runs whenever that may have changed; a check that comes
-    /// too early (it re-entered the background since) does nothing.
+    /// too early (it re-entered the background since) does nothing. An app between hello and
+    /// ready is not frozen: the launch watchdog bounds that time, and its grace period starts
+    /// when `ready` gets it didEnterBackground.
     func backgroundCheck(_ id: String) {
         guard var entry = entries[id], entry.record.instance.state == .background,
-            entry.life.tasks.isEmpty, (entry.record.instance.backgroundModes ?? []).isEmpty,
+            entry.record.instance.channel != .launching, entry.life.tasks.isEmpty, (entry.record.instance.backgroundModes ?? []).isEmpty,
             let since = entry.life.backgroundSince,
             Date().timeIntervalSince(since) >= lifecycle.backgroundGracePeriod - 0.005
         else { return }
