@@ -451,16 +451,19 @@ static int lifecycle(int argc, char **argv) {
     char buffer[65536 + 1], type[64];
     for (;;) {
         int timeout = -1;
-        if (end_at) { long long left = (end_at - now_ns()) / 1000000; timeout = left < 0 ? 0 : (int)left; }
+        if (end_at) { long long left = (end_at - now_ns() + 999999) / 1000000; timeout = left < 0 ? 0 : (int)left; }
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
         int ready = poll(&pfd, 1, timeout);
-        if (ready == 0 && held && end_at && now_ns() >= end_at) {
-            char message[96];
-            snprintf(message, sizeof message, "{\"type\":\"endBackgroundTask\",\"task\":%ld}", held);
-            send_json(fd, message);
-            printf("lifecycle: value ended task %ld\n", held);
-            held = 0;
-            end_at = 0;
+        if (ready == 0) {
+            // poll's millisecond timeout may wake us a little early: only act once it is time.
+            if (held && end_at && now_ns() >= end_at) {
+                char message[96];
+                snprintf(message, sizeof message, "{\"type\":\"endBackgroundTask\",\"task\":%ld}", held);
+                send_json(fd, message);
+                printf("lifecycle: value ended task %ld\n", held);
+                held = 0;
+                end_at = 0;
+            }
             continue;
         }
         if (ready < 0) continue;
