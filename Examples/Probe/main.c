@@ -17,6 +17,17 @@
 //   probe spin SECONDS          (burns CPU: for suspend)
 //   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
 //   probe chatter LINES         (prints LINES numbered lines of 100 bytes, then sleeps 3 s: logs)
+//   probe procs N SECONDS       (N processes in all, sleeping: for freezing many)
+//   probe lifecycle [OPTION...] speaks the lifecycle channel (docs/lifecycle.md) on the fd
+//                               APPD_LIFECYCLE_FD names: hello, ready, then prints each message
+//                               it gets as `lifecycle: event TYPE at NANOSECONDS JSON`. Options:
+//       no-ready                never sends ready (the launch watchdog)
+//       task SECONDS            on didEnterBackground begins a background task, ends it after SECONDS
+//       end-on-expire           ends a task when it is warned of its expiry
+//       spin                    a child process burns CPU (for the freezer)
+//       alloc MIB               touches MIB of memory first (for jetsam)
+//       procs N                 N-1 sleeping child processes besides itself
+//       garbage                 after ready, sends a datagram that is not JSON
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -32,7 +43,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/ptrace.h>
@@ -366,6 +379,111 @@ static long try_ptrace(void) {
     return r;
 }
 
+static long long now_ns(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+static void send_json(int fd, const char *json) {
+    if (send(fd, json, strlen(json), MSG_NOSIGNAL) < 0) report("lifecycle-send", -1);
+}
+
+/// The value of a string field in one of the daemon's small JSON objects (no escapes in them).
+static void json_string(const char *json, const char *key, char *out, size_t size) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":\"", key);
+    out[0] = 0;
+    const char *at = strstr(json, pattern);
+    if (!at) return;
+    at += strlen(pattern);
+    size_t n = 0;
+    while (at[n] && at[n] != '"' && n + 1 < size) { out[n] = at[n]; n++; }
+    out[n] = 0;
+}
+
+static long json_number(const char *json, const char *key) {
+    char pattern[64];
+    snprintf(pattern, sizeof pattern, "\"%s\":", key);
+    const char *at = strstr(json, pattern);
+    return at ? strtol(at + strlen(pattern), NULL, 10) : -1;
+}
+
+static void forked_children(int count, int spin) {
+    for (int i = 0; i < count; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(3);
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (spin) { volatile unsigned long n = 0; for (;;) n++; }
+            for (;;) pause();
+        }
+    }
+}
+
+static int lifecycle(int argc, char **argv) {
+    int no_ready = 0, end_on_expire = 0, spin = 0, garbage = 0, procs = 1;
+    double task_seconds = -1;
+    for (int i = 2; i < argc; i++) {
+        if (!strcmp(argv[i], "no-ready")) no_ready = 1;
+        else if (!strcmp(argv[i], "end-on-expire")) end_on_expire = 1;
+        else if (!strcmp(argv[i], "spin")) spin = 1;
+        else if (!strcmp(argv[i], "garbage")) garbage = 1;
+        else if (!strcmp(argv[i], "task") && i + 1 < argc) task_seconds = atof(argv[++i]);
+        else if (!strcmp(argv[i], "procs") && i + 1 < argc) procs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "alloc") && i + 1 < argc) {
+            size_t total = (size_t)atoi(argv[++i]) << 20;
+            char *memory = malloc(total);
+            for (size_t j = 0; memory && j < total; j += 4096) memory[j] = 1;
+        } else { fprintf(stderr, "probe: unknown lifecycle option %s\n", argv[i]); return 2; }
+    }
+    const char *named = getenv("APPD_LIFECYCLE_FD");
+    if (!named) { value("lifecycle", "no APPD_LIFECYCLE_FD"); return 1; }
+    int fd = atoi(named);
+    if (spin) forked_children(1, 1);
+    if (procs > 1) forked_children(procs - 1, 0);
+    send_json(fd, "{\"type\":\"hello\",\"version\":1}");
+    if (!no_ready) send_json(fd, "{\"type\":\"ready\"}");
+    if (garbage) send_json(fd, "this is not JSON");
+    value("lifecycle", no_ready ? "hello" : "ready");
+    long held = 0;            // the background task we hold, 0 for none
+    long long end_at = 0;     // when we end it (ns), 0 for never
+    char buffer[65536 + 1], type[64];
+    for (;;) {
+        int timeout = -1;
+        if (end_at) { long long left = (end_at - now_ns() + 999999) / 1000000; timeout = left < 0 ? 0 : (int)left; }
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int ready = poll(&pfd, 1, timeout);
+        if (ready == 0) {
+            // poll's millisecond timeout may wake us a little early: only act once it is time.
+            if (held && end_at && now_ns() >= end_at) {
+                char message[96];
+                snprintf(message, sizeof message, "{\"type\":\"endBackgroundTask\",\"task\":%ld}", held);
+                send_json(fd, message);
+                printf("lifecycle: value ended task %ld\n", held);
+                held = 0;
+                end_at = 0;
+            }
+            continue;
+        }
+        if (ready < 0) continue;
+        ssize_t n = recv(fd, buffer, sizeof buffer - 1, 0);
+        if (n <= 0) { value("lifecycle", "channel closed"); for (;;) pause(); }
+        buffer[n] = 0;
+        json_string(buffer, "type", type, sizeof type);
+        printf("lifecycle: event %s at %lld %s\n", type, now_ns(), buffer);
+        if (!strcmp(type, "didEnterBackground") && task_seconds >= 0 && !held) {
+            send_json(fd, "{\"type\":\"beginBackgroundTask\",\"name\":\"save\",\"ref\":1}");
+        } else if (!strcmp(type, "backgroundTaskBegan")) {
+            held = json_number(buffer, "task");
+            if (held > 0) end_at = now_ns() + (long long)(task_seconds * 1e9);
+            else held = 0;
+        } else if (!strcmp(type, "backgroundTaskWillExpire") && end_on_expire && held) {
+            end_at = now_ns();
+        }
+    }
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argc > 1 ? argv[1] : "all";
@@ -410,6 +528,11 @@ int main(int argc, char **argv) {
         fflush(stdout);
         sleep(30);
     }
+    else if (!strcmp(mode, "procs") && argc > 3) {
+        forked_children(atoi(argv[2]) - 1, 0);
+        value("procs", "ready");
+        sleep(atoi(argv[3]));
+    } else if (!strcmp(mode, "lifecycle")) return lifecycle(argc, argv);
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

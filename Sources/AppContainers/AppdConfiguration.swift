@@ -25,6 +25,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var api = APISettings()
     /// `[Supervisor]`: running instances.
     public var supervisor = SupervisorSettings()
+    /// `[Lifecycle]`: states, background time, watchdog, memory budget (docs/lifecycle.md).
+    public var lifecycle = LifecycleSettings()
 
     public init() {}
 
@@ -54,9 +56,9 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor"].contains(section) else {
+                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle]")
                 }
                 continue
             }
@@ -136,6 +138,14 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Supervisor", _):
             throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
                 hint: "known keys: " + SupervisorSettings.keys.joined(separator: ", "))
+        case ("Lifecycle", _):
+            switch lifecycle.set(key: key, value: value, parseSize: Self.parseSize) {
+            case .ok: break
+            case .invalid(let expected): throw bad(expected)
+            case .unknownKey:
+                throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
+                    hint: "known keys: " + LifecycleSettings.keys.joined(separator: ", "))
+            }
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
         default:

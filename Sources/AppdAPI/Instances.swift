@@ -1,15 +1,33 @@
 import Foundation
 
-/// Where a running instance is in its life.
+/// Where an instance is in its life (docs/lifecycle.md): iOS's states, plus the daemon's own
+/// `launching`, `terminating` and `exited`.
 public enum InstanceState: String, Codable, Sendable, CaseIterable {
     /// Spawned; the launcher is building the sandbox.
     case launching
-    case running
-    /// Frozen (cgroup freezer): no CPU until resumed.
+    /// Running in the foreground but not the active app: just launched, or on its way between
+    /// active and background.
+    case inactive
+    /// The foreground app (with `[Lifecycle] ActivePolicy=single`, at most one).
+    case active
+    /// Running, not in the foreground; frozen after `BackgroundGracePeriod` unless it holds a
+    /// background task or an allowed `UIBackgroundModes` value.
+    case background
+    /// Frozen (cgroup freezer): no CPU, no events, until resumed or activated.
     case suspended
-    /// Asked to stop: SIGTERM sent, the grace period runs.
+    /// Asked to stop: willTerminate and SIGTERM sent, the grace period runs.
     case terminating
     case exited
+    /// Daemons before 0.3 said `running` for what is now `inactive`, `active` or `background`.
+    /// Never sent by this daemon; a record that still says it is read as `inactive`.
+    case running
+
+    /// Its processes run (not frozen, not ended): `inactive`, `active`, `background` (and the
+    /// legacy `running`). Old clients' `running` means exactly this.
+    public var isRunning: Bool { [.inactive, .active, .background, .running].contains(self) }
+
+    /// Not ended, whatever it is doing.
+    public var isLive: Bool { self != .exited }
 }
 
 /// Why an instance ended.
@@ -30,6 +48,14 @@ public enum ExitReason: String, Codable, Sendable, CaseIterable {
     case failedToLaunch = "failed-to-launch"
     /// appd restarted and the instance had ended without its launcher writing a status.
     case lost
+    /// It said `hello` on the lifecycle channel but not `ready` within `LaunchWatchdog`: its
+    /// cgroup was killed (iOS's 0x8badf00d).
+    case launchWatchdog = "launch-watchdog"
+    /// It held a background task past its time and the expiration warning: its cgroup was killed.
+    case backgroundTaskExpired = "background-task-expired"
+    /// Killed to reclaim memory (over `MemoryBudget`, or memory pressure): `message` says why
+    /// this one was chosen.
+    case jetsam
 }
 
 public struct APIExit: Codable, Sendable, Equatable, CustomStringConvertible {
@@ -89,6 +115,18 @@ public struct APIInstance: Codable, Sendable, Equatable {
     public var cgroup: String?
     /// Where its stdout and stderr go (`GET /v1/instances/{id}/logs` reads it).
     public var log: String
+    /// The lifecycle channel: `silent` (a plain program so far), `launching` (said hello, not
+    /// ready yet), `ready`, `closed` (the app closed it, broke the protocol, or appd restarted).
+    public var channel: ChannelState?
+    /// Background tasks it holds now.
+    public var backgroundTasks: Int?
+    /// Its `UIBackgroundModes` that `[Lifecycle] AllowedBackgroundModes` allows: with any, it
+    /// is not frozen in the background.
+    public var backgroundModes: [String]?
+    /// When it last entered its current state; and when it was last active (jetsam kills the
+    /// least recently used first).
+    public var stateSince: Date?
+    public var lastActiveAt: Date?
 
     public init(
         id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32, arguments: [String],
@@ -110,20 +148,45 @@ public struct APIInstance: Codable, Sendable, Equatable {
     }
 }
 
+/// The lifecycle channel of an instance, as the daemon sees it (docs/lifecycle.md).
+public enum ChannelState: String, Codable, Sendable {
+    /// The app never wrote to it: a plain program, told nothing.
+    case silent
+    /// `hello` received, `ready` not yet: the launch watchdog runs.
+    case launching
+    case ready
+    /// Closed by the app, after a protocol error, or lost in a daemon restart.
+    case closed
+}
+
 /// `POST /v1/apps/{id}/launch`.
 public struct LaunchRequest: Codable, Sendable {
     /// argv after argv[0] (the executable).
     public var arguments: [String]
+    /// Launch into the background (inactive → background) instead of making it the active app.
+    public var background: Bool
 
-    public init(arguments: [String] = []) { self.arguments = arguments }
+    public init(arguments: [String] = [], background: Bool = false) {
+        self.arguments = arguments
+        self.background = background
+    }
 
-    /// `{}` (what an empty body reads as) launches without arguments.
+    /// `{}` (what an empty body reads as) launches without arguments, into the foreground.
     public init(from decoder: Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         arguments = try container.decodeIfPresent([String].self, forKey: .arguments) ?? []
+        background = try container.decodeIfPresent(Bool.self, forKey: .background) ?? false
     }
 
-    enum CodingKeys: String, CodingKey { case arguments }
+    enum CodingKeys: String, CodingKey { case arguments, background }
+}
+
+/// `POST /v1/memory-warning`: the instances that were sent didReceiveMemoryWarning.
+public struct APIMemoryWarning: Codable, Sendable, Equatable {
+    /// Instances whose channel is open and who are not frozen: those who got it.
+    public var delivered: [String]
+
+    public init(delivered: [String]) { self.delivered = delivered }
 }
 
 /// `POST /v1/instances/{id}/terminate`.
@@ -138,6 +201,9 @@ public struct TerminateRequest: Codable, Sendable {
 public struct APIEvent: Codable, Sendable, Equatable {
     public enum Kind: String, Codable, Sendable {
         case installed, uninstalled, launched, state, exited
+        /// A lifecycle message to or from the app (`detail`: `-> didEnterBackground`,
+        /// `<- ready`), or something the daemon decided about it (`detail`: `memory warning`).
+        case message
     }
 
     /// Increases by one per event for the life of the daemon.
@@ -149,11 +215,15 @@ public struct APIEvent: Codable, Sendable, Equatable {
     public var state: InstanceState?
     public var exit: APIExit?
     public var version: String?
+    /// What a `message` event says, or why a `state` event happened (`jetsam`,
+    /// `background grace period over`).
+    public var detail: String?
 
     public init(
         seq: Int, time: Date, kind: Kind, app: String, instance: String? = nil,
-        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil
+        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil, detail: String? = nil
     ) {
+        self.detail = detail
         self.seq = seq
         self.time = time
         self.kind = kind

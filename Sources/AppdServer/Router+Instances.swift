@@ -10,7 +10,9 @@ extension Router {
         guard body.arguments.count <= 4096, body.arguments.allSatisfy({ !$0.contains("\0") }) else {
             throw APIFailure.badRequest("arguments: at most 4096, none containing NUL")
         }
-        return try .json(try await supervisor.launch(id, arguments: body.arguments, caller: request.caller.uid), status: 201)
+        return try .json(
+            try await supervisor.launch(id, arguments: body.arguments, caller: request.caller.uid, background: body.background),
+            status: 201)
     }
 
     func listInstances(_ request: Request) async throws -> Reply {

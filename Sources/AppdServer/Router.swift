@@ -74,6 +74,16 @@ final class Router: Sendable {
         Route(method: .POST, pattern: ["instances", "{iid}", "resume"], right: .control) { r, _, p in
             try .json(try await r.supervisor.resume(p[0]))
         },
+        Route(method: .POST, pattern: ["instances", "{iid}", "activate"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.activate(p[0]))
+        },
+        Route(method: .POST, pattern: ["instances", "{iid}", "background"], right: .control) { r, _, p in
+            try .json(try await r.supervisor.background(p[0]))
+        },
+        Route(method: .POST, pattern: ["memory-warning"], right: .control) { r, q, _ in
+            if let app = q.query["app"] { _ = try r.store.app(app) }
+            return try .json(APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
+        },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
         Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
     ]

@@ -100,6 +100,11 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public struct EnvironmentVariable: Sendable, Equatable, Codable {
         public var name: String
         public var value: String
+
+        public init(name: String, value: String) {
+            self.name = name
+            self.value = value
+        }
     }
 
     public func environmentValue(_ name: String) -> String? {

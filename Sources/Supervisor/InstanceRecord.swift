@@ -14,12 +14,19 @@ struct InstanceRecord: Codable, Sendable {
     var request: Request?
     /// When the grace period of a terminate runs out.
     var graceDeadline: Date?
+    /// Why appd ended it, for the exit's message (jetsam says which budget and why this one).
+    var requestMessage: String?
 
     enum Request: String, Codable, Sendable {
         case terminate
         /// The grace period ran out and the cgroup was killed.
         case killAfterGrace
         case kill
+        /// Killed by the lifecycle (docs/lifecycle.md): no ready in time, a background task
+        /// held too long, memory reclaimed.
+        case launchWatchdog
+        case backgroundTaskExpired
+        case jetsam
     }
 }
 

@@ -51,6 +51,8 @@ public struct SandboxLaunch {
     /// The profile's seccomp filter compiled already (the daemon caches it per rule set);
     /// nil compiles it here.
     public var bpf: [UInt8]?
+    /// The app's end of the lifecycle channel (docs/lifecycle.md): fd 3 in the app.
+    public var channel: Int32?
 
     public init(
         profile: SandboxProfile, launcher: String, cgroups: CgroupSettings, limits: CgroupLimits,
@@ -170,10 +172,11 @@ public struct SandboxLaunch {
         posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
         posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
         posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
+        if let channel { posix_spawn_file_actions_adddup2(&actions, channel, 6) }
         // Nothing else: SwiftNIO opens its epoll, listening and accepted sockets without
         // close-on-exec, and a launcher holding a client's connection keeps it open after
         // the daemon closed it (an idle timeout that does not close, a client that never sees EOF).
-        let closing = appd_spawn_closefrom(&actions, 6)
+        let closing = appd_spawn_closefrom(&actions, channel == nil ? 6 : 7)
         guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
 
         var attributes = posix_spawnattr_t()
@@ -190,6 +193,7 @@ public struct SandboxLaunch {
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
 
         let arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+            + (channel == nil ? [] : ["--channel-fd", "6"])
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var envp: [UnsafeMutablePointer<CChar>?] = [nil]

@@ -14,6 +14,19 @@ public struct AdoptionReport: Sendable {
 }
 
 extension Supervisor {
+    /// What survives of an instance's lifecycle across a daemon restart: its state (an old
+    /// daemon's `running` reads as `inactive`), not its channel (the daemon's end died with the
+    /// daemon, so an app that spoke it is `closed`) nor its tasks.
+    func adoptedLifecycle(_ record: InstanceRecord) -> InstanceRecord {
+        var record = record
+        if record.instance.state == .running { record.instance.state = .inactive }
+        if record.instance.state != .exited {
+            if record.instance.channel == .launching || record.instance.channel == .ready { record.instance.channel = .closed }
+            if record.instance.backgroundTasks != nil { record.instance.backgroundTasks = 0 }
+        }
+        return record
+    }
+
     /// Re-adopts what the previous daemon left: a record whose launcher is still the same
     /// process (pid and start time match) is watched again through a new pidfd; one whose
     /// launcher is gone is closed with the status the launcher wrote. Then starts the log
@@ -26,7 +39,7 @@ extension Supervisor {
         for record in loaded.records {
             let id = record.instance.id
             let cgroup = try? driver.open(instance: id, app: record.instance.app)
-            var entry = Entry(record: record, cgroup: cgroup ?? nil, isChild: false)
+            var entry = Entry(record: adoptedLifecycle(record), cgroup: cgroup ?? nil, isChild: false)
             guard record.instance.state != .exited else {
                 entries[id] = entry
                 continue
@@ -46,6 +59,10 @@ extension Supervisor {
             if record.instance.state == .terminating, let deadline = record.graceDeadline {
                 scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
             }
+            if entry.record.instance.state == .background {
+                entry.life.backgroundSince = Date()
+                scheduleBackgroundCheck(id, after: lifecycle.backgroundGracePeriod)
+            }
             report.adopted.append(id)
         }
         pruneExited()
@@ -55,6 +72,7 @@ extension Supervisor {
                 await self.passLogs()
             }
         }
+        startJetsam()
         return report
     }
 }

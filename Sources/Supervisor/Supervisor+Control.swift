@@ -4,9 +4,10 @@ import Foundation
 import Glibc
 
 extension Supervisor {
-    /// SIGTERM to the launcher (which passes it to the app), then, if it is still running when
-    /// the grace period is over, every process of its cgroup is killed. A suspended instance
-    /// is thawed first: a frozen process cannot act on SIGTERM.
+    /// willTerminate on the lifecycle channel and SIGTERM to the launcher (which passes it to
+    /// the app), then, if it is still running when the grace period is over, every process of
+    /// its cgroup is killed. A suspended instance is thawed first: a frozen process cannot act
+    /// on SIGTERM.
     public func terminate(_ id: String, grace: Double? = nil) throws -> APIInstance {
         var entry = try live(id, "terminate")
         let grace = max(0, grace ?? settings.terminateGracePeriod)
@@ -14,6 +15,7 @@ extension Supervisor {
         if entry.record.request == nil { entry.record.request = .terminate }
         entry.record.instance.state = .terminating
         entry.record.graceDeadline = Date().addingTimeInterval(grace)
+        lifecycleWillTerminate(entry, grace: grace)
         if let pid = entry.record.instance.pid { Glibc.kill(pid, SIGTERM) }
         save(entry)
         publish(.state, entry.record.instance)
@@ -58,32 +60,31 @@ extension Supervisor {
         }
     }
 
-    /// Freezes every process of the instance (cgroup freezer): it uses no CPU until resumed.
+    /// Sends the instance to the background (the app is told) and freezes every process of
+    /// it (cgroup freezer) at once, whatever tasks or background modes it holds: it uses no
+    /// CPU until resumed.
     public func suspend(_ id: String) throws -> APIInstance {
         var entry = try live(id, "suspend")
-        guard entry.record.instance.state == .running else {
-            if entry.record.instance.state == .suspended { return entry.record.instance }
+        if entry.record.instance.state == .suspended { return entry.record.instance }
+        guard Self.level(entry.record.instance.state) != nil else {
             throw AppdError(.conflict, "instance \(entry.record.instance.id) is \(entry.record.instance.state.rawValue); only a running instance can be suspended")
         }
-        guard let cgroup = entry.cgroup else { throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze") }
-        try cgroup.freeze()
-        entry.record.instance.state = .suspended
+        guard entry.cgroup != nil else { throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze") }
+        try move(&entry, to: .background)
+        try freeze(&entry, detail: "suspended by request")
         save(entry)
-        publish(.state, entry.record.instance)
         return entry.record.instance
     }
 
+    /// A suspended instance comes back as the active app (background → inactive → active, as
+    /// `activate`); a running one is left as it is.
     public func resume(_ id: String) throws -> APIInstance {
-        var entry = try live(id, "resume")
+        let entry = try live(id, "resume")
         guard entry.record.instance.state == .suspended else {
-            if entry.record.instance.state == .running { return entry.record.instance }
+            if entry.record.instance.state.isRunning { return entry.record.instance }
             throw AppdError(.conflict, "instance \(entry.record.instance.id) is \(entry.record.instance.state.rawValue), not suspended")
         }
-        try entry.cgroup?.thaw()
-        entry.record.instance.state = .running
-        save(entry)
-        publish(.state, entry.record.instance)
-        return entry.record.instance
+        return try activate(id)
     }
 
     /// The entry of an instance that has not exited.

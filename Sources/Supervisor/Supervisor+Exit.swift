@@ -28,7 +28,8 @@ extension Supervisor {
         forwarder?.finish(id)
         entry.record.instance.exit = Self.exit(
             status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
-            request: entry.record.request, oomKills: oomKills)
+            request: entry.record.request, oomKills: oomKills, message: entry.record.requestMessage)
+        lifecycleEnded(&entry)
         entry.record.instance.state = .exited
         entry.record.instance.endedAt = Date()
         entry.watcher = nil
@@ -42,7 +43,9 @@ extension Supervisor {
 
     /// Why it ended. What appd asked for comes first (it explains a SIGKILL or SIGTERM), then
     /// the OOM killer, then what the launcher wrote.
-    static func exit(status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64) -> APIExit {
+    static func exit(
+        status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64, message: String? = nil
+    ) -> APIExit {
         let status = status ?? waitStatus.map { SandboxLaunch.status(line: "", waitStatus: $0) }
         var code: Int32?
         var signal: Int32?
@@ -57,6 +60,10 @@ extension Supervisor {
         case .kill?: return APIExit(reason: .killed, code: code, signal: signal ?? SIGKILL)
         case .killAfterGrace?: return APIExit(reason: .killedAfterGrace, code: code, signal: signal ?? SIGKILL)
         case .terminate?: return APIExit(reason: .terminated, code: code, signal: signal)
+        case .launchWatchdog?: return APIExit(reason: .launchWatchdog, code: code, signal: signal ?? SIGKILL, message: message)
+        case .backgroundTaskExpired?:
+            return APIExit(reason: .backgroundTaskExpired, code: code, signal: signal ?? SIGKILL, message: message)
+        case .jetsam?: return APIExit(reason: .jetsam, code: code, signal: signal ?? SIGKILL, message: message)
         case nil: break
         }
         if oomKills > 0 {

@@ -29,6 +29,8 @@ public actor Supervisor {
         /// reaped by init; their status file is all there is.
         var isChild: Bool
         var waiters: [CheckedContinuation<APIInstance, Never>] = []
+        /// The lifecycle channel, background tasks, what the app was told (Supervisor+Lifecycle).
+        var life = LifecycleState()
     }
 
     var entries: [String: Entry] = [:]
@@ -41,6 +43,10 @@ public actor Supervisor {
     var forwarder: OutputForwarder?
     /// `shutdown()` ran: nobody is told of exits any more, so nobody may wait for one.
     var stopping = false
+    /// Memory pressure seen so far (Jetsam.swift).
+    var jetsam = JetsamState()
+    /// The lifecycle channels' reads, on one queue like the exit watchers.
+    let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 
     public init(store: AppStore, runtimeDirectory: String, underSystemd: Bool) throws {
         self.store = store
@@ -56,16 +62,19 @@ public actor Supervisor {
 
     // MARK: Launch
 
-    public func launch(_ appID: String, arguments: [String], caller: UInt32) throws -> APIInstance {
+    public func launch(_ appID: String, arguments: [String], caller: UInt32, background: Bool = false) throws -> APIInstance {
         let app = try store.app(appID)
         guard !closedApps.contains(app.bundleID.lowercased()) else {
             throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
         }
-        let profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+        var profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+        profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
         let id = Self.newInstanceID()
         var record = InstanceRecord(instance: APIInstance(
             id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid, arguments: arguments,
             launchedBy: caller, startedAt: Date(), log: logs.path(app: app.bundleID, instance: id)))
+        record.instance.channel = .silent
+        record.instance.backgroundModes = allowedBackgroundModes(of: app)
         // The record exists before the process does: a crash in between leaves a record
         // without a pid, which the next start closes as failed, and a cgroup it removes.
         try records.save(record)
@@ -78,12 +87,23 @@ public actor Supervisor {
             records.remove(id)
             throw error
         }
+        let channel: (daemon: Int32, app: Int32)
+        do {
+            channel = try LifecycleChannel.pair()
+        } catch {
+            close(output)
+            close(status)
+            records.remove(id)
+            throw error
+        }
         defer {
             close(output)
             close(status)
+            close(channel.app)
         }
         var launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
             limits: profile.cgroupLimits, output: output)
+        launch.channel = channel.app
         if profile.seccomp.required {
             if bpfCache[profile.seccomp] == nil, bpfCache.count > 256 { bpfCache.removeAll() }
             launch.bpf = try bpfCache[profile.seccomp] ?? SeccompCompiler.bpf(for: profile.seccomp)
@@ -95,20 +115,23 @@ public actor Supervisor {
         do {
             started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
         } catch {
+            close(channel.daemon)
             records.remove(id)
             logs.remove(record.instance.log)
             throw error
         }
         record.instance.pid = started.pid
-        record.instance.state = .running
+        record.instance.state = .inactive
+        record.instance.stateSince = Date()
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         try? records.save(record)
         var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
         entry.watcher = watch(id: id, pid: started.pid)
+        entry.life.channel = openChannel(id: id, fd: channel.daemon)
         entries[id] = entry
         publish(.launched, record.instance)
-        return record.instance
+        return try launched(id, background: background)
     }
 
     static func newInstanceID() -> String {
@@ -181,10 +204,10 @@ public actor Supervisor {
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
 
-    func publish(_ kind: APIEvent.Kind, _ instance: APIInstance) {
+    func publish(_ kind: APIEvent.Kind, _ instance: APIInstance, detail: String? = nil) {
         hub.publish { seq in
             APIEvent(seq: seq, time: Date(), kind: kind, app: instance.app, instance: instance.id,
-                state: instance.state, exit: instance.exit)
+                state: instance.state, exit: instance.exit, detail: detail)
         }
     }
 

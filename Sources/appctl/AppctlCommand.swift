@@ -20,6 +20,7 @@ struct AppctlCommand: ParsableCommand {
 
             Examples:
               appctl launch com.example.notes
+              appctl activate com.example.mail
               appctl launch --console com.example.notes -- --verbose
               appctl ps
               appctl terminate com.example.notes
@@ -33,7 +34,8 @@ struct AppctlCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Launch.self, Terminate.self, Kill.self, Suspend.self, Resume.self, PS.self, List.self,
+            Launch.self, Activate.self, Background.self, Terminate.self, Kill.self, Suspend.self,
+            Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
             Container.self, Logs.self, Events.self, Version.self,
         ]

@@ -7,14 +7,16 @@ import Foundation
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Print lifecycle events as they happen: installs, launches, state changes, exits.",
+            "Print lifecycle events as they happen: installs, launches, state changes, messages, exits.",
         discussion: """
             One line per event until interrupted: time, kind, app, instance, and the new \
-            state, how it exited, or the version installed. With --json each event is the \
+            state (inactive, active, background, suspended, terminating) with why, how it \
+            exited, the version installed, or a lifecycle message to (->) or from (<-) the app. With --json each event is the \
             daemon's JSON object on one line, as received (NDJSON), for 'jq -c' and friends.
 
             Examples:
               appctl events
+              appctl events --json | jq -c 'select(.kind == "message")'
               appctl events --json | jq -c 'select(.kind == "exited")'
             """)
 
@@ -44,7 +46,9 @@ struct Events: ParsableCommand {
             switch event.kind {
             case .exited: event.exit?.description ?? "exited"
             case .installed: event.version.map { "version \($0)" } ?? ""
-            case .launched, .state: event.state?.rawValue ?? ""
+            case .launched, .state:
+                (event.state?.rawValue ?? "") + (event.detail.map { " (\($0))" } ?? "")
+            case .message: event.detail ?? ""
             case .uninstalled: ""
             }
         let fields = [

@@ -18,6 +18,8 @@ struct Launch: ParsableCommand {
             a third leaves without waiting) and appctl exits with the app's code once it has \
             ended. The app gets no input from this terminal.
 
+            The new instance becomes the active app (with the daemon's ActivePolicy=single the             active one goes to the background); --background launches it into the background             instead, where it is frozen after the grace period (docs/lifecycle.md).
+
             Examples:
               appctl launch com.example.notes
               appctl launch --console com.example.notes -- --verbose
@@ -31,6 +33,9 @@ struct Launch: ParsableCommand {
 
     @Flag(help: "Wait until the app exits, then exit with its code.")
     var wait = false
+
+    @Flag(help: "Launch it into the background instead of making it the active app.")
+    var background = false
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
@@ -52,7 +57,7 @@ struct Launch: ParsableCommand {
             } else {
                 let instance = try client.post(
                     AppdClient.path("apps", id, "launch"),
-                    body: LaunchRequest(arguments: arguments), as: APIInstance.self)
+                    body: LaunchRequest(arguments: arguments, background: background), as: APIInstance.self)
                 guard wait else {
                     if options.json { Output.json(instance) } else { print(instance.id) }
                     return

@@ -4,8 +4,11 @@ import ArgumentParser
 
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Thaw a suspended instance (or each of an app's).",
+        abstract: "Thaw a suspended instance (or each of an app's) and make it the active app.",
         discussion: """
+            A suspended instance comes back through background and inactive to active, as \
+            'appctl activate' does; one that is not suspended is left as it is.
+
             Example:
               appctl resume 3f2a9c01d4e7
             """)

@@ -6,7 +6,9 @@ struct Suspend: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Freeze an instance (or each of an app's): no CPU until 'appctl resume'.",
         discussion: """
-            The instance's cgroup is frozen: its processes stay in memory, keep their state and \
+            The instance goes to the background (an app on the lifecycle channel gets \
+            willResignActive and didEnterBackground), then its cgroup is frozen at once, whatever \
+            background tasks or modes it holds: its processes stay in memory, keep their state and \
             get no CPU time. They do not notice, unlike SIGSTOP.
 
             Example:

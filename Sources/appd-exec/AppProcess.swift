@@ -6,14 +6,16 @@ import Glibc
 /// before execve, so the app never runs partly confined.
 enum AppProcess {
     static func run(_ launch: Launch) -> Never {
+        // The report pipe may move (placeChannel): failures go wherever it is now.
+        var launch = launch
         do {
-            try confineAndExec(launch)
+            try confineAndExec(&launch)
         } catch {
             launch.report.fail(error)
         }
     }
 
-    private static func confineAndExec(_ launch: Launch) throws -> Never {
+    private static func confineAndExec(_ launch: inout Launch) throws -> Never {
         let profile = launch.profile
         let parent = getppid()
         // PID 1 dying takes the namespace with it, but without a pid namespace only this
@@ -39,7 +41,8 @@ enum AppProcess {
         try sys(appd_set_no_new_privs(), "no_new_privs", "cannot set no_new_privs")
         let directory = profile.directory ?? "/"
         try sys(chdir(directory), "chdir", directory)
-        try closeInheritedDescriptors(keeping: launch.report.fd)
+        if launch.channelFD >= 0 { try placeChannel(&launch) }
+        try closeInheritedDescriptors(keeping: launch.report.fd, from: launch.channelFD >= 0 ? 4 : 3)
 
         // The exec arguments are built before Landlock and seccomp: after seccomp nothing but
         // execve should be left to do.
@@ -55,15 +58,31 @@ enum AppProcess {
         throw LaunchFailure.system("execve", executable)
     }
 
-    /// Closes everything but 0-2. The report pipe stays open (it is close-on-exec) so that a
-    /// failure in the last steps can still be reported.
-    private static func closeInheritedDescriptors(keeping report: Int32) throws {
+    /// The lifecycle channel becomes fd 3, where `APPD_LIFECYCLE_FD` says it is. The report
+    /// pipe may sit on 3 (the lowest free fd when it was made): it moves up first.
+    private static func placeChannel(_ launch: inout Launch) throws {
+        if launch.report.fd == 3 {
+            let moved = fcntl(3, F_DUPFD_CLOEXEC, 4)
+            try sys(moved, "channel", "cannot move the report pipe off fd 3")
+            launch.report = Report(fd: moved)
+        }
+        if launch.channelFD == 3 {
+            try sys(fcntl(3, F_SETFD, 0), "channel", "cannot keep the lifecycle channel open across exec")
+        } else {
+            // dup2 leaves the copy without close-on-exec; the original is closed below.
+            try sys(dup2(launch.channelFD, 3), "channel", "cannot place the lifecycle channel on fd 3")
+        }
+    }
+
+    /// Closes everything from `first` (3, or 4 above the channel) but the report pipe, which
+    /// stays open (it is close-on-exec) so that a failure in the last steps can still be reported.
+    private static func closeInheritedDescriptors(keeping report: Int32, from first: UInt32) throws {
         let report = UInt32(report)
-        if report > 3 {
-            try sys(appd_close_range(3, report - 1), "close_range", "fds 3-\(report - 1)")
+        if report > first {
+            try sys(appd_close_range(first, report - 1), "close_range", "fds \(first)-\(report - 1)")
         }
         try sys(
-            appd_close_range(max(report + 1, 3), UInt32.max), "close_range", "fds above \(report)")
+            appd_close_range(max(report + 1, first), UInt32.max), "close_range", "fds above \(report)")
     }
 
     /// A NULL-terminated array of C strings for execve. Never freed: execve replaces the process.

@@ -9,6 +9,8 @@ struct Launch {
     var lastCapability: Int32
     /// A pidfd of the outer launcher, for PID 1 to check it did not die before PDEATHSIG was set.
     var launcherPidfd: Int32
+    /// The app's end of the lifecycle channel, or -1: the app gets it as fd 3.
+    var channelFD: Int32
 }
 
 /// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
@@ -48,6 +50,7 @@ enum Init {
         let app = fork()
         try sys(app, "fork", "cannot fork the app process")
         if app == 0 { AppProcess.run(launch) }
+        if launch.channelFD >= 0 { close(launch.channelFD) }
         return Signals.supervise(app)
     }
 }

@@ -35,7 +35,8 @@ enum Launcher {
             let outcome = try runInit(
                 Launch(
                     profile: profile, seccomp: seccomp, report: Report(fd: -1),
-                    lastCapability: lastCapability, launcherPidfd: -1))
+                    lastCapability: lastCapability, launcherPidfd: -1,
+                    channelFD: arguments.channelFD ?? -1))
             switch outcome {
             case .ended(let status):
                 if let statusFD { FileIO.writeAll(statusFD, status.line + "\n") }
@@ -65,6 +66,8 @@ enum Launcher {
         }
         close(pipeFDs[1])
         if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
+        // Only the app holds the channel: the daemon sees it close when the app is gone.
+        if launch.channelFD >= 0 { close(launch.channelFD) }
 
         let initStatus = Signals.supervise(child)
         // Everything that could write is gone: PID 1 exited, and the app process either

@@ -34,6 +34,23 @@ struct ConfigurationTests {
         #expect(config.uidRange == 50000...50009)
     }
 
+    @Test("[Lifecycle] values: policy, seconds, modes, sizes; empty MemoryBudget is no budget")
+    func lifecycleValues() throws {
+        let config = try AppdConfiguration.parse(
+            "[Lifecycle]\nActivePolicy=all\nBackgroundGracePeriod=1.5s\nBackgroundTaskMaxTime=60\n"
+                + "AllowedBackgroundModes=voip fetch\nMemoryBudget=2G\nActiveMemoryLimit=\nExpiredBackgroundTask=suspend\n",
+            file: "t.conf")
+        #expect(config.lifecycle.activePolicy == .all)
+        #expect(config.lifecycle.backgroundGracePeriod == 1.5)
+        #expect(config.lifecycle.allowedBackgroundModes == ["voip", "fetch"])
+        #expect(config.lifecycle.memoryBudget == 2 << 30)
+        #expect(config.lifecycle.activeMemoryLimit == nil)
+        #expect(config.lifecycle.expiredTaskAction == .suspend)
+        // A task gets what it asks for, never more than the maximum.
+        #expect(config.lifecycle.taskTime(requested: nil) == 30)
+        #expect(config.lifecycle.taskTime(requested: 3600) == 60)
+    }
+
     @Test(
         "mistakes are errors naming file, line and key",
         arguments: [
@@ -45,6 +62,10 @@ struct ConfigurationTests {
             ("[Users]\nUIDRange=9-5\n", "t.conf:2: [Users] UIDRange=9-5 is not a range"),
             ("[Users]\nUIDRange=0-5000\n", "uids below 1000 belong to the system"),
             ("[Bundle]\njunk\n", "t.conf:2: expected Key=Value"),
+            ("[Lifecycle]\nActivePolicy=some\n", "t.conf:2: [Lifecycle] ActivePolicy=some is not single or all"),
+            ("[Lifecycle]\nAllowedBackgroundModes=audio music\n", "is not a space-separated list of audio, location"),
+            ("[Lifecycle]\nMemoryPressureCritical=120\n", "is not a percentage"),
+            ("[Lifecycle]\nGracePeriod=5\n", "t.conf:2: unknown key GracePeriod in [Lifecycle]"),
         ])
     func mistakes(text: String, message: String) {
         #expect {

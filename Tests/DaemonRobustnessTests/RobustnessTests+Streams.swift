@@ -58,7 +58,7 @@ extension DaemonRobustnessTests {
         #expect(daemon.fdCount(settlingTo: baseline, timeout: 5) <= baseline)
         // Still running, and still answering: the vanished clients did not take it along.
         let info = try daemon.request("GET", "/v1/instances/\(instance)").json as? [String: Any]
-        #expect(info?["state"] as? String == "running")
+        #expect(["inactive", "active", "background"].contains(info?["state"] as? String ?? ""))
         daemon.expectServing()
     }
 

@@ -10,7 +10,8 @@ struct SupervisionTests {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.exits")
         let instance = try daemon.launch("com.example.exits", ["exit", "7"])
-        #expect(instance.state == .running)
+        // Launched into the foreground: inactive, then the active app.
+        #expect(instance.state == .active)
         #expect(instance.pid != nil)
         let done = try daemon.wait(instance.id)
         #expect(done.state == .exited)
@@ -80,7 +81,7 @@ struct SupervisionTests {
         #expect(cpuTicks(cgroup: cgroup) - frozenAt <= 1)
 
         let resumed = try daemon.client.post("/v1/instances/\(instance.id)/resume", as: APIInstance.self)
-        #expect(resumed.state == .running)
+        #expect(resumed.state == .active)
         let thawedAt = cpuTicks(cgroup: cgroup)
         usleep(1_000_000)
         #expect(cpuTicks(cgroup: cgroup) - thawedAt >= 30)

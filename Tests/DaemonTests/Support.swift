@@ -140,7 +140,7 @@ final class TestDaemon {
 
     /// Builds `Probe.app` with `id` around the built probe and installs it through the daemon
     /// with `appd install`, as a user would.
-    func installProbe(_ id: String) throws {
+    func installProbe(_ id: String, info: String = "") throws {
         let bundle = "\(directory)/src-\(id)/Probe.app"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: builtExecutable("Probe"), toPath: "\(bundle)/Probe")
@@ -154,7 +154,7 @@ final class TestDaemon {
         try plist("""
             <key>CFBundleIdentifier</key><string>\(id)</string><key>CFBundleExecutable</key><string>Probe</string>
             <key>CFBundleName</key><string>Probe</string><key>CFBundleVersion</key><string>1</string>
-            <key>CFBundlePackageType</key><string>APPL</string>
+            <key>CFBundlePackageType</key><string>APPL</string>\(info)
             """).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         try plist("<key>com.apple.security.app-sandbox</key><true/>")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)

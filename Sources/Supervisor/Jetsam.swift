@@ -1,0 +1,129 @@
+import AppBundle
+import AppdAPI
+import Foundation
+import Glibc
+
+/// System-wide memory pressure (`/proc/pressure/memory`): the share of the last 10 s in which
+/// some (or all) runnable tasks were stalled waiting for memory.
+struct MemoryPressure: Equatable {
+    var some10: Double
+    var full10: Double
+
+    static func read(path: String = "/proc/pressure/memory") -> MemoryPressure? {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return parse(text)
+    }
+
+    /// `some avg10=0.00 avg60=0.00 avg300=0.00 total=0` and the same for `full`.
+    static func parse(_ text: String) -> MemoryPressure? {
+        var values: [String: Double] = [:]
+        for line in text.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard let kind = fields.first,
+                let avg10 = fields.first(where: { $0.hasPrefix("avg10=") }).flatMap({ Double($0.dropFirst(6)) })
+            else { continue }
+            values[String(kind)] = avg10
+        }
+        guard let some = values["some"] else { return nil }
+        return MemoryPressure(some10: some, full10: values["full"] ?? 0)
+    }
+}
+
+/// What jetsam remembers between two checks.
+struct JetsamState {
+    /// Apps were warned in this episode of pressure; kills may follow on the next check. Cleared
+    /// when the pressure is gone, so the next episode warns again.
+    var warned = false
+    var running = false
+}
+
+/// Jetsam: reclaims memory the way iOS does. Over the budget (`[Lifecycle] MemoryBudget`, the
+/// sum of every instance cgroup's usage) or at critical pressure (PSI `full`), every app is
+/// first sent didReceiveMemoryWarning; if that did not help by the next check, suspended apps
+/// are killed (least recently used first, without a word to them), then background and
+/// inactive ones, and the active app only when it alone uses more than `ActiveMemoryLimit`.
+/// Every kill is recorded with reason `jetsam` and why that instance was chosen.
+extension Supervisor {
+    func startJetsam() {
+        guard !jetsam.running else { return }
+        jetsam.running = true
+        let interval = lifecycle.memoryCheckInterval
+        Task { [weak self] in
+            while let self, !Task.isCancelled {
+                try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
+                guard await !self.stopping else { return }
+                await self.checkMemory()
+            }
+        }
+    }
+
+    func checkMemory(pressure: MemoryPressure? = MemoryPressure.read()) {
+        let settings = lifecycle
+        // Instances already on their way out are not counted: their memory is going.
+        let live = entries.values.filter { Self.level($0.record.instance.state) != nil }
+        guard !live.isEmpty else {
+            jetsam.warned = false
+            return
+        }
+        var usage: [String: Int64] = [:]
+        for entry in live { usage[entry.record.instance.id] = (try? entry.cgroup?.memory())??.current ?? 0 }
+        var total = usage.values.reduce(0, +)
+        let overBudget = settings.memoryBudget.map { total > $0 } ?? false
+        let critical = settings.memoryPressureCritical > 0 && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical
+        let nearBudget = settings.memoryBudget.map { total > $0 / 10 * 9 } ?? false
+        let warning = settings.memoryPressureWarning > 0 && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning
+        guard overBudget || critical || nearBudget || warning else {
+            jetsam.warned = false
+            return
+        }
+        if !jetsam.warned {
+            jetsam.warned = true
+            let reached = memoryWarning()
+            let why = overBudget || nearBudget
+                ? "apps use \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(settings.memoryBudget ?? 0))"
+                : "memory pressure some \(pressure?.some10 ?? 0)% full \(pressure?.full10 ?? 0)%"
+            hub.publish { seq in
+                APIEvent(seq: seq, time: Date(), kind: .message, app: "-", detail: "memory warning to \(reached.count) app(s): \(why)")
+            }
+            return
+        }
+        guard overBudget || critical else { return }
+
+        // The order of victims: suspended, then background and inactive, each least recently
+        // used first; the active app is last and only for its own excess.
+        func recency(_ entry: Entry) -> Date { entry.record.instance.lastActiveAt ?? entry.record.instance.startedAt }
+        let suspended = live.filter { $0.record.instance.state == .suspended }.sorted { recency($0) < recency($1) }
+        let background = live.filter { [InstanceState.background, .inactive].contains($0.record.instance.state) }.sorted { recency($0) < recency($1) }
+        let activeLimit = settings.activeMemoryLimit ?? settings.memoryBudget
+        let active = live.filter { entry in
+            entry.record.instance.state == .active
+                && activeLimit.map { limit in (usage[entry.record.instance.id] ?? 0) > limit } ?? false
+        }
+        for victim in suspended + background + active {
+            let id = victim.record.instance.id
+            let used = usage[id] ?? 0
+            let reason = settings.memoryBudget.map { budget in
+                total > budget
+                    ? "apps used \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(budget))"
+                    : ""
+            } ?? ""
+            let pressureText = critical ? "memory pressure full \(pressure?.full10 ?? 0)%" : ""
+            let why = [reason, pressureText].filter { !$0.isEmpty }.joined(separator: ", ")
+            var entry = victim
+            end(&entry, .jetsam,
+                message: "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.record.instance.state.rawValue)"
+                    + (victim.record.instance.state == .active ? " over ActiveMemoryLimit" : ", least recently used of those left"))
+            total -= used
+            // Budget met: stop. Pressure alone says nothing of how much: one instance per check.
+            if let budget = settings.memoryBudget, overBudget {
+                if total <= budget { break }
+            } else {
+                break
+            }
+        }
+    }
+
+    static func mebibytes(_ bytes: Int64) -> String {
+        "\(bytes >> 20) MiB"
+    }
+}

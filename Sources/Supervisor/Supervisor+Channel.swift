@@ -1,0 +1,184 @@
+import AppBundle
+import AppdAPI
+import Foundation
+import Glibc
+
+/// The app's side of the conversation on the lifecycle channel (docs/lifecycle.md): hello and
+/// the launch watchdog, ready, background tasks and their expiry, memory warnings.
+extension Supervisor {
+    /// Starts reading the daemon's end of a new instance's channel; messages are handled in
+    /// the order the app sent them.
+    func openChannel(id: String, fd: Int32) -> LifecycleChannel {
+        let channel = LifecycleChannel(fd: fd, queue: channelQueue)
+        Task { [weak self] in
+            for await message in channel.messages {
+                guard let self else { return }
+                await self.received(id, message)
+            }
+        }
+        return channel
+    }
+
+    func received(_ id: String, _ message: AppMessage) {
+        guard var entry = entries[id], entry.record.instance.state != .exited, entry.life.channel != nil else { return }
+        let speaking = entry.record.instance.channel == .launching || entry.record.instance.channel == .ready
+        if case .closed = message {} else {
+            publish(.message, entry.record.instance, detail: "<- \(message.name)")
+        }
+        switch message {
+        case .hello:
+            guard entry.record.instance.channel == .silent else { break }
+            entry.record.instance.channel = .launching
+            // Launching is inactive, wherever it is headed; `ready` brings it the rest of the way
+            // (didBecomeActive, or didEnterBackground for a launch into the background).
+            entry.life.told = .inactive
+            var launchedBy: [String: Any] = ["uid": Int(entry.record.instance.launchedBy)]
+            if let user = getpwuid(entry.record.instance.launchedBy)?.pointee.pw_name { launchedBy["user"] = String(cString: user) }
+            send(entry, [
+                "type": "didFinishLaunching", "instance": id, "arguments": entry.record.instance.arguments,
+                "launchedBy": launchedBy, "state": entry.life.told.rawValue,
+            ])
+            scheduleWatchdog(id)
+        case .ready:
+            guard entry.record.instance.channel == .launching else { break }
+            entry.record.instance.channel = .ready
+            tell(&entry)
+        case .beginBackgroundTask(let name, let ref, let seconds):
+            guard speaking else { break }
+            beginTask(&entry, name: name, ref: ref, seconds: seconds)
+        case .endBackgroundTask(let task):
+            guard entry.life.tasks.removeValue(forKey: task) != nil else { break }
+            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            save(entry)
+            backgroundCheck(id)
+            return
+        case .unknown:
+            break
+        case .protocolError(let why):
+            publish(.message, entry.record.instance, detail: "channel closed: \(why); a plain program from now on")
+            closeChannel(&entry)
+        case .closed:
+            closeChannel(&entry)
+        }
+        save(entry)
+    }
+
+    /// No more messages either way. An app that had spoken is `closed`; one that never did
+    /// stays `silent` (a plain program that closed the fds it inherited).
+    func closeChannel(_ entry: inout Entry) {
+        entry.life.channel?.close()
+        entry.life.channel = nil
+        if entry.record.instance.channel != .silent { entry.record.instance.channel = .closed }
+        entry.life.tasks = [:]
+        entry.record.instance.backgroundTasks = 0
+        let id = entry.record.instance.id
+        Task { self.backgroundCheck(id) }
+    }
+
+    // MARK: Watchdog
+
+    func scheduleWatchdog(_ id: String) {
+        let seconds = lifecycle.launchWatchdog
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(seconds * 1e9))
+            self.watchdogFired(id, after: seconds)
+        }
+    }
+
+    /// No `ready` within `LaunchWatchdog` of `hello`: killed. A frozen app cannot answer, so
+    /// the watchdog starts again when it is thawed.
+    func watchdogFired(_ id: String, after seconds: Double) {
+        guard var entry = entries[id], entry.record.instance.channel == .launching,
+            entry.record.instance.state != .exited, entry.record.instance.state != .terminating,
+            entry.record.instance.state != .suspended
+        else { return }
+        end(&entry, .launchWatchdog, message: "said hello but not ready within \(Self.seconds(seconds)) (LaunchWatchdog)")
+    }
+
+    func rearmWatchdogIfLaunching(_ entry: Entry) {
+        if entry.record.instance.channel == .launching { scheduleWatchdog(entry.record.instance.id) }
+    }
+
+    // MARK: Background tasks
+
+    func beginTask(_ entry: inout Entry, name: String, ref: Int?, seconds: Double?) {
+        var answer: [String: Any] = ["type": "backgroundTaskBegan", "task": 0]
+        if let ref { answer["ref"] = ref }
+        if entry.record.instance.state == .terminating {
+            answer["reason"] = "the app is terminating"
+        } else if entry.life.tasks.count >= lifecycle.maxBackgroundTasks {
+            answer["reason"] = "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
+        } else {
+            let task = entry.life.nextTask
+            entry.life.nextTask += 1
+            let time = lifecycle.taskTime(requested: seconds)
+            entry.life.tasks[task] = BackgroundTask(name: name, deadline: Date().addingTimeInterval(time))
+            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            answer["task"] = task
+            answer["timeRemaining"] = time
+            let id = entry.record.instance.id
+            Task {
+                try? await Task.sleep(nanoseconds: UInt64(time * 1e9))
+                self.taskExpired(id, task)
+            }
+        }
+        send(entry, answer)
+    }
+
+    /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.
+    func taskExpired(_ id: String, _ task: Int) {
+        guard var entry = entries[id], var held = entry.life.tasks[task], !held.warned else { return }
+        if entry.record.instance.state == .suspended {
+            // Frozen by request while it held the task: it cannot end it, and needs no time.
+            entry.life.tasks[task] = nil
+            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            save(entry)
+            return
+        }
+        held.warned = true
+        entry.life.tasks[task] = held
+        let grace = lifecycle.backgroundTaskExpirationGrace
+        send(entry, ["type": "backgroundTaskWillExpire", "task": task, "timeRemaining": grace])
+        save(entry)
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(grace * 1e9))
+            self.taskOverdue(id, task)
+        }
+    }
+
+    /// Still held after the warning: in the background the app is killed (or frozen, by
+    /// `ExpiredBackgroundTask`); in the foreground the task just ends.
+    func taskOverdue(_ id: String, _ task: Int) {
+        guard var entry = entries[id], let held = entry.life.tasks.removeValue(forKey: task) else { return }
+        entry.record.instance.backgroundTasks = entry.life.tasks.count
+        save(entry)
+        guard entry.record.instance.state == .background else { return }
+        if lifecycle.expiredTaskAction == .kill {
+            end(&entry, .backgroundTaskExpired,
+                message: "background task \(task) '\(held.name)' was not ended in time (BackgroundTaskTime, then BackgroundTaskExpirationGrace)")
+        } else {
+            publish(.message, entry.record.instance, detail: "background task \(task) '\(held.name)' expired")
+            backgroundCheck(id)
+        }
+    }
+
+    // MARK: Memory warnings
+
+    /// didReceiveMemoryWarning to every instance (of `app`, if given) that speaks the channel
+    /// and is not frozen; returns the ones it reached.
+    public func memoryWarning(app: String? = nil) -> [String] {
+        var delivered: [String] = []
+        for entry in entries.values
+        where (app == nil || entry.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame)
+            && (entry.record.instance.channel == .ready || entry.record.instance.channel == .launching)
+            && entry.record.instance.state != .suspended && entry.record.instance.state != .exited
+        {
+            if send(entry, ["type": "didReceiveMemoryWarning"]) { delivered.append(entry.record.instance.id) }
+        }
+        return delivered.sorted()
+    }
+
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() ? "\(Int(value)) s" : "\(value) s"
+    }
+}
