@@ -26,6 +26,8 @@
 //       end-on-expire           ends a task when it is warned of its expiry
 //       spin                    a child process burns CPU (for the freezer)
 //       alloc MIB               touches MIB of memory first (for jetsam)
+//       alloc-after-ready MIB   touches MIB of memory once ready is sent (warned when it pushes
+//                               the apps over the budget: its channel is open by then)
 //       procs N                 N-1 sleeping child processes besides itself
 //       garbage                 after ready, sends a datagram that is not JSON
 #define _GNU_SOURCE
@@ -423,6 +425,7 @@ static void forked_children(int count, int spin) {
 
 static int lifecycle(int argc, char **argv) {
     int no_ready = 0, end_on_expire = 0, spin = 0, garbage = 0, procs = 1;
+    size_t late_alloc = 0;
     double task_seconds = -1;
     for (int i = 2; i < argc; i++) {
         if (!strcmp(argv[i], "no-ready")) no_ready = 1;
@@ -431,6 +434,7 @@ static int lifecycle(int argc, char **argv) {
         else if (!strcmp(argv[i], "garbage")) garbage = 1;
         else if (!strcmp(argv[i], "task") && i + 1 < argc) task_seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "procs") && i + 1 < argc) procs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "alloc-after-ready") && i + 1 < argc) late_alloc = (size_t)atoi(argv[++i]) << 20;
         else if (!strcmp(argv[i], "alloc") && i + 1 < argc) {
             size_t total = (size_t)atoi(argv[++i]) << 20;
             char *memory = malloc(total);
@@ -446,6 +450,10 @@ static int lifecycle(int argc, char **argv) {
     if (!no_ready) send_json(fd, "{\"type\":\"ready\"}");
     if (garbage) send_json(fd, "this is not JSON");
     value("lifecycle", no_ready ? "hello" : "ready");
+    if (late_alloc) {
+        char *memory = malloc(late_alloc);
+        for (size_t j = 0; memory && j < late_alloc; j += 4096) memory[j] = 1;
+    }
     long held = 0;            // the background task we hold, 0 for none
     long long end_at = 0;     // when we end it (ns), 0 for never
     char buffer[65536 + 1], type[64];

@@ -127,5 +127,5 @@ final class Router: Sendable {
 }
 
 public enum AppdVersion {
-    public static let current = "0.2.0"
+    public static let current = "0.3.0"
 }

@@ -22,7 +22,8 @@ struct JetsamTests {
         #expect(try daemon.state(player.id) == .background)
         #expect(try daemon.instance(oldest.id).exit == nil, "jetsam acted under the budget")
 
-        let active = try daemon.launch("com.example.jetsam", ["lifecycle", "alloc", "100"])
+        // It allocates once ready: the warning that its memory triggers must find it listening.
+        let active = try daemon.launch("com.example.jetsam", ["lifecycle", "alloc-after-ready", "100"])
         let first = try daemon.wait(oldest.id)
         let second = try daemon.wait(newer.id)
         #expect(first.exit?.reason == .jetsam)
