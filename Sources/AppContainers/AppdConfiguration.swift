@@ -25,6 +25,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var api = APISettings()
     /// `[Supervisor]`: running instances.
     public var supervisor = SupervisorSettings()
+    /// `[Signing]` and `[Signer NAME]`: trusted keys and what each may grant.
+    public var signing = SigningPolicy()
 
     public init() {}
 
@@ -54,9 +56,13 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor"].contains(section) else {
+                if section.hasPrefix("Signer ") {
+                    try config.addSigner(section, place: place)
+                    continue
+                }
+                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Signing"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Signing], [Signer NAME]")
                 }
                 continue
             }
@@ -65,12 +71,15 @@ public struct AppdConfiguration: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            try config.set(section: section, key: key, value: value, place: place)
+            try config.set(section: section, key: key, value: value, place: place, file: file)
+        }
+        if let keyless = config.signing.signers.first(where: { $0.key == nil }) {
+            throw AppdError(.invalidConfig, "\(file): [Signer \(keyless.name)] has no Key=")
         }
         return config
     }
 
-    private mutating func set(section: String, key: String, value: String, place: String) throws {
+    private mutating func set(section: String, key: String, value: String, place: String, file: String) throws {
         func bad(_ expected: String) -> AppdError {
             AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
         }
@@ -136,6 +145,8 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Supervisor", _):
             throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
                 hint: "known keys: " + SupervisorSettings.keys.joined(separator: ", "))
+        case ("Signing", _), (_, _) where section.hasPrefix("Signer "):
+            try setSigning(section: section, key: key, value: value, place: place, file: file)
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
         default:

@@ -59,6 +59,7 @@ public actor Supervisor {
         guard !closedApps.contains(app.bundleID.lowercased()) else {
             throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
         }
+        try store.checkInstalledBundle(app)
         let profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
         let id = Self.newInstanceID()
         var record = InstanceRecord(instance: APIInstance(
