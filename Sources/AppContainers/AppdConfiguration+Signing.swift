@@ -4,7 +4,7 @@ import Foundation
 extension AppdConfiguration {
     /// `[Signer NAME]` opens a new signer; the keys that follow fill it in.
     mutating func addSigner(_ section: String, place: String) throws {
-        let name = section.dropFirst("Signer ".count).trimmingCharacters(in: .whitespaces)
+        let name = section.dropFirst("Signer".count).trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, !name.contains(" ") else {
             throw AppdError(.invalidConfig, "\(place): [\(section)] needs one word as the signer's name, like [Signer example]")
         }

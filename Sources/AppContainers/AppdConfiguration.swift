@@ -56,7 +56,7 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                if section.hasPrefix("Signer ") {
+                if section == "Signer" || section.hasPrefix("Signer ") {
                     try config.addSigner(section, place: place)
                     continue
                 }

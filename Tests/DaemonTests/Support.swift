@@ -46,8 +46,8 @@ final class TestDaemon {
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
         try Self.tool(["keygen", "--out", directory, "--name", "test"])
-        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n"
-            + "[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n" + config)
+        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n" + config
+            + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
             .write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }
