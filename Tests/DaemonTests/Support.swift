@@ -126,10 +126,16 @@ final class TestDaemon {
     /// Runs a built command-line tool against this daemon; returns its exit code and output.
     @discardableResult
     func run(_ tool: String, _ arguments: [String]) throws -> (code: Int32, output: String) {
+        try Self.run(tool, arguments, environment: ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"])
+    }
+
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil)
+        throws -> (code: Int32, output: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
         process.arguments = arguments
-        process.environment = ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"]
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -141,17 +147,9 @@ final class TestDaemon {
 
     /// Runs the built appd with `arguments` outside any daemon (keygen, sign); throws on failure.
     static func tool(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw DaemonFailure("appd \(arguments.joined(separator: " ")): \(String(decoding: output, as: UTF8.self))")
+        let result = try run("appd", arguments)
+        guard result.code == 0 else {
+            throw DaemonFailure("appd \(arguments.joined(separator: " ")): \(result.output)")
         }
     }
 

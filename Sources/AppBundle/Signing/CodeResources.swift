@@ -17,15 +17,7 @@ public enum CodeResources {
     public static let maxBytes = 32 << 20
 
     public static func encode(_ manifest: BundleManifest) -> Data {
-        var text = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0">
-            <dict>
-            \t<key>files2</key>
-            \t<dict>
-
-            """
+        var text = "\t<key>files2</key>\n\t<dict>\n"
         for path in manifest.sortedPaths {
             text += "\t\t<key>\(escape(path))</key>\n\t\t<dict>\n"
             switch manifest.entries[path]! {
@@ -38,8 +30,19 @@ public enum CodeResources {
             }
             text += "\t\t</dict>\n"
         }
-        text += "\t</dict>\n</dict>\n</plist>\n"
-        return Data(text.utf8)
+        return plistDocument(text + "\t</dict>\n")
+    }
+
+    /// An XML plist whose top-level dictionary holds `body` (lines already indented).
+    static func plistDocument(_ body: String) -> Data {
+        let text = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+
+            """
+        return Data((text + body + "</dict>\n</plist>\n").utf8)
     }
 
     /// Parses CodeResources; every problem names `file` (its path in the bundle).

@@ -33,11 +33,7 @@ public struct CodeSignature: Sendable {
     {
         let resources = CodeResources.encode(manifest)
         let signature = try identity.sign(message(for: resources))
-        let text = """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-            <plist version="1.0">
-            <dict>
+        let text = CodeResources.plistDocument("""
             \t<key>algorithm</key>
             \t<string>ed25519</string>
             \t<key>keyID</key>
@@ -46,11 +42,9 @@ public struct CodeSignature: Sendable {
             \t<data>\(Data(identity.publicKey.raw).base64EncodedString())</data>
             \t<key>signature</key>
             \t<data>\(Data(signature).base64EncodedString())</data>
-            </dict>
-            </plist>
 
-            """
-        return (resources, Data(text.utf8))
+            """)
+        return (resources, text)
     }
 
     /// The signature of the bundle at `path`, checked: nil when the bundle has neither file
