@@ -14,7 +14,7 @@ public struct SigningPolicy: Sendable, Equatable {
     /// At launch the whole bundle container is hashed and compared with what was installed
     /// when it holds at most this many bytes; a larger one has only its executable checked.
     /// 0: always only the executable.
-    public var launchCheckMaxBytes: Int64 = 64 << 20
+    public var launchCheckMaxBytes: Int64 = 8 << 20
 
     /// One `[Signer NAME]` section. Several sections may name the same key (different bundle
     /// ids, different entitlements); what applies to a bundle is the union of the sections
