@@ -10,31 +10,38 @@ extension AppStore {
     /// the message names what changed where it can.
     public func checkInstalledBundle(_ app: InstalledApp) throws {
         guard let bundlePath = app.bundlePath(in: root), let executable = app.executable else {
-            throw AppdError(.notFound, "\(app.bundleID) has no installed bundle (uninstalled with --keep-data)",
+            throw AppdError(
+                .notFound, "\(app.bundleID) has no installed bundle (uninstalled with --keep-data)",
                 hint: "install it again to launch it")
         }
         guard let executableHash = app.executableHash else {
             // Installed before appd recorded hashes: nothing to compare with.
             guard config.signing.allowUnsigned else {
-                throw AppdError(.permissionDenied,
+                throw AppdError(
+                    .permissionDenied,
                     "\(app.bundleID) was installed before appd checked code signatures, so its bundle cannot be verified",
                     hint: "install a signed version of it again")
             }
             return
         }
         let layout = app.layout.flatMap(BundleLayout.init(rawValue:)) ?? .ios
-        let wholeTree = app.treeHash != nil && (app.totalBytes ?? .max) <= config.signing.launchCheckMaxBytes
+        let wholeTree =
+            app.treeHash != nil && (app.totalBytes ?? .max) <= config.signing.launchCheckMaxBytes
         if wholeTree, let treeHash = app.treeHash {
-            let (manifest, problems) = try BundleManifest.read(bundleAt: bundlePath, layout: layout, limits: config.bundleLimits)
+            let (manifest, problems) = try BundleManifest.read(
+                bundleAt: bundlePath, layout: layout, limits: config.bundleLimits)
             guard problems.isEmpty, Data(manifest.digest) != treeHash else { return }
-            throw AppdError(.corruptState,
+            throw AppdError(
+                .corruptState,
                 "\(app.bundleID): the installed bundle \(bundlePath) was changed after it was installed; refusing to launch it",
-                problems: problems.isEmpty ? changes(in: manifest, of: app, at: bundlePath, layout: layout) : problems,
+                problems: problems.isEmpty
+                    ? changes(in: manifest, of: app, at: bundlePath, layout: layout) : problems,
                 hint: "install the app again")
         }
         let actual = try Self.hashFile(bundlePath, executable)
         guard Data(actual) != executableHash else { return }
-        throw AppdError(.corruptState,
+        throw AppdError(
+            .corruptState,
             "\(app.bundleID): the executable \(bundlePath)/\(executable) was changed after it was installed; refusing to launch it",
             problems: [BundleProblem(executable, "its SHA-256 is not the one recorded at install")],
             hint: "install the app again")
@@ -42,8 +49,11 @@ extension AppStore {
 
     /// What differs, named by file, when the installed CodeResources is still the one signed;
     /// otherwise (unsigned, or CodeResources changed too) only that something did.
-    private func changes(in manifest: BundleManifest, of app: InstalledApp, at path: String, layout: BundleLayout) -> [BundleProblem] {
-        if let recorded = app.codeResourcesHash, let signature = try? CodeSignature.read(bundleAt: path, layout: layout),
+    private func changes(
+        in manifest: BundleManifest, of app: InstalledApp, at path: String, layout: BundleLayout
+    ) -> [BundleProblem] {
+        if let recorded = app.codeResourcesHash,
+            let signature = try? CodeSignature.read(bundleAt: path, layout: layout),
             Data(signature.codeResourcesDigest) == recorded
         {
             let changes = manifest.diff(against: signature.resources)

@@ -6,7 +6,9 @@ extension AppdConfiguration {
     mutating func addSigner(_ section: String, place: String) throws {
         let name = section.dropFirst("Signer".count).trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, !name.contains(" ") else {
-            throw AppdError(.invalidConfig, "\(place): [\(section)] needs one word as the signer's name, like [Signer example]")
+            throw AppdError(
+                .invalidConfig,
+                "\(place): [\(section)] needs one word as the signer's name, like [Signer example]")
         }
         guard !signing.signers.contains(where: { $0.name == name }) else {
             throw AppdError(.invalidConfig, "\(place): [Signer \(name)] appears twice")
@@ -14,7 +16,9 @@ extension AppdConfiguration {
         signing.signers.append(SigningPolicy.Signer(name: name))
     }
 
-    mutating func setSigning(section: String, key: String, value: String, place: String, file: String) throws {
+    mutating func setSigning(
+        section: String, key: String, value: String, place: String, file: String
+    ) throws {
         func bad(_ expected: String) -> AppdError {
             AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
         }
@@ -36,7 +40,8 @@ extension AppdConfiguration {
                 }
                 signing.launchCheckMaxBytes = bytes
             default:
-                throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Signing]",
+                throw AppdError(
+                    .invalidConfig, "\(place): unknown key \(key) in [Signing]",
                     hint: "known keys: " + SigningPolicy.signingKeys.joined(separator: ", "))
             }
             return
@@ -46,14 +51,16 @@ extension AppdConfiguration {
         case "Key":
             let directory = (file as NSString).deletingLastPathComponent
             do {
-                signing.signers[index].key = try SignerKey.load(value, relativeTo: directory.isEmpty ? "." : directory)
+                signing.signers[index].key = try SignerKey.load(
+                    value, relativeTo: directory.isEmpty ? "." : directory)
             } catch let error as AppdError {
                 throw AppdError(.invalidConfig, "\(place): [\(section)] Key=: \(error.message)")
             }
         case "BundleIDs": signing.signers[index].bundleIDs = try patterns()
         case "Entitlements": signing.signers[index].entitlements = try patterns()
         default:
-            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [\(section)]",
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [\(section)]",
                 hint: "known keys: " + SigningPolicy.signerKeys.joined(separator: ", "))
         }
     }

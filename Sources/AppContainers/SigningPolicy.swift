@@ -31,7 +31,9 @@ public struct SigningPolicy: Sendable, Equatable {
         public init(name: String) { self.name = name }
     }
 
-    public static let signingKeys = ["AllowUnsigned", "UnsignedEntitlements", "LaunchCheckMaxBytes"]
+    public static let signingKeys = [
+        "AllowUnsigned", "UnsignedEntitlements", "LaunchCheckMaxBytes",
+    ]
     public static let signerKeys = ["Key", "BundleIDs", "Entitlements"]
 
     public init() {}
@@ -40,7 +42,8 @@ public struct SigningPolicy: Sendable, Equatable {
     static let alwaysAllowed: Set<String> = ["com.apple.security.app-sandbox"]
 
     static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
-        let (pattern, value) = ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
+        let (pattern, value) =
+            ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
         if pattern == "*" { return true }
         if pattern.hasSuffix("*") { return value.hasPrefix(pattern.dropLast()) }
         return pattern == value
@@ -71,22 +74,33 @@ extension SigningPolicy {
     public func authorize(signature: CodeSignature?, bundleID: String, entitlements: Entitlements)
         throws -> SigningDecision
     {
-        let requested = entitlements.values.keys.filter { !Self.alwaysAllowed.contains($0) }.sorted()
+        let requested = entitlements.values.keys.filter { !Self.alwaysAllowed.contains($0) }
+            .sorted()
         guard let signature else {
             guard allowUnsigned else {
-                throw AppdError(.permissionDenied, "\(bundleID) is not signed; appd installs signed bundles only",
-                    hint: "sign it (appd keygen, appd sign --key KEY Name.app) with a key trusted in a [Signer] section of appd.conf; for development only, [Signing] AllowUnsigned=yes")
+                throw AppdError(
+                    .permissionDenied,
+                    "\(bundleID) is not signed; appd installs signed bundles only",
+                    hint:
+                        "sign it (appd keygen, appd sign --key KEY Name.app) with a key trusted in a [Signer] section of appd.conf; for development only, [Signing] AllowUnsigned=yes"
+                )
             }
             let forbidden = requested.filter { key in
                 !unsignedEntitlements.contains { Self.matches($0, key, ignoringCase: false) }
             }
-            try refuse(forbidden, bundleID: bundleID, by: "an unsigned app ([Signing] UnsignedEntitlements)")
-            return SigningDecision(keyID: nil, signerNames: [],
-                warning: "\(bundleID) is NOT SIGNED and was accepted only because [Signing] AllowUnsigned=yes; never use that setting outside development")
+            try refuse(
+                forbidden, bundleID: bundleID,
+                by: "an unsigned app ([Signing] UnsignedEntitlements)")
+            return SigningDecision(
+                keyID: nil, signerNames: [],
+                warning:
+                    "\(bundleID) is NOT SIGNED and was accepted only because [Signing] AllowUnsigned=yes; never use that setting outside development"
+            )
         }
         let keyed = signers.filter { $0.key == signature.publicKey }
         guard !keyed.isEmpty else {
-            throw AppdError(.permissionDenied,
+            throw AppdError(
+                .permissionDenied,
                 "\(bundleID) is signed by key \(signature.keyID), which this host does not trust",
                 hint: "an admin trusts a key with a [Signer NAME] section (Key=) in appd.conf")
         }
@@ -94,24 +108,35 @@ extension SigningPolicy {
             signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
         }
         guard !applicable.isEmpty else {
-            let allowed = keyed.map { "[Signer \($0.name)] BundleIDs=\($0.bundleIDs.joined(separator: " "))" }
-            throw AppdError(.permissionDenied,
-                "key \(signature.keyID) may not sign \(bundleID): \(allowed.joined(separator: "; "))")
+            let allowed = keyed.map {
+                "[Signer \($0.name)] BundleIDs=\($0.bundleIDs.joined(separator: " "))"
+            }
+            throw AppdError(
+                .permissionDenied,
+                "key \(signature.keyID) may not sign \(bundleID): \(allowed.joined(separator: "; "))"
+            )
         }
         let forbidden = requested.filter { key in
-            !applicable.contains { signer in signer.entitlements.contains { Self.matches($0, key, ignoringCase: false) } }
+            !applicable.contains { signer in
+                signer.entitlements.contains { Self.matches($0, key, ignoringCase: false) }
+            }
         }
         let names = applicable.map(\.name)
-        try refuse(forbidden, bundleID: bundleID,
-            by: "signer \(names.map { "'\($0)'" }.joined(separator: ", ")) (key \(signature.keyID))")
+        try refuse(
+            forbidden, bundleID: bundleID,
+            by: "signer \(names.map { "'\($0)'" }.joined(separator: ", ")) (key \(signature.keyID))"
+        )
         return SigningDecision(keyID: signature.keyID, signerNames: names, warning: nil)
     }
 
     /// iOS refuses the same way (0xE8008016, "entitlements not valid"): listing every key.
     private func refuse(_ forbidden: [String], bundleID: String, by whom: String) throws {
         guard !forbidden.isEmpty else { return }
-        throw AppdError(.permissionDenied,
+        throw AppdError(
+            .permissionDenied,
             "\(bundleID) requests entitlements that \(whom) may not grant: \(forbidden.joined(separator: ", "))",
-            hint: "remove them from Entitlements.plist, or an admin adds them to Entitlements= of the signer in appd.conf")
+            hint:
+                "remove them from Entitlements.plist, or an admin adds them to Entitlements= of the signer in appd.conf"
+        )
     }
 }

@@ -29,18 +29,25 @@ struct Keygen: ParsableCommand {
                 throw AppdError(.invalidConfig, "--name '\(name)' must be a plain file name")
             }
             let identity = SigningIdentity.generate(name: name)
-            let privatePath = "\(out)/\(name).signing-key", publicPath = "\(out)/\(name).public-key"
+            let privatePath = "\(out)/\(name).signing-key"
+            let publicPath = "\(out)/\(name).public-key"
             try Self.create(privatePath, identity.privateKeyFile, mode: 0o600)
             do { try Self.create(publicPath, identity.publicKeyFile, mode: 0o644) } catch {
                 unlink(privatePath)
                 throw error
             }
-            let view = KeygenView(keyID: identity.publicKey.keyID, name: name, privateKey: privatePath, publicKey: publicPath)
-            if options.json { Output.json(view) } else {
+            let view = KeygenView(
+                keyID: identity.publicKey.keyID, name: name, privateKey: privatePath,
+                publicKey: publicPath)
+            if options.json {
+                Output.json(view)
+            } else {
                 print("key id       \(view.keyID)")
                 print("private key  \(privatePath)  (keep it secret)")
                 print("public key   \(publicPath)")
-                print("trust it on a host with, in appd.conf:\n  [Signer \(name)]\n  Key=\(publicPath)\n  BundleIDs=*\n  Entitlements=")
+                print(
+                    "trust it on a host with, in appd.conf:\n  [Signer \(name)]\n  Key=\(publicPath)\n  BundleIDs=*\n  Entitlements="
+                )
             }
         }
     }
@@ -48,7 +55,10 @@ struct Keygen: ParsableCommand {
     /// Creates `path` exclusively with `mode` (no umask, no symlink followed) and writes `data`.
     static func create(_ path: String, _ data: Data, mode: mode_t) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode)
-        guard fd >= 0 else { throw AppdError.system("create \(path)", hint: errno == EEXIST ? "choose another --name or --out" : nil) }
+        guard fd >= 0 else {
+            throw AppdError.system(
+                "create \(path)", hint: errno == EEXIST ? "choose another --name or --out" : nil)
+        }
         defer { close(fd) }
         guard fchmod(fd, mode) == 0 else { throw AppdError.system("chmod \(path)") }
         let written = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

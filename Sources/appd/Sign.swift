@@ -17,7 +17,9 @@ struct Sign: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(help: ArgumentHelp("The private key file (NAME.signing-key from appd keygen).", valueName: "key"))
+    @Option(
+        help: ArgumentHelp(
+            "The private key file (NAME.signing-key from appd keygen).", valueName: "key"))
     var key: String
 
     @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"))
@@ -28,19 +30,27 @@ struct Sign: ParsableCommand {
             let config = try options.loadConfiguration()
             let identity = try SigningIdentity.load(path: key)
             let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
-            let (manifest, resources, signature) = try app.sign(with: identity, limits: config.bundleLimits)
+            let (manifest, resources, signature) = try app.sign(
+                with: identity, limits: config.bundleLimits)
             let directory = "\(app.path)/\(app.layout.signatureDirectory)"
-            if mkdir(directory, 0o755) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
+            if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+                throw AppdError.system("mkdir \(directory)")
+            }
             var info = stat()
             guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
                 throw AppdError(.invalidBundle, "\(directory) is not a directory (a symlink?)")
             }
             try Self.replace("\(app.path)/\(app.layout.codeResourcesPath)", with: resources)
             try Self.replace("\(app.path)/\(app.layout.signaturePath)", with: signature)
-            let view = SignView(path: app.path, bundleId: app.info.identifier.rawValue,
+            let view = SignView(
+                path: app.path, bundleId: app.info.identifier.rawValue,
                 keyID: identity.publicKey.keyID, entries: manifest.entries.count)
-            if options.json { Output.json(view) } else {
-                print("\(view.path): signed \(view.bundleId) with key \(view.keyID) (\(view.entries) entries)")
+            if options.json {
+                Output.json(view)
+            } else {
+                print(
+                    "\(view.path): signed \(view.bundleId) with key \(view.keyID) (\(view.entries) entries)"
+                )
             }
         }
     }

@@ -7,13 +7,17 @@ import Testing
 /// enforces for every client.
 @Suite("the daemon enforces code signatures at install and at launch", .serialized, rootOnly)
 struct SigningTests {
-    @Test("an unsigned bundle is refused through the daemon; a signed one installs and records its signer")
+    @Test(
+        "an unsigned bundle is refused through the daemon; a signed one installs and records its signer"
+    )
     func unsignedRefused() throws {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.unsigned")
         let result = try daemon.run("appd", ["install", bundle])
         #expect(result.code == 1)
-        #expect(result.output.contains("com.example.unsigned is not signed; appd installs signed bundles only"))
+        #expect(
+            result.output.contains(
+                "com.example.unsigned is not signed; appd installs signed bundles only"))
         #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
 
         try daemon.installProbe("com.example.signed")
@@ -37,7 +41,8 @@ struct SigningTests {
         try handle.close()
         chmod(executable, 0o555)
 
-        let launch = try daemon.run("appctl", ["--socket", daemon.socket, "launch", "com.example.tampered"])
+        let launch = try daemon.run(
+            "appctl", ["--socket", daemon.socket, "launch", "com.example.tampered"])
         #expect(launch.code == 1)
         #expect(launch.output.contains("was changed after it was installed; refusing to launch it"))
         #expect(launch.output.contains("Probe: was changed after signing"))

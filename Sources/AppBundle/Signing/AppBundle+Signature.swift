@@ -16,7 +16,8 @@ extension AppBundle {
     /// signature that is malformed or does not verify; tree differences are in `problems`.
     public func checkSignature(limits: BundleLimits) throws -> SignatureCheck {
         let signature = try CodeSignature.read(bundleAt: path, layout: layout)
-        let (manifest, problems) = try BundleManifest.read(bundleAt: path, layout: layout, limits: limits)
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: path, layout: layout, limits: limits)
         return SignatureCheck(
             signature: signature, manifest: manifest,
             problems: problems + (signature.map { manifest.diff(against: $0.resources) } ?? []))
@@ -28,7 +29,8 @@ extension AppBundle {
     public func sign(with identity: SigningIdentity, limits: BundleLimits) throws
         -> (manifest: BundleManifest, codeResources: Data, signature: Data)
     {
-        let (manifest, problems) = try BundleManifest.read(bundleAt: path, layout: layout, limits: limits)
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: path, layout: layout, limits: limits)
         guard problems.isEmpty else {
             throw AppdError(.invalidBundle, "\(path) cannot be signed", problems: problems)
         }

@@ -31,27 +31,40 @@ public struct BundleManifest: Sendable, Equatable {
         var problems: [BundleProblem] = []
         for path in sortedPaths {
             guard let index = signed.entries.index(forKey: path) else {
-                problems.append(BundleProblem(path, "was added after signing (CodeResources does not list it)"))
+                problems.append(
+                    BundleProblem(path, "was added after signing (CodeResources does not list it)"))
                 continue
             }
             let (signedPath, signedEntry) = signed.entries[index]
             if !signedPath.utf8.elementsEqual(path.utf8) {
-                problems.append(BundleProblem(path,
-                    "was renamed after signing: its name differs from '\(signedPath)' in CodeResources by Unicode normalization"))
+                problems.append(
+                    BundleProblem(
+                        path,
+                        "was renamed after signing: its name differs from '\(signedPath)' in CodeResources by Unicode normalization"
+                    ))
                 continue
             }
             switch (signedEntry, entries[path]!) {
             case (let a, let b) where a == b: continue
             case (.file, .file):
-                problems.append(BundleProblem(path, "was changed after signing (its SHA-256 differs from CodeResources)"))
+                problems.append(
+                    BundleProblem(
+                        path, "was changed after signing (its SHA-256 differs from CodeResources)"))
             case (.symlink(let was), .symlink(let now)):
-                problems.append(BundleProblem(path, "is a symlink retargeted after signing: it points to '\(now)', CodeResources says '\(was)'"))
+                problems.append(
+                    BundleProblem(
+                        path,
+                        "is a symlink retargeted after signing: it points to '\(now)', CodeResources says '\(was)'"
+                    ))
             case (let was, let now):
-                problems.append(BundleProblem(path, "was \(was.kindName) when signed and is now \(now.kindName)"))
+                problems.append(
+                    BundleProblem(
+                        path, "was \(was.kindName) when signed and is now \(now.kindName)"))
             }
         }
         for path in signed.sortedPaths where entries[path] == nil {
-            problems.append(BundleProblem(path, "was removed after signing (CodeResources lists it)"))
+            problems.append(
+                BundleProblem(path, "was removed after signing (CodeResources lists it)"))
         }
         return problems
     }
@@ -104,7 +117,9 @@ public struct ManifestBuilder: Sendable {
     public mutating func directory(_ entry: BundleEntry) {
         guard !entry.relativePath.isEmpty else { return }
         note(entry.relativePath)
-        if entry.relativePath != layout.signatureDirectory { directories.append(entry.relativePath) }
+        if entry.relativePath != layout.signatureDirectory {
+            directories.append(entry.relativePath)
+        }
     }
 
     public mutating func file(_ entry: BundleEntry, sha256: [UInt8]) {
@@ -129,10 +144,14 @@ public struct ManifestBuilder: Sendable {
 
     private mutating func note(_ path: String) {
         if let other = folded.updateValue(path, forKey: path.lowercased()) {
-            let why = other.lowercased().utf8.elementsEqual(path.lowercased().utf8)
+            let why =
+                other.lowercased().utf8.elementsEqual(path.lowercased().utf8)
                 ? "differ only by case" : "differ only by Unicode normalization"
-            problems.append(BundleProblem(path,
-                "and '\(other)' \(why); on many filesystems they are one file, so a signature could not say which one it covers"))
+            problems.append(
+                BundleProblem(
+                    path,
+                    "and '\(other)' \(why); on many filesystems they are one file, so a signature could not say which one it covers"
+                ))
         }
         if let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")) {
             parents.insert(String(path[..<slash]))
@@ -152,7 +171,9 @@ public struct ContentHasher {
 
     public init() {}
 
-    public mutating func update(_ bytes: UnsafeRawBufferPointer) { hasher.update(bufferPointer: bytes) }
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        hasher.update(bufferPointer: bytes)
+    }
 
     public func finish() -> [UInt8] { Array(hasher.finalize()) }
 
@@ -183,7 +204,9 @@ extension BundleLayout {
     public var codeResourcesPath: String { "\(signatureDirectory)/CodeResources" }
     public var signaturePath: String { "\(signatureDirectory)/Signature" }
 
-    func isSignatureFile(_ path: String) -> Bool { path == codeResourcesPath || path == signaturePath }
+    func isSignatureFile(_ path: String) -> Bool {
+        path == codeResourcesPath || path == signaturePath
+    }
 }
 
 /// A visitor that reads every file once and builds the manifest: what `verify` and `sign` use
@@ -194,12 +217,16 @@ struct ManifestHasher: BundleVisitor {
 
     init(layout: BundleLayout) { builder = ManifestBuilder(layout: layout) }
 
-    mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws { builder.directory(entry) }
+    mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws {
+        builder.directory(entry)
+    }
     mutating func leaveDirectory(_ entry: BundleEntry, fd: Int32) throws {}
     mutating func visitSymlink(_ entry: BundleEntry) throws { builder.symlink(entry) }
 
     mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
-        builder.file(entry, sha256: try ContentHasher.sha256(of: fd, what: entry.relativePath, buffer: &buffer))
+        builder.file(
+            entry,
+            sha256: try ContentHasher.sha256(of: fd, what: entry.relativePath, buffer: &buffer))
     }
 }
 

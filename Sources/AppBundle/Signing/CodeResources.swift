@@ -22,7 +22,8 @@ public enum CodeResources {
             text += "\t\t<key>\(escape(path))</key>\n\t\t<dict>\n"
             switch manifest.entries[path]! {
             case .file(let sha256):
-                text += "\t\t\t<key>hash2</key>\n\t\t\t<data>\(Data(sha256).base64EncodedString())</data>\n"
+                text +=
+                    "\t\t\t<key>hash2</key>\n\t\t\t<data>\(Data(sha256).base64EncodedString())</data>\n"
             case .symlink(let target):
                 text += "\t\t\t<key>symlink</key>\n\t\t\t<string>\(escape(target))</string>\n"
             case .emptyDirectory:
@@ -48,7 +49,8 @@ public enum CodeResources {
     /// Parses CodeResources; every problem names `file` (its path in the bundle).
     public static func decode(_ data: Data, file: String) throws -> BundleManifest {
         func bad(_ message: String) -> AppdError {
-            AppdError(.invalidBundle, "\(file) is malformed", problems: [BundleProblem(file, message)])
+            AppdError(
+                .invalidBundle, "\(file) is malformed", problems: [BundleProblem(file, message)])
         }
         guard !data.starts(with: Array("bplist".utf8)) else {
             throw bad("is a binary property list; appd writes and reads CodeResources as XML")
@@ -61,13 +63,18 @@ public enum CodeResources {
             throw bad("has no files2 dictionary")
         }
         if let other = dict.keys.sorted().first(where: { $0 != "files2" }) {
-            throw bad("holds the key '\(other)'; appd reads files2 only, so it refuses what it would not check")
+            throw bad(
+                "holds the key '\(other)'; appd reads files2 only, so it refuses what it would not check"
+            )
         }
         var manifest = BundleManifest()
         for (path, value) in files {
             if let why = badPath(path) { throw bad("files2 entry '\(Printable(path))' \(why)") }
-            guard case .dictionary(let item) = value, item.count == 1, let (key, field) = item.first else {
-                throw bad("files2 entry '\(path)' must be a dictionary with one of hash2, symlink or directory")
+            guard case .dictionary(let item) = value, item.count == 1, let (key, field) = item.first
+            else {
+                throw bad(
+                    "files2 entry '\(path)' must be a dictionary with one of hash2, symlink or directory"
+                )
             }
             switch (key, field) {
             case ("hash2", .data(let digest)) where digest.count == 32:
@@ -77,7 +84,9 @@ public enum CodeResources {
             case ("directory", .bool(true)):
                 manifest.entries[path] = .emptyDirectory
             default:
-                throw bad("files2 entry '\(path)': \(key) must be a 32-byte SHA-256 (hash2), a target (symlink) or true (directory)")
+                throw bad(
+                    "files2 entry '\(path)': \(key) must be a 32-byte SHA-256 (hash2), a target (symlink) or true (directory)"
+                )
             }
         }
         return manifest
@@ -85,8 +94,12 @@ public enum CodeResources {
 
     /// Why `path` cannot be a relative path inside a bundle, or nil.
     static func badPath(_ path: String) -> String? {
-        if path.isEmpty || path.hasPrefix("/") || path.hasSuffix("/") { return "is not a relative path" }
-        if path.split(separator: "/", omittingEmptySubsequences: false).contains(where: { $0.isEmpty || $0 == "." || $0 == ".." }) {
+        if path.isEmpty || path.hasPrefix("/") || path.hasSuffix("/") {
+            return "is not a relative path"
+        }
+        if path.split(separator: "/", omittingEmptySubsequences: false).contains(where: {
+            $0.isEmpty || $0 == "." || $0 == ".."
+        }) {
             return "has an empty, '.' or '..' component"
         }
         if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
@@ -96,7 +109,9 @@ public enum CodeResources {
     }
 
     private static func escape(_ text: String) -> String {
-        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
-            .replacingOccurrences(of: ">", with: "&gt;")
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(
+            of: "<", with: "&lt;"
+        )
+        .replacingOccurrences(of: ">", with: "&gt;")
     }
 }

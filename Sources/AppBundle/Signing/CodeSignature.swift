@@ -33,7 +33,8 @@ public struct CodeSignature: Sendable {
     {
         let resources = CodeResources.encode(manifest)
         let signature = try identity.sign(message(for: resources))
-        let text = CodeResources.plistDocument("""
+        let text = CodeResources.plistDocument(
+            """
             \t<key>algorithm</key>
             \t<string>ed25519</string>
             \t<key>keyID</key>
@@ -52,42 +53,68 @@ public struct CodeSignature: Sendable {
     /// malformed or truncated file, a key id that is not the embedded key's, or a signature
     /// that does not verify over this CodeResources.
     public static func read(bundleAt path: String, layout: BundleLayout) throws -> CodeSignature? {
-        let resourcesPath = layout.codeResourcesPath, signaturePath = layout.signaturePath
+        let resourcesPath = layout.codeResourcesPath
+        let signaturePath = layout.signaturePath
         let resources = try readInside(path, resourcesPath, maxBytes: CodeResources.maxBytes)
         let signatureFile = try readInside(path, signaturePath, maxBytes: maxSignatureBytes)
         func bad(_ file: String, _ message: String) -> AppdError {
-            AppdError(.invalidBundle, "\(path): the code signature is invalid", problems: [BundleProblem(file, message)])
+            AppdError(
+                .invalidBundle, "\(path): the code signature is invalid",
+                problems: [BundleProblem(file, message)])
         }
         switch (resources, signatureFile) {
         case (nil, nil): return nil
-        case (nil, _): throw bad(resourcesPath, "is missing, but \(signaturePath) exists; sign the bundle again (appd sign)")
-        case (_, nil): throw bad(signaturePath, "is missing, but \(resourcesPath) exists; sign the bundle again (appd sign)")
+        case (nil, _):
+            throw bad(
+                resourcesPath,
+                "is missing, but \(signaturePath) exists; sign the bundle again (appd sign)")
+        case (_, nil):
+            throw bad(
+                signaturePath,
+                "is missing, but \(resourcesPath) exists; sign the bundle again (appd sign)")
         case (let resources?, let signatureFile?):
             let fields: [String: PlistValue]
-            do { fields = try PropertyListReader.dictionary(from: signatureFile, maxBytes: maxSignatureBytes) } catch {
+            do {
+                fields = try PropertyListReader.dictionary(
+                    from: signatureFile, maxBytes: maxSignatureBytes)
+            } catch {
                 throw bad(signaturePath, "is malformed or truncated: it \(error.message)")
             }
             guard fields["algorithm"] == .string("ed25519") else {
                 throw bad(signaturePath, "algorithm must be ed25519")
             }
-            guard case .string(let keyID)? = fields["keyID"], case .data(let rawKey)? = fields["publicKey"],
+            guard case .string(let keyID)? = fields["keyID"],
+                case .data(let rawKey)? = fields["publicKey"],
                 case .data(let signature)? = fields["signature"]
-            else { throw bad(signaturePath, "must hold keyID (string), publicKey (data) and signature (data)") }
+            else {
+                throw bad(
+                    signaturePath, "must hold keyID (string), publicKey (data) and signature (data)"
+                )
+            }
             guard let key = try? SignerKey(raw: Array(rawKey)) else {
                 throw bad(signaturePath, "publicKey is not a 32-byte Ed25519 key")
             }
             guard keyID == key.keyID else {
-                throw bad(signaturePath, "keyID \(Printable(keyID)) is wrong: the embedded public key's id is \(key.keyID)")
+                throw bad(
+                    signaturePath,
+                    "keyID \(Printable(keyID)) is wrong: the embedded public key's id is \(key.keyID)"
+                )
             }
             guard signature.count == 64 else {
-                throw bad(signaturePath, "signature is \(signature.count) bytes; an Ed25519 signature is 64 (truncated?)")
+                throw bad(
+                    signaturePath,
+                    "signature is \(signature.count) bytes; an Ed25519 signature is 64 (truncated?)"
+                )
             }
             guard key.isValidSignature(Array(signature), for: message(for: resources)) else {
-                throw bad(signaturePath,
-                    "does not verify: \(resourcesPath) is not what key \(keyID) signed (edited after signing, or this Signature belongs to another bundle)")
+                throw bad(
+                    signaturePath,
+                    "does not verify: \(resourcesPath) is not what key \(keyID) signed (edited after signing, or this Signature belongs to another bundle)"
+                )
             }
             let manifest = try CodeResources.decode(resources, file: resourcesPath)
-            return CodeSignature(keyID: keyID, publicKey: key, signature: Array(signature),
+            return CodeSignature(
+                keyID: keyID, publicKey: key, signature: Array(signature),
                 codeResources: resources, resources: manifest)
         }
     }
@@ -100,14 +127,19 @@ public struct CodeSignature: Sendable {
         let parts = relative.split(separator: "/").map(String.init)
         for (index, part) in parts.enumerated() {
             let last = index == parts.count - 1
-            let next = openat(fd, part, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY))
+            let next = openat(
+                fd, part, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? O_NONBLOCK : O_DIRECTORY))
             let failure = errno
             close(fd)
             guard next >= 0 else {
                 if failure == ENOENT { return nil }
                 if failure == ELOOP || failure == ENOTDIR {
-                    throw AppdError(.invalidBundle, "\(bundle)/\(relative) is not readable as a regular file",
-                        problems: [BundleProblem(parts[...index].joined(separator: "/"), "must not be a symlink")])
+                    throw AppdError(
+                        .invalidBundle, "\(bundle)/\(relative) is not readable as a regular file",
+                        problems: [
+                            BundleProblem(
+                                parts[...index].joined(separator: "/"), "must not be a symlink")
+                        ])
                 }
                 throw AppdError.system("open \(bundle)/\(relative)", errno: failure)
             }
@@ -116,12 +148,17 @@ public struct CodeSignature: Sendable {
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
-            throw AppdError(.invalidBundle, "\(bundle)/\(relative) is not a regular file",
+            throw AppdError(
+                .invalidBundle, "\(bundle)/\(relative) is not a regular file",
                 problems: [BundleProblem(relative, "must be a regular file")])
         }
         guard Int(info.st_size) <= maxBytes else {
-            throw AppdError(.invalidBundle, "\(bundle)/\(relative) is too large",
-                problems: [BundleProblem(relative, "is \(info.st_size) bytes, over the limit of \(maxBytes)")])
+            throw AppdError(
+                .invalidBundle, "\(bundle)/\(relative) is too large",
+                problems: [
+                    BundleProblem(
+                        relative, "is \(info.st_size) bytes, over the limit of \(maxBytes)")
+                ])
         }
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)

@@ -7,7 +7,8 @@ public struct SignerKey: Sendable, Hashable {
     public let raw: [UInt8]
 
     public init(raw: [UInt8]) throws {
-        guard raw.count == 32, (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil else {
+        guard raw.count == 32, (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil
+        else {
             throw AppdError(.invalidConfig, "an Ed25519 public key is 32 bytes, not \(raw.count)")
         }
         self.raw = raw
@@ -23,7 +24,9 @@ public struct SignerKey: Sendable, Hashable {
     }
 
     func isValidSignature(_ signature: [UInt8], for message: Data) -> Bool {
-        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else { return false }
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: raw) else {
+            return false
+        }
         return key.isValidSignature(signature, for: message)
     }
 
@@ -51,7 +54,9 @@ public struct SigningIdentity {
 
     public static func generate(name: String) -> SigningIdentity {
         let key = Curve25519.Signing.PrivateKey()
-        return SigningIdentity(name: name, privateKey: key, publicKey: SignerKey(checked: Array(key.publicKey.rawRepresentation)))
+        return SigningIdentity(
+            name: name, privateKey: key,
+            publicKey: SignerKey(checked: Array(key.publicKey.rawRepresentation)))
     }
 
     init(name: String, privateKey: Curve25519.Signing.PrivateKey, publicKey: SignerKey) {
@@ -66,21 +71,27 @@ public struct SigningIdentity {
         }
         let file = try KeyFile.decode(data, file: path)
         guard let identity = file.identity else {
-            throw AppdError(.invalidConfig, "\(path) is a public key; signing needs the private key (NAME.signing-key)")
+            throw AppdError(
+                .invalidConfig,
+                "\(path) is a public key; signing needs the private key (NAME.signing-key)")
         }
         return identity
     }
 
     /// The private key file (keep it 0600) and the public key file (give it to admins).
     public var privateKeyFile: Data {
-        KeyFile(format: KeyFile.privateFormat, name: name, keyID: publicKey.keyID,
+        KeyFile(
+            format: KeyFile.privateFormat, name: name, keyID: publicKey.keyID,
             publicKey: Data(publicKey.raw).base64EncodedString(),
-            privateKey: privateKey.rawRepresentation.base64EncodedString()).encoded
+            privateKey: privateKey.rawRepresentation.base64EncodedString()
+        ).encoded
     }
 
     public var publicKeyFile: Data {
-        KeyFile(format: KeyFile.publicFormat, name: name, keyID: publicKey.keyID,
-            publicKey: Data(publicKey.raw).base64EncodedString(), privateKey: nil).encoded
+        KeyFile(
+            format: KeyFile.publicFormat, name: name, keyID: publicKey.keyID,
+            publicKey: Data(publicKey.raw).base64EncodedString(), privateKey: nil
+        ).encoded
     }
 
     func sign(_ message: Data) throws -> [UInt8] { Array(try privateKey.signature(for: message)) }
@@ -117,15 +128,21 @@ struct KeyFile: Codable {
         return ((try? encoder.encode(self)) ?? Data()) + Data("\n".utf8)
     }
 
-    static func decode(_ data: Data, file: String) throws -> (publicKey: SignerKey, identity: SigningIdentity?) {
+    static func decode(_ data: Data, file: String) throws -> (
+        publicKey: SignerKey, identity: SigningIdentity?
+    ) {
         func bad(_ why: String) -> AppdError { AppdError(.invalidConfig, "\(file): \(why)") }
         guard let key = try? JSONDecoder().decode(KeyFile.self, from: data) else {
             throw bad("not an appd key file (JSON with format, algorithm, keyID, publicKey)")
         }
-        guard key.format == privateFormat || key.format == publicFormat, key.algorithm == "ed25519" else {
-            throw bad("format '\(key.format)' / algorithm '\(key.algorithm)' is not an appd Ed25519 key")
+        guard key.format == privateFormat || key.format == publicFormat, key.algorithm == "ed25519"
+        else {
+            throw bad(
+                "format '\(key.format)' / algorithm '\(key.algorithm)' is not an appd Ed25519 key")
         }
-        guard let raw = Data(base64Encoded: key.publicKey) else { throw bad("publicKey is not base64") }
+        guard let raw = Data(base64Encoded: key.publicKey) else {
+            throw bad("publicKey is not base64")
+        }
         let publicKey = try SignerKey(raw: Array(raw))
         guard publicKey.keyID == key.keyID else {
             throw bad("keyID \(key.keyID) does not match the key (its id is \(publicKey.keyID))")
@@ -137,6 +154,8 @@ struct KeyFile: Codable {
         guard Array(privateKey.publicKey.rawRepresentation) == publicKey.raw else {
             throw bad("privateKey and publicKey are not a pair")
         }
-        return (publicKey, SigningIdentity(name: key.name, privateKey: privateKey, publicKey: publicKey))
+        return (
+            publicKey, SigningIdentity(name: key.name, privateKey: privateKey, publicKey: publicKey)
+        )
     }
 }
