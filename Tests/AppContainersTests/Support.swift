@@ -63,9 +63,10 @@ var unsignedConfig: AppdConfiguration {
     return config
 }
 
-/// The same as a file, for the tests that run appd (`APPD_CONFIG`).
+/// The same as a file, for the tests that run appd (`APPD_CONFIG`). One fixed name, written
+/// atomically with the same bytes by every test process, so none is left behind per run.
 let unsignedConfigFile: String = {
-    let path = "\(NSTemporaryDirectory())/appd-test-unsigned-\(getpid()).conf"
+    let path = "\(NSTemporaryDirectory())/appd-test-unsigned.conf"
     try? "[Signing]\nAllowUnsigned=yes\n".write(toFile: path, atomically: true, encoding: .utf8)
     return path
 }()
