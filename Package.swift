@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
     ],
     targets: [
         // C shims for syscalls Swift's Glibc module does not export.
@@ -27,8 +28,9 @@ let package = Package(
         // libseccomp, which compiles the seccomp deny list into BPF (in the daemon, not the
         // launcher).
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
-        // Reads and validates a bundle. Pure: it reads, never writes.
-        .target(name: "AppBundle"),
+        // Reads and validates a bundle, and its code signature (CodeResources, Ed25519). Pure: it
+        // reads, never writes (signing returns the bytes to write; the caller writes them).
+        .target(name: "AppBundle", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI"),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no

@@ -80,6 +80,9 @@ daemon_start() {
     {
         [[ -z "$config" ]] || cat "$config"
         printf '\n[Supervisor]\nCgroupParent=%s\n' "$cgroup_parent"
+        # The generated apps are unsigned: these benchmarks measure the API, not signatures
+        # (scripts/bench-install measures those).
+        printf '\n[Signing]\nAllowUnsigned=yes\n'
     } >"$work/appd.conf"
     say "appd serve --root $root"
     "$appd_bin" --config "$work/appd.conf" --root "$root" serve 2>"$work/appd.log" &

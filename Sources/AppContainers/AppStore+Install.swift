@@ -4,6 +4,9 @@ import Glibc
 
 public struct InstallOptions: Sendable {
     public var allowDowngrade = false
+    /// Accept an upgrade signed by another key than the installed version (an admin's choice;
+    /// by default an upgrade must come from the same signer, Android's rule).
+    public var allowSignerChange = false
     /// Called while files are copied (files so far, bytes so far); for progress displays.
     public var progress: (@Sendable (_ files: Int, _ bytes: Int64, _ totalFiles: Int, _ totalBytes: Int64) -> Void)?
     /// Called once if another appd process holds the state lock.
@@ -21,14 +24,23 @@ public struct InstallResult: Sendable {
     public var reusedData: Bool
     public var bundle: AppBundle
     public var recovery: RecoveryReport
+    /// Who signed it and, for an unsigned development install, the warning to log loudly.
+    public var signing: SigningDecision
+
+    /// The bundle's warnings, after the unsigned-install warning if there is one.
+    public var warnings: [BundleProblem] {
+        (signing.warning.map { [BundleProblem("", $0)] } ?? []) + bundle.warnings
+    }
 }
 
 extension AppStore {
     /// Installs or upgrades the bundle at `path`.
     ///
-    /// The order is what makes it crash-safe: (1) validate the source and report every problem;
-    /// (2) copy it into `staging/<txn>/` through the walker's checked fds; (3) validate the
-    /// staged copy, which is the one that counts (root-owned, nobody can change it now);
+    /// The order is what makes it crash-safe: (1) validate the source and report every problem,
+    /// check its signature and the signer's policy (cheap: two small files, no hashing);
+    /// (2) copy it into `staging/<txn>/` through the walker's checked fds, hashing every byte on
+    /// the way; (3) validate the staged copy, which is the one that counts (root-owned, nobody
+    /// can change it now), and compare the hashes with its CodeResources;
     /// (4) make it durable (syncfs); (5) publish the containers by rename; (6) commit the
     /// registry row; (7) only then remove the old bundle container. A crash before (6) leaves
     /// unnamed containers that recovery removes; after (6), an old container that recovery
@@ -42,6 +54,9 @@ extension AppStore {
 
         let source = try AppBundle.open(at: path, limits: limits)
         let id = source.info.identifier.rawValue
+        let signature = try CodeSignature.read(bundleAt: source.path, layout: source.layout)
+        let signing = try config.signing.authorize(
+            signature: signature, bundleID: id, entitlements: source.entitlements)
         let existing = try registry.app(id)
         if let existing {
             guard existing.bundleID == id else {
@@ -56,6 +71,7 @@ extension AppStore {
                     "\(id) \(installed) is installed; refusing to replace it with the older \(source.info.version)",
                     hint: "pass --allow-downgrade if the app's data can take it")
             }
+            try Self.checkSignerContinuity(existing, signing, options: options)
         }
 
         let txnName = "install-\(UUID().uuidString)"
@@ -68,7 +84,7 @@ extension AppStore {
         let bundleUUID = UUID().uuidString
         let bundleContainer = try txn.makeDirectory("bundle")
         let stagedBundle = try bundleContainer.makeDirectory(source.directoryName)
-        var copier = BundleCopier(into: stagedBundle, limits: limits)
+        var copier = BundleCopier(into: stagedBundle, limits: limits, layout: source.layout)
         if let progress = options.progress {
             let (totalFiles, totalBytes) = (source.fileCount, source.totalBytes)
             copier.progress = { files, bytes in progress(files, bytes, totalFiles, totalBytes) }
@@ -87,6 +103,7 @@ extension AppStore {
             throw AppdError(.invalidBundle,
                 "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)")
         }
+        let copiedTree = try Self.checkCopy(copier.manifest, staged: staged, signature: signature)
 
         let uid = try existing?.uid ?? UIDAllocator(range: config.uidRange).allocate(excluding: registry.usedUIDs())
         let gid = uid
@@ -130,7 +147,9 @@ extension AppStore {
             executable: staged.executablePath, layout: staged.layout.rawValue,
             entitlements: try staged.entitlements.plistData(),
             fileCount: staged.fileCount, totalBytes: staged.totalBytes,
-            installedAt: existing?.installedAt ?? now, updatedAt: now)
+            installedAt: existing?.installedAt ?? now, updatedAt: now,
+            signerKeyID: signing.keyID, codeResourcesHash: signature.map { Data($0.codeResourcesDigest) },
+            executableHash: copiedTree.executableHash, treeHash: Data(copiedTree.manifest.digest))
         try registry.save(app)
         published = true
         CrashPoint.reach("install.committed")
@@ -148,6 +167,51 @@ extension AppStore {
                 path: app.bundlePath(in: root) ?? staged.path, layout: staged.layout, info: staged.info,
                 entitlements: staged.entitlements, executablePath: staged.executablePath,
                 fileCount: staged.fileCount, totalBytes: staged.totalBytes, warnings: source.warnings),
-            recovery: recovery)
+            recovery: recovery, signing: signing)
+    }
+}
+
+extension AppStore {
+    /// The hashes taken while copying, checked against the staged bundle's own CodeResources:
+    /// the staged signature must be the one authorized before the copy (same bytes), and it
+    /// must cover exactly the files copied. Also refuses names that clash by case or Unicode
+    /// normalization, signed or not.
+    static func checkCopy(_ builder: ManifestBuilder, staged: AppBundle, signature: CodeSignature?)
+        throws -> (manifest: BundleManifest, executableHash: Data?)
+    {
+        let (manifest, clashes) = builder.finish()
+        guard clashes.isEmpty else {
+            throw AppdError(.invalidBundle, "\(staged.directoryName) has names that clash", problems: clashes)
+        }
+        let stagedSignature = try CodeSignature.read(bundleAt: staged.path, layout: staged.layout)
+        guard stagedSignature?.codeResources == signature?.codeResources else {
+            throw AppdError(.invalidBundle,
+                "\(staged.directoryName): the code signature changed while the bundle was being installed")
+        }
+        if let signature {
+            let changes = manifest.diff(against: signature.resources)
+            guard changes.isEmpty else {
+                let count = changes.count == 1 ? "1 file differs" : "\(changes.count) files differ"
+                throw AppdError(.invalidBundle,
+                    "\(staged.directoryName) does not match its code signature (\(count) from CodeResources)",
+                    problems: changes)
+            }
+        }
+        guard case .file(let executable)? = manifest.entries[staged.executablePath] else {
+            return (manifest, nil)
+        }
+        return (manifest, Data(executable))
+    }
+
+    /// Android's rule: an upgrade comes from the key that signed the installed version, so
+    /// whoever holds another trusted key cannot take over an app and its data (also one
+    /// uninstalled with --keep-data). An unsigned (development) install may be replaced by
+    /// anyone the policy accepts.
+    static func checkSignerContinuity(_ existing: InstalledApp, _ signing: SigningDecision, options: InstallOptions) throws {
+        guard let installed = existing.signerKeyID, installed != signing.keyID, !options.allowSignerChange
+        else { return }
+        throw AppdError(.conflict,
+            "\(existing.bundleID) is installed signed by key \(installed); this bundle is \(signing.keyID.map { "signed by key \($0)" } ?? "unsigned"), and an upgrade must come from the same signer",
+            hint: "sign it with the installed version's key, or an admin passes --allow-signer-change (the app's data goes to the new signer's code)")
     }
 }

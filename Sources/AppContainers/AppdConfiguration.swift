@@ -27,6 +27,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var supervisor = SupervisorSettings()
     /// `[Lifecycle]`: states, background time, watchdog, memory budget (docs/lifecycle.md).
     public var lifecycle = LifecycleSettings()
+    /// `[Signing]` and `[Signer NAME]`: trusted keys and what each may grant.
+    public var signing = SigningPolicy()
 
     public init() {}
 
@@ -56,9 +58,13 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
-                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle"].contains(section) else {
+                if section == "Signer" || section.hasPrefix("Signer ") {
+                    try config.addSigner(section, place: place)
+                    continue
+                }
+                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME]")
                 }
                 continue
             }
@@ -67,12 +73,15 @@ public struct AppdConfiguration: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            try config.set(section: section, key: key, value: value, place: place)
+            try config.set(section: section, key: key, value: value, place: place, file: file)
+        }
+        if let keyless = config.signing.signers.first(where: { $0.key == nil }) {
+            throw AppdError(.invalidConfig, "\(file): [Signer \(keyless.name)] has no Key=")
         }
         return config
     }
 
-    private mutating func set(section: String, key: String, value: String, place: String) throws {
+    private mutating func set(section: String, key: String, value: String, place: String, file: String) throws {
         func bad(_ expected: String) -> AppdError {
             AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
         }
@@ -146,6 +155,8 @@ public struct AppdConfiguration: Sendable, Equatable {
                 throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
                     hint: "known keys: " + LifecycleSettings.keys.joined(separator: ", "))
             }
+        case ("Signing", _), (_, _) where section.hasPrefix("Signer "):
+            try setSigning(section: section, key: key, value: value, place: place, file: file)
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
         default:

@@ -1,10 +1,13 @@
 import AppBundle
-import CLinux
 import Glibc
 
 /// Copies a bundle into staging as the walker hands it over: the walker has opened each source
 /// file without following links and checked it, and the copier reads exactly that fd, so what
 /// lands in staging is what was checked, whatever the source does meanwhile.
+///
+/// It hashes each file with SHA-256 as the bytes pass through (`manifest`), so an install reads
+/// the bundle once: the signature check compares these hashes, of exactly the bytes written to
+/// staging, with CodeResources.
 ///
 /// Destination modes are the installed ones from the start: files 0444 (0555 if any execute
 /// bit was set), directories 0555 once filled. Owner is root, the installer's own uid.
@@ -15,10 +18,14 @@ struct BundleCopier: BundleVisitor {
     private(set) var bytesCopied: Int64 = 0
     private(set) var filesCopied = 0
     var progress: ((_ files: Int, _ bytes: Int64) -> Void)?
+    /// The tree as copied: every file's SHA-256, symlinks, empty directories, name clashes.
+    private(set) var manifest: ManifestBuilder
+    private var buffer = [UInt8](repeating: 0, count: 1 << 18)
 
-    init(into root: FileDescriptor, limits: BundleLimits) {
+    init(into root: FileDescriptor, limits: BundleLimits, layout: BundleLayout) {
         stack = [root]
         maxTotalBytes = limits.maxTotalBytes
+        manifest = ManifestBuilder(layout: layout)
     }
 
     private static func name(_ entry: BundleEntry) -> String {
@@ -29,6 +36,7 @@ struct BundleCopier: BundleVisitor {
 
     mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws {
         if entry.relativePath.isEmpty { return }  // the root: already created
+        manifest.directory(entry)
         stack.append(try current.makeDirectory(Self.name(entry), mode: 0o700))
     }
 
@@ -42,7 +50,7 @@ struct BundleCopier: BundleVisitor {
         let out = openat(current.raw, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard out >= 0 else { throw AppdError.system("create \(current.child(name))") }
         defer { close(out) }
-        try copy(from: source, to: out, what: entry.relativePath)
+        manifest.file(entry, sha256: try copy(from: source, to: out, what: entry.relativePath))
         guard fchmod(out, entry.isExecutable ? 0o555 : 0o444) == 0 else {
             throw AppdError.system("chmod \(current.child(name))")
         }
@@ -56,37 +64,31 @@ struct BundleCopier: BundleVisitor {
         guard symlinkat(target, current.raw, name) == 0 else {
             throw AppdError.system("symlink \(current.child(name))")
         }
+        manifest.symlink(entry)
     }
 
-    /// copy_file_range keeps the bytes in the kernel; read/write is the fallback for
-    /// filesystems that refuse it.
-    private mutating func copy(from source: Int32, to out: Int32, what: String) throws {
-        var useKernelCopy = true
-        var buffer: [UInt8] = []
+    /// Reads into user space, hashes, writes: copy_file_range would keep the bytes in the
+    /// kernel, but then they would have to be read a second time to be hashed. Returns the
+    /// SHA-256 of what was written.
+    private mutating func copy(from source: Int32, to out: Int32, what: String) throws -> [UInt8] {
+        var hasher = ContentHasher()
         while true {
-            var n: Int
-            if useKernelCopy {
-                n = appd_copy_file_range(source, out, 1 << 30)
-                if n < 0 && [EXDEV, EINVAL, ENOSYS, EOPNOTSUPP].contains(errno) {
-                    useKernelCopy = false
-                    buffer = [UInt8](repeating: 0, count: 1 << 18)
-                    continue
-                }
-            } else {
-                n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-                if n > 0 {
-                    var written = 0
-                    while written < n {
-                        let w = buffer.withUnsafeBytes { write(out, $0.baseAddress! + written, n - written) }
-                        guard w > 0 else { throw AppdError.system("write \(what)") }
-                        written += w
-                    }
-                }
-            }
-            if n == 0 { return }
+            let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
+            if n == 0 { return hasher.finish() }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw AppdError.system("copy \(what)")
+                throw AppdError.system("read \(what)")
+            }
+            try buffer.withUnsafeBytes { bytes in
+                let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<n])
+                hasher.update(chunk)
+                var written = 0
+                while written < n {
+                    let w = write(out, chunk.baseAddress! + written, n - written)
+                    if w < 0 && errno == EINTR { continue }
+                    guard w > 0 else { throw AppdError.system("write \(what)") }
+                    written += w
+                }
             }
             bytesCopied += Int64(n)
             // The walker checked sizes before the copy; a file growing under us is caught here.

@@ -29,7 +29,9 @@ public struct InstalledApp: Sendable, Equatable, Codable, FetchableRecord, Persi
     /// The executable, relative to the bundle (`Hello`, `Contents/MacOS/Hello`).
     public var executable: String?
     public var layout: String?
-    /// The requested entitlements as a binary plist, so every value keeps its type.
+    /// The entitlements granted at install (requested, signed, and allowed by the signer's
+    /// policy) as a binary plist, so every value keeps its type. The sandbox is compiled from
+    /// these alone.
     public var entitlements: Data?
     public var fileCount: Int?
     public var totalBytes: Int64?
@@ -37,6 +39,15 @@ public struct InstalledApp: Sendable, Equatable, Codable, FetchableRecord, Persi
     public var installedAt: Date
     /// Last install or upgrade.
     public var updatedAt: Date
+    /// The key that signed the installed bundle; nil for an unsigned app installed under
+    /// `[Signing] AllowUnsigned=yes`, or one installed before appd checked signatures.
+    public var signerKeyID: String?
+    /// SHA-256 of the installed `_CodeSignature/CodeResources` (signed apps).
+    public var codeResourcesHash: Data?
+    /// SHA-256 of the executable and of the whole tree (`BundleManifest.digest`) as installed:
+    /// what a launch compares the bundle container with.
+    public var executableHash: Data?
+    public var treeHash: Data?
 
     public var gid: UInt32 { uid }
 

@@ -59,6 +59,14 @@ public final class Registry: Sendable {
                 t.column("createdAt", .datetime).notNull()
             }
         }
+        migrator.registerMigration("v3-code-signing") { db in
+            try db.alter(table: "apps") { t in
+                t.add(column: "signerKeyID", .text)
+                t.add(column: "codeResourcesHash", .blob)
+                t.add(column: "executableHash", .blob)
+                t.add(column: "treeHash", .blob)
+            }
+        }
         return migrator
     }
 

@@ -24,13 +24,16 @@ public struct APIApp: Codable, Sendable, Equatable {
     public var entitlements: APIEntitlements?
     /// Instances of this app not yet exited (in `GET /v1/apps/{id}`).
     public var running: Int?
+    /// The key id of the signer (docs/code-signing.md); nil for an app installed unsigned
+    /// under `[Signing] AllowUnsigned=yes`.
+    public var signer: String?
 
     public init(
         bundleId: String, state: String, title: String? = nil, version: String? = nil,
         shortVersion: String? = nil, uid: UInt32, gid: UInt32, bundleContainer: String? = nil,
         bundlePath: String? = nil, dataContainer: String, executable: String? = nil,
         layout: String? = nil, fileCount: Int? = nil, totalBytes: Int64? = nil, installedAt: Date,
-        updatedAt: Date, entitlements: APIEntitlements? = nil, running: Int? = nil
+        updatedAt: Date, entitlements: APIEntitlements? = nil, running: Int? = nil, signer: String? = nil
     ) {
         self.bundleId = bundleId
         self.state = state
@@ -50,6 +53,7 @@ public struct APIApp: Codable, Sendable, Equatable {
         self.updatedAt = updatedAt
         self.entitlements = entitlements
         self.running = running
+        self.signer = signer
     }
 
     /// `1.0 (3)`: the marketing version and the build, as Finder and Xcode show them.

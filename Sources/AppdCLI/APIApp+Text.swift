@@ -11,6 +11,7 @@ extension APIApp {
         if let bundlePath { rows.append(("bundle", bundlePath)) }
         rows.append(("data", dataContainer))
         if let executable { rows.append(("executable", "\(executable) (\(layout ?? "?") layout)")) }
+        if bundlePath != nil { rows.append(("signer", signer.map { "key \($0)" } ?? "none (installed unsigned)")) }
         if let fileCount, let totalBytes {
             rows.append(("files", "\(fileCount) (\(Output.bytes(totalBytes)))"))
         }

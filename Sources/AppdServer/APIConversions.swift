@@ -17,7 +17,7 @@ extension APIApp {
             dataContainer: app.dataContainer(in: root), executable: app.executable,
             layout: app.layout,
             fileCount: app.fileCount, totalBytes: app.totalBytes, installedAt: app.installedAt,
-            updatedAt: app.updatedAt, running: running)
+            updatedAt: app.updatedAt, running: running, signer: app.signerKeyID)
         if withEntitlements, let decoded = try? app.decodedEntitlements() {
             entitlements = APIEntitlements(decoded)
         }

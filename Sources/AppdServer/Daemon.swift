@@ -62,7 +62,7 @@ public final class Daemon: Service {
                 metadata: ["adopted": "\(report.adopted)", "ended": "\(report.ended)"])
         }
         let router = Router(store: store, supervisor: supervisor,
-            authorizer: Authorizer(settings: options.config.api), installer: try Installer(store: store))
+            authorizer: Authorizer(settings: options.config.api), installer: try Installer(store: store, logger: logger))
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = HTTPServer(router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout))
 

@@ -4,6 +4,7 @@ import BundleArchive
 import Dispatch
 import Foundation
 import Glibc
+import Logging
 import NIOCore
 
 /// Installs from a tar stream (docs/api.md, "Installing through the daemon"): extracted into
@@ -13,10 +14,15 @@ import NIOCore
 final class Installer: Sendable {
     let store: AppStore
     let incoming: String
+    let logger: Logger
     private let queue = DispatchQueue(label: "appd.installer")
 
-    init(store: AppStore) throws {
+    init(store: AppStore, logger: Logger) throws {
         self.store = store
+        self.logger = logger
+        if store.config.signing.allowUnsigned {
+            logger.warning("[Signing] AllowUnsigned=yes: unsigned bundles can be installed; never use that setting outside development")
+        }
         incoming = "\(store.root.path)/incoming"
         // What an earlier daemon left half-received is garbage now.
         try? FileManager.default.removeItem(atPath: incoming)
@@ -49,8 +55,13 @@ final class Installer: Sendable {
         try await onQueue { try extractor.finish() }
         var installOptions = InstallOptions()
         installOptions.allowDowngrade = request.flag("allowDowngrade")
+        installOptions.allowSignerChange = request.flag("allowSignerChange")
         let options = installOptions
-        return try await onQueue { [store] in try store.install(bundleAt: bundle, options: options) }
+        let result = try await onQueue { [store] in try store.install(bundleAt: bundle, options: options) }
+        if let warning = result.signing.warning {
+            logger.warning("\(warning)", metadata: ["app": "\(result.app.bundleID)"])
+        }
+        return result
     }
 
     /// `Hello.app`: one path component ending in .app.

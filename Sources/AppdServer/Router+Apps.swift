@@ -26,7 +26,7 @@ extension Router {
         supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)
         return try .json(APIInstallResult(
             app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
-            warnings: result.bundle.warnings.map(APIProblem.init)),
+            warnings: result.warnings.map(APIProblem.init)),
             status: 201)
     }
 

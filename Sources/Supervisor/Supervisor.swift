@@ -67,6 +67,7 @@ public actor Supervisor {
         guard !closedApps.contains(app.bundleID.lowercased()) else {
             throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
         }
+        try store.checkInstalledBundle(app)
         var profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
         profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
         let id = Self.newInstanceID()

@@ -23,7 +23,7 @@ struct AppdCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Verify.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
+            Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
             Doctor.self,
         ]
     )

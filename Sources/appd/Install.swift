@@ -18,6 +18,10 @@ struct Install: ParsableCommand {
             bundle container and keeps the data container and uid; the old bundle goes only \
             once the new one is in place. A failed install leaves nothing behind.
 
+            The bundle must be signed (appd sign) by a key appd.conf trusts, for its bundle id \
+            and for every entitlement it requests; an upgrade must be signed by the key that \
+            signed the installed version. docs/code-signing.md.
+
             Installing needs the daemon's admin right ([API] AdminAllowed); with --no-daemon, \
             root installs in-process instead.
             """
@@ -28,6 +32,9 @@ struct Install: ParsableCommand {
 
     @Flag(help: "Allow replacing an installed version with a lower CFBundleVersion.")
     var allowDowngrade = false
+
+    @Flag(help: "Allow an upgrade signed by another key than the installed version (admins only).")
+    var allowSignerChange = false
 
     @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"))
     var bundle: String
@@ -56,7 +63,11 @@ struct Install: ParsableCommand {
         // The folder's own name (`Hello.app`), however the path was written (`Hello.app/`, `.`).
         let name = URL(fileURLWithPath: bundle).standardizedFileURL.lastPathComponent
         let path = AppdClient.path(
-            "apps", query: ["name": name, "allowDowngrade": allowDowngrade ? "1" : nil])
+            "apps",
+            query: [
+                "name": name, "allowDowngrade": allowDowngrade ? "1" : nil,
+                "allowSignerChange": allowSignerChange ? "1" : nil,
+            ])
         let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
         defer { progress?.finish() }
         return try options.client.upload(
@@ -75,15 +86,19 @@ struct Install: ParsableCommand {
         let store = try options.openStore(.readWrite)
         var installOptions = InstallOptions()
         installOptions.allowDowngrade = allowDowngrade
+        installOptions.allowSignerChange = allowSignerChange
         installOptions.onWait = options.waitNotice
         if !options.json && isatty(STDERR_FILENO) == 1 {
             installOptions.progress = Progress.copying
         }
         defer { Progress.finish() }
         let result = try store.install(bundleAt: bundle, options: installOptions)
+        if let warning = result.signing.warning {
+            FileHandle.standardError.write(Data("appd: WARNING: \(warning)\n".utf8))
+        }
         return APIInstallResult(
             app: APIApp(result.app, root: store.root, withEntitlements: true),
             previousVersion: result.previousVersion, reusedData: result.reusedData,
-            warnings: result.bundle.warnings.map(APIProblem.init))
+            warnings: result.warnings.map(APIProblem.init))
     }
 }

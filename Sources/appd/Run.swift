@@ -38,6 +38,7 @@ struct Run: ParsableCommand {
             }
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
+            try store.checkInstalledBundle(app)
             let sandbox = store.config.sandbox
             let profile = try store.sandboxProfile(for: app, arguments: arguments,
                 console: console && isatty(0) == 1)

@@ -8,8 +8,14 @@ import Foundation
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check a bundle offline and print what it is, or every problem found.",
-        discussion: "Changes nothing and needs no privileges. Exits 1 if the bundle has problems."
+        abstract: "Check a bundle and its code signature offline; print what it is, or every problem found.",
+        discussion: """
+            Changes nothing and needs no privileges. Hashes every file and compares the tree \
+            with the signed _CodeSignature/CodeResources, naming each file added, removed or \
+            changed since signing. Exits 1 if the bundle has problems or its signature does not \
+            match it. Also says whether this host's appd.conf trusts the signer for this bundle \
+            and its entitlements (what install would decide), without failing on it.
+            """
     )
 
     @OptionGroup var options: GlobalOptions
@@ -21,7 +27,16 @@ struct Verify: ParsableCommand {
         try options.run {
             let config = try options.loadConfiguration()
             let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
-            let view = BundleView(app)
+            let check = try app.checkSignature(limits: config.bundleLimits)
+            guard check.problems.isEmpty else {
+                let count = check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
+                throw AppdError(.invalidBundle,
+                    check.signature == nil ? "\(app.path) is not a valid app bundle (\(count))"
+                        : "\(app.path) does not match its code signature (\(count))",
+                    problems: check.problems)
+            }
+            var view = BundleView(app)
+            view.signature = SignatureView(check, bundle: app, policy: config.signing)
             if options.json { Output.json(view) } else { view.printText() }
         }
     }
@@ -41,6 +56,7 @@ struct BundleView: Encodable {
     var totalBytes: Int64
     var entitlements: APIEntitlements
     var warnings: [BundleProblem]
+    var signature: SignatureView?
 
     init(_ bundle: AppBundle) {
         path = bundle.path
@@ -63,7 +79,41 @@ struct BundleView: Encodable {
         print("  version     \(shortVersion.map { "\($0) (\(version))" } ?? version)")
         print("  executable  \(executable)")
         print("  files       \(fileCount) (\(Output.bytes(totalBytes)))")
+        signature?.printText()
         entitlements.printText(indent: "  ")
         for warning in warnings { print("  warning: \(warning)") }
+    }
+}
+
+/// The code signature as `verify` prints it: sound and matching (or verify fails), and what this
+/// host's policy would make of it.
+struct SignatureView: Encodable {
+    var signed: Bool
+    var keyID: String?
+    /// The `[Signer]` sections of appd.conf naming the key.
+    var trustedAs: [String]
+    /// nil: install would accept the signature and the entitlements; else why not.
+    var refusal: String?
+
+    init(_ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy) {
+        signed = check.signature != nil
+        keyID = check.signature?.keyID
+        trustedAs = policy.signers.filter { $0.key == check.signature?.publicKey }.map(\.name)
+        do {
+            _ = try policy.authorize(signature: check.signature, bundleID: bundle.info.identifier.rawValue,
+                entitlements: bundle.entitlements)
+        } catch {
+            refusal = (error as? AppdError)?.message ?? "\(error)"
+        }
+    }
+
+    func printText() {
+        if let keyID {
+            let trust = trustedAs.isEmpty ? "not trusted here" : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
+            print("  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
+        } else {
+            print("  signature   none (not signed)")
+        }
+        print("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
     }
 }

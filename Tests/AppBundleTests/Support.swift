@@ -72,3 +72,26 @@ func write(_ text: String, to path: String) throws {
         atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
     try text.write(toFile: path, atomically: false, encoding: .utf8)
 }
+
+/// Signs the bundle at `path` as `appd sign` does: writes `_CodeSignature/CodeResources` and
+/// `_CodeSignature/Signature`.
+func sign(_ path: String, with identity: SigningIdentity) throws {
+    let bundle = try AppBundle.open(at: path)
+    let (_, resources, signature) = try bundle.sign(with: identity, limits: .init())
+    try FileManager.default.createDirectory(atPath: "\(path)/_CodeSignature", withIntermediateDirectories: true)
+    try resources.write(to: URL(fileURLWithPath: "\(path)/_CodeSignature/CodeResources"))
+    try signature.write(to: URL(fileURLWithPath: "\(path)/_CodeSignature/Signature"))
+}
+
+/// What `appd verify` would report about the signature: the problems with the tree, or the
+/// error reading the signature, as text; empty when the signature covers exactly this tree.
+func signatureProblems(_ path: String) -> [String] {
+    do {
+        let check = try AppBundle.open(at: path).checkSignature(limits: .init())
+        return check.problems.map(\.description)
+    } catch let error as AppdError {
+        return error.problems.isEmpty ? [error.message] : error.problems.map(\.description)
+    } catch {
+        return ["\(error)"]
+    }
+}

@@ -55,7 +55,23 @@ func makeBundle(
     return path
 }
 
-func store(_ root: String, config: AppdConfiguration = AppdConfiguration()) throws -> AppStore {
+/// The configuration of the tests that are not about signing: unsigned bundles allowed, as in
+/// development. SigningTests use their own.
+var unsignedConfig: AppdConfiguration {
+    var config = AppdConfiguration()
+    config.signing.allowUnsigned = true
+    return config
+}
+
+/// The same as a file, for the tests that run appd (`APPD_CONFIG`). One fixed name, written
+/// atomically with the same bytes by every test process, so none is left behind per run.
+let unsignedConfigFile: String = {
+    let path = "\(NSTemporaryDirectory())/appd-test-unsigned.conf"
+    try? "[Signing]\nAllowUnsigned=yes\n".write(toFile: path, atomically: true, encoding: .utf8)
+    return path
+}()
+
+func store(_ root: String, config: AppdConfiguration = unsignedConfig) throws -> AppStore {
     try AppStore(root: StateRoot(path: root), config: config, access: .readWrite)
 }
 
@@ -105,7 +121,8 @@ func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: D
     let process = Process()
     process.executableURL = URL(fileURLWithPath: appdExecutable)
     process.arguments = args
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    process.environment = ProcessInfo.processInfo.environment.merging(["APPD_CONFIG": unsignedConfigFile]) { $1 }
+        .merging(environment) { $1 }
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err

@@ -69,7 +69,8 @@ final class TestDaemon: @unchecked Sendable {
         stderrPath = "\(directory)/daemon.stderr"
         cgroupParent = "/appd-robustness-" + directory.split(separator: ".").last!
         let config = "\(directory)/appd.conf"
-        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(cgroupParent)\n"
+        // The hostile archives are unsigned: signatures are DaemonTests' and AppContainersTests'.
+        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
             .write(toFile: config, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))

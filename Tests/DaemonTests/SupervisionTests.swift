@@ -105,12 +105,12 @@ struct SupervisionTests {
 
     @Test("a launch that cannot build its sandbox is recorded as failed-to-launch with the launcher's message")
     func failedLaunch() throws {
-        // A launcher that refuses every profile: a missing executable in the bundle.
+        // A sandbox that cannot be built: the data container it binds is gone. (A missing
+        // executable no longer gets that far: the launch check refuses it first, SigningTests.)
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.broken")
         let app = try daemon.client.get("/v1/apps/com.example.broken", as: APIApp.self)
-        let executable = try #require(app.bundlePath) + "/Probe"
-        try FileManager.default.removeItem(atPath: executable)
+        try FileManager.default.removeItem(atPath: app.dataContainer)
         let instance = try daemon.launch("com.example.broken", [])
         let ended = try daemon.wait(instance.id)
         #expect(ended.exit?.reason == .failedToLaunch)

@@ -46,7 +46,11 @@ final class TestDaemon {
         // Each daemon's instance cgroups go under a parent of its own, so that cleaning up after
         // one test never touches the cgroups of another running beside it.
         cgroupParent = "/appd-daemon-tests/\(URL(fileURLWithPath: directory).lastPathComponent)"
-        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n" + config)
+        // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
+        // installs through the daemon take the same path as on a host.
+        try Self.tool(["keygen", "--out", directory, "--name", "test"])
+        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n" + config
+            + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
             .write(toFile: configPath, atomically: true, encoding: .utf8)
         try start()
     }
@@ -125,10 +129,16 @@ final class TestDaemon {
     /// Runs a built command-line tool against this daemon; returns its exit code and output.
     @discardableResult
     func run(_ tool: String, _ arguments: [String]) throws -> (code: Int32, output: String) {
+        try Self.run(tool, arguments, environment: ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"])
+    }
+
+    static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil)
+        throws -> (code: Int32, output: String)
+    {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
         process.arguments = arguments
-        process.environment = ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"]
+        if let environment { process.environment = environment }
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -138,9 +148,29 @@ final class TestDaemon {
         return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 
-    /// Builds `Probe.app` with `id` around the built probe and installs it through the daemon
-    /// with `appd install`, as a user would.
-    func installProbe(_ id: String, info: String = "") throws {
+    /// Runs the built appd with `arguments` outside any daemon (keygen, sign); throws on failure.
+    static func tool(_ arguments: [String]) throws {
+        let result = try run("appd", arguments)
+        guard result.code == 0 else {
+            throw DaemonFailure("appd \(arguments.joined(separator: " ")): \(result.output)")
+        }
+    }
+
+    /// The private key this daemon's config trusts.
+    var signingKey: String { "\(directory)/test.signing-key" }
+
+    /// Builds `Probe.app` with `id` around the built probe, signs it with the daemon's trusted
+    /// key (unless `signed` is false) and installs it through the daemon with `appd install`,
+    /// as a user would.
+    func installProbe(_ id: String, info: String = "", signed: Bool = true) throws {
+        let bundle = try makeProbe(id, info: info)
+        if signed { try Self.tool(["sign", "--key", signingKey, bundle]) }
+        let result = try run("appd", ["install", bundle])
+        guard result.code == 0 else { throw DaemonFailure("appd install \(id) failed: \(result.output)") }
+    }
+
+    /// `Probe.app` with `id` around the built probe, unsigned; returns its path.
+    func makeProbe(_ id: String, info: String = "") throws -> String {
         let bundle = "\(directory)/src-\(id)/Probe.app"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: builtExecutable("Probe"), toPath: "\(bundle)/Probe")
@@ -158,8 +188,7 @@ final class TestDaemon {
             """).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         try plist("<key>com.apple.security.app-sandbox</key><true/>")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
-        let result = try run("appd", ["install", bundle])
-        guard result.code == 0 else { throw DaemonFailure("appd install \(id) failed: \(result.output)") }
+        return bundle
     }
 
     func launch(_ id: String, _ arguments: [String]) throws -> APIInstance {

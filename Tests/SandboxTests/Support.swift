@@ -41,6 +41,9 @@ final class SandboxWorld {
         guard made != nil else { throw AppdError.system("mkdtemp") }
         path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var config = AppdConfiguration()
+        // These tests are about the sandbox an app's entitlements build; signing has its own
+        // (AppContainersTests, DaemonTests).
+        config.signing.allowUnsigned = true
         configure(&config)
         self.config = config
         store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)

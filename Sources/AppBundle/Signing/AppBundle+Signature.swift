@@ -1,0 +1,40 @@
+import Foundation
+
+/// A bundle's signature checked against its tree: what `appd verify` reports.
+public struct SignatureCheck: Sendable {
+    /// nil: the bundle is not signed.
+    public let signature: CodeSignature?
+    /// The tree as it is on disk now.
+    public let manifest: BundleManifest
+    /// Every file added, removed or changed since signing, and names that clash; empty when the
+    /// signature covers exactly this tree.
+    public let problems: [BundleProblem]
+}
+
+extension AppBundle {
+    /// Reads the signature, hashes every file, and compares. Throws `invalidBundle` for a
+    /// signature that is malformed or does not verify; tree differences are in `problems`.
+    public func checkSignature(limits: BundleLimits) throws -> SignatureCheck {
+        let signature = try CodeSignature.read(bundleAt: path, layout: layout)
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: path, layout: layout, limits: limits)
+        return SignatureCheck(
+            signature: signature, manifest: manifest,
+            problems: problems + (signature.map { manifest.diff(against: $0.resources) } ?? []))
+    }
+
+    /// The `_CodeSignature/CodeResources` and `Signature` to write for this bundle as it is now.
+    /// Refuses a tree with names that clash by case or Unicode normalization. Any signature
+    /// files already there are left out of what is signed (they are replaced).
+    public func sign(with identity: SigningIdentity, limits: BundleLimits) throws
+        -> (manifest: BundleManifest, codeResources: Data, signature: Data)
+    {
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: path, layout: layout, limits: limits)
+        guard problems.isEmpty else {
+            throw AppdError(.invalidBundle, "\(path) cannot be signed", problems: problems)
+        }
+        let (resources, signature) = try CodeSignature.sign(manifest, with: identity)
+        return (manifest, resources, signature)
+    }
+}

@@ -1,0 +1,74 @@
+import AppBundle
+import Foundation
+import Glibc
+
+extension AppStore {
+    /// Checks, just before a launch, that the bundle container is what was installed: the whole
+    /// tree when it is at most `[Signing] LaunchCheckMaxBytes` (hashing it costs about what
+    /// reading it does), else the executable. The container is root-owned and read-only, so a
+    /// difference means someone with root, or the disk, changed it: the launch is refused and
+    /// the message names what changed where it can.
+    public func checkInstalledBundle(_ app: InstalledApp) throws {
+        guard let bundlePath = app.bundlePath(in: root), let executable = app.executable else {
+            throw AppdError(
+                .notFound, "\(app.bundleID) has no installed bundle (uninstalled with --keep-data)",
+                hint: "install it again to launch it")
+        }
+        guard let executableHash = app.executableHash else {
+            // Installed before appd recorded hashes: nothing to compare with.
+            guard config.signing.allowUnsigned else {
+                throw AppdError(
+                    .permissionDenied,
+                    "\(app.bundleID) was installed before appd checked code signatures, so its bundle cannot be verified",
+                    hint: "install a signed version of it again")
+            }
+            return
+        }
+        let layout = app.layout.flatMap(BundleLayout.init(rawValue:)) ?? .ios
+        let wholeTree =
+            app.treeHash != nil && (app.totalBytes ?? .max) <= config.signing.launchCheckMaxBytes
+        if wholeTree, let treeHash = app.treeHash {
+            let (manifest, problems) = try BundleManifest.read(
+                bundleAt: bundlePath, layout: layout, limits: config.bundleLimits)
+            guard problems.isEmpty, Data(manifest.digest) != treeHash else { return }
+            throw AppdError(
+                .corruptState,
+                "\(app.bundleID): the installed bundle \(bundlePath) was changed after it was installed; refusing to launch it",
+                problems: problems.isEmpty
+                    ? changes(in: manifest, of: app, at: bundlePath, layout: layout) : problems,
+                hint: "install the app again")
+        }
+        let actual = try Self.hashFile(bundlePath, executable)
+        guard Data(actual) != executableHash else { return }
+        throw AppdError(
+            .corruptState,
+            "\(app.bundleID): the executable \(bundlePath)/\(executable) was changed after it was installed; refusing to launch it",
+            problems: [BundleProblem(executable, "its SHA-256 is not the one recorded at install")],
+            hint: "install the app again")
+    }
+
+    /// What differs, named by file, when the installed CodeResources is still the one signed;
+    /// otherwise (unsigned, or CodeResources changed too) only that something did.
+    private func changes(
+        in manifest: BundleManifest, of app: InstalledApp, at path: String, layout: BundleLayout
+    ) -> [BundleProblem] {
+        if let recorded = app.codeResourcesHash,
+            let signature = try? CodeSignature.read(bundleAt: path, layout: layout),
+            Data(signature.codeResourcesDigest) == recorded
+        {
+            let changes = manifest.diff(against: signature.resources)
+            if !changes.isEmpty { return changes }
+        }
+        return [BundleProblem("", "the tree's SHA-256 differs from the one recorded at install")]
+    }
+
+    /// SHA-256 of `relative` below `bundle`, opened without following a symlink at the end.
+    static func hashFile(_ bundle: String, _ relative: String) throws -> [UInt8] {
+        let path = "\(bundle)/\(relative)"
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 18)
+        return try ContentHasher.sha256(of: fd, what: path, buffer: &buffer)
+    }
+}

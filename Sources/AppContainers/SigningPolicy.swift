@@ -1,0 +1,142 @@
+import AppBundle
+import Foundation
+
+/// `[Signing]` and the `[Signer NAME]` sections of appd.conf: whose signatures appd trusts and
+/// which entitlements each signer may grant, to which bundle ids — the analogue of iOS
+/// provisioning profiles (docs/code-signing.md).
+public struct SigningPolicy: Sendable, Equatable {
+    /// Install bundles without a signature. For development only: every such install is
+    /// logged as a warning.
+    public var allowUnsigned = false
+    /// What an unsigned app may be granted when `allowUnsigned` is on.
+    public var unsignedEntitlements: [String] = ["*"]
+    public var signers: [Signer] = []
+    /// At launch the whole bundle container is hashed and compared with what was installed
+    /// when it holds at most this many bytes; a larger one has only its executable checked.
+    /// 0: always only the executable.
+    public var launchCheckMaxBytes: Int64 = 8 << 20
+
+    /// One `[Signer NAME]` section. Several sections may name the same key (different bundle
+    /// ids, different entitlements); what applies to a bundle is the union of the sections
+    /// whose key signed it and whose `BundleIDs` match its id.
+    public struct Signer: Sendable, Equatable {
+        public var name: String
+        public var key: SignerKey?
+        /// Patterns: `*`, `com.example.*` (a prefix), or an exact id; compared without case.
+        public var bundleIDs: [String] = ["*"]
+        /// Patterns of entitlement keys this signer may grant (`*`, `com.apple.security.network.*`,
+        /// exact keys). Empty: none but the sandbox itself.
+        public var entitlements: [String] = []
+
+        public init(name: String) { self.name = name }
+    }
+
+    public static let signingKeys = [
+        "AllowUnsigned", "UnsignedEntitlements", "LaunchCheckMaxBytes",
+    ]
+    public static let signerKeys = ["Key", "BundleIDs", "Entitlements"]
+
+    public init() {}
+
+    /// Asking to be sandboxed grants nothing, so every signer may "grant" it.
+    static let alwaysAllowed: Set<String> = ["com.apple.security.app-sandbox"]
+
+    static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
+        let (pattern, value) =
+            ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
+        if pattern == "*" { return true }
+        if pattern.hasSuffix("*") { return value.hasPrefix(pattern.dropLast()) }
+        return pattern == value
+    }
+
+    /// Whether a `[Signer]` or `[Signing]` pattern list is well formed: `*` only at the end.
+    static func validPatterns(_ value: String) -> [String]? {
+        let words = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+        guard words.allSatisfy({ !$0.dropLast().contains("*") }) else { return nil }
+        return words
+    }
+}
+
+/// Who signed an installed app, as the installer decided.
+public struct SigningDecision: Sendable, Equatable {
+    /// nil for an unsigned app installed under `AllowUnsigned=yes`.
+    public var keyID: String?
+    /// The `[Signer]` sections that allowed it.
+    public var signerNames: [String]
+    /// For an unsigned install: the loud warning to log and show.
+    public var warning: String?
+}
+
+extension SigningPolicy {
+    /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`.
+    /// Throws `permissionDenied` naming the reason: unsigned, untrusted key, a signer not
+    /// allowed for this id, or the entitlement keys the signer may not grant (all of them).
+    public func authorize(signature: CodeSignature?, bundleID: String, entitlements: Entitlements)
+        throws -> SigningDecision
+    {
+        let requested = entitlements.values.keys.filter { !Self.alwaysAllowed.contains($0) }
+            .sorted()
+        guard let signature else {
+            guard allowUnsigned else {
+                throw AppdError(
+                    .permissionDenied,
+                    "\(bundleID) is not signed; appd installs signed bundles only",
+                    hint:
+                        "sign it (appd keygen, appd sign --key KEY Name.app) with a key trusted in a [Signer] section of appd.conf; for development only, [Signing] AllowUnsigned=yes"
+                )
+            }
+            let forbidden = requested.filter { key in
+                !unsignedEntitlements.contains { Self.matches($0, key, ignoringCase: false) }
+            }
+            try refuse(
+                forbidden, bundleID: bundleID,
+                by: "an unsigned app ([Signing] UnsignedEntitlements)")
+            return SigningDecision(
+                keyID: nil, signerNames: [],
+                warning:
+                    "\(bundleID) is NOT SIGNED and was accepted only because [Signing] AllowUnsigned=yes; never use that setting outside development"
+            )
+        }
+        let keyed = signers.filter { $0.key == signature.publicKey }
+        guard !keyed.isEmpty else {
+            throw AppdError(
+                .permissionDenied,
+                "\(bundleID) is signed by key \(signature.keyID), which this host does not trust",
+                hint: "an admin trusts a key with a [Signer NAME] section (Key=) in appd.conf")
+        }
+        let applicable = keyed.filter { signer in
+            signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
+        }
+        guard !applicable.isEmpty else {
+            let allowed = keyed.map {
+                "[Signer \($0.name)] BundleIDs=\($0.bundleIDs.joined(separator: " "))"
+            }
+            throw AppdError(
+                .permissionDenied,
+                "key \(signature.keyID) may not sign \(bundleID): \(allowed.joined(separator: "; "))"
+            )
+        }
+        let forbidden = requested.filter { key in
+            !applicable.contains { signer in
+                signer.entitlements.contains { Self.matches($0, key, ignoringCase: false) }
+            }
+        }
+        let names = applicable.map(\.name)
+        try refuse(
+            forbidden, bundleID: bundleID,
+            by: "signer \(names.map { "'\($0)'" }.joined(separator: ", ")) (key \(signature.keyID))"
+        )
+        return SigningDecision(keyID: signature.keyID, signerNames: names, warning: nil)
+    }
+
+    /// iOS refuses the same way (0xE8008016, "entitlements not valid"): listing every key.
+    private func refuse(_ forbidden: [String], bundleID: String, by whom: String) throws {
+        guard !forbidden.isEmpty else { return }
+        throw AppdError(
+            .permissionDenied,
+            "\(bundleID) requests entitlements that \(whom) may not grant: \(forbidden.joined(separator: ", "))",
+            hint:
+                "remove them from Entitlements.plist, or an admin adds them to Entitlements= of the signer in appd.conf"
+        )
+    }
+}
