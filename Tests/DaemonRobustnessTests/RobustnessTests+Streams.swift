@@ -138,11 +138,16 @@ extension DaemonRobustnessTests {
         }
         #expect(pids.count >= 2, "the launcher and the app in \(cgroup): \(pids)")
         for pid in pids {
-            // 0-2 are the app's stdio; 3-5 what appd-exec is given (profile, filter, status).
+            // 0-2 are the app's stdio; 3-5 what appd-exec is given (profile, filter, status);
+            // 6 the lifecycle channel (a SEQPACKET socket) until the launcher has forked and
+            // handed it on as the app's fd 3. Client connections are stream sockets.
             let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
                 .compactMap { Int($0) }
+            let seqpacket = Self.seqpacketSocketInodes()
             let stray = fds.filter { $0 > 5 }.map { fd in
                 "\(fd) -> \((try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "?")"
+            }.filter { entry in
+                !(entry.hasPrefix("6 -> socket:[") && seqpacket.contains(String(entry.dropFirst("6 -> socket:[".count).dropLast())))
             }
             #expect(stray.isEmpty, "pid \(pid) holds \(stray)")
         }
@@ -186,5 +191,16 @@ extension DaemonRobustnessTests {
             if exchange.closed { return nil }
         }
         return nil
+    }
+}
+
+extension DaemonRobustnessTests {
+    /// Inodes of the AF_UNIX sockets of type SOCK_SEQPACKET (5), from /proc/net/unix.
+    static func seqpacketSocketInodes() -> Set<String> {
+        let table = readKernelFile("/proc/net/unix").split(separator: "\n").dropFirst()
+        return Set(table.compactMap { line in
+            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+            return columns.count > 6 && columns[4] == "0005" ? String(columns[6]) : nil
+        })
     }
 }
