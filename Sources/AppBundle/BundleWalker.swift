@@ -164,9 +164,7 @@ private struct Walk {
                 if errno != 0 { throw AppdError.system("read directory \(path.isEmpty ? "." : path)") }
                 break
             }
-            let name = withUnsafeBytes(of: item.pointee.d_name) { raw in
-                Array(raw.prefix(while: { $0 != 0 }))
-            }
+            let name = directoryEntryName(item)
             if name == [46] || name == [46, 46] { continue }
             names.append(name)
         }

@@ -87,9 +87,7 @@ final class FileDescriptor {
         rewinddir(dir)
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafePointer(to: entry.pointee.d_name) {
-                $0.withMemoryRebound(to: CChar.self, capacity: 256) { String(cString: $0) }
-            }
+            let name = directoryEntryString(entry)
             if name != "." && name != ".." { names.append(name) }
         }
         return names.sorted()

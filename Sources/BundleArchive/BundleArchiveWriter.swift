@@ -178,9 +178,7 @@ private struct TarWalk {
                 if errno != 0 { throw AppdError.system("read directory \(shown(path))") }
                 break
             }
-            let raw = withUnsafeBytes(of: item.pointee.d_name) {
-                Array($0.prefix(while: { $0 != 0 }))
-            }
+            let raw = directoryEntryName(item)
             if raw == [46] || raw == [46, 46] { continue }
             // The installer refuses such names too; better to say so before sending anything.
             guard let name = String(validating: raw, as: UTF8.self) else {

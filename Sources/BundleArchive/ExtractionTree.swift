@@ -247,9 +247,7 @@ struct ExtractionTree: ~Copyable {
         defer { closedir(dir) }
         errno = 0
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) {
-                Array($0.prefix(while: { $0 != 0 }))
-            }
+            let name = directoryEntryName(entry)
             if name != [46] && name != [46, 46] { return false }
         }
         return errno == 0 ? true : nil

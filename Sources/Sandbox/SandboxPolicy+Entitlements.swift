@@ -142,9 +142,7 @@ struct Grants {
         defer { closedir(dir) }
         var names: [String] = []
         while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = directoryEntryString(entry)
             if name != ".", name != ".." { names.append(name) }
         }
         return names.sorted()

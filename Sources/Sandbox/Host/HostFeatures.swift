@@ -1,3 +1,4 @@
+import AppBundle
 import CLinux
 import Glibc
 
@@ -174,9 +175,7 @@ func directoryEntries(_ path: String) throws -> [String] {
     defer { closedir(dir) }
     var names: [String] = []
     while let entry = readdir(dir) {
-        let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-            String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-        }
+        let name = directoryEntryString(entry)
         if name != "." && name != ".." && entry.pointee.d_type == DT_DIR { names.append(name) }
     }
     return names
