@@ -86,3 +86,13 @@ extension Registry {
         try write { db in try record.insert(db) }
     }
 }
+
+extension AppGroupRecord {
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+        RegistryDates.encoding
+    }
+
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+        RegistryDates.decoding
+    }
+}

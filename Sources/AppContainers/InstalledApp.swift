@@ -68,3 +68,13 @@ public struct InstalledApp: Sendable, Equatable, Codable, FetchableRecord, Persi
         return try Entitlements(plistData: entitlements)
     }
 }
+
+extension InstalledApp {
+    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+        RegistryDates.encoding
+    }
+
+    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+        RegistryDates.decoding
+    }
+}

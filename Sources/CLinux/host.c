@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "clinux_host.h"
 
+#include <malloc.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -23,4 +24,8 @@ int appd_prctl_get_seccomp(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0); }
 
 int appd_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+int appd_tune_malloc(int mmap_threshold, int arenas) {
+    return mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1 && mallopt(M_ARENA_MAX, arenas) == 1;
 }

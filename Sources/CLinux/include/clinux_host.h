@@ -19,6 +19,11 @@ int appd_prctl_get_seccomp(void);
 /// pidfd_open(2) (Linux 5.3); -1/ENOSYS on older kernels.
 int appd_pidfd_open(pid_t pid, unsigned int flags);
 
+/// mallopt(3) for a long-lived daemon (malloc.h is not in Swift's Glibc module): a fixed
+/// M_MMAP_THRESHOLD of `mmap_threshold` bytes (which turns off glibc's dynamic threshold) and
+/// M_ARENA_MAX of `arenas`. Returns 1 when both were taken.
+int appd_tune_malloc(int mmap_threshold, int arenas);
+
 #endif
 
 /// struct ucred as SO_PEERCRED fills it; glibc declares it only under _GNU_SOURCE, which
