@@ -155,7 +155,9 @@ public struct AppdConfiguration: Sendable, Equatable {
                 throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
                     hint: "known keys: " + LifecycleSettings.keys.joined(separator: ", "))
             }
-        case ("Signing", _), (_, _) where section.hasPrefix("Signer "):
+        case ("Signing", _):
+            try setSigning(section: section, key: key, value: value, place: place, file: file)
+        case _ where section.hasPrefix("Signer "):
             try setSigning(section: section, key: key, value: value, place: place, file: file)
         case ("", _):
             throw AppdError(.invalidConfig, "\(place): '\(key)' is outside any [Section]")
