@@ -1,9 +1,5 @@
 import Foundation
 
-#if canImport(FoundationXML)
-    import FoundationXML
-#endif
-
 /// A property-list value with its type kept: entitlement values are bools, strings, arrays and
 /// dictionaries, and a policy must see which one a bundle actually wrote.
 public indirect enum PlistValue: Sendable, Equatable {
@@ -158,13 +154,10 @@ enum PropertyListReader {
     }
 
     private static func checkDuplicateKeys(_ data: Data) throws(PlistFailure) {
-        let finder = DuplicateKeyFinder()
-        let parser = XMLParser(data: data)
-        parser.shouldResolveExternalEntities = false
-        parser.delegate = finder
-        _ = parser.parse()  // Malformed XML is reported by PropertyListSerialization.
-        if let duplicate = finder.duplicate {
-            throw PlistFailure("has the key '\(duplicate)' twice in one dictionary")
+        switch PlistKeyScanner.scan(Array(data)) {
+        case .noDuplicate: return
+        case .duplicate(let key): throw PlistFailure("has the key '\(key)' twice in one dictionary")
+        case .refused(let reason): throw PlistFailure(reason)
         }
     }
 }
@@ -173,37 +166,4 @@ enum PropertyListReader {
 struct PlistFailure: Error {
     var message: String
     init(_ message: String) { self.message = message }
-}
-
-/// Walks the XML and remembers the keys of every open `<dict>`.
-private final class DuplicateKeyFinder: NSObject, XMLParserDelegate {
-    private var open: [Set<String>] = []
-    private var key: String?
-    var duplicate: String?
-
-    func parser(
-        _ parser: XMLParser, didStartElement name: String, namespaceURI: String?,
-        qualifiedName: String?, attributes: [String: String] = [:]
-    ) {
-        if name == "dict" { open.append([]) }
-        if name == "key" { key = "" }
-    }
-
-    func parser(_ parser: XMLParser, foundCharacters string: String) {
-        if key != nil { key! += string }
-    }
-
-    func parser(
-        _ parser: XMLParser, didEndElement name: String, namespaceURI: String?,
-        qualifiedName: String?
-    ) {
-        if name == "dict", !open.isEmpty { open.removeLast() }
-        if name == "key", let finished = key, !open.isEmpty {
-            key = nil
-            if open[open.count - 1].insert(finished).inserted == false, duplicate == nil {
-                duplicate = finished
-                parser.abortParsing()
-            }
-        }
-    }
 }
