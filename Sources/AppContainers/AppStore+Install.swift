@@ -160,6 +160,7 @@ extension AppStore {
         CrashPoint.reach("install.old-removed")
         try staging.removeTree(txnName)
 
+        mutationFinished()
         return InstallResult(
             app: app, previousVersion: existing?.state == .installed ? existing?.version : nil,
             reusedData: existing != nil,

@@ -35,6 +35,7 @@ extension AppStore {
             try registry.save(kept)
             CrashPoint.reach("uninstall.committed")
             if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
+            mutationFinished()
             return UninstallResult(app: kept, keptData: true, recovery: recovery)
         }
 
@@ -43,6 +44,7 @@ extension AppStore {
         if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
         CrashPoint.reach("uninstall.bundle-removed")
         try discard(app.dataUUID, in: data)
+        mutationFinished()
         return UninstallResult(app: app, keptData: false, recovery: recovery)
     }
 }

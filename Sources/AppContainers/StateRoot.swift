@@ -9,11 +9,13 @@ import Glibc
 ///     Containers/Shared/AppGroup/<UUID>/   application-group containers
 ///     staging/                             work in progress; emptied at every start
 ///     .lock                                held (flock) by whoever changes anything
+///     .mutating                            an install or uninstall began and has not finished
 ///
 /// The rule that keeps crashes harmless: a container the registry does not name is garbage.
 /// Installs publish containers first and commit the registry row last; uninstalls commit first
 /// and remove containers after; so a crash at any point leaves at most unnamed containers,
-/// which `recover()` removes.
+/// which `recover()` removes. Such leftovers need an unfinished change, which `.mutating`
+/// records, so the full scan runs only then (and on a store's first change), not on every one.
 public struct StateRoot: Sendable {
     public let path: String
 
@@ -31,6 +33,8 @@ public struct StateRoot: Sendable {
     public var groupContainersPath: String { "\(path)/Containers/Shared/AppGroup" }
     public var stagingPath: String { "\(path)/staging" }
     var lockPath: String { "\(path)/.lock" }
+    /// Present while an install or uninstall runs, and after one that did not finish.
+    var mutationMarkPath: String { "\(path)/.mutating" }
 
     public func bundleContainer(_ uuid: String) -> String { "\(bundleContainersPath)/\(uuid)" }
     public func dataContainer(_ uuid: String) -> String { "\(dataContainersPath)/\(uuid)" }

@@ -118,3 +118,54 @@ struct CrashTests {
         print("random kills over \(String(format: "%.0f", duration * 1000)) ms installs: \(outcomes)")
     }
 }
+
+/// The full recovery (every container listed, every row read) runs when a change did not
+/// finish (`.mutating` is left) and on a store's first change; otherwise only staging is
+/// emptied, so installs do not slow down as apps accumulate.
+@Suite("recovery after unfinished changes", rootOnly)
+struct MutationMarkTests {
+    @Test("a long-lived store scans for orphans again only when a change was left unfinished")
+    func markDrivesFullRecovery() throws {
+        let scratch = Scratch()
+        let root = scratch.sub("root")
+        let store = try store(root)
+        let first = try store.install(bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
+        #expect(access("\(root)/.mutating", F_OK) != 0, "a finished install leaves no mark")
+        _ = first
+
+        // An orphan, as a crashed process of another kind would leave it, but no mark: this
+        // store already recovered once and does not look.
+        let orphan = "\(root)/Containers/Data/\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
+        let second = try store.install(bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
+        #expect(second.recovery.orphanDataContainers.isEmpty)
+        #expect(FileManager.default.fileExists(atPath: orphan))
+
+        // The mark of a change that did not finish: the next change scans and removes it.
+        FileManager.default.createFile(atPath: "\(root)/.mutating", contents: nil)
+        let third = try store.install(bundleAt: makeBundle(at: scratch.sub("c/C.app"), id: "com.example.c"))
+        #expect(third.recovery.orphanDataContainers == [URL(fileURLWithPath: orphan).lastPathComponent])
+        #expect(!FileManager.default.fileExists(atPath: orphan))
+        #expect(access("\(root)/.mutating", F_OK) != 0)
+
+        // A refused install leaves the mark (it may have failed half-way): the next one scans.
+        #expect(throws: AppdError.self) { try store.install(bundleAt: scratch.sub("missing/Nothing.app")) }
+        #expect(access("\(root)/.mutating", F_OK) == 0)
+        try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
+        let fourth = try store.install(bundleAt: makeBundle(at: scratch.sub("d/D.app"), id: "com.example.d"))
+        #expect(fourth.recovery.orphanDataContainers.count == 1)
+        try expectConsistent(root)
+    }
+
+    @Test("a new store (a new process) scans on its first change even without a mark")
+    func firstChangeScans() throws {
+        let scratch = Scratch()
+        let root = scratch.sub("root")
+        _ = try store(root).install(bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
+        let orphan = "\(root)/Containers/Data/\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
+        let next = try store(root).install(bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
+        #expect(next.recovery.orphanDataContainers.count == 1)
+        #expect(!FileManager.default.fileExists(atPath: orphan))
+    }
+}
