@@ -22,8 +22,8 @@ enum PlistKeyScanner {
         let n = xml.count
 
         func starts(_ text: String, at index: Int) -> Bool {
-            let bytes = Array(text.utf8)
-            return index + bytes.count <= n && Array(xml[index..<index + bytes.count]) == bytes
+            let count = text.utf8.count
+            return index + count <= n && xml[index..<index + count].elementsEqual(text.utf8)
         }
         func find(_ text: String, from index: Int) -> Int? {
             var at = index
@@ -32,6 +32,26 @@ enum PlistKeyScanner {
                 at += 1
             }
             return nil
+        }
+        /// Where the markup from `index` ends: its '>' outside quoted values (or the end), and
+        /// whether a '[' came first (a DOCTYPE's internal subset).
+        func markupEnd(from index: Int) -> (end: Int, bracket: Bool) {
+            var at = index
+            var quote: UInt8?
+            while at < n {
+                let c = xml[at]
+                if let q = quote {
+                    if c == q { quote = nil }
+                } else if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
+                    quote = c
+                } else if c == UInt8(ascii: "[") {
+                    return (at, true)
+                } else if c == UInt8(ascii: ">") {
+                    break
+                }
+                at += 1
+            }
+            return (at, false)
         }
 
         while i < n {
@@ -49,22 +69,11 @@ enum PlistKeyScanner {
                     i = end + 2
                 } else if starts("<!", at: i) {
                     // A DOCTYPE: up to its '>', refusing an internal subset ('[' before it).
-                    var at = i + 2
-                    var quote: UInt8?
-                    while at < n {
-                        let c = xml[at]
-                        if let q = quote {
-                            if c == q { quote = nil }
-                        } else if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
-                            quote = c
-                        } else if c == UInt8(ascii: "[") {
-                            return .refused("has a DOCTYPE with an internal subset, which is not accepted in a property list")
-                        } else if c == UInt8(ascii: ">") {
-                            break
-                        }
-                        at += 1
+                    let (end, bracket) = markupEnd(from: i + 2)
+                    if bracket {
+                        return .refused("has a DOCTYPE with an internal subset, which is not accepted in a property list")
                     }
-                    i = at + 1
+                    i = end + 1
                 } else {
                     // A start or end tag, up to its '>' (outside quoted attribute values).
                     let closing = i + 1 < n && xml[i + 1] == UInt8(ascii: "/")
@@ -72,18 +81,10 @@ enum PlistKeyScanner {
                     let nameStart = at
                     while at < n, !Self.endsName(xml[at]) { at += 1 }
                     let name = String(decoding: xml[nameStart..<at], as: UTF8.self)
-                    var quote: UInt8?
-                    while at < n {
-                        let c = xml[at]
-                        if let q = quote {
-                            if c == q { quote = nil }
-                        } else if c == UInt8(ascii: "\"") || c == UInt8(ascii: "'") {
-                            quote = c
-                        } else if c == UInt8(ascii: ">") {
-                            break
-                        }
-                        at += 1
-                    }
+                    // A '[' in a tag means nothing: look on to its '>'.
+                    var (end, bracket) = markupEnd(from: at)
+                    while bracket { (end, bracket) = markupEnd(from: end + 1) }
+                    at = end
                     let selfClosed = at > i && xml[at - 1] == UInt8(ascii: "/")
                     i = at + 1
                     switch (name, closing, selfClosed) {

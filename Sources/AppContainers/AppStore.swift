@@ -1,6 +1,7 @@
 import AppBundle
 import Foundation
 import Glibc
+import Synchronization
 
 /// The front door of the state root: install, upgrade, uninstall, list, info, doctor.
 ///
@@ -16,7 +17,7 @@ public final class AppStore: @unchecked Sendable {
     /// nil when opened read-only on a state root that has no registry yet (nothing installed).
     let registry: Registry?
     /// A full recovery ran since this store was opened (lockAndRecover).
-    let recoveredOnce = LockedFlag()
+    let recoveredOnce = Mutex(false)
 
     public enum Access { case readOnly, readWrite }
 
@@ -163,17 +164,5 @@ extension AppStore {
         try directory.rename(name, to: staging, as: trashName)
         try directory.sync()
         try staging.removeTree(trashName)
-    }
-}
-
-/// A Bool behind a lock.
-final class LockedFlag: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value = false
-
-    func withLock<T>(_ body: (inout Bool) -> T) -> T {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&value)
     }
 }

@@ -37,8 +37,7 @@ final class ExitWatcher: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !source.isCancelled else { return false }
-        var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
-        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLIN) != 0
+        return appd_pidfd_exited(pidfd) == 1
     }
 
     func cancel() { source.cancel() }

@@ -87,16 +87,25 @@ public struct JournalLogHandler: LogHandler {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { return }
         defer { close(fd) }
-        guard var (address, length) = SystemdNotifier.unixAddress(socketPath) else { return }
         var message = datagram
         while true {
-            let sent = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                    message.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), generic, length) }
-                }
-            }
+            let sent = Self.send(message, fd: fd, to: socketPath)
             guard sent < 0, errno == EMSGSIZE, message.count > 4096 else { return }
             message = Self.encode([("MESSAGE", String(decoding: datagram.prefix(4000), as: UTF8.self) + "…")])
+        }
+    }
+
+    /// One datagram to journald's socket at `path` over `fd`: sendto's result (errno set on -1).
+    static func send(_ datagram: [UInt8], fd: Int32, to path: String) -> Int {
+        guard let (unix, length) = SystemdNotifier.unixAddress(path) else {
+            errno = ENAMETOOLONG
+            return -1
+        }
+        var address = unix
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
+                datagram.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), generic, length) }
+            }
         }
     }
 }

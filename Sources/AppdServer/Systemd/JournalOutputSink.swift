@@ -29,19 +29,12 @@ public final class JournalOutputSink: InstanceOutputSink {
     deinit { close(fd) }
 
     public func write(lines: [String], of instance: APIInstance) -> Int {
-        guard let (unix, length) = SystemdNotifier.unixAddress(socketPath) else { return 0 }
-        var address = unix
         let common = [
             ("PRIORITY", "6"), ("SYSLOG_IDENTIFIER", instance.app), ("APPD_APP", instance.app),
             ("APPD_INSTANCE", instance.id), ("APPD_UID", String(instance.uid)),
         ] + (instance.pid.map { [("APPD_PID", String($0)), ("SYSLOG_PID", String($0))] } ?? [])
         for (index, line) in lines.enumerated() {
-            let datagram = JournalLogHandler.encode([("MESSAGE", line)] + common)
-            let sent = withUnsafePointer(to: &address) { pointer in
-                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                    datagram.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), generic, length) }
-                }
-            }
+            let sent = JournalLogHandler.send(JournalLogHandler.encode([("MESSAGE", line)] + common), fd: fd, to: socketPath)
             // Full (EAGAIN after the timeout): the rest next pass. No journald at all
             // (ECONNREFUSED, ENOENT): the log file has it, the journal cannot.
             if sent < 0 { return errno == EAGAIN || errno == EINTR ? index : lines.count }
