@@ -28,8 +28,8 @@ struct InstanceLogs: Sendable {
     }
 
     /// Rotates the log when it is over the limit: its last `maxBytes` become `.log.1`, and it is
-    /// truncated. Lines written between the copy and the truncation are lost; that window is a
-    /// copy of at most `maxBytes`. So an instance keeps at most `maxBytes` in `.log.1` plus
+    /// truncated. Lines written after the size was read and before the truncation are lost; that
+    /// window is a copy of at most `maxBytes`. So an instance keeps at most `maxBytes` in `.log.1` plus
     /// what it wrote since the last check (four times a second) in `.log`.
     @discardableResult
     func rotateIfNeeded(_ path: String) -> Bool {
@@ -43,12 +43,16 @@ struct InstanceLogs: Sendable {
         let target = Glibc.open(rotated, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard target >= 0 else { return false }
         defer { close(target) }
-        lseek(source, off_t(max(0, Int64(info.st_size) - maxBytes)), SEEK_SET)
+        // The last maxBytes of what the file held when we looked: an app still writing must not
+        // make the copy grow past the limit (with the 250 ms passes it did, under a burst).
+        var position = max(0, Int64(info.st_size) - maxBytes)
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            let count = read(source, &buffer, buffer.count)
+        while position < Int64(info.st_size) {
+            let wanted = Int(min(Int64(buffer.count), Int64(info.st_size) - position))
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, wanted, off_t(position)) }
             if count <= 0 { break }
             _ = buffer.withUnsafeBytes { write(target, $0.baseAddress, count) }
+            position += Int64(count)
         }
         ftruncate(source, 0)
         return true
