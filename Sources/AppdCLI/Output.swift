@@ -66,8 +66,3 @@ public enum Output {
         ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
     }
 }
-
-/// The version appd and appctl report (`--version`, `appctl version`).
-public enum AppdVersion {
-    public static let current = "0.1.0"
-}

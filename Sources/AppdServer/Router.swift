@@ -125,7 +125,3 @@ final class Router: Sendable {
                 rights: authorizer.rights(of: request.caller).map(\.rawValue))))
     }
 }
-
-public enum AppdVersion {
-    public static let current = "0.3.0"
-}

@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdAPI
 import AppdCLI
 import ArgumentParser
 import Foundation
