@@ -128,27 +128,30 @@ let package = Package(
             dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")],
             path: "Benchmarks/appd-bench"
         ),
+        // What every test target shares: built-executable lookup, the root gate, the seeded
+        // generator, kernel files, and the real `appd serve` process the daemon suites start.
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
-        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player"]),
-        .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle"]),
-        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle"]),
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
+        .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle", "TestSupport"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
-        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd"]),
-        .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd"]),
+        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),
+        .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd", "TestSupport"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
-        .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor"]),
+        .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
-        .testTarget(name: "LauncherTests"),
+        .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
         // permissions, the command-line tools against it.
-        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient"]),
+        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
         // Starts the built appd (found next to the test bundle) on a private state root and
         // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.
-        .testTarget(name: "DaemonRobustnessTests", dependencies: ["AppdAPI"]),
+        .testTarget(name: "DaemonRobustnessTests", dependencies: ["AppdAPI", "TestSupport"]),
     ]
 )

@@ -3,12 +3,7 @@ import AppContainers
 import Foundation
 import Testing
 
-/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
-/// in CI) they run anyway and fail loudly instead of being skipped.
-let isRoot = getuid() == 0
-let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
-let rootOnly = Testing.ConditionTrait.enabled(
-    if: isRoot || requireRoot, "requires root (chown to app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead")
+@_exported import TestSupport
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {
@@ -104,10 +99,7 @@ func expectConsistent(_ root: String, sourceLocation: SourceLocation = #_sourceL
 }
 
 /// The `appd` executable built next to this test binary.
-var appdExecutable: String {
-    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent("appd")
-}
+var appdExecutable: String { builtExecutable("appd") }
 
 struct RunResult {
     var status: Int32

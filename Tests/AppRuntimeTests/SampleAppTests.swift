@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 @testable import AppRuntime
 
@@ -13,8 +14,7 @@ final class SampleProcess {
     private let output: Int32
 
     init(_ name: String, home: URL, arguments: [String] = []) throws {
-        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let executable = URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
+        let executable = builtExecutable(name)
         let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
         let (appEnd, daemonEnd) = try seqpacketPair()

@@ -1,18 +1,13 @@
 import AppdAPI
 import Foundation
 import Testing
+import TestSupport
 
 /// The built `appd` next to this test binary, run against a canned daemon: what it sends for
 /// install/uninstall/list, and that it prints the daemon's answers as it prints its own.
 @Suite("appd through the daemon")
 struct AppdThroughDaemonTests {
-    var appdExecutable: String {
-        let exe =
-            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            ?? CommandLine.arguments[0]
-        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("appd")
-            .path
-    }
+    var appdExecutable: String { builtExecutable("appd") }
 
     func run(_ arguments: [String], directory: String? = nil) throws -> (
         status: Int32, stdout: String, stderr: String

@@ -3,6 +3,8 @@ import BundleArchive
 import Foundation
 import Testing
 
+@_exported import TestSupport
+
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {
     let path: String
@@ -113,25 +115,6 @@ func extract(
         }
     }
     try extractor.finish()
-}
-
-/// A small deterministic generator (SplitMix64), so a failing case can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
-func randomBytes(_ count: Int, seed: UInt64) -> [UInt8] {
-    var generator = SeededGenerator(seed: seed)
-    return (0..<count).map { _ in UInt8.random(in: 0...255, using: &generator) }
 }
 
 /// Runs a program and returns its exit status and output.

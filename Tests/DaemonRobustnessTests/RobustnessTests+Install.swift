@@ -139,18 +139,3 @@ struct HostileArchive: Sendable, CustomTestStringConvertible {
 
     var testDescription: String { name }
 }
-
-/// SplitMix64: the same seed gives the same bytes on every run and platform.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E9B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

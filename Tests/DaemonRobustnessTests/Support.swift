@@ -2,33 +2,12 @@ import Foundation
 import Glibc
 import Testing
 
-/// Executables built next to this test binary by `swift build --build-tests`.
-func builtExecutable(_ name: String) -> String {
-    let exe =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
-}
+@_exported import TestSupport
 
-/// A kernel file (/proc, /sys/fs/cgroup) read with read(2) to its end: such files claim a
-/// size of 0, and Foundation's readers may take that at its word.
-func readKernelFile(_ path: String) -> String {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return "" }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = read(fd, &buffer, buffer.count)
-        guard count > 0 else { break }
-        bytes += buffer[..<count]
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}
-
-/// The built `appd serve` on a private state root under /var/tmp: started and answering
-/// `GET /v1/version` when `init` returns; stopped (SIGTERM, SIGKILL after 10 s) and removed,
-/// with whatever it launched and its cgroups, by `stop()` or when the value goes away.
+/// The built `appd serve` (TestSupport's `DaemonProcess`) with unsigned installs allowed and a
+/// short idle timeout: started and answering `GET /v1/version` when `init` returns; stopped
+/// (SIGTERM, SIGKILL after 10 s) and removed, with whatever it launched and its cgroups, by
+/// `stop()` or when the value goes away.
 ///
 /// Shared by the threads of a load test only to make requests, which touch no state of it.
 final class TestDaemon: @unchecked Sendable {
@@ -47,95 +26,41 @@ final class TestDaemon: @unchecked Sendable {
         return limit.rlim_cur
     }()
 
-    let directory: String
-    let root: String
-    let socket: String
-    let stderrPath: String
-    /// `CgroupParent=`, private to this daemon so cleaning it up touches nothing else.
-    let cgroupParent: String
+    let daemon: DaemonProcess
+    var directory: String { daemon.directory }
+    var root: String { daemon.root }
+    var socket: String { daemon.socket }
+    var cgroupParent: String { daemon.cgroupParent }
     let pid: pid_t
-    private let process: Process
     private var stopped = false
 
     init() throws {
-        var template = Array("/var/tmp/appd-robustness.XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw WireError("mkdtemp: \(String(cString: strerror(errno)))")
-        }
-        directory = String(
-            decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        root = "\(directory)/root"
-        socket = "\(root)/run/appd.sock"
-        stderrPath = "\(directory)/daemon.stderr"
-        cgroupParent = "/appd-robustness-" + directory.split(separator: ".").last!
-        let config = "\(directory)/appd.conf"
+        daemon = try DaemonProcess(label: "appd-robustness")
         // The hostile archives are unsigned: signatures are DaemonTests' and AppContainersTests'.
-        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
-            .write(toFile: config, atomically: true, encoding: .utf8)
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-
+        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         _ = Self.fileLimit
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = [
-            "serve", "--root", root, "--config", config, "--idle-timeout", "\(Self.idleTimeout)",
-        ]
-        var environment = ProcessInfo.processInfo.environment
-        for key in ["INVOCATION_ID", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "APPD_CONFIG"] {
-            environment[key] = nil
-        }
-        process.environment = environment
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        try log.close()
-        pid = process.processIdentifier
         do {
-            try waitUntilServing(timeout: 20)
+            try daemon.start(arguments: ["--idle-timeout", "\(Self.idleTimeout)"])
         } catch {
-            stop()
+            daemon.removeEverything()
             throw error
         }
+        pid = daemon.pid ?? -1
     }
 
     deinit { stop() }
 
-    private func waitUntilServing(timeout: Double) throws {
-        let deadline = Date(timeIntervalSinceNow: timeout)
-        while Date() < deadline {
-            guard process.isRunning else {
-                throw WireError(
-                    "appd serve exited (\(process.terminationStatus)) before serving:\n\(stderr)")
-            }
-            if let version = try? request("GET", "/v1/version", timeout: 2), version.status == 200 {
-                return
-            }
-            usleep(50_000)
-        }
-        throw WireError("appd serve did not answer GET /v1/version within \(timeout) s:\n\(stderr)")
-    }
+    var stderr: String { daemon.log }
 
-    var stderr: String {
-        (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "(no stderr)"
-    }
-
-    var isAlive: Bool { process.isRunning && kill(pid, 0) == 0 }
+    var isAlive: Bool { daemon.isRunning && kill(pid, 0) == 0 }
 
     /// SIGTERM, then SIGKILL if it is still there 10 s later; then removes what it left.
     func stop() {
         guard !stopped else { return }
         stopped = true
-        if process.isRunning {
-            kill(pid, SIGTERM)
-            if !waitForExit(seconds: 10) {
-                Issue.record("appd serve did not stop within 10 s of SIGTERM; killed")
-                kill(pid, SIGKILL)
-                _ = waitForExit(seconds: 5)
-            }
-        }
-        removeCgroups()
-        try? FileManager.default.removeItem(atPath: directory)
+        if !daemon.stop(within: 10) { Issue.record("appd serve did not stop within 10 s of SIGTERM; killed") }
+        daemon.removeEverything()
     }
 
     /// Sends SIGTERM and returns how long the daemon took to exit, nil if it did not within
@@ -143,41 +68,7 @@ final class TestDaemon: @unchecked Sendable {
     func terminate(within seconds: Double) -> Double? {
         let start = Date()
         kill(pid, SIGTERM)
-        return waitForExit(seconds: seconds) ? Date().timeIntervalSince(start) : nil
-    }
-
-    private func waitForExit(seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        return !process.isRunning
-    }
-
-    /// Apps keep running when appd stops (the next start re-adopts them): this daemon's are
-    /// killed here, found in its private cgroup parent, and the cgroups removed bottom-up.
-    private func removeCgroups() {
-        let hierarchies =
-            (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []
-        for hierarchy in hierarchies.map({ "/sys/fs/cgroup/\($0)" }) + ["/sys/fs/cgroup"] {
-            removeCgroup("\(hierarchy)\(cgroupParent)")
-        }
-    }
-
-    private func removeCgroup(_ path: String) {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { return }
-        for name in names {
-            var isDirectory: ObjCBool = false
-            if FileManager.default.fileExists(atPath: "\(path)/\(name)", isDirectory: &isDirectory),
-                isDirectory.boolValue
-            {
-                removeCgroup("\(path)/\(name)")
-            }
-        }
-        for _ in 0..<100 {
-            let procs = readKernelFile("\(path)/cgroup.procs")
-            for pid in procs.split(separator: "\n").compactMap({ pid_t($0) }) { kill(pid, SIGKILL) }
-            if rmdir(path) == 0 || errno == ENOENT { return }
-            usleep(20_000)
-        }
+        return daemon.waitForExit(seconds: seconds) ? Date().timeIntervalSince(start) : nil
     }
 
     // MARK: Measuring the daemon

@@ -3,28 +3,19 @@ import AppdClient
 import Foundation
 import Testing
 
-/// Root-only: `appd serve` creates cgroups and launches apps as their own uids. CI sets
-/// APPD_REQUIRE_ROOT_TESTS=1 so that these fail there instead of being skipped.
-let rootOnly = Testing.ConditionTrait.enabled(
-    if: getuid() == 0 || ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1",
-    "requires root: appd serve creates cgroups and runs apps as their own uids")
+@_exported import TestSupport
 
-/// Executables built next to this test binary.
-func builtExecutable(_ name: String) -> String {
-    let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-    return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent(name).path
-}
-
-/// A real `appd serve` on a private state root under /var/tmp, as a separate process (so a
-/// test can SIGKILL it). Stopped, and its root with the apps' cgroups removed, when the value
-/// goes away, even if the test failed.
+/// A real `appd serve` (TestSupport's `DaemonProcess`) that trusts a signing key of its own:
+/// the probes are signed with it and installed through the daemon as on a host. Stopped, and
+/// its root with the apps' cgroups removed, when the value goes away, even if the test failed.
 final class TestDaemon {
-    let directory: String
-    var root: String { "\(directory)/root" }
-    var socket: String { "\(root)/run/appd.sock" }
-    let configPath: String
-    let cgroupParent: String
-    private(set) var process: Process?
+    let daemon: DaemonProcess
+    var directory: String { daemon.directory }
+    var root: String { daemon.root }
+    var socket: String { daemon.socket }
+    var configPath: String { daemon.configPath }
+    var cgroupParent: String { daemon.cgroupParent }
+    var process: Process? { daemon.process }
     var client: AppdClient { AppdClient(socketPath: socket, timeout: 30) }
 
     /// Added to the daemon's environment (the systemd variables of SystemdTests).
@@ -35,95 +26,32 @@ final class TestDaemon {
     init(config: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
         self.environment = environment
         self.arguments = arguments
-        var template = Array("/var/tmp/appd-daemon-test.XXXXXX".utf8CString)
-        guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
-            throw POSIXError(.EIO)
-        }
-        directory = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        configPath = "\(directory)/appd.conf"
-        // Other users (the permission tests' nobody) must reach the socket below it.
-        chmod(directory, 0o711)
-        // Each daemon's instance cgroups go under a parent of its own, so that cleaning up after
-        // one test never touches the cgroups of another running beside it.
-        cgroupParent = "/appd-daemon-tests/\(URL(fileURLWithPath: directory).lastPathComponent)"
+        daemon = try DaemonProcess(label: "appd-daemon-test")
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
-        try Self.tool(["keygen", "--out", directory, "--name", "test"])
-        try ("[Supervisor]\nCgroupParent=\(cgroupParent)\nTerminateGracePeriod=2\n" + config
+        try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])
+        try ("[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
             + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
-            .write(toFile: configPath, atomically: true, encoding: .utf8)
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         try start()
     }
 
-    func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = ["serve", "--root", root, "--config", configPath] + arguments
-        if !environment.isEmpty {
-            process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        }
-        let log = FileHandle(forWritingAtPath: "\(directory)/serve.log") ?? {
-            FileManager.default.createFile(atPath: "\(directory)/serve.log", contents: nil)
-            return FileHandle(forWritingAtPath: "\(directory)/serve.log")!
-        }()
-        log.seekToEndOfFile()
-        process.standardError = log
-        process.standardOutput = log
-        try process.run()
-        self.process = process
-        let deadline = Date().addingTimeInterval(20)
-        while Date() < deadline {
-            if (try? AppdClient(socketPath: socket, timeout: 2).get("/v1/version", as: APIDaemonInfo.self)) != nil { return }
-            guard process.isRunning else { break }
-            usleep(50_000)
-        }
-        throw DaemonFailure("appd serve did not answer on \(socket):\n\(serveLog)")
-    }
+    func start() throws { try daemon.start(arguments: arguments, environment: environment) }
 
-    var serveLog: String { (try? String(contentsOfFile: "\(directory)/serve.log", encoding: .utf8)) ?? "" }
+    var serveLog: String { daemon.log }
 
     /// SIGKILL: no chance to clean up anything, as in a crash.
-    func crash() {
-        guard let process else { return }
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        self.process = nil
-    }
+    func crash() { daemon.crash() }
 
-    func stop() {
-        guard let process else { return }
-        kill(process.processIdentifier, SIGTERM)
-        let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        self.process = nil
-    }
+    func stop() { daemon.stop() }
 
     deinit {
         // Kill what the tests left running, then stop the daemon and remove everything.
-        if let live = try? client.get("/v1/instances", as: [APIInstance].self) {
+        if daemon.isRunning, let live = try? client.get("/v1/instances", as: [APIInstance].self) {
             for instance in live { _ = try? client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self) }
             usleep(300_000)
         }
-        stop()
-        if ProcessInfo.processInfo.environment["APPD_KEEP_TEST_DAEMON"] == nil { try? FileManager.default.removeItem(atPath: directory) }
-        for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
-            let shared = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
-            let own = "\(shared)/\(URL(fileURLWithPath: cgroupParent).lastPathComponent)"
-            // An instance whose end the daemon had not yet handled when it was stopped keeps its
-            // (empty) cgroup; the next start would remove it, but this root is gone.
-            for app in (try? FileManager.default.contentsOfDirectory(atPath: own)) ?? [] where app.hasPrefix("com.example.") {
-                for instance in (try? FileManager.default.contentsOfDirectory(atPath: "\(own)/\(app)")) ?? []
-                where instance.count == 12 && instance.allSatisfy(\.isHexDigit) {
-                    rmdir("\(own)/\(app)/\(instance)")
-                }
-                rmdir("\(own)/\(app)")
-            }
-            rmdir(own)
-            // Fails while another test's daemon uses it; the last one removes it.
-            rmdir(shared)
-        }
+        daemon.removeEverything()
     }
 
     /// Runs a built command-line tool against this daemon; returns its exit code and output.
@@ -214,11 +142,6 @@ final class TestDaemon {
         }
         return try condition()
     }
-}
-
-struct DaemonFailure: Error, CustomStringConvertible {
-    var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// CPU ticks (user + system) of every process in a cgroup directory.

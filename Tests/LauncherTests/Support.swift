@@ -1,24 +1,10 @@
 import Foundation
 import Testing
 
-/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
-/// in CI) they run anyway and fail loudly instead of being skipped.
-let isRoot = getuid() == 0
-let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
-let rootOnly = Testing.ConditionTrait.enabled(
-    if: isRoot || requireRoot,
-    "requires root (namespaces, mounts, uid switch); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead"
-)
+@_exported import TestSupport
 
-/// The `appd-exec` executable built next to this test binary (`swift build --build-tests`
-/// builds it too).
-var launcherExecutable: String {
-    let exe =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    return ((exe as NSString).deletingLastPathComponent as NSString)
-        .appendingPathComponent("appd-exec")
-}
+/// The `appd-exec` executable built next to this test binary.
+var launcherExecutable: String { builtExecutable("appd-exec") }
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {

@@ -4,13 +4,7 @@ import Testing
 
 @testable import Sandbox
 
-/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
-/// in CI) they run anyway and fail loudly instead of being skipped.
-let isRoot = getuid() == 0
-let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
-let rootOnly = Testing.ConditionTrait.enabled(
-    if: isRoot || requireRoot,
-    "requires root (creates cgroups); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead")
+@_exported import TestSupport
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {

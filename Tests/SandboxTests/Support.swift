@@ -5,22 +5,8 @@ import Sandbox
 import Supervisor
 import Testing
 
-/// Root-only tests run when we are root; with APPD_REQUIRE_ROOT_TESTS=1 (set by scripts/test
-/// in CI) they run anyway and fail loudly instead of being skipped.
-let isRoot = getuid() == 0
-let requireRoot = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
-let rootOnly = Testing.ConditionTrait.enabled(
-    if: isRoot || requireRoot,
-    "requires root (namespaces, cgroups, app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead"
-)
+@_exported import TestSupport
 
-/// Executables built next to this test binary by `swift build --build-tests`.
-func builtExecutable(_ name: String) -> String {
-    let exe =
-        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-        ?? CommandLine.arguments[0]
-    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
-}
 
 /// An entitlement value for `Entitlements.plist`.
 enum Grant {

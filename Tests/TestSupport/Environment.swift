@@ -1,0 +1,53 @@
+import Foundation
+import Glibc
+import Testing
+
+/// What every test target needs to know about where it runs: built executables, root, and the
+/// gate for root-only tests. One copy, used by every test target (`@_exported` from each
+/// target's Support.swift).
+
+/// Executables built next to this test binary by `swift build --build-tests` (appd, appctl,
+/// appd-exec, Probe, the samples).
+public func builtExecutable(_ name: String) -> String {
+    let exe =
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        ?? CommandLine.arguments[0]
+    return ((exe as NSString).deletingLastPathComponent as NSString).appendingPathComponent(name)
+}
+
+public let isRoot = getuid() == 0
+
+/// CI (scripts/test with CI=true) sets APPD_REQUIRE_ROOT_TESTS=1: a root-only test then runs
+/// and fails loudly instead of being skipped.
+public let rootTestsRequired = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"
+
+/// The trait of every test that needs root: namespaces, mounts, cgroups, chown, app uids.
+public let rootOnly = Testing.ConditionTrait.enabled(
+    if: isRoot || rootTestsRequired,
+    "requires root (namespaces, mounts, cgroups, app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead"
+)
+
+/// A kernel file (/proc, /sys/fs/cgroup) read with read(2) to its end: such files claim a
+/// size of 0, and Foundation's readers may take that at its word.
+public func readKernelFile(_ path: String) -> String {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return "" }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(fd, &buffer, buffer.count)
+        guard count > 0 else { break }
+        bytes += buffer[..<count]
+    }
+    return String(decoding: bytes, as: UTF8.self)
+}
+
+/// A directory under `parent` made with mkdtemp, e.g. `/var/tmp/appd-daemon-test.XXXXXX`.
+public func makeTemporaryDirectory(_ template: String) throws -> String {
+    var bytes = Array(template.utf8CString)
+    guard bytes.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
+        throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+    }
+    return String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
