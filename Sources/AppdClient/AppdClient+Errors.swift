@@ -48,6 +48,17 @@ extension AppdClient {
         }
         let group = Self.groupName(info.st_gid)
         let mode = String(info.st_mode & 0o777, radix: 8)
+        if info.st_gid == 0 {
+            // Joining root's group would give far more than the socket: say what to change.
+            return APIError(
+                code: "unavailable",
+                message:
+                    "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): only root may connect",
+                errno: code,
+                hint:
+                    "an admin can open it to a group with SocketGroup= in [API] of appd.conf (e.g. SocketGroup=appd, then usermod -aG appd \(Self.userName())); or use sudo"
+            )
+        }
         return APIError(
             code: "unavailable",
             message:

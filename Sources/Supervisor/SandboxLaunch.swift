@@ -1,4 +1,5 @@
 import AppBundle
+import AppdAPI
 import CLinux
 import Foundation
 import Glibc
@@ -17,6 +18,15 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
         case .exited(let code): code
         case .signaled(let signal): 128 + signal
         case .failedToLaunch: 127
+        }
+    }
+
+    /// The same status as the API and `appctl ps` show it (`{"reason":"exited","code":0}`).
+    public var api: APIExit {
+        switch self {
+        case .exited(let code): APIExit(reason: .exited, code: code)
+        case .signaled(let signal): APIExit(reason: .signaled, signal: signal)
+        case .failedToLaunch(let message): APIExit(reason: .failedToLaunch, message: message)
         }
     }
 

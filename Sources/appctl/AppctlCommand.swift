@@ -45,7 +45,10 @@ struct AppctlCommand: ParsableCommand {
     /// `appctl --json ps` and `appctl ps --json` mean the same.
     static func main() {
         Output.program = "appctl"
-        main(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+        let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        GlobalArguments.refuseMisspelledSubcommand(
+            arguments, program: "appctl", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases })
+        main(arguments)
     }
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {

@@ -33,7 +33,10 @@ struct AppdCommand: ParsableCommand {
     /// `appd --root /tmp/r list` and `appd list --root /tmp/r` mean the same.
     static func main() {
         Output.program = "appd"
-        main(hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst())))
+        let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
+        GlobalArguments.refuseMisspelledSubcommand(
+            arguments, program: "appd", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases })
+        main(arguments)
     }
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {

@@ -43,6 +43,20 @@ struct GlobalOptions: ParsableArguments {
     /// The daemon serving `--root` (or the one `--socket`/`$APPD_SOCKET` names).
     var client: AppdClient { AppdClient(socket: socket, root: root, environment: environment) }
 
+    /// The client of a command that goes through the daemon. The daemon reads its own
+    /// configuration, so a `--config` given here would be ignored without a word: refused.
+    func daemonClient() throws -> AppdClient {
+        if let config {
+            throw AppdError(
+                .invalidConfig,
+                "--config \(config) is not read through the daemon: appd serve uses its own configuration",
+                hint:
+                    "add --no-daemon to run this in-process (as root) with that file, or edit the daemon's file and run 'systemctl reload appd'"
+            )
+        }
+        return client
+    }
+
     func loadConfiguration() throws -> AppdConfiguration {
         if let path = config ?? environment["APPD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
             return try AppdConfiguration.load(path: path, explicit: true)

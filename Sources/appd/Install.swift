@@ -2,8 +2,8 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
-import AppdServer
 import AppdClient
+import AppdServer
 import ArgumentParser
 import BundleArchive
 import Foundation
@@ -47,15 +47,26 @@ struct Install: ParsableCommand {
                 return
             }
             let app = result.app
-            let verb =
-                result.previousVersion.map { "Upgraded \(app.bundleId) from \($0) to" }
-                ?? (result.reusedData ? "Reinstalled (kept data)" : "Installed")
-            print(
-                "\(verb) \(result.previousVersion == nil ? app.bundleId + " " : "")\(app.versionText)"
-            )
+            print(Self.summary(of: result))
             app.printText()
             for warning in result.warnings { print("  warning: \(warning)") }
         }
+    }
+
+    /// The first line an install prints. `previousVersion` and the app's `version` are both
+    /// CFBundleVersion, so they are compared as such (a downgrade needed --allow-downgrade).
+    static func summary(of result: APIInstallResult) -> String {
+        let app = result.app
+        guard let previous = result.previousVersion else {
+            return
+                "\(result.reusedData ? "Reinstalled (kept data)" : "Installed") \(app.bundleId) \(app.versionText)"
+        }
+        guard let old = try? BundleVersion(validating: previous),
+            let new = try? BundleVersion(validating: app.version ?? "")
+        else { return "Replaced \(app.bundleId) \(previous) with \(app.versionText)" }
+        if old < new { return "Upgraded \(app.bundleId) from \(previous) to \(app.versionText)" }
+        if new < old { return "Downgraded \(app.bundleId) from \(previous) to \(app.versionText)" }
+        return "Reinstalled \(app.bundleId) \(app.versionText) (the same version)"
     }
 
     /// POST /v1/apps with the bundle as a tar stream; the daemon installs what arrives.
@@ -70,7 +81,7 @@ struct Install: ParsableCommand {
             ])
         let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
         defer { progress?.finish() }
-        return try options.client.upload(
+        return try options.daemonClient().upload(
             path, contentType: "application/x-tar", as: APIInstallResult.self
         ) { write in
             // Read with the caller's permissions, never following a symlink (BundleArchiveWriter).

@@ -45,9 +45,19 @@ struct Keygen: ParsableCommand {
                 print("key id       \(view.keyID)")
                 print("private key  \(privatePath)  (keep it secret)")
                 print("public key   \(publicPath)")
+                // appd.conf resolves a relative Key= from its own folder, not from here.
+                let absolute = URL(fileURLWithPath: publicPath).standardizedFileURL.path
                 print(
-                    "trust it on a host with, in appd.conf:\n  [Signer \(name)]\n  Key=\(publicPath)\n  BundleIDs=*\n  Entitlements="
-                )
+                    """
+                    trust it on a host with, in appd.conf (then systemctl reload appd):
+                      [Signer \(name)]
+                      Key=\(absolute)
+                      # the bundle ids it may sign, e.g. com.example.*
+                      BundleIDs=*
+                      # the entitlements it may grant besides the sandbox (empty: none), e.g.
+                      # com.apple.security.network.client com.apple.security.application-groups
+                      Entitlements=
+                    """)
             }
         }
     }

@@ -25,7 +25,7 @@ struct List: ParsableCommand {
                 }
                 root = store.root.path
             } else {
-                let client = options.client
+                let client = try options.daemonClient()
                 apps = try client.get(AppdClient.path("apps"), as: [APIApp].self)
                 // Only to say where nothing is installed.
                 root =
@@ -61,7 +61,7 @@ struct Info: ParsableCommand {
                 let store = try options.openStore(.readOnly)
                 app = APIApp(try store.app(id), root: store.root, withEntitlements: true)
             } else {
-                app = try options.client.get(AppdClient.path("apps", id), as: APIApp.self)
+                app = try options.daemonClient().get(AppdClient.path("apps", id), as: APIApp.self)
             }
             if options.json { Output.json(app) } else { app.printText() }
         }

@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdAPI
 import AppdCLI
 import ArgumentParser
 import Foundation
@@ -58,7 +59,7 @@ struct Run: ParsableCommand {
                 throw AppdError(.unsupported, "\(app.bundleID) could not be launched: \(message)")
             }
             if options.json {
-                Output.json(RunView(bundleId: app.bundleID, status: status, log: log?.path))
+                Output.json(RunView(bundleId: app.bundleID, exit: status.api, log: log?.path))
             } else if !console {
                 print("\(app.bundleID) \(status); output in \(log?.path ?? "-")")
             }
@@ -69,6 +70,6 @@ struct Run: ParsableCommand {
 
 struct RunView: Encodable {
     var bundleId: String
-    var status: AppExitStatus
+    var exit: APIExit
     var log: String?
 }

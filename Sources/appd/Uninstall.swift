@@ -37,7 +37,7 @@ struct Uninstall: ParsableCommand {
                     app: APIApp(local.app, root: store.root, withEntitlements: false),
                     keptData: local.keptData)
             } else {
-                result = try options.client.delete(
+                result = try options.daemonClient().delete(
                     AppdClient.path("apps", id, query: ["keepData": keepData ? "1" : nil]),
                     as: APIUninstallResult.self)
             }

@@ -53,5 +53,9 @@ struct PermissionTests {
         let list = try asNobody(daemon, "appctl", ["list"])
         #expect(list.code == 1)
         #expect(list.output.lowercased().contains("permission denied"))
+        // root's group would give far more than the socket: the hint names the setting instead.
+        #expect(list.output.contains("only root may connect"), "\(list.output)")
+        #expect(list.output.contains("SocketGroup="))
+        #expect(!list.output.contains("usermod -aG root"))
     }
 }

@@ -1,0 +1,25 @@
+import Foundation
+import Testing
+
+/// `appd run`: the in-process launch, without the daemon.
+@Suite("appd run", .serialized, rootOnly)
+struct RunTests {
+    @Test("--json reports how the app ended as the API and appctl ps do: reason and code")
+    func jsonExit() throws {
+        let scratch = Scratch()
+        let root = scratch.sub("root")
+        let bundle = try makeBundle(at: scratch.sub("src/Hello.app"))
+        try "#!/bin/sh\necho leaving\nexit 3\n".write(
+            toFile: "\(bundle)/Hello", atomically: false, encoding: .utf8)
+        #expect(try runAppd(["install", "--no-daemon", "--root", root, bundle]).status == 0)
+        let run = try runAppd(["run", "--root", root, "--json", "com.example.hello"])
+        #expect(run.status == 3, "\(run.stderr)")
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(run.stdout.utf8)) as? [String: Any],
+            "\(run.stdout)")
+        let exit = try #require(object["exit"] as? [String: Any], "\(run.stdout)")
+        #expect(exit["reason"] as? String == "exited")
+        #expect(exit["code"] as? Int == 3)
+        #expect(object["bundleId"] as? String == "com.example.hello")
+    }
+}
