@@ -56,6 +56,22 @@ public struct AppdError: Error, CustomStringConvertible, Sendable, Equatable {
 }
 
 /// One thing wrong with a bundle, tied to the file it is about.
+extension AppdError {
+    /// The same error with `path` replaced by `shown` wherever its text names it: a folder the
+    /// reader never saw (the daemon's `incoming/<uuid>/`) becomes the one they gave.
+    public func naming(_ path: String, as shown: String) -> AppdError {
+        var copy = self
+        copy.message = message.replacingOccurrences(of: path, with: shown)
+        copy.hint = hint?.replacingOccurrences(of: path, with: shown)
+        copy.problems = problems.map {
+            BundleProblem(
+                $0.path.replacingOccurrences(of: path, with: shown),
+                $0.message.replacingOccurrences(of: path, with: shown))
+        }
+        return copy
+    }
+}
+
 public struct BundleProblem: Sendable, Codable, Equatable, CustomStringConvertible {
     /// Path relative to the bundle root; empty for the bundle itself.
     public var path: String

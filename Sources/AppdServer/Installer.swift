@@ -21,7 +21,9 @@ final class Installer: Sendable {
         self.store = store
         self.logger = logger
         if store.config.signing.allowUnsigned {
-            logger.warning("[Signing] AllowUnsigned=yes: unsigned bundles can be installed; never use that setting outside development")
+            logger.warning(
+                "[Signing] AllowUnsigned=yes: unsigned bundles can be installed; never use that setting outside development"
+            )
         }
         incoming = "\(store.root.path)/incoming"
         // What an earlier daemon left half-received is garbage now.
@@ -39,7 +41,9 @@ final class Installer: Sendable {
         let name = try Self.bundleName(request.query["name"])
         let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
         guard type.hasPrefix("application/x-tar") else {
-            throw APIFailure(415, "unsupportedMediaType", "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
+            throw APIFailure(
+                415, "unsupportedMediaType",
+                "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
                 hint: "docs/bundle-archive.md: tar -C Name.app -cf - . | curl ... --data-binary @-")
         }
         let folder = "\(incoming)/\(UUID().uuidString)"
@@ -48,16 +52,27 @@ final class Installer: Sendable {
         let bundle = "\(folder)/\(name)"
         guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
 
-        let extractor = try await onQueue { [store] in try ExtractorBox(into: bundle, limits: store.config.bundleLimits) }
-        while let chunk = try await request.body.next() {
-            try await onQueue { try extractor.consume(chunk) }
-        }
-        try await onQueue { try extractor.finish() }
         var installOptions = InstallOptions()
         installOptions.allowDowngrade = request.flag("allowDowngrade")
         installOptions.allowSignerChange = request.flag("allowSignerChange")
         let options = installOptions
-        let result = try await onQueue { [store] in try store.install(bundleAt: bundle, options: options) }
+        let result: InstallResult
+        do {
+            let extractor = try await onQueue { [store] in
+                try ExtractorBox(into: bundle, limits: store.config.bundleLimits)
+            }
+            while let chunk = try await request.body.next() {
+                try await onQueue { try extractor.consume(chunk) }
+            }
+            try await onQueue { try extractor.finish() }
+            result = try await onQueue { [store] in
+                try store.install(bundleAt: bundle, options: options)
+            }
+        } catch let error as AppdError {
+            // The client names the bundle as it sent it (`name=`), never this folder; it puts
+            // its own path in front (appd install).
+            throw error.naming(folder + "/", as: "")
+        }
         if let warning = result.signing.warning {
             logger.warning("\(warning)", metadata: ["app": "\(result.app.bundleID)"])
         }
@@ -67,12 +82,15 @@ final class Installer: Sendable {
     /// `Hello.app`: one path component ending in .app.
     static func bundleName(_ value: String?) throws -> String {
         guard let value, !value.isEmpty else {
-            throw APIFailure.badRequest("an install needs the bundle folder's name: POST /v1/apps?name=Hello.app")
+            throw APIFailure.badRequest(
+                "an install needs the bundle folder's name: POST /v1/apps?name=Hello.app")
         }
-        guard value.hasSuffix(".app"), value.count > 4, value.utf8.count <= 255, !value.contains("/"),
+        guard value.hasSuffix(".app"), value.count > 4, value.utf8.count <= 255,
+            !value.contains("/"),
             !value.contains("\0"), !value.hasPrefix(".")
         else {
-            throw APIFailure.badRequest("name '\(value.prefix(100))' is not a bundle folder name like Hello.app")
+            throw APIFailure.badRequest(
+                "name '\(value.prefix(100))' is not a bundle folder name like Hello.app")
         }
         return value
     }

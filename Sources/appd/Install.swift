@@ -81,7 +81,52 @@ struct Install: ParsableCommand {
             ])
         let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
         defer { progress?.finish() }
-        return try options.daemonClient().upload(
+        do {
+            return try upload(path, progress: progress)
+        } catch let error as APIError {
+            throw Self.naming(error, bundle: name, as: bundle)
+        }
+    }
+
+    /// The daemon names the bundle by the folder name it was sent (`Broken.app/Info.plist`);
+    /// the person typed a path (`../build/Broken.app`): each mention of the name that starts a
+    /// path is given theirs.
+    static func naming(_ error: APIError, bundle name: String, as typed: String) -> APIError {
+        var shown = typed
+        while shown.count > 1, shown.hasSuffix("/") { shown.removeLast() }
+        // `.` or `Broken.app/..`: the folder's full path says more than what was typed.
+        if (shown as NSString).lastPathComponent != name {
+            shown = URL(fileURLWithPath: typed).standardizedFileURL.path
+        }
+        guard shown != name else { return error }
+        func rewrite(_ text: String) -> String {
+            var out = ""
+            var rest = Substring(text)
+            while let range = rest.range(of: name) {
+                let before = rest[..<range.lowerBound]
+                let startsPath = (before.last ?? out.last).map { " '\"(".contains($0) } ?? true
+                let after = rest[range.upperBound...].first
+                let endsName = after.map { "/:'\") ".contains($0) } ?? true
+                out += before
+                out += startsPath && endsName ? shown : name
+                rest = rest[range.upperBound...]
+            }
+            return out + rest
+        }
+        var copy = error
+        copy.message = rewrite(error.message)
+        copy.hint = error.hint.map(rewrite)
+        copy.problems = error.problems.map { problem in
+            var problem = problem
+            problem.path = rewrite(problem.path)
+            problem.message = rewrite(problem.message)
+            return problem
+        }
+        return copy
+    }
+
+    private func upload(_ path: String, progress: UploadProgress?) throws -> APIInstallResult {
+        try options.daemonClient().upload(
             path, contentType: "application/x-tar", as: APIInstallResult.self
         ) { write in
             // Read with the caller's permissions, never following a symlink (BundleArchiveWriter).

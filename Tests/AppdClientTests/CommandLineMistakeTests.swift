@@ -111,3 +111,37 @@ struct CommandLineMistakeTests {
                 == "Downgraded com.example.x from 1.10 to 1.9")
     }
 }
+
+@Suite("an install refused by the daemon names the user's path")
+struct InstallErrorPathTests {
+    func error(_ message: String, problems: [APIProblem] = []) -> APIError {
+        APIError(code: "invalidBundle", message: message, problems: problems)
+    }
+
+    @Test("the bundle's name where it starts a path becomes the path typed; elsewhere it stays")
+    func naming() {
+        let typed = "../build/Broken.app/"
+        let refused = Install.naming(
+            error(
+                "Broken.app: Info.plist: CFBundleExecutable 'Broken' does not exist in the bundle",
+                problems: [
+                    APIProblem(
+                        path: "Broken.app/Info.plist", message: "see 'Broken.app/Info.plist'")
+                ]),
+            bundle: "Broken.app", as: typed)
+        #expect(
+            refused.message
+                == "../build/Broken.app: Info.plist: CFBundleExecutable 'Broken' does not exist in the bundle"
+        )
+        #expect(refused.problems.first?.path == "../build/Broken.app/Info.plist")
+        #expect(refused.problems.first?.message == "see '../build/Broken.app/Info.plist'")
+        // Part of another word: left alone.
+        #expect(
+            Install.naming(error("NotBroken.app.bak is odd"), bundle: "Broken.app", as: typed)
+                .message == "NotBroken.app.bak is odd")
+        // Typed as the bare name: nothing to change.
+        #expect(
+            Install.naming(error("Broken.app: bad"), bundle: "Broken.app", as: "Broken.app").message
+                == "Broken.app: bad")
+    }
+}
