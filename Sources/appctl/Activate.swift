@@ -18,7 +18,7 @@ struct Activate: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func run() throws {

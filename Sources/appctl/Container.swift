@@ -24,7 +24,7 @@ struct Container: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(Completion.appIDs))
+        completion: .custom(ShellCompletion.appIDs))
     var id: String
 
     @Argument(help: "Which container.")

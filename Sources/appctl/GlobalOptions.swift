@@ -35,31 +35,3 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 }
-
-/// Bundle ids (and instance ids) for shell completion, from the daemon the command line
-/// names; nothing when it does not answer within a second.
-enum Completion {
-    static func appIDs(_ words: [String], _: Int, _ prefix: String) -> [String] {
-        let apps = (try? client(words).get(AppdClient.path("apps"), as: [APIApp].self)) ?? []
-        return apps.map(\.bundleId).filter { $0.hasPrefix(prefix) }
-    }
-
-    static func targets(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let instances =
-            (try? client(words).get(AppdClient.path("instances"), as: [APIInstance].self)) ?? []
-        return appIDs(words, index, prefix) + instances.map(\.id).filter { $0.hasPrefix(prefix) }
-    }
-
-    private static func client(_ words: [String]) -> AppdClient {
-        func value(_ name: String) -> String? {
-            for (index, word) in words.enumerated() {
-                if word == name, index + 1 < words.count { return words[index + 1] }
-                if word.hasPrefix(name + "=") { return String(word.dropFirst(name.count + 1)) }
-            }
-            return nil
-        }
-        var client = AppdClient(socket: value("--socket"), root: value("--root"))
-        client.timeout = 1
-        return client
-    }
-}

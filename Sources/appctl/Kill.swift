@@ -16,7 +16,7 @@ struct Kill: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func run() throws {

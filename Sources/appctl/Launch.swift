@@ -39,7 +39,7 @@ struct Launch: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(Completion.appIDs))
+        completion: .custom(ShellCompletion.appIDs))
     var id: String
 
     @Argument(

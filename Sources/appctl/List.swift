@@ -43,7 +43,7 @@ struct Info: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(Completion.appIDs))
+        completion: .custom(ShellCompletion.appIDs))
     var id: String
 
     func run() throws {

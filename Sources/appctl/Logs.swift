@@ -24,7 +24,7 @@ struct Logs: ParsableCommand {
     @Argument(
         help: ArgumentHelp(
             "A bundle id (its most recent instance), or an instance id.", valueName: "id|instance"),
-        completion: .custom(Completion.targets))
+        completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func run() throws {

@@ -21,7 +21,7 @@ struct MemoryWarning: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("Only this app's instances.", valueName: "id"),
-        completion: .custom(Completion.appIDs))
+        completion: .custom(ShellCompletion.appIDs))
     var id: String?
 
     func run() throws {

@@ -27,7 +27,7 @@ struct PS: ParsableCommand {
     @Argument(
         help: ArgumentHelp(
             "Only this app's instances (or only this instance).", valueName: "id|instance"),
-        completion: .custom(Completion.targets))
+        completion: .custom(ShellCompletion.targets))
     var target: Target?
 
     func run() throws {

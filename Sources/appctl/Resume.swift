@@ -15,7 +15,7 @@ struct Resume: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func run() throws {

@@ -17,7 +17,7 @@ struct Suspend: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func run() throws {

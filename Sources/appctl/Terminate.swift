@@ -23,7 +23,7 @@ struct Terminate: ParsableCommand {
             "Seconds between SIGTERM and SIGKILL (default: the daemon's).", valueName: "seconds"))
     var grace: Double?
 
-    @Argument(help: Target.help, completion: .custom(Completion.targets))
+    @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
     func validate() throws {

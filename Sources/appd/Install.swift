@@ -36,7 +36,8 @@ struct Install: ParsableCommand {
     @Flag(help: "Allow an upgrade signed by another key than the installed version (admins only).")
     var allowSignerChange = false
 
-    @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"))
+    @Argument(
+        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
     var bundle: String
 
     func run() throws {

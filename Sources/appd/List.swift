@@ -2,8 +2,8 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
-import AppdServer
 import AppdClient
+import AppdServer
 import ArgumentParser
 import Foundation
 
@@ -51,7 +51,9 @@ struct Info: ParsableCommand {
     @OptionGroup var options: GlobalOptions
     @OptionGroup var local: LocalMode
 
-    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"))
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(ShellCompletion.appIDs))
     var id: String
 
     func run() throws {

@@ -22,7 +22,8 @@ struct Sign: ParsableCommand {
             "The private key file (NAME.signing-key from appd keygen).", valueName: "key"))
     var key: String
 
-    @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"))
+    @Argument(
+        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
     var bundle: String
 
     func run() throws {

@@ -2,8 +2,8 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
-import AppdServer
 import AppdClient
+import AppdServer
 import ArgumentParser
 import Foundation
 
@@ -24,7 +24,9 @@ struct Uninstall: ParsableCommand {
     @Flag(help: "Keep the data container (and the uid) for a later reinstall.")
     var keepData = false
 
-    @Argument(help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"))
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(ShellCompletion.appIDs))
     var id: String
 
     func run() throws {

@@ -16,3 +16,28 @@ struct InstallErrorTests {
         #expect(result.output.contains(bundle), "\(result.output)")
     }
 }
+
+@Suite("shell completion names installed apps", .serialized, rootOnly)
+struct CompletionTests {
+    @Test("appd uninstall|info|profile|run and appctl launch complete bundle ids from the daemon")
+    func bundleIDs() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.completed")
+        // What the bash script ArgumentParser generates runs for `appd uninstall com.ex<TAB>`.
+        for (tool, command) in [
+            ("appd", "uninstall"), ("appd", "info"), ("appd", "profile"), ("appd", "run"),
+            ("appctl", "launch"),
+        ] {
+            let words = [tool, command, "com.ex"]
+            let result = try TestDaemon.run(
+                tool, ["---completion", command, "--", "positional@0", "2", "6"] + words,
+                environment: [
+                    "APPD_ROOT": daemon.root, "SAP_SHELL": "bash", "PATH": "/usr/bin:/bin",
+                ])
+            #expect(result.code == 0, "\(tool) \(command): \(result.output)")
+            #expect(
+                result.output.split(separator: "\n").contains("com.example.completed"),
+                "\(tool) \(command): \(result.output)")
+        }
+    }
+}
