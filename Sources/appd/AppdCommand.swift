@@ -24,8 +24,7 @@ struct AppdCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self,
-            Profile.self, Run.self, Serve.self,
+            Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
             Doctor.self,
         ]
     )
@@ -36,15 +35,11 @@ struct AppdCommand: ParsableCommand {
         Output.program = "appd"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         GlobalArguments.refuseMisspelledSubcommand(
-            arguments, program: "appd",
-            subcommands: configuration.subcommands.flatMap {
-                [$0._commandName] + $0.configuration.aliases
-            })
+            arguments, program: "appd", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases })
         main(arguments)
     }
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        GlobalArguments.hoist(
-            arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])
+        GlobalArguments.hoist(arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])
     }
 }

@@ -33,9 +33,7 @@ struct Doctor: ParsableCommand {
                     print("\(finding.subject): \(finding.problem) [\(status)]")
                 }
                 let unresolved = report.unresolved.count
-                print(
-                    "\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved"
-                )
+                print("\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved")
             }
             if !report.unresolved.isEmpty { throw ExitCode.failure }
         }

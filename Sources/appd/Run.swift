@@ -30,25 +30,21 @@ struct Run: ParsableCommand {
         completion: .custom(ShellCompletion.appIDs))
     var id: String
 
-    @Argument(
-        parsing: .postTerminator,
-        help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
+    @Argument(parsing: .postTerminator, help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
     var arguments: [String] = []
 
     func run() throws {
         var status: AppExitStatus = .exited(0)
         try options.run {
             guard geteuid() == 0 else {
-                throw AppdError(
-                    .permissionDenied, "launching an app needs root for now",
+                throw AppdError(.permissionDenied, "launching an app needs root for now",
                     hint: "run it with sudo; the daemon (appctl launch) lifts this")
             }
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
             try store.checkInstalledBundle(app)
             let sandbox = store.config.sandbox
-            let profile = try store.sandboxProfile(
-                for: app, arguments: arguments,
+            let profile = try store.sandboxProfile(for: app, arguments: arguments,
                 console: console && isatty(0) == 1)
             let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher)
             var log: (fd: Int32, path: String)?

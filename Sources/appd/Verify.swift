@@ -8,8 +8,7 @@ import Foundation
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract:
-            "Check a bundle and its code signature offline; print what it is, or every problem found.",
+        abstract: "Check a bundle and its code signature offline; print what it is, or every problem found.",
         discussion: """
             Changes nothing and needs no privileges. Hashes every file and compares the tree \
             with the signed _CodeSignature/CodeResources, naming each file added, removed or \
@@ -21,8 +20,7 @@ struct Verify: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(
-        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
+    @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
     var bundle: String
 
     func run() throws {
@@ -31,12 +29,9 @@ struct Verify: ParsableCommand {
             let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
             let check = try app.checkSignature(limits: config.bundleLimits)
             guard check.problems.isEmpty else {
-                let count =
-                    check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
-                throw AppdError(
-                    .invalidBundle,
-                    check.signature == nil
-                        ? "\(app.path) is not a valid app bundle (\(count))"
+                let count = check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
+                throw AppdError(.invalidBundle,
+                    check.signature == nil ? "\(app.path) is not a valid app bundle (\(count))"
                         : "\(app.path) does not match its code signature (\(count))",
                     problems: check.problems)
             }
@@ -105,8 +100,7 @@ struct SignatureView: Encodable {
         keyID = check.signature?.keyID
         trustedAs = policy.signers.filter { $0.key == check.signature?.publicKey }.map(\.name)
         do {
-            _ = try policy.authorize(
-                signature: check.signature, bundleID: bundle.info.identifier.rawValue,
+            _ = try policy.authorize(signature: check.signature, bundleID: bundle.info.identifier.rawValue,
                 entitlements: bundle.entitlements)
         } catch {
             refusal = (error as? AppdError)?.message ?? "\(error)"
@@ -115,18 +109,11 @@ struct SignatureView: Encodable {
 
     func printText() {
         if let keyID {
-            let trust =
-                trustedAs.isEmpty
-                ? "not trusted here"
-                : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
-            print(
-                "  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
+            let trust = trustedAs.isEmpty ? "not trusted here" : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
+            print("  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
         } else {
             print("  signature   none (not signed)")
         }
-        print(
-            "  install     "
-                + (refusal.map { "would be refused: \($0)" }
-                    ?? "would be accepted by this host's policy"))
+        print("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
     }
 }
