@@ -119,11 +119,12 @@ public struct SandboxPolicy: Sendable {
             executable: app.executable,
             arguments: [app.executable] + arguments,
             entitlements: grants.decisions,
-            weakenedLayers: []
+            weakenedLayers: [],
+            reducedLayers: []
         )
         profile.mounts = mounts(for: app, grants: grants, console: console)
         profile.landlock = try landlock(for: app, grants: grants, console: console,
-            weakened: &profile.weakenedLayers)
+            weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
         profile.seccomp = try seccomp(grants: grants, weakened: &profile.weakenedLayers)
         return profile
     }

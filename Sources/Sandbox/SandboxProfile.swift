@@ -37,6 +37,10 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var entitlements: [EntitlementDecision]
     /// Layers this profile runs without because the admin allowed a weaker mode, with why.
     public var weakenedLayers: [String]
+    /// Kernel features this profile runs without because another layer closes the same gap
+    /// (docs/sandbox-layers.md), each with what stands in for it. Empty on a kernel with
+    /// everything.
+    public var reducedLayers: [String]
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

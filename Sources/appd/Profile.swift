@@ -104,6 +104,10 @@ struct ProfileText {
         section("entitlements")
         if p.entitlements.isEmpty { item("none requested: the baseline above") }
         for decision in p.entitlements { item("\(decision.key): \(decision.outcome.rawValue) — \(decision.effect)") }
+        if !p.reducedLayers.isEmpty {
+            section("REDUCED on this kernel (another layer closes the gap; docs/sandbox-layers.md)")
+            for layer in p.reducedLayers { item(layer) }
+        }
         if !p.weakenedLayers.isEmpty {
             section("WEAKER SANDBOX (allowed by WeakerModes=)")
             for layer in p.weakenedLayers { item(layer) }
