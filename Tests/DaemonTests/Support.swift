@@ -31,10 +31,14 @@ final class TestDaemon {
     let environment: [String: String]
     /// Added to `appd serve`'s arguments.
     let arguments: [String]
+    /// A command that runs `appd serve ...` (appended as its last arguments) and execs it, so
+    /// the daemon keeps the pid (JournalTests: a mount namespace with a journal of its own).
+    let wrapper: [String]
 
-    init(config: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
+    init(config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = []) throws {
         self.environment = environment
         self.arguments = arguments
+        self.wrapper = wrapper
         var template = Array("/var/tmp/appd-daemon-test.XXXXXX".utf8CString)
         guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
             throw POSIXError(.EIO)
@@ -57,8 +61,14 @@ final class TestDaemon {
 
     func start() throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = ["serve", "--root", root, "--config", configPath] + arguments
+        let serve = ["serve", "--root", root, "--config", configPath] + arguments
+        if let command = wrapper.first {
+            process.executableURL = URL(fileURLWithPath: command)
+            process.arguments = wrapper.dropFirst() + [builtExecutable("appd")] + serve
+        } else {
+            process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
+            process.arguments = serve
+        }
         if !environment.isEmpty {
             process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         }
