@@ -109,6 +109,41 @@ struct ReloadTests {
             refusedNow.code == 1 && refusedNow.output.contains("which this host does not trust"),
             "\(refusedNow.output)")
     }
+
+    @Test("[API] access lists change with a reload; reloading itself needs the admin right")
+    func accessLists() throws {
+        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
+        try daemon.installProbe("com.example.shared")
+        let asNobody = { (tool: String, arguments: [String]) in
+            try daemon.run(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", builtExecutable(tool),
+                    "--socket", daemon.socket,
+                ] + arguments)
+        }
+        let reload = try asNobody("appd", ["reload"])
+        #expect(
+            reload.code == 1
+                && reload.output.contains("uid 65534 may not install or uninstall apps"),
+            "\(reload.output)")
+        let before = try asNobody(
+            "appctl", ["launch", "--wait", "com.example.shared", "--", "exit", "5"])
+        #expect(
+            before.code == 1 && before.output.contains("may not launch or control apps"),
+            "\(before.output)")
+
+        let handle = try #require(FileHandle(forWritingAtPath: daemon.configPath))
+        handle.seekToEndOfFile()
+        handle.write(Data("\n[API]\nControlAllowed=nobody\n".utf8))
+        try handle.close()
+        let reloaded = try daemon.run("appd", ["reload"])
+        #expect(
+            reloaded.code == 0 && reloaded.output.contains("changed [API]"), "\(reloaded.output)")
+        let after = try asNobody(
+            "appctl", ["launch", "--wait", "com.example.shared", "--", "exit", "5"])
+        #expect(after.code == 5, "\(after.output)")
+    }
 }
 
 /// A second signer's key pair in a folder of its own (a config names it before its daemon
