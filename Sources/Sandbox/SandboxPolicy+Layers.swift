@@ -39,13 +39,12 @@ extension SandboxPolicy {
                 rules.restrictedTCP = [.bind]
                 needed = Self.landlockNetworkABI
             } else if kernel.seccomp {
-                // Without listen() a bound TCP port accepts nothing: what is left is holding a
-                // port number (>= 1024, the app has no capabilities), which a UDP bind gives on
-                // every kernel anyway.
+                // The instance's cgroup filter (denyPortBinds) refuses binds to a port, TCP and
+                // UDP alike, and seccomp refuses listen(): Landlock's TCP rule adds nothing.
                 reduced.append(
                     "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7): "
-                        + "seccomp refuses listen(), so the app can bind a TCP port >= 1024 but "
-                        + "never accept a connection on it")
+                        + "the cgroup filter refuses bind() to a port and seccomp refuses "
+                        + "listen(), so the app cannot accept a connection")
             } else {
                 try weaken(.noLandlockNetwork, into: &weakened,
                     "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7) and "

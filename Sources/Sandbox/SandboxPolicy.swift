@@ -118,6 +118,7 @@ public struct SandboxPolicy: Sendable {
             environment: environment(for: app, console: console),
             executable: app.executable,
             arguments: [app.executable] + arguments,
+            denyPortBinds: grants.network == .client,
             entitlements: grants.decisions,
             weakenedLayers: [],
             reducedLayers: []

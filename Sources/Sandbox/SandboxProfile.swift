@@ -33,6 +33,10 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var executable: String
     /// argv, argv[0] first.
     public var arguments: [String]
+    /// bind(2) to an explicit TCP or UDP port is refused (EPERM) by a cgroup program attached
+    /// to the instance's cgroup (network.client: Landlock has no UDP rules, and no TCP rules
+    /// before ABI 4); port 0 stays allowed. The daemon attaches it, not the launcher.
+    public var denyPortBinds: Bool
     /// Every entitlement the app requested and what became of it.
     public var entitlements: [EntitlementDecision]
     /// Layers this profile runs without because the admin allowed a weaker mode, with why.

@@ -53,7 +53,7 @@ struct ProfileText {
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
             + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
-        row("network", network)
+        row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)
         section("filesystem (on an empty root)")

@@ -123,7 +123,7 @@ struct KernelLayerLaunchTests {
     static let abi2 = KernelLayers(landlockABI: 2, seccomp: true)
 
     @Test(
-        "ABI 2 network.client: connects; binds TCP but cannot listen; no unix socket but a stream pair"
+        "ABI 2 network.client: connects; cannot bind a TCP port nor listen; no unix socket but a stream pair"
     )
     func clientOnABI2() throws {
         let world = try SandboxWorld()
@@ -133,8 +133,19 @@ struct KernelLayerLaunchTests {
         let connect = try world.launch(
             "com.example.client", ["connect", "127.0.0.1", "\(host.port)"], kernel: Self.abi2)
         #expect(connect.allowed("connect"), "\(connect)")
+        // No Landlock TCP rule in this profile: the cgroup filter refuses the bind, and without
+        // it seccomp still refuses listen().
         let bind = try world.launch("com.example.client", ["bind", "47131"], kernel: Self.abi2)
-        #expect(bind.allowed("bind") && bind["listen"] == "refused EPERM", "\(bind)")
+        #expect(bind["bind"] == "refused EPERM", "\(bind)")
+        let unfiltered = try world.launch(
+            "com.example.client", ["bind", "47131"], kernel: Self.abi2
+        ) {
+            $0.denyPortBinds = false
+        }
+        #expect(
+            unfiltered.allowed("bind") && unfiltered["listen"] == "refused EPERM", "\(unfiltered)")
+        let ephemeral = try world.launch("com.example.client", ["bind", "0"], kernel: Self.abi2)
+        #expect(ephemeral.allowed("bind") && ephemeral["listen"] == "refused EPERM", "\(ephemeral)")
         let unix = try world.launch("com.example.client", ["unix-socket"], kernel: Self.abi2)
         #expect(unix["unix-socket"] == "refused EPERM", "\(unix)")
         let stream = try world.launch(
