@@ -144,6 +144,51 @@ struct ReloadTests {
             "appctl", ["launch", "--wait", "com.example.shared", "--", "exit", "5"])
         #expect(after.code == 5, "\(after.output)")
     }
+
+    @Test(
+        "[Sandbox] limits: the next launch gets the reloaded MemoryMax, the running instance keeps its own"
+    )
+    func limits() throws {
+        let daemon = try TestDaemon(config: "[Sandbox]\nMemoryMax=256M\n")
+        try daemon.installProbe("com.example.limited")
+        let first = try daemon.launch("com.example.limited", ["sleep", "120"])
+        let firstPid = try #require(first.pid)
+        #expect(Self.memoryLimit(of: firstPid) == 256 << 20)
+
+        let text = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try text.replacingOccurrences(of: "MemoryMax=256M", with: "MemoryMax=64M")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let reloaded = try daemon.run("appd", ["reload"])
+        #expect(
+            reloaded.code == 0 && reloaded.output.contains("changed [Sandbox]"),
+            "\(reloaded.output)")
+        let second = try daemon.launch("com.example.limited", ["sleep", "120"])
+        #expect(Self.memoryLimit(of: try #require(second.pid)) == 64 << 20)
+        #expect(Self.memoryLimit(of: firstPid) == 256 << 20)
+    }
+
+    /// The memory limit of the cgroup `pid` is in: memory.max on cgroup v2, the v1 memory
+    /// controller's memory.limit_in_bytes on a hybrid host.
+    static func memoryLimit(of pid: pid_t) -> Int64? {
+        let lines = ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "")
+            .split(separator: "\n")
+        for line in lines {
+            let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[1].split(separator: ",").contains("memory") else {
+                continue
+            }
+            let value = try? String(
+                contentsOfFile: "/sys/fs/cgroup/memory\(parts[2])/memory.limit_in_bytes",
+                encoding: .utf8)
+            return value.flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        for line in lines where line.hasPrefix("0::") {
+            let value = try? String(
+                contentsOfFile: "/sys/fs/cgroup\(line.dropFirst(3))/memory.max", encoding: .utf8)
+            return value.flatMap { Int64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return nil
+    }
 }
 
 /// A second signer's key pair in a folder of its own (a config names it before its daemon
