@@ -21,7 +21,9 @@ extension SandboxLaunch {
         guard appd_cgroup_deny_port_binds(fd) == 0 else {
             throw AppdError.system(
                 "attach the bind filter of network.client apps to \(directory)",
-                hint: "cgroup socket programs need CONFIG_CGROUP_BPF=y and CONFIG_BPF_SYSCALL=y")
+                hint: "cgroup socket programs need CONFIG_CGROUP_BPF=y, and appd needs CAP_SYS_ADMIN and "
+                    + "CAP_NET_ADMIN; in a container the bpf system call may be filtered (systemd-nspawn: "
+                    + "--system-call-filter=bpf)")
         }
     }
 
