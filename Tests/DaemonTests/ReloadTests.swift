@@ -153,7 +153,8 @@ struct ReloadTests {
         try daemon.installProbe("com.example.limited")
         let first = try daemon.launch("com.example.limited", ["sleep", "120"])
         let firstPid = try #require(first.pid)
-        #expect(Self.memoryLimit(of: firstPid) == 256 << 20)
+        // The launcher joins its cgroup as its first step, just after the launch answered.
+        #expect(daemon.eventually { Self.memoryLimit(of: firstPid) == 256 << 20 })
 
         let text = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
         try text.replacingOccurrences(of: "MemoryMax=256M", with: "MemoryMax=64M")
@@ -163,7 +164,8 @@ struct ReloadTests {
             reloaded.code == 0 && reloaded.output.contains("changed [Sandbox]"),
             "\(reloaded.output)")
         let second = try daemon.launch("com.example.limited", ["sleep", "120"])
-        #expect(Self.memoryLimit(of: try #require(second.pid)) == 64 << 20)
+        let secondPid = try #require(second.pid)
+        #expect(daemon.eventually { Self.memoryLimit(of: secondPid) == 64 << 20 })
         #expect(Self.memoryLimit(of: firstPid) == 256 << 20)
     }
 
