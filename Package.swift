@@ -28,6 +28,10 @@ let package = Package(
         // libseccomp, which compiles the seccomp deny list into BPF (in the daemon, not the
         // launcher).
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // libsystemd for the daemon's side of systemd: sd_notify, sd_listen_fds,
+        // sd_watchdog_enabled, sd_journal_sendv. Without systemd (no $NOTIFY_SOCKET, no journal)
+        // each call does nothing; libsystemd0 is on every Debian host.
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // Reads and validates a bundle, and its code signature (CodeResources, Ed25519). Pure: it
         // reads, never writes (signing returns the bytes to write; the caller writes them).
         .target(name: "AppBundle", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -59,12 +63,13 @@ let package = Package(
         .target(
             name: "AppdServer",
             dependencies: [
-                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "Supervisor",
+                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "CSystemd", "Supervisor",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ]
         ),
         .executableTarget(

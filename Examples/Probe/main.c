@@ -492,6 +492,8 @@ static int lifecycle(int argc, char **argv) {
     }
 }
 
+int attack_network(int argc, char **argv);  // attack_network.c
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argc > 1 ? argv[1] : "all";
@@ -541,6 +543,7 @@ int main(int argc, char **argv) {
         value("procs", "ready");
         sleep(atoi(argv[3]));
     } else if (!strcmp(mode, "lifecycle")) return lifecycle(argc, argv);
+    else if (attack_network(argc, argv) == 0) return 0;
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

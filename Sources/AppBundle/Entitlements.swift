@@ -137,7 +137,7 @@ public enum EntitlementCatalog {
 
     public static let effects: [String: (String, EntitlementType)] = [
         appSandbox: ("the app runs sandboxed; false is refused unless policy allows unsandboxed apps", .bool),
-        networkClient: ("host network for outgoing connections; binding TCP ports is refused", .bool),
+        networkClient: ("host network for outgoing connections; binding TCP or UDP ports is refused", .bool),
         networkServer: ("host network; may bind and listen", .bool),
         applicationGroups: ("each group's shared container is mounted read-write", .stringArray),
         readOnlyPaths: ("these host paths readable, where admin policy lists them", .stringArray),

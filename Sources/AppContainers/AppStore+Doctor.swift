@@ -1,6 +1,7 @@
 import AppBundle
 import Foundation
 import Glibc
+import Sandbox
 
 /// One thing doctor looked at and found wrong.
 public struct DoctorFinding: Sendable, Codable, Equatable {
@@ -14,6 +15,9 @@ public struct DoctorFinding: Sendable, Codable, Equatable {
 public struct DoctorReport: Sendable, Codable {
     public var findings: [DoctorFinding] = []
     public var appsChecked = 0
+    /// What this kernel's layers mean for apps with no network, network.client and
+    /// network.server under the current [Sandbox] settings (docs/sandbox-layers.md).
+    public var sandbox: [SandboxLayerSummary] = []
     /// Findings nobody repaired.
     public var unresolved: [DoctorFinding] { findings.filter { $0.repair == nil } }
 }
@@ -24,11 +28,12 @@ extension AppStore {
     /// containers and their standard directories, a missing data container (recreated empty:
     /// the data is already gone, the app should still start). Never deletes a container a row
     /// names, and never touches files inside a data container.
-    public func doctor(repair: Bool, onWait: () -> Void = {}) throws -> DoctorReport {
+    public func doctor(repair: Bool, kernel: KernelLayers = .detect(), onWait: () -> Void = {}) throws -> DoctorReport {
         let lock = try StateLock(root, onWait: onWait)
         defer { withExtendedLifetime(lock) {} }
         let registry = try writableRegistry
         var report = DoctorReport()
+        report.sandbox = SandboxPolicy(settings: config.sandbox, kernel: kernel).kernelSummary()
         func note(_ subject: String, _ problem: String, _ repaired: String?) {
             report.findings.append(DoctorFinding(subject: subject, problem: problem, repair: repaired))
         }

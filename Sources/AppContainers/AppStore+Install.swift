@@ -50,6 +50,8 @@ extension AppStore {
         defer { withExtendedLifetime(lock) {} }
         CrashPoint.reach("install.locked")
         let registry = try writableRegistry
+        // One snapshot for the whole install: a reload in between changes the next one.
+        let config = self.config
         let limits = config.bundleLimits
 
         let source = try AppBundle.open(at: path, limits: limits)

@@ -13,7 +13,10 @@ import Synchronization
 /// flock, per open).
 public final class AppStore: @unchecked Sendable {
     public let root: StateRoot
-    public let config: AppdConfiguration
+    /// The settings in force: `appd reload` (SIGHUP) swaps them as a whole, so a reader gets
+    /// either the old or the new file, never a mix. Read it once per operation.
+    public var config: AppdConfiguration { configuration.withLock { $0 } }
+    private let configuration: Mutex<AppdConfiguration>
     /// nil when opened read-only on a state root that has no registry yet (nothing installed).
     let registry: Registry?
     /// A full recovery ran since this store was opened (lockAndRecover).
@@ -23,7 +26,7 @@ public final class AppStore: @unchecked Sendable {
 
     public init(root: StateRoot, config: AppdConfiguration, access: Access) throws {
         self.root = root
-        self.config = config
+        configuration = Mutex(config)
         let registryExists = FileManager.default.fileExists(atPath: root.registryPath)
         switch access {
         case .readOnly:
@@ -47,6 +50,12 @@ public final class AppStore: @unchecked Sendable {
             }
             registry = try Registry(path: root.registryPath)
         }
+    }
+
+    /// Puts `config` in force for every later operation (installs, launches, checks); what is
+    /// running keeps what it started with.
+    public func replaceConfiguration(_ config: AppdConfiguration) {
+        configuration.withLock { $0 = config }
     }
 
     var writableRegistry: Registry {

@@ -9,6 +9,7 @@ import NIOCore
 import NIOPosix
 import ServiceLifecycle
 import Supervisor
+import UnixSignals
 
 /// `appd serve`: the supervisor and the API server as one service. On SIGTERM it stops
 /// accepting, ends streams, and exits; running apps are left running for the next start to
@@ -24,14 +25,20 @@ public final class Daemon: Service {
         /// journald's native socket, to which each instance's output goes as well (under
         /// systemd); nil: the log files only.
         public var journalSocket: String?
+        /// The file `config` was read from, read again on SIGHUP and `POST /v1/reload`;
+        /// `explicit`: named by --config or APPD_CONFIG, so it must exist.
+        public var configPath: String
+        public var configExplicit: Bool
 
         public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil, idleTimeout: Duration = .seconds(30),
-            journalSocket: String? = nil) {
+            journalSocket: String? = nil, configPath: String = AppdConfiguration.defaultPath, configExplicit: Bool = false) {
             self.root = root
             self.config = config
             self.socket = socket
             self.idleTimeout = idleTimeout
             self.journalSocket = journalSocket
+            self.configPath = configPath
+            self.configExplicit = configExplicit
         }
     }
 
@@ -54,8 +61,9 @@ public final class Daemon: Service {
         // freed in it (bench-api: concurrent installs).
         _ = appd_tune_malloc(256 << 10, 2)
         let environment = ProcessInfo.processInfo.environment
-        // Read and removed first, before any launcher can inherit $NOTIFY_SOCKET.
-        let systemd = SystemdNotifier(environment: environment, unsetEnvironment: true)
+        let systemd = SystemdNotifier()
+        // Trapped before anything else can take long: SIGHUP's default action ends the process.
+        let hangups = await UnixSignalsSequence(trapping: .sighup)
         let store = try AppStore(root: options.root, config: options.config, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
@@ -68,17 +76,26 @@ public final class Daemon: Service {
             logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",
                 metadata: ["adopted": "\(report.adopted)", "ended": "\(report.ended)"])
         }
-        let router = Router(store: store, supervisor: supervisor,
-            authorizer: Authorizer(settings: options.config.api), installer: try Installer(store: store, logger: logger))
+        let adopted = SystemdNotifier.listeningSocket()
+        let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
+        let shown = adopted.map { "fd \($0) from systemd" } ?? path
+        let reloader = ConfigurationReloader(
+            source: .init(path: options.configPath, explicit: options.configExplicit), store: store,
+            supervisor: supervisor, systemd: systemd, logger: logger,
+            statusLine: { "serving on \(shown); \(await supervisor.instances().count) running instance(s)" })
+        let router = Router(store: store, supervisor: supervisor, installer: try Installer(store: store, logger: logger),
+            reloader: reloader)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = HTTPServer(router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout))
 
-        let adopted = Self.socketFromSystemd(environment)
-        let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
         let listener = try await server.bind(
             path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,
             groupID: adopted == nil ? try Self.socketGroup(options.config.api.socketGroup, logger: logger) : nil)
-        let shown = adopted.map { "fd \($0) from systemd" } ?? path
+        // systemctl reload appd (ExecReload= sends SIGHUP): a refused file is logged and
+        // reported in STATUS=, and the daemon carries on with the settings it had.
+        let reloads = Task {
+            for await _ in hangups { _ = try? await reloader.reload() }
+        }
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
         let statusUpdates = Self.reportEvents(supervisor: supervisor, systemd: systemd, logger: logger, serving: shown)
@@ -103,9 +120,11 @@ public final class Daemon: Service {
         systemd.stopping(status: "stopping; \(running) running instance(s) keep running")
         watchdog?.cancel()
         statusUpdates.cancel()
+        reloads.cancel()
         await supervisor.shutdown()
         if adopted == nil { unlink(path) }
         try await group.shutdownGracefully()
+        systemd.flush()
     }
 
     /// Logs each launch and exit with the instance's fields (in the journal: APPD_APP,
@@ -130,19 +149,6 @@ public final class Daemon: Service {
                 systemd.status(line(await supervisor.instances().count))
             }
         }
-    }
-
-    /// The listening socket systemd passed (sd_listen_fds: LISTEN_PID is us, LISTEN_FDS ≥ 1,
-    /// the first is fd 3), made close-on-exec so no launcher inherits it.
-    static func socketFromSystemd(_ environment: [String: String]) -> Int32? {
-        guard environment["LISTEN_PID"].flatMap(Int32.init) == getpid(),
-            let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1
-        else { return nil }
-        unsetenv("LISTEN_PID")
-        unsetenv("LISTEN_FDS")
-        unsetenv("LISTEN_FDNAMES")
-        _ = fcntl(3, F_SETFD, FD_CLOEXEC)
-        return 3
     }
 
     /// The socket's group; a group that does not exist leaves the socket to root alone.

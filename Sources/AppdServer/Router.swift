@@ -10,20 +10,22 @@ import Supervisor
 final class Router: Sendable {
     let store: AppStore
     let supervisor: Supervisor
-    let authorizer: Authorizer
     let installer: Installer
+    let reloader: ConfigurationReloader
     let startedAt = Date()
-    let maxRequestBytes: Int
     let appList: AppListCache
 
-    init(store: AppStore, supervisor: Supervisor, authorizer: Authorizer, installer: Installer) {
+    init(store: AppStore, supervisor: Supervisor, installer: Installer, reloader: ConfigurationReloader) {
         self.store = store
         self.supervisor = supervisor
-        self.authorizer = authorizer
         self.installer = installer
-        maxRequestBytes = Int(store.config.api.maxRequestBytes)
+        self.reloader = reloader
         appList = AppListCache(registryPath: store.root.registryPath)
     }
+
+    /// `[API]` as last (re)loaded: who may do what, and how large a request may be.
+    var authorizer: Authorizer { Authorizer(settings: store.config.api) }
+    var maxRequestBytes: Int { Int(clamping: store.config.api.maxRequestBytes) }
 
     struct Route: Sendable {
         var method: HTTPMethod
@@ -86,6 +88,7 @@ final class Router: Sendable {
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
         Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
+        Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in try .json(try await r.reloader.reload()) },
     ]
 
     func handle(_ request: Request) async throws -> Reply {

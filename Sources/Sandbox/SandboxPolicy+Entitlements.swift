@@ -64,7 +64,7 @@ struct Grants {
         case EntitlementCatalog.networkClient:
             guard entitlements.bool(key) else { return off }
             if network == .none { network = .client }
-            return granted("host network; outgoing connections; no TCP bind, no listen")
+            return granted("host network; outgoing connections; no bind to a TCP or UDP port, no listen")
         case EntitlementCatalog.networkServer:
             guard entitlements.bool(key) else { return off }
             network = .server

@@ -4,7 +4,8 @@ import AppBundle
 /// Landlock and seccomp: the two layers that keep working after the app's first instruction.
 extension SandboxPolicy {
     func landlock(
-        for app: SandboxSubject, grants: Grants, console: Bool, weakened: inout [String]
+        for app: SandboxSubject, grants: Grants, console: Bool, weakened: inout [String],
+        reduced: inout [String]
     ) throws -> LandlockRules {
         var rules = LandlockRules()
         func allow(_ access: LandlockRules.Access, _ path: String) {
@@ -24,6 +25,9 @@ extension SandboxPolicy {
         for path in grants.readOnlyPaths { allow(.ro, path) }
         for path in grants.readWritePaths { allow(.rw, path) }
 
+        // What the kernel lacks, decided per layer (docs/sandbox-layers.md): a gap another
+        // layer closes launches and is shown as reduced; a gap nothing closes refuses the
+        // launch unless the admin named its weaker mode.
         var needed = 1
         switch grants.network {
         case .none:
@@ -34,10 +38,18 @@ extension SandboxPolicy {
             if kernel.landlockABI >= Self.landlockNetworkABI {
                 rules.restrictedTCP = [.bind]
                 needed = Self.landlockNetworkABI
+            } else if kernel.seccomp {
+                // The instance's cgroup filter (denyPortBinds) refuses binds to a port, TCP and
+                // UDP alike, and seccomp refuses listen(): Landlock's TCP rule adds nothing.
+                reduced.append(
+                    "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7): "
+                        + "the cgroup filter refuses bind() to a port and seccomp refuses "
+                        + "listen(), so the app cannot accept a connection")
             } else {
                 try weaken(.noLandlockNetwork, into: &weakened,
-                    "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7)",
-                    effect: "network-client apps may bind TCP ports")
+                    "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7) and "
+                        + "the kernel has no seccomp to refuse listen()",
+                    effect: "network-client apps may listen on TCP ports")
             }
         case .server:
             break
@@ -47,9 +59,20 @@ extension SandboxPolicy {
             // On the host network only the scope keeps the host's abstract sockets away.
             if grants.network != .none { needed = Self.landlockScopeABI }
         } else if grants.network != .none {
-            try weaken(.noLandlockScopes, into: &weakened,
-                "Landlock ABI \(kernel.landlockABI) has no scoping (needs 6, Linux 6.12)",
-                effect: "the app can reach abstract unix sockets of the host")
+            if kernel.seccomp {
+                // The seccomp rules of `unscopedUnixSockets` stand in for the scope; signals
+                // need none: the app has its own pid namespace and uid.
+                reduced.append(
+                    "Landlock ABI \(kernel.landlockABI) has no scoping (needs 6, Linux 6.12): "
+                        + "seccomp refuses unix sockets other than stream socketpairs, so the "
+                        + "app cannot reach the host's abstract unix sockets (nor make unix "
+                        + "sockets of its own); signals stay inside its pid namespace")
+            } else {
+                try weaken(.noLandlockScopes, into: &weakened,
+                    "Landlock ABI \(kernel.landlockABI) has no scoping (needs 6, Linux 6.12) and "
+                        + "the kernel has no seccomp to refuse unix sockets",
+                    effect: "the app can reach abstract unix sockets of the host")
+            }
         }
         rules.minimumABI = needed
 
@@ -73,6 +96,9 @@ extension SandboxPolicy {
             filter.rules.append(.init(syscall: "listen", action: .errno(EPERM), conditions: [],
                 reason: "network.client without network.server: no listening sockets"))
         }
+        if grants.network != .none && kernel.landlockABI < Self.landlockScopeABI {
+            filter.rules += Self.unscopedUnixSockets
+        }
         if !kernel.seccomp {
             try weaken(.noSeccomp, into: &weakened, "the kernel has no seccomp filters",
                 effect: "no system call is refused by a filter",
@@ -95,4 +121,26 @@ extension SandboxPolicy {
         }
         weakened.append("\(mode.rawValue): \(what); \(effect)")
     }
+
+    /// For an app on the host network when Landlock cannot scope abstract unix sockets (ABI < 6):
+    /// abstract names live in the network namespace, so the host's (D-Bus, X11, systemd's
+    /// private sockets ...) are one connect() away. seccomp cannot read the address a
+    /// connect() or sendto() names, so it refuses the sockets that could name one: every
+    /// socket(AF_UNIX), and socketpair(AF_UNIX) other than SOCK_STREAM (a datagram pair can still
+    /// sendto() any address; a connected stream pair can neither connect nor listen again).
+    /// Stream socketpairs stay, since libraries use them to wake their own threads.
+    static let unscopedUnixSockets: [SeccompRule] = {
+        let why = "no Landlock scoping on this kernel: no unix sockets but stream socketpairs"
+        let unix: UInt64 = 1  // AF_UNIX
+        // SOCK_DGRAM, SOCK_RAW (AF_UNIX makes it a datagram socket), SOCK_SEQPACKET; the type's
+        // low 4 bits, whatever SOCK_NONBLOCK/SOCK_CLOEXEC say.
+        let pairTypes: [UInt64] = [2, 3, 5]
+        return [SeccompRule(syscall: "socket", action: .errno(EPERM),
+            conditions: [.arg(0, .equal, unix)], reason: why)]
+            + pairTypes.map {
+                SeccompRule(syscall: "socketpair", action: .errno(EPERM),
+                    conditions: [.arg(0, .equal, unix), .init(index: 1, op: .maskedEqual, value: $0, mask: 0xF)],
+                    reason: why)
+            }
+    }()
 }

@@ -118,12 +118,14 @@ public struct SandboxPolicy: Sendable {
             environment: environment(for: app, console: console),
             executable: app.executable,
             arguments: [app.executable] + arguments,
+            denyPortBinds: grants.network == .client,
             entitlements: grants.decisions,
-            weakenedLayers: []
+            weakenedLayers: [],
+            reducedLayers: []
         )
         profile.mounts = mounts(for: app, grants: grants, console: console)
         profile.landlock = try landlock(for: app, grants: grants, console: console,
-            weakened: &profile.weakenedLayers)
+            weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
         profile.seccomp = try seccomp(grants: grants, weakened: &profile.weakenedLayers)
         return profile
     }

@@ -33,10 +33,18 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var executable: String
     /// argv, argv[0] first.
     public var arguments: [String]
+    /// bind(2) to an explicit TCP or UDP port is refused (EPERM) by a cgroup program attached
+    /// to the instance's cgroup (network.client: Landlock has no UDP rules, and no TCP rules
+    /// before ABI 4); port 0 stays allowed. The daemon attaches it, not the launcher.
+    public var denyPortBinds: Bool
     /// Every entitlement the app requested and what became of it.
     public var entitlements: [EntitlementDecision]
     /// Layers this profile runs without because the admin allowed a weaker mode, with why.
     public var weakenedLayers: [String]
+    /// Kernel features this profile runs without because another layer closes the same gap
+    /// (docs/sandbox-layers.md), each with what stands in for it. Empty on a kernel with
+    /// everything.
+    public var reducedLayers: [String]
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

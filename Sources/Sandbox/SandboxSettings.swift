@@ -34,11 +34,13 @@ public struct SandboxSettings: Sendable, Equatable {
     public enum WeakerMode: String, Sendable, CaseIterable, Comparable {
         /// No Landlock at all (kernels before 5.13 or booted without it in `lsm=`).
         case noLandlock = "no-landlock"
-        /// Landlock without TCP rules (kernels before 6.7, ABI < 4): network-client apps may
-        /// then also bind TCP ports.
+        /// Landlock without TCP rules (kernels before 6.7, ABI < 4) *and* no seccomp to refuse
+        /// `listen()`: network-client apps may then listen on TCP ports. With seccomp the gap
+        /// is closed and network-client apps launch without this (docs/sandbox-layers.md).
         case noLandlockNetwork = "no-landlock-network"
-        /// Landlock without abstract-unix and signal scoping (before 6.12, ABI < 6): apps on
-        /// the host network may then reach the host's abstract unix sockets.
+        /// Landlock without abstract-unix scoping (before 6.12, ABI < 6) *and* no seccomp to
+        /// refuse unix sockets: apps on the host network may then reach the host's abstract
+        /// unix sockets. With seccomp they launch without this (docs/sandbox-layers.md).
         case noLandlockScopes = "no-landlock-scopes"
         /// No seccomp filter. The deny list then rests on capabilities and no_new_privs alone.
         case noSeccomp = "no-seccomp"

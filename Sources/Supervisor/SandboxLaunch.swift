@@ -126,6 +126,8 @@ public struct SandboxLaunch {
         var profile = profile
         let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
         do {
+            // Before anything runs in the cgroup: the app's first bind is already filtered.
+            if profile.denyPortBinds { try Self.denyPortBinds(in: cgroup) }
             profile.cgroupProcs = cgroup.procsFiles
             let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))

@@ -12,8 +12,9 @@ import Sandbox
 /// started after a crash re-adopts them (Supervisor+Adopt.swift).
 public actor Supervisor {
     let store: AppStore
-    let settings: SupervisorSettings
-    let launcher: String
+    /// `[Supervisor]` and `[Sandbox] Launcher=` as last (re)loaded (Supervisor+Settings.swift).
+    var settings: SupervisorSettings
+    var launcher: String
     let driver: any CgroupDriver
     let kernel: KernelLayers
     let records: RecordStore

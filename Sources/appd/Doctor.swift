@@ -12,7 +12,9 @@ struct Doctor: ParsableCommand {
             state root layout, owner and mode of data containers, a missing data container \
             (recreated empty). Reports, without touching: a missing bundle (reinstall the app), \
             a uid the host now uses for an account, registry corruption. Exits 1 if anything \
-            is left unresolved.
+            is left unresolved. Also says, for apps with no network, network.client and \
+            network.server, whether they launch on this kernel and which layers are reduced \
+            (another layer closes the gap) or weakened (WeakerModes=): docs/sandbox-layers.md.
             """
     )
 
@@ -31,6 +33,14 @@ struct Doctor: ParsableCommand {
                 for finding in report.findings {
                     let status = finding.repair.map { "repaired: \($0)" } ?? "NEEDS ATTENTION"
                     print("\(finding.subject): \(finding.problem) [\(status)]")
+                }
+                for summary in report.sandbox {
+                    let verdict = summary.launches ? "launch" : "REFUSED"
+                    print("sandbox: apps with \(summary.apps): \(verdict)"
+                        + (summary.launches && summary.notes.isEmpty ? " with every layer" : ""))
+                    for note in summary.notes {
+                        print("    " + note.replacingOccurrences(of: "\n", with: "\n    "))
+                    }
                 }
                 let unresolved = report.unresolved.count
                 print("\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved")

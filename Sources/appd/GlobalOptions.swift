@@ -58,10 +58,16 @@ struct GlobalOptions: ParsableArguments {
     }
 
     func loadConfiguration() throws -> AppdConfiguration {
+        let source = configurationSource
+        return try AppdConfiguration.load(path: source.path, explicit: source.explicit)
+    }
+
+    /// Where appd.conf is: --config, else APPD_CONFIG (both must exist), else the default.
+    var configurationSource: (path: String, explicit: Bool) {
         if let path = config ?? environment["APPD_CONFIG"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            return try AppdConfiguration.load(path: path, explicit: true)
+            return (path, true)
         }
-        return try AppdConfiguration.load(path: AppdConfiguration.defaultPath, explicit: false)
+        return (AppdConfiguration.defaultPath, false)
     }
 
     func openStore(_ access: AppStore.Access) throws -> AppStore {

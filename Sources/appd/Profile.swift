@@ -56,7 +56,7 @@ struct ProfileText {
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
             + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
-        row("network", network)
+        row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)
         section("filesystem (on an empty root)")
@@ -107,6 +107,10 @@ struct ProfileText {
         section("entitlements")
         if p.entitlements.isEmpty { item("none requested: the baseline above") }
         for decision in p.entitlements { item("\(decision.key): \(decision.outcome.rawValue) — \(decision.effect)") }
+        if !p.reducedLayers.isEmpty {
+            section("REDUCED on this kernel (another layer closes the gap; docs/sandbox-layers.md)")
+            for layer in p.reducedLayers { item(layer) }
+        }
         if !p.weakenedLayers.isEmpty {
             section("WEAKER SANDBOX (allowed by WeakerModes=)")
             for layer in p.weakenedLayers { item(layer) }

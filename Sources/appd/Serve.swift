@@ -13,7 +13,8 @@ struct Serve: ParsableCommand {
             Listens on /run/appd/appd.sock (or <root>/run/appd.sock for a private --root, or \
             --socket, or the socket systemd passes), answers the API of docs/api.md, and \
             supervises the instances it launches. SIGTERM or SIGINT stops it cleanly; running \
-            apps keep running and the next 'appd serve' re-adopts them.
+            apps keep running and the next 'appd serve' re-adopts them. SIGHUP (systemctl \
+            reload appd, appd reload) reads appd.conf again; running apps are not touched.
 
             Example, a private state root:
               sudo appd serve --root /tmp/appd-demo &
@@ -55,7 +56,9 @@ struct Serve: ParsableCommand {
             let logger = Logger(label: "appd")
             let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket,
                 idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
-                journalSocket: journalSocket ?? (toJournal ? "/run/systemd/journal/socket" : nil)), logger: logger)
+                journalSocket: journalSocket ?? (toJournal ? "/run/systemd/journal/socket" : nil),
+                configPath: options.configurationSource.path, configExplicit: options.configurationSource.explicit),
+                logger: logger)
             let group = ServiceGroup(configuration: .init(
                 services: [.init(service: daemon)],
                 gracefulShutdownSignals: [.sigterm, .sigint],
@@ -65,7 +68,10 @@ struct Serve: ParsableCommand {
                 do { try await group.run() } catch { outcome.set(error) }
                 outcome.finish()
             }
-            if let error = outcome.wait() {
+            let failure = outcome.wait()
+            // What appd said last (why it stopped) reaches the journal before it exits.
+            if toJournal { JournalLogHandler.flush() }
+            if let error = failure {
                 if let error = error as? AppdError { throw error }
                 throw AppdError(.io, "appd serve stopped: \(error)")
             }

@@ -103,9 +103,14 @@ final class TestDaemon: @unchecked Sendable {
     /// so it is taken after a few rounds of concurrent ones.
     func settledFDBaseline() throws -> Int {
         _ = try concurrentRequests(count: 20, "GET", "/v1/apps")
-        // GET /v1/apps answers from a cache once warm; a lookup by id still reads the registry,
-        // so the SQLite reader pool (a database and a WAL fd per reader) grows here, not later.
-        _ = try concurrentRequests(count: 20, "GET", "/v1/apps/com.example.warmup")
+        // GET /v1/apps answers from a cache once warm; lookups by id and launches still read the
+        // registry, so the SQLite reader pool (a database and a WAL fd per reader) grows here,
+        // not later: it opens readers only as concurrent reads need them, up to its maximum, so
+        // these rounds are as wide as any test's load (50 threads).
+        for _ in 0..<3 {
+            _ = try concurrentRequests(count: 50, "GET", "/v1/apps/com.example.warmup")
+            _ = try concurrentRequests(count: 50, "POST", "/v1/apps/com.example.warmup/launch")
+        }
         _ = try concurrentRequests(count: 20, "GET", "/v1/version")
         var previous = -1
         var count = openFDCount()

@@ -22,10 +22,14 @@ final class TestDaemon {
     let environment: [String: String]
     /// Added to `appd serve`'s arguments.
     let arguments: [String]
+    /// A command that runs `appd serve ...` (appended as its last arguments) and execs it, so
+    /// the daemon keeps the pid (JournalTests: a mount namespace with a journal of its own).
+    let wrapper: [String]
 
-    init(config: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
+    init(config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = []) throws {
         self.environment = environment
         self.arguments = arguments
+        self.wrapper = wrapper
         daemon = try DaemonProcess(label: "appd-daemon-test")
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
@@ -36,7 +40,7 @@ final class TestDaemon {
         try start()
     }
 
-    func start() throws { try daemon.start(arguments: arguments, environment: environment) }
+    func start() throws { try daemon.start(arguments: arguments, environment: environment, wrapper: wrapper) }
 
     var serveLog: String { daemon.log }
 

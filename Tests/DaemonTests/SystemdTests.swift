@@ -94,12 +94,12 @@ final class NotifyListener: @unchecked Sendable {
     private var consumed = 0
     private var closed = false
 
-    init() throws {
-        path = "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+    init(path: String? = nil) throws {
+        self.path = path ?? "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(self.path.utf8)) }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }

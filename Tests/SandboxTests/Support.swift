@@ -103,9 +103,16 @@ final class SandboxWorld {
     }
 
     /// Launches the app sandboxed, as `appd run` does, and returns its status and output.
-    func launch(_ id: String, _ arguments: [String] = [], console: Int32? = nil) throws -> Launched {
-        let profile = try store.sandboxProfile(
-            for: app(id), arguments: arguments, console: console != nil)
+    /// `kernel` compiles the profile as for a kernel with fewer layers than this one (the
+    /// launcher then applies exactly what that profile says); `adjust` edits the compiled
+    /// profile (to show what a rule closes by leaving it out).
+    func launch(
+        _ id: String, _ arguments: [String] = [], console: Int32? = nil, kernel: KernelLayers = .detect(),
+        adjust: (inout SandboxProfile) -> Void = { _ in }
+    ) throws -> Launched {
+        var profile = try store.sandboxProfile(
+            for: app(id), arguments: arguments, console: console != nil, kernel: kernel)
+        adjust(&profile)
         let outputPath = "\(path)/output-\(UUID().uuidString)"
         let fd = open(outputPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw AppdError.system("open \(outputPath)") }

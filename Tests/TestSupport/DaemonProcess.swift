@@ -36,11 +36,17 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// Starts `appd serve --root ROOT --config CONFIG ARGUMENTS` with the environment of the
     /// tests, less the systemd variables unless `environment` sets them, and waits until it
-    /// answers `GET /v1/version`.
-    public func start(arguments: [String] = [], environment: [String: String] = [:], timeout: Double = 20) throws {
+    /// answers `GET /v1/version`. A `wrapper` is a command that runs the daemon's command line
+    /// (appended as its last arguments) and execs it, so that the daemon keeps the pid (e.g. a
+    /// mount namespace with a journal of its own).
+    public func start(
+        arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [], timeout: Double = 20
+    ) throws {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = ["serve", "--root", root, "--config", configPath] + arguments
+        let serve = [builtExecutable("appd"), "serve", "--root", root, "--config", configPath] + arguments
+        let command = wrapper + serve
+        process.executableURL = URL(fileURLWithPath: command[0])
+        process.arguments = Array(command.dropFirst())
         var inherited = ProcessInfo.processInfo.environment
         for key in ["INVOCATION_ID", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "APPD_CONFIG", "NOTIFY_SOCKET",
             "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID"]

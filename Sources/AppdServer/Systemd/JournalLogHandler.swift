@@ -1,22 +1,26 @@
-import Foundation
+import CSystemd
+import Dispatch
 import Glibc
 import Logging
+import Synchronization
 
-/// swift-log to the systemd journal through its native protocol (systemd.journal-fields(7),
-/// "Native Journal Protocol"): one datagram per entry to /run/systemd/journal/socket, each
-/// field `NAME=value\n`, or `NAME\n` + 64-bit little-endian length + bytes + `\n` for values with
-/// a newline. Metadata becomes fields: `app`, `instance`, `pid` are `APPD_APP`,
-/// `APPD_INSTANCE`, `APPD_PID` (so `journalctl APPD_APP=com.example.hello`), any other key
-/// `APPD_<KEY>`. Written directly, like sd_journal_send, without linking libsystemd.
+/// swift-log to the systemd journal with its fields (systemd.journal-fields(7)), sent with
+/// libsystemd's `sd_journal_sendv`. Metadata becomes fields: `app`, `instance`, `pid` are
+/// `APPD_APP`, `APPD_INSTANCE`, `APPD_PID` (so `journalctl APPD_APP=com.example.hello`), any
+/// other key `APPD_<KEY>`.
 public struct JournalLogHandler: LogHandler {
     public var metadata: Logger.Metadata = [:]
     public var logLevel: Logger.Level = .info
     let label: String
-    let socketPath: String
+    let writer: JournalWriter
 
-    public init(label: String, socketPath: String = "/run/systemd/journal/socket") {
+    public init(label: String) {
+        self.init(label: label, writer: .shared)
+    }
+
+    init(label: String, writer: JournalWriter) {
         self.label = label
-        self.socketPath = socketPath
+        self.writer = writer
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -35,16 +39,23 @@ public struct JournalLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
+        writer.send(Self.fields(event, metadata: metadata))
+    }
+
+    static func fields(_ event: LogEvent, metadata: Logger.Metadata) -> [(String, String)] {
         var fields: [(String, String)] = [
             ("MESSAGE", "\(event.message)"),
             ("PRIORITY", String(Self.priority(event.level))),
             ("SYSLOG_IDENTIFIER", "appd"),
-            ("CODE_FILE", event.file), ("CODE_LINE", String(event.line)), ("CODE_FUNC", event.function),
+            ("CODE_FILE", event.file), ("CODE_LINE", String(event.line)),
+            ("CODE_FUNC", event.function),
         ]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 })
+            .sorted(by: { $0.key < $1.key })
+        {
             fields.append((Self.fieldName(key), "\(value)"))
         }
-        send(Self.encode(fields))
+        return fields
     }
 
     /// A journal field name: uppercase letters, digits and underscores, not starting with one.
@@ -63,49 +74,75 @@ public struct JournalLogHandler: LogHandler {
         case .critical: 2
         }
     }
+}
 
-    static func encode(_ fields: [(String, String)]) -> [UInt8] {
-        var datagram: [UInt8] = []
+/// Hands entries to journald in order from a queue of its own: `sd_journal_sendv` blocks when
+/// journald's socket is full, and appd logs from its actors and its event loop. At most
+/// `maxPending` entries wait; past that they are dropped and counted, and one entry says how
+/// many once the journal takes entries again. Tests give it a sink of their own.
+final class JournalWriter: Sendable {
+    static let shared = JournalWriter(sink: JournalWriter.sendv)
+    static let maxPending = 4096
+
+    private let queue = DispatchQueue(label: "appd.journal")
+    private let state = Mutex((pending: 0, dropped: 0))
+    private let sink: @Sendable ([(String, String)]) -> Int32
+
+    init(sink: @escaping @Sendable ([(String, String)]) -> Int32) {
+        self.sink = sink
+    }
+
+    func send(_ fields: [(String, String)]) {
+        let queued = state.withLock { state in
+            guard state.pending < Self.maxPending else {
+                state.dropped += 1
+                return false
+            }
+            state.pending += 1
+            return true
+        }
+        guard queued else { return }
+        queue.async { [self] in
+            let dropped = state.withLock { state in
+                defer { state.dropped = 0 }
+                return state.dropped
+            }
+            if dropped > 0 {
+                _ = sink([
+                    ("MESSAGE", "appd: \(dropped) log entries were dropped (journald too slow)"),
+                    ("PRIORITY", "4"), ("SYSLOG_IDENTIFIER", "appd"),
+                ])
+            }
+            _ = sink(fields)
+            state.withLock { $0.pending -= 1 }
+        }
+    }
+
+    /// Waits until every queued entry went out (before the process exits).
+    func flush() { queue.sync {} }
+
+    /// One entry through libsystemd: each field `NAME=value` in an iovec (values may hold
+    /// newlines and any bytes; libsystemd encodes them, and moves large entries to a memfd).
+    /// 0, or a negative errno (no journal: -ENOENT, -ECONNREFUSED).
+    static func sendv(_ fields: [(String, String)]) -> Int32 {
+        var bytes: [UInt8] = []
+        var ranges: [(offset: Int, count: Int)] = []
         for (name, value) in fields {
-            datagram += Array(name.utf8)
-            let bytes = Array(value.utf8)
-            if bytes.contains(UInt8(ascii: "\n")) {
-                datagram.append(UInt8(ascii: "\n"))
-                withUnsafeBytes(of: UInt64(bytes.count).littleEndian) { datagram += $0 }
-            } else {
-                datagram.append(UInt8(ascii: "="))
-            }
-            datagram += bytes
-            datagram.append(UInt8(ascii: "\n"))
+            let field = Array("\(name)=\(value)".utf8)
+            ranges.append((bytes.count, field.count))
+            bytes += field
         }
-        return datagram
-    }
-
-    /// Entries larger than a datagram (journald then expects a memfd) are cut to fit: appd's
-    /// own messages are short.
-    func send(_ datagram: [UInt8]) {
-        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var message = datagram
-        while true {
-            let sent = Self.send(message, fd: fd, to: socketPath)
-            guard sent < 0, errno == EMSGSIZE, message.count > 4096 else { return }
-            message = Self.encode([("MESSAGE", String(decoding: datagram.prefix(4000), as: UTF8.self) + "…")])
-        }
-    }
-
-    /// One datagram to journald's socket at `path` over `fd`: sendto's result (errno set on -1).
-    static func send(_ datagram: [UInt8], fd: Int32, to path: String) -> Int {
-        guard let (unix, length) = SystemdNotifier.unixAddress(path) else {
-            errno = ENAMETOOLONG
-            return -1
-        }
-        var address = unix
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { generic in
-                datagram.withUnsafeBytes { sendto(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL), generic, length) }
+        return bytes.withUnsafeMutableBytes { buffer -> Int32 in
+            guard let base = buffer.baseAddress else { return -EINVAL }
+            var vectors = ranges.map { iovec(iov_base: base + $0.offset, iov_len: $0.count) }
+            return vectors.withUnsafeMutableBufferPointer {
+                sd_journal_sendv($0.baseAddress, Int32($0.count))
             }
         }
     }
+}
+
+extension JournalLogHandler {
+    /// Waits until appd's own entries went out (before the process exits).
+    public static func flush() { JournalWriter.shared.flush() }
 }

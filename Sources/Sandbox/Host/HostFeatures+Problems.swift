@@ -34,13 +34,18 @@ extension HostFeatures {
                 limited(
                     "landlock",
                     "Landlock ABI \(landlockABI) cannot restrict TCP bind and "
-                        + "connect: that needs ABI 4 (Linux 6.7)")
+                        + "connect: that needs ABI 4 (Linux 6.7); network-client apps launch "
+                        + "with seccomp refusing listen() instead (they can bind a port >= 1024 "
+                        + "but accept nothing; docs/sandbox-layers.md)")
             }
             if landlockABI < 6 {
                 limited(
                     "landlock",
                     "Landlock ABI \(landlockABI) cannot scope abstract unix "
-                        + "sockets and signals: that needs ABI 6 (Linux 6.12)")
+                        + "sockets and signals: that needs ABI 6 (Linux 6.12); apps on the host "
+                        + "network launch with seccomp refusing unix sockets other than stream "
+                        + "socketpairs instead, signals stay in their pid namespace "
+                        + "(docs/sandbox-layers.md)")
             }
         }
 
