@@ -541,6 +541,8 @@ int main(int argc, char **argv) {
         value("procs", "ready");
         sleep(atoi(argv[3]));
     } else if (!strcmp(mode, "lifecycle")) return lifecycle(argc, argv);
+    else if (!strncmp(mode, "output-", 7)) { int attack_output(int, char **); return attack_output(argc, argv); }
+    else if (!strcmp(mode, "deep-tree")) { int attack_tree(int, char **); return attack_tree(argc, argv); }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

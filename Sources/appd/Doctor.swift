@@ -10,9 +10,10 @@ struct Doctor: ParsableCommand {
         discussion: """
             Repairs: leftovers of interrupted operations, containers no app owns, modes of the \
             state root layout, owner and mode of data containers, a missing data container \
-            (recreated empty). Reports, without touching: a missing bundle (reinstall the app), \
-            a uid the host now uses for an account, registry corruption. Exits 1 if anything \
-            is left unresolved.
+            (recreated empty), what an earlier removal could not delete and moved to \
+            <root>/quarantine (retried; reported while it stays). Reports, without touching: a \
+            missing bundle (reinstall the app), a uid the host now uses for an account, registry \
+            corruption. Exits 1 if anything is left unresolved.
             """
     )
 
