@@ -30,7 +30,9 @@ extension FileDescriptor {
             throw AppdError.system("stat \(child(name))")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            guard unlinkat(raw, name, 0) == 0 || errno == ENOENT else { throw AppdError.system("unlink \(child(name))") }
+            guard unlinkat(raw, name, 0) == 0 || errno == ENOENT else {
+                throw AppdError.system("unlink \(child(name))")
+            }
             return
         }
         var levels: [Level] = []
@@ -56,8 +58,10 @@ extension FileDescriptor {
             }
             if current >= 0 { close(current) }
             current = fd
-            levels.append(Level(
-                name: entry, device: UInt64(st.st_dev), inode: UInt64(st.st_ino), pending: pending, rescans: rescans))
+            levels.append(
+                Level(
+                    name: entry, device: UInt64(st.st_dev), inode: UInt64(st.st_ino),
+                    pending: pending, rescans: rescans))
             onDirectory?()
             return true
         }
@@ -73,7 +77,8 @@ extension FileDescriptor {
                 parent = openat(current, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard parent >= 0 else { throw AppdError.system("open \(where_())") }
                 var st = Glibc.stat()
-                guard fstat(parent, &st) == 0, UInt64(st.st_dev) == above.device, UInt64(st.st_ino) == above.inode
+                guard fstat(parent, &st) == 0, UInt64(st.st_dev) == above.device,
+                    UInt64(st.st_ino) == above.inode
                 else {
                     close(parent)
                     throw AppdError(.io, "\(where_()) moved while it was being removed; stopped")
@@ -102,7 +107,9 @@ extension FileDescriptor {
     /// Opens `name` in `parent` as a directory to empty; -1 if it is gone; a non-directory
     /// found there instead is unlinked (and -1). A directory without rights for its owner
     /// (an app's chmod 000) is given 0700 first, without following anything.
-    private static func openForRemoval(_ parent: Int32, _ name: String, path: () -> String) throws -> Int32 {
+    private static func openForRemoval(_ parent: Int32, _ name: String, path: () -> String) throws
+        -> Int32
+    {
         var fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         if fd < 0 && errno == EACCES {
             // Without CAP_DAC_OVERRIDE: an O_PATH fd needs no rights, and chmod through
@@ -118,14 +125,18 @@ extension FileDescriptor {
             switch errno {
             case ENOENT: return -1
             case ENOTDIR, ELOOP:
-                guard unlinkat(parent, name, 0) == 0 || errno == ENOENT else { throw AppdError.system("unlink \(path())") }
+                guard unlinkat(parent, name, 0) == 0 || errno == ENOENT else {
+                    throw AppdError.system("unlink \(path())")
+                }
                 return -1
             default: throw AppdError.system("open \(path())")
             }
         }
         if appd_is_mount_root(fd) == 1 {
             close(fd)
-            throw AppdError(.io, "\(path()) is a mount point: appd does not remove what is mounted inside a container",
+            throw AppdError(
+                .io,
+                "\(path()) is a mount point: appd does not remove what is mounted inside a container",
                 hint: "unmount it, then run 'appd doctor --repair'")
         }
         var st = Glibc.stat()
@@ -153,7 +164,8 @@ extension FileDescriptor {
             case Int32(DT_DIR): directories.append(name)
             case Int32(DT_UNKNOWN):
                 var st = Glibc.stat()
-                if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFDIR {
+                if fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0, st.st_mode & S_IFMT == S_IFDIR
+                {
                     directories.append(name)
                 } else {
                     others.append(name)

@@ -14,7 +14,9 @@ struct InstanceLogs: Sendable {
     init(stateRoot: String, maxBytes: Int64) throws {
         directory = "\(stateRoot)/logs"
         self.maxBytes = maxBytes
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw AppdError.system("mkdir \(directory)")
+        }
     }
 
     func path(app: String, instance: String) -> String { "\(directory)/\(app)/\(instance).log" }
@@ -23,7 +25,9 @@ struct InstanceLogs: Sendable {
     /// the folder is refused, not followed).
     func openFolder(app: String) throws -> Int32 {
         let folder = "\(directory)/\(app)"
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(folder)") }
+        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
+            throw AppdError.system("mkdir \(folder)")
+        }
         let fd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(folder)") }
         return fd
@@ -32,7 +36,9 @@ struct InstanceLogs: Sendable {
     /// A pipe for the app's stdout and stderr, both ends close-on-exec (the spawn places them).
     func pipe() throws -> (read: Int32, write: Int32) {
         var fds: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&fds) == 0 else { throw AppdError.system("pipe for the app's output") }
+        guard appd_pipe_cloexec(&fds) == 0 else {
+            throw AppdError.system("pipe for the app's output")
+        }
         return (fds[0], fds[1])
     }
 

@@ -31,9 +31,12 @@ struct Arguments {
             }
             let value = argv[index + 1]
             switch option {
-            case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd", "--log-dir-fd",
+            case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
+                "--log-dir-fd",
                 "--journal-fd":
-                guard fds[option] == nil else { throw LaunchFailure("arguments", "\(option) given twice; \(usage)") }
+                guard fds[option] == nil else {
+                    throw LaunchFailure("arguments", "\(option) given twice; \(usage)")
+                }
                 guard let fd = descriptor(value) else {
                     throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
                 }
@@ -41,18 +44,24 @@ struct Arguments {
                 if option == "--status-fd" { statusFD = fd }
             case "--log-name" where logName == nil:
                 guard isPlainName(value) else {
-                    throw LaunchFailure("arguments", "--log-name '\(value)' must be a file name without '/'")
+                    throw LaunchFailure(
+                        "arguments", "--log-name '\(value)' must be a file name without '/'")
                 }
                 logName = value
             case "--log-max-bytes" where logMaxBytes == nil:
-                guard let number = ProfileParser.number(value), number >= 1, number <= UInt64(Int32.max) else {
-                    throw LaunchFailure("arguments", "--log-max-bytes '\(value)' must be 1 to \(Int32.max)")
+                guard let number = ProfileParser.number(value), number >= 1,
+                    number <= UInt64(Int32.max)
+                else {
+                    throw LaunchFailure(
+                        "arguments", "--log-max-bytes '\(value)' must be 1 to \(Int32.max)")
                 }
                 logMaxBytes = Int(number)
             case "--journal-field":
                 guard isJournalField(value) else {
                     throw LaunchFailure(
-                        "arguments", "--journal-field '\(value)' must be KEY=VALUE (KEY of A-Z 0-9 _, no newline)")
+                        "arguments",
+                        "--journal-field '\(value)' must be KEY=VALUE (KEY of A-Z 0-9 _, no newline)"
+                    )
                 }
                 fields.append(value)
             default: throw LaunchFailure("arguments", "unexpected '\(option)'; \(usage)")
@@ -64,19 +73,24 @@ struct Arguments {
         }
         for fd in fds.values { try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open") }
         var arguments = Arguments(
-            profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD, channelFD: fds["--channel-fd"])
+            profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
+            channelFD: fds["--channel-fd"])
         if let readFD = fds["--output-fd"] {
             guard let directory = fds["--log-dir-fd"], let logName, let logMaxBytes else {
                 throw LaunchFailure(
-                    "arguments", "--output-fd needs --log-dir-fd, --log-name and --log-max-bytes; \(usage)")
+                    "arguments",
+                    "--output-fd needs --log-dir-fd, --log-name and --log-max-bytes; \(usage)")
             }
             arguments.output = OutputSettings(
-                readFD: readFD, logDirectoryFD: directory, logName: logName, logMaxBytes: logMaxBytes,
+                readFD: readFD, logDirectoryFD: directory, logName: logName,
+                logMaxBytes: logMaxBytes,
                 journalFD: fds["--journal-fd"] ?? -1, journalFields: fields)
-        } else if fds["--log-dir-fd"] != nil || fds["--journal-fd"] != nil || logName != nil || logMaxBytes != nil
+        } else if fds["--log-dir-fd"] != nil || fds["--journal-fd"] != nil || logName != nil
+            || logMaxBytes != nil
             || !fields.isEmpty
         {
-            throw LaunchFailure("arguments", "the log and journal options need --output-fd; \(usage)")
+            throw LaunchFailure(
+                "arguments", "the log and journal options need --output-fd; \(usage)")
         }
         return arguments
     }
@@ -98,7 +112,8 @@ struct Arguments {
             bytes[0] != UInt8(ascii: "_"), !bytes.contains(UInt8(ascii: "\n"))
         else { return false }
         return bytes[..<equals].allSatisfy {
-            ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z")) || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+            ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
                 || $0 == UInt8(ascii: "_")
         }
     }

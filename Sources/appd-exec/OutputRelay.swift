@@ -87,7 +87,9 @@ struct OutputRelay {
             while start < filled {
                 let end = min(filled, start + pieceLimit)
                 let newline = buffer.withUnsafeBytes { bytes -> Int? in
-                    guard let found = memchr(bytes.baseAddress! + start, 0x0A, end - start) else { return nil }
+                    guard let found = memchr(bytes.baseAddress! + start, 0x0A, end - start) else {
+                        return nil
+                    }
                     return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
                 }
                 if let newline {
@@ -104,7 +106,9 @@ struct OutputRelay {
             if start > 0 {
                 let rest = filled - start
                 if rest > 0 {
-                    _ = buffer.withUnsafeMutableBytes { memmove($0.baseAddress!, $0.baseAddress! + start, rest) }
+                    _ = buffer.withUnsafeMutableBytes {
+                        memmove($0.baseAddress!, $0.baseAddress! + start, rest)
+                    }
                 }
                 filled = rest
             }
@@ -131,7 +135,9 @@ struct OutputRelay {
         guard logFD >= 0 else { return }
         var offset = start
         while offset < end {
-            let written = buffer.withUnsafeBytes { write(logFD, $0.baseAddress! + offset, end - offset) }
+            let written = buffer.withUnsafeBytes {
+                write(logFD, $0.baseAddress! + offset, end - offset)
+            }
             if written < 0 && errno == EINTR { continue }
             // A full disk: the line is lost from the log (the journal may still get it).
             guard written > 0 else { return }
@@ -154,7 +160,9 @@ struct OutputRelay {
     private mutating func rotate() {
         close(logFD)
         logFD = -1
-        _ = renameat(settings.logDirectoryFD, settings.logName, settings.logDirectoryFD, settings.logName + ".1")
+        _ = renameat(
+            settings.logDirectoryFD, settings.logName, settings.logDirectoryFD,
+            settings.logName + ".1")
         openLog()
         if logSize > 0 {
             // The rename failed: rather than grow past the bound, start the log again.
@@ -168,7 +176,8 @@ struct OutputRelay {
     private mutating func sendJournal(_ buffer: [UInt8], _ start: Int, _ end: Int) {
         if dropped > 0 {
             // The journal fell behind: one try without waiting, first to say what was lost.
-            let notice = "appd: \(dropped) lines were not forwarded to the journal (journald too slow); the log has them all"
+            let notice =
+                "appd: \(dropped) lines were not forwarded to the journal (journald too slow); the log has them all"
             guard send(Array(notice.utf8)[...], wait: false) else {
                 dropped += 1
                 return
@@ -190,7 +199,9 @@ struct OutputRelay {
         var waited: Int32 = 0
         while true {
             let sent = datagram.withUnsafeBytes {
-                Glibc.send(settings.journalFD, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+                Glibc.send(
+                    settings.journalFD, $0.baseAddress, $0.count,
+                    Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
             }
             if sent >= 0 { return true }
             if errno == EINTR { continue }

@@ -24,7 +24,9 @@ struct RemoveTreeTests {
     /// PATH_MAX), with the things an app can leave: FIFOs, sockets, symlinks out of the tree,
     /// files and directories of mode 000, a directory of many files.
     @discardableResult
-    static func makeTree(in top: FileDescriptor, _ name: String, levels: Int) throws -> Set<[UInt64]> {
+    static func makeTree(in top: FileDescriptor, _ name: String, levels: Int) throws -> Set<
+        [UInt64]
+    > {
         var dir = try top.makeDirectory(name)
         var made: Set<[UInt64]> = []
         func identity(_ dir: FileDescriptor) throws -> [UInt64] {
@@ -40,9 +42,13 @@ struct RemoveTreeTests {
             let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             var address = sockaddr_un()
             address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array("/proc/self/fd/\(dir.raw)/sock".utf8)) }
+            withUnsafeMutableBytes(of: &address.sun_path) {
+                $0.copyBytes(from: Array("/proc/self/fd/\(dir.raw)/sock".utf8))
+            }
             let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             #expect(bound == 0)
             close(socket)
@@ -63,7 +69,9 @@ struct RemoveTreeTests {
         return made
     }
 
-    @Test("a 20,000-level tree with FIFOs, sockets, symlinks and mode-000 entries goes, with at most 3 fds open for it")
+    @Test(
+        "a 20,000-level tree with FIFOs, sockets, symlinks and mode-000 entries goes, with at most 3 fds open for it"
+    )
     func deepTree() throws {
         let scratch = Scratch("appd-remove-tree")
         let top = try FileDescriptor.directory(scratch.path)
@@ -88,7 +96,9 @@ struct RemoveTreeTests {
         #expect(access("/", F_OK) == 0)
     }
 
-    @Test("a tree whose top is mode 000, a lone FIFO, a symlink: each removed without following anything")
+    @Test(
+        "a tree whose top is mode 000, a lone FIFO, a symlink: each removed without following anything"
+    )
     func oddTops() throws {
         let scratch = Scratch("appd-remove-tree")
         let top = try FileDescriptor.directory(scratch.path)

@@ -16,14 +16,20 @@ struct HostileTreeTests {
     /// removal fail on a real host (an immutable attribute, a mount, an I/O error).
     static func chattr(_ flag: String, _ path: String) throws {
         let result = try TestDaemon.run("/usr/bin/chattr", [flag, path])
-        guard result.code == 0 else { throw DaemonFailure("chattr \(flag) \(path): \(result.output)") }
+        guard result.code == 0 else {
+            throw DaemonFailure("chattr \(flag) \(path): \(result.output)")
+        }
     }
 
-    @Test("an app's 20,000-level tree with FIFOs, sockets, symlinks and mode-000 entries: uninstall succeeds, the daemon lives, installs go on")
+    @Test(
+        "an app's 20,000-level tree with FIFOs, sockets, symlinks and mode-000 entries: uninstall succeeds, the daemon lives, installs go on"
+    )
     func deepTree() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.deep")
-        let data = try daemon.client.get("/v1/apps/com.example.deep/containers/data", as: APIContainer.self).path
+        let data = try daemon.client.get(
+            "/v1/apps/com.example.deep/containers/data", as: APIContainer.self
+        ).path
         let made = try daemon.launch("com.example.deep", ["deep-tree", "20000"])
         // Landlock checks each mkdir against the whole path up: the app's own tree takes it a while.
         let ended = try AppdClient(socketPath: daemon.socket, timeout: 600)
@@ -47,11 +53,15 @@ struct HostileTreeTests {
         #expect(try daemon.run("appd", ["uninstall", "com.example.after"]).code == 0)
     }
 
-    @Test("a data container that cannot be removed is quarantined: uninstall, installs and launches go on, doctor reports it and removes it once it can")
+    @Test(
+        "a data container that cannot be removed is quarantined: uninstall, installs and launches go on, doctor reports it and removes it once it can"
+    )
     func undeletable() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.stuck")
-        let data = try daemon.client.get("/v1/apps/com.example.stuck/containers/data", as: APIContainer.self).path
+        let data = try daemon.client.get(
+            "/v1/apps/com.example.stuck/containers/data", as: APIContainer.self
+        ).path
         let made = try daemon.launch("com.example.stuck", ["deep-tree", "50"])
         #expect(try daemon.wait(made.id).exit?.code == 0)
         var deepest = "\(data)/Documents/deep"
@@ -62,7 +72,8 @@ struct HostileTreeTests {
         // A poisoned leftover in staging too, as a crashed uninstall leaves one, with the
         // mark that makes the next change run the full recovery.
         let poison = "\(daemon.root)/staging/trash-poisoned"
-        try FileManager.default.createDirectory(atPath: "\(poison)/a/b", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: "\(poison)/a/b", withIntermediateDirectories: true)
         try "x".write(toFile: "\(poison)/a/b/pinned", atomically: false, encoding: .utf8)
         try Self.chattr("+i", "\(poison)/a/b/pinned")
         var pinned = [stuck, "\(poison)/a/b/pinned"]
@@ -70,7 +81,8 @@ struct HostileTreeTests {
             // Whatever happened, the test leaves nothing immutable behind.
             for path in pinned { _ = try? Self.chattr("-i", path) }
             let quarantine = "\(daemon.root)/quarantine"
-            for case let path as String in FileManager.default.enumerator(atPath: quarantine) ?? NSEnumerator()
+            for case let path as String in FileManager.default.enumerator(atPath: quarantine)
+                ?? NSEnumerator()
             where path.hasSuffix("pinned") {
                 _ = try? Self.chattr("-i", "\(quarantine)/\(path)")
             }
@@ -82,7 +94,9 @@ struct HostileTreeTests {
         #expect(quarantined.count == 2, "\(quarantined)")
         #expect(Self.entries("\(daemon.root)/staging").isEmpty)
         #expect(access(data, F_OK) != 0)
-        #expect(daemon.serveLog.contains("quarantined as \(daemon.root)/quarantine/"), "\(daemon.serveLog)")
+        #expect(
+            daemon.serveLog.contains("quarantined as \(daemon.root)/quarantine/"),
+            "\(daemon.serveLog)")
         pinned = quarantined.map { "\(daemon.root)/quarantine/\($0)" }.flatMap { top in
             (FileManager.default.enumerator(atPath: top)?.allObjects as? [String] ?? [])
                 .filter { $0.hasSuffix("pinned") }.map { "\(top)/\($0)" }
@@ -93,7 +107,8 @@ struct HostileTreeTests {
         try daemon.installProbe("com.example.next")
         for round in 0..<3 {
             if round > 0 {
-                let install = try daemon.run("appd", ["install", "\(daemon.directory)/src-com.example.next/Probe.app"])
+                let install = try daemon.run(
+                    "appd", ["install", "\(daemon.directory)/src-com.example.next/Probe.app"])
                 #expect(install.code == 0, "\(install.output)")
             }
             let launched = try daemon.launch("com.example.next", ["exit", "\(round)"])
@@ -103,7 +118,9 @@ struct HostileTreeTests {
 
         let check = try daemon.run("appd", ["doctor", "--check-only"])
         #expect(check.code == 1)
-        #expect(check.output.components(separatedBy: "quarantined: an earlier removal failed").count == 3, "\(check.output)")
+        #expect(
+            check.output.components(separatedBy: "quarantined: an earlier removal failed").count
+                == 3, "\(check.output)")
         let stillStuck = try daemon.run("appd", ["doctor"])
         #expect(stillStuck.output.contains("still cannot be removed"), "\(stillStuck.output)")
 
