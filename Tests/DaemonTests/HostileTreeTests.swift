@@ -129,4 +129,32 @@ struct HostileTreeTests {
         #expect(repaired.code == 0, "\(repaired.output)")
         #expect(Self.entries("\(daemon.root)/quarantine").isEmpty)
     }
+
+    @Test(
+        "a mount inside a leftover is never crossed: doctor refuses to remove through it, and what is mounted there survives"
+    )
+    func mountInside() throws {
+        let scratch =
+            FileManager.default.temporaryDirectory.path
+            + "/appd-mount-inside-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let root = "\(scratch)/root"
+        let victim = "\(scratch)/victim"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        try FileManager.default.createDirectory(
+            atPath: "\(root)/quarantine/trash-mounted/inner", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
+        try "precious".write(toFile: "\(victim)/keep", atomically: false, encoding: .utf8)
+        // In a mount namespace of its own (nothing reaches the host's mount table): a bind mount
+        // inside the leftover, as an admin's debugging or a crashed launch might leave one.
+        let script = """
+            mount --make-rprivate / && mount --bind \(victim) \(root)/quarantine/trash-mounted/inner && \
+            \(builtExecutable("appd")) doctor; echo "doctor exit $?"; umount \(root)/quarantine/trash-mounted/inner
+            """
+        let result = try TestDaemon.run(
+            "/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script],
+            environment: ["APPD_ROOT": root, "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"])
+        #expect(result.output.contains("is a mount point"), "\(result.output)")
+        #expect(result.output.contains("doctor exit 1"), "\(result.output)")
+        #expect((try? String(contentsOfFile: "\(victim)/keep", encoding: .utf8)) == "precious")
+    }
 }
