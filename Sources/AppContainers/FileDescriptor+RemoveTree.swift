@@ -38,8 +38,10 @@ extension FileDescriptor {
         var levels: [Level] = []
         var current: Int32 = -1
         defer { if current >= 0 { close(current) } }
+        // The path of `last` in the directory being walked, for messages (levels[0] is `name`).
         func where_(_ last: String? = nil) -> String {
-            Self.describe(child(name), levels.dropFirst().map(\.name) + (last.map { [$0] } ?? []))
+            guard !levels.isEmpty else { return child(name) }
+            return Self.describe(child(name), levels.dropFirst().map(\.name) + (last.map { [$0] } ?? []))
         }
         func descend(from parent: Int32, _ entry: String, rescans: Int = 0) throws -> Bool {
             let fd = try Self.openForRemoval(parent, entry, path: { where_(entry) })
