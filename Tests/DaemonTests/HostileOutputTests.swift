@@ -167,7 +167,7 @@ struct HostileOutputTests {
             .compactMap { $0.split(separator: "\n").first { $0.hasPrefix("MESSAGE=output line") } }
             .map { String($0.dropFirst("MESSAGE=".count)) }
         #expect(journaled == expected, "journal has \(journaled.count) lines")
-        daemon.stop()
+        Self.expectPromptStop(daemon)
     }
 
     @Test(
@@ -220,7 +220,7 @@ struct HostileOutputTests {
             Array(mine[(noticeIndex + 1)...]) == [
                 "after burst 0", "after burst 1", "after burst 2", "output-burst: value done",
             ])
-        daemon.stop()
+        Self.expectPromptStop(daemon)
     }
 
     @Test(
@@ -250,7 +250,7 @@ struct HostileOutputTests {
             .compactMap { $0.split(separator: "\n").first { $0.hasPrefix("MESSAGE=output line") } }
             .map { String($0.dropFirst("MESSAGE=".count)) }
         #expect(journaled == expected)
-        daemon.stop()
+        Self.expectPromptStop(daemon)
     }
 }
 
