@@ -423,6 +423,9 @@ static void forked_children(int count, int spin) {
     }
 }
 
+static volatile sig_atomic_t lifecycle_terminating;
+static void lifecycle_on_term(int signo) { (void)signo; lifecycle_terminating = 1; }
+
 static int lifecycle(int argc, char **argv) {
     int no_ready = 0, end_on_expire = 0, spin = 0, garbage = 0, procs = 1;
     size_t late_alloc = 0;
@@ -454,6 +457,11 @@ static int lifecycle(int argc, char **argv) {
         char *memory = malloc(late_alloc);
         for (size_t j = 0; memory && j < late_alloc; j += 4096) memory[j] = 1;
     }
+    // SIGTERM comes right after willTerminate: read what the channel holds first, as an app
+    // on AppRuntime does, then end by the signal (no SA_RESTART: poll returns EINTR).
+    struct sigaction on_term = {.sa_handler = lifecycle_on_term};
+    sigemptyset(&on_term.sa_mask);
+    sigaction(SIGTERM, &on_term, NULL);
     long held = 0;            // the background task we hold, 0 for none
     long long end_at = 0;     // when we end it (ns), 0 for never
     char buffer[65536 + 1], type[64];
@@ -461,7 +469,18 @@ static int lifecycle(int argc, char **argv) {
         int timeout = -1;
         if (end_at) { long long left = (end_at - now_ns() + 999999) / 1000000; timeout = left < 0 ? 0 : (int)left; }
         struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int ready = poll(&pfd, 1, timeout);
+        int ready = lifecycle_terminating ? 0 : poll(&pfd, 1, timeout);
+        if (lifecycle_terminating) {
+            ssize_t n;
+            while ((n = recv(fd, buffer, sizeof buffer - 1, MSG_DONTWAIT)) > 0) {
+                buffer[n] = 0;
+                json_string(buffer, "type", type, sizeof type);
+                printf("lifecycle: event %s at %lld %s\n", type, now_ns(), buffer);
+            }
+            fflush(stdout);
+            signal(SIGTERM, SIG_DFL);
+            raise(SIGTERM);
+        }
         if (ready == 0) {
             // poll's millisecond timeout may wake us a little early: only act once it is time.
             if (held && end_at && now_ns() >= end_at) {
@@ -544,6 +563,8 @@ int main(int argc, char **argv) {
         sleep(atoi(argv[3]));
     } else if (!strcmp(mode, "lifecycle")) return lifecycle(argc, argv);
     else if (attack_network(argc, argv) == 0) return 0;
+    else if (!strncmp(mode, "output-", 7)) { int attack_output(int, char **); return attack_output(argc, argv); }
+    else if (!strcmp(mode, "deep-tree")) { int attack_tree(int, char **); return attack_tree(argc, argv); }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

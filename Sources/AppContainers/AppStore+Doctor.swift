@@ -57,6 +57,9 @@ extension AppStore {
             for name in recovered.staging { note("\(root.stagingPath)/\(name)", "left by an interrupted operation", "removed") }
             for name in recovered.orphanBundleContainers { note(root.bundleContainer(name), "no app owns this bundle container", "removed") }
             for name in recovered.orphanDataContainers { note(root.dataContainer(name), "no app owns this data container", "removed") }
+            for entry in recovered.quarantined {
+                note(entry.path, "could not be removed (from \(entry.origin)): \(entry.reason)", nil)
+            }
         } else {
             let apps = try registry.apps()
             let named = Set(apps.compactMap(\.bundleUUID)).union(apps.map(\.dataUUID))
@@ -70,11 +73,33 @@ extension AppStore {
             }
         }
 
+        checkQuarantine(repair: repair, note: note)
         for app in try registry.apps() {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
         }
         return report
+    }
+
+    /// What recovery could not remove and moved aside: reported until it is gone; `repair`
+    /// tries again (after the admin removed the cause: an immutable file, a mount).
+    private func checkQuarantine(repair: Bool, note: (String, String, String?) -> Void) {
+        guard let quarantine = try? FileDescriptor.directory(root.quarantinePath),
+            let names = try? quarantine.entries()
+        else { return }
+        for name in names {
+            let path = quarantine.child(name)
+            guard repair else {
+                note(path, "quarantined: an earlier removal failed; fix the cause, then 'appd doctor --repair'", nil)
+                continue
+            }
+            do {
+                try quarantine.removeTree(name)
+                note(path, "quarantined: an earlier removal failed", "removed")
+            } catch {
+                note(path, "quarantined, and it still cannot be removed: \((error as? AppdError)?.message ?? "\(error)")", nil)
+            }
+        }
     }
 
     private func check(_ app: InstalledApp, repair: Bool, note: (String, String, String?) -> Void) throws {

@@ -46,7 +46,8 @@ extension AppStore {
     /// unnamed containers that recovery removes; after (6), an old container that recovery
     /// removes. No step ever touches the contents of an existing data container.
     public func install(bundleAt path: String, options: InstallOptions = .init()) throws -> InstallResult {
-        let (lock, recovery) = try lockAndRecover(onWait: options.onWait)
+        let (lock, recovered) = try lockAndRecover(onWait: options.onWait)
+        var recovery = recovered
         defer { withExtendedLifetime(lock) {} }
         CrashPoint.reach("install.locked")
         let registry = try writableRegistry
@@ -158,7 +159,7 @@ extension AppStore {
 
         // The new version is live; the old bundle container is garbage from here on (and
         // recovery would remove it if we stopped now).
-        if let old = existing?.bundleUUID { try discard(old, in: bundles) }
+        if let old = existing?.bundleUUID { _ = discardReporting(old, in: bundles, into: &recovery) }
         CrashPoint.reach("install.old-removed")
         try staging.removeTree(txnName)
 

@@ -16,7 +16,8 @@ extension AppStore {
     /// reserved, and installing the same id again brings the app back to its data. Uninstalling
     /// a `data-kept` app without `keepData` removes the data and releases the uid.
     public func uninstall(_ id: String, keepData: Bool, onWait: () -> Void = {}) throws -> UninstallResult {
-        let (lock, recovery) = try lockAndRecover(onWait: onWait)
+        let (lock, recovered) = try lockAndRecover(onWait: onWait)
+        var recovery = recovered
         defer { withExtendedLifetime(lock) {} }
         let registry = try writableRegistry
         let app = try self.app(id)
@@ -34,16 +35,18 @@ extension AppStore {
             kept.bundleName = nil
             try registry.save(kept)
             CrashPoint.reach("uninstall.committed")
-            if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
+            if let bundleUUID = app.bundleUUID { _ = discardReporting(bundleUUID, in: bundles, into: &recovery) }
             mutationFinished()
             return UninstallResult(app: kept, keptData: true, recovery: recovery)
         }
 
         try registry.delete(app.bundleID)
         CrashPoint.reach("uninstall.committed")
-        if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
+        // The row is gone: whatever cannot be removed now is quarantined and reported, and the
+        // uninstall stands (the app is gone, and nothing later waits on its leftovers).
+        if let bundleUUID = app.bundleUUID { _ = discardReporting(bundleUUID, in: bundles, into: &recovery) }
         CrashPoint.reach("uninstall.bundle-removed")
-        try discard(app.dataUUID, in: data)
+        _ = discardReporting(app.dataUUID, in: data, into: &recovery)
         mutationFinished()
         return UninstallResult(app: app, keptData: false, recovery: recovery)
     }

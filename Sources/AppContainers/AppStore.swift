@@ -118,11 +118,24 @@ public struct RecoveryReport: Sendable, Codable, Equatable {
     public var orphanBundleContainers: [String] = []
     public var orphanDataContainers: [String] = []
     public var orphanGroupContainers: [String] = []
+    /// What could not be removed, moved to `quarantine/` (or left where it was, when even that
+    /// failed) and skipped, so that it blocks nothing: doctor reports it until it is gone.
+    public var quarantined: [QuarantinedEntry] = []
 
     public var isEmpty: Bool {
         staging.isEmpty && orphanBundleContainers.isEmpty && orphanDataContainers.isEmpty
-            && orphanGroupContainers.isEmpty
+            && orphanGroupContainers.isEmpty && quarantined.isEmpty
     }
+}
+
+/// A leftover whose removal failed.
+public struct QuarantinedEntry: Sendable, Codable, Equatable {
+    /// Where it is now.
+    public var path: String
+    /// What it was (`staging/trash-…`, a data container).
+    public var origin: String
+    /// Why its removal failed.
+    public var reason: String
 }
 
 extension AppStore {
@@ -136,42 +149,80 @@ extension AppStore {
         let data = Set(apps.map(\.dataUUID))
         let bundleDir = try FileDescriptor.directory(root.bundleContainersPath)
         for name in try bundleDir.entries() where !bundles.contains(name) {
-            try discard(name, in: bundleDir)
-            report.orphanBundleContainers.append(name)
+            if discardReporting(name, in: bundleDir, into: &report) { report.orphanBundleContainers.append(name) }
         }
         let dataDir = try FileDescriptor.directory(root.dataContainersPath)
         for name in try dataDir.entries() where !data.contains(name) {
-            try discard(name, in: dataDir)
-            report.orphanDataContainers.append(name)
+            if discardReporting(name, in: dataDir, into: &report) { report.orphanDataContainers.append(name) }
         }
         let groups = Set(try writableRegistry.allGroups().map(\.uuid))
         if let groupDir = try? FileDescriptor.directory(root.groupContainersPath) {
             for name in try groupDir.entries() where !groups.contains(name) {
-                try discard(name, in: groupDir)
-                report.orphanGroupContainers.append(name)
+                if discardReporting(name, in: groupDir, into: &report) { report.orphanGroupContainers.append(name) }
             }
         }
         return report
     }
 
-    /// Empties staging: interrupted installs, upgrades and uninstalls, and trash.
+    /// `discard` that never throws: what it cannot remove (or even move) goes into the
+    /// report's `quarantined`. True when it is gone.
+    func discardReporting(_ name: String, in directory: FileDescriptor, into report: inout RecoveryReport) -> Bool {
+        do {
+            guard let entry = try discard(name, in: directory) else { return true }
+            report.quarantined.append(entry)
+        } catch {
+            let reason = (error as? AppdError)?.message ?? "\(error)"
+            report.quarantined.append(QuarantinedEntry(path: directory.child(name), origin: directory.child(name), reason: reason))
+        }
+        return false
+    }
+
+    /// Empties staging: interrupted installs, upgrades and uninstalls, and trash. An entry that
+    /// cannot be removed is quarantined, not retried forever: one hostile tree must never stop
+    /// every later install, uninstall or launch.
     func recoverStaging() throws -> RecoveryReport {
         var report = RecoveryReport()
         let staging = try FileDescriptor.directory(root.stagingPath)
         for name in try staging.entries() {
-            try staging.removeTree(name)
-            report.staging.append(name)
+            if let entry = remove(name, in: staging, origin: "\(root.stagingPath)/\(name)") {
+                report.quarantined.append(entry)
+            } else {
+                report.staging.append(name)
+            }
         }
         return report
     }
 
     /// Moves `name` out of `directory` into staging (atomic, so it is gone from its container
-    /// directory at once), then deletes it.
-    func discard(_ name: String, in directory: FileDescriptor) throws {
+    /// directory at once), then deletes it. A removal that fails is quarantined and returned.
+    @discardableResult
+    func discard(_ name: String, in directory: FileDescriptor) throws -> QuarantinedEntry? {
         let staging = try FileDescriptor.directory(root.stagingPath)
         let trashName = "trash-\(UUID().uuidString)"
         try directory.rename(name, to: staging, as: trashName)
         try directory.sync()
-        try staging.removeTree(trashName)
+        CrashPoint.reach("discard.moved")
+        return remove(trashName, in: staging, origin: directory.child(name))
+    }
+
+    /// Removes `name` from staging; if that fails, moves what is left of it to `quarantine/`
+    /// and says why. Nil when it is gone.
+    private func remove(_ name: String, in staging: FileDescriptor, origin: String) -> QuarantinedEntry? {
+        do {
+            try staging.removeTree(name)
+            return nil
+        } catch {
+            let reason = (error as? AppdError)?.message ?? "\(error)"
+            let quarantineName = "\(name)-\(UUID().uuidString.prefix(8))"
+            guard let quarantine = try? FileDescriptor.directory(root.quarantinePath),
+                (try? staging.rename(name, to: quarantine, as: quarantineName)) != nil
+            else {
+                // Not even moved aside: it stays in staging, and the next recovery tries again
+                // (and reports it again), but nothing waits on it.
+                return QuarantinedEntry(path: staging.child(name), origin: origin, reason: reason)
+            }
+            _ = try? quarantine.sync()
+            return QuarantinedEntry(path: quarantine.child(quarantineName), origin: origin, reason: reason)
+        }
     }
 }

@@ -92,27 +92,4 @@ final class FileDescriptor {
         }
         return names.sorted()
     }
-
-    /// Removes `name` and everything below it without ever following a symlink, so a tree an
-    /// app controls (its data container) cannot redirect the removal outside itself.
-    func removeTree(_ name: String) throws {
-        var st = Glibc.stat()
-        guard fstatat(raw, name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
-            if errno == ENOENT { return }
-            throw AppdError.system("stat \(child(name))")
-        }
-        if st.st_mode & S_IFMT == S_IFDIR {
-            let dir = try openDirectory(name)
-            // A directory left read-only (bundle containers are 0555) still has to be emptied.
-            _ = fchmod(dir.raw, 0o700)
-            for entry in try dir.entries() { try dir.removeTree(entry) }
-            guard unlinkat(raw, name, AT_REMOVEDIR) == 0 else {
-                throw AppdError.system("rmdir \(child(name))")
-            }
-        } else {
-            guard unlinkat(raw, name, 0) == 0 || errno == ENOENT else {
-                throw AppdError.system("unlink \(child(name))")
-            }
-        }
-    }
 }

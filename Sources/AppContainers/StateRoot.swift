@@ -8,6 +8,7 @@ import Glibc
 ///     Containers/Data/<UUID>/              data containers: the app's uid, 0700
 ///     Containers/Shared/AppGroup/<UUID>/   application-group containers
 ///     staging/                             work in progress; emptied at every start
+///     quarantine/                          what recovery could not remove (doctor reports it)
 ///     .lock                                held (flock) by whoever changes anything
 ///     .mutating                            an install or uninstall began and has not finished
 ///
@@ -32,6 +33,8 @@ public struct StateRoot: Sendable {
     public var dataContainersPath: String { "\(path)/Containers/Data" }
     public var groupContainersPath: String { "\(path)/Containers/Shared/AppGroup" }
     public var stagingPath: String { "\(path)/staging" }
+    /// Leftovers whose removal failed, moved aside so that they never block a later change.
+    public var quarantinePath: String { "\(path)/quarantine" }
     var lockPath: String { "\(path)/.lock" }
     /// Present while an install or uninstall runs, and after one that did not finish.
     var mutationMarkPath: String { "\(path)/.mutating" }
@@ -49,6 +52,7 @@ public struct StateRoot: Sendable {
         ("Containers/Shared", 0o711),
         ("Containers/Shared/AppGroup", 0o711),
         ("staging", 0o700),
+        ("quarantine", 0o700),
     ]
 
     /// Creates whatever part of the layout is missing; repairs nothing that exists (that is

@@ -68,9 +68,7 @@ public final class Daemon: Service {
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
             underSystemd: environment["INVOCATION_ID"] != nil)
-        if let path = options.journalSocket, let sink = JournalOutputSink(socketPath: path) {
-            await supervisor.forwardOutput(to: sink)
-        }
+        if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         let report = await supervisor.start()
         if !report.adopted.isEmpty || !report.ended.isEmpty {
             logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",

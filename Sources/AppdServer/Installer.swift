@@ -76,7 +76,16 @@ final class Installer: Sendable {
         if let warning = result.signing.warning {
             logger.warning("\(warning)", metadata: ["app": "\(result.app.bundleID)"])
         }
+        logQuarantined(result.recovery)
         return result
+    }
+
+    /// Recovery's leftovers it could not remove: moved aside (appd doctor lists them), logged.
+    func logQuarantined(_ report: RecoveryReport) {
+        for entry in report.quarantined {
+            logger.error("could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason)",
+                metadata: ["hint": "fix the cause, then run 'appd doctor --repair'"])
+        }
     }
 
     /// `Hello.app`: one path component ending in .app.

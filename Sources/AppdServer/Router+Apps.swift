@@ -36,6 +36,7 @@ extension Router {
             try await installer.onQueue { try store.uninstall(id, keepData: keepData) }
         }
         appList.invalidate()
+        installer.logQuarantined(result.recovery)
         supervisor.publishAppEvent(.uninstalled, app: result.app.bundleID, version: result.app.version)
         return try .json(APIUninstallResult(
             app: APIApp(result.app, root: store.root, withEntitlements: false), keptData: result.keptData))

@@ -21,43 +21,90 @@ extension Router {
     }
 
     /// The instance's output from the start (the rotated part first); with `follow=1` new
-    /// output as it is written, until the instance has exited and everything was sent.
+    /// output as it is written, until the instance has exited and everything was sent. The
+    /// relay rotates by rename: the file being followed is read to its end, then the new one
+    /// from its start. At most the log's bound is read from each file.
     func logs(_ id: String, _ request: Request) async throws -> Reply {
         let files = try await supervisor.logFiles(id)
         let follow = request.flag("follow")
         let supervisor = supervisor
+        let limit = files.maxBytes
         return .stream(contentType: "text/plain; charset=utf-8") { writer in
             var buffer = [UInt8](repeating: 0, count: 64 << 10)
             for path in files.paths.dropLast() {
-                try await Self.copy(path, from: 0, into: writer, buffer: &buffer)
+                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                guard fd >= 0 else { continue }
+                defer { close(fd) }
+                _ = try await Self.copy(fd, from: 0, limit: limit, into: writer, buffer: &buffer)
             }
             guard let current = files.paths.last else { return }
-            var offset = try await Self.copy(current, from: 0, into: writer, buffer: &buffer)
+            var log = LogFile(path: current)
+            defer { log.close() }
+            var offset = try await Self.copy(log.fd, from: 0, limit: limit, into: writer, buffer: &buffer)
             guard follow else { return }
             while true {
                 let exited = try await supervisor.instance(id).state == .exited
-                // Truncated by rotation: what was before is in .log.1 now, read on from 0.
-                var info = stat()
-                if stat(current, &info) == 0, Int64(info.st_size) < offset { offset = 0 }
-                offset = try await Self.copy(current, from: offset, into: writer, buffer: &buffer)
+                offset = try await Self.copy(log.fd, from: offset, limit: limit, into: writer, buffer: &buffer)
+                if log.replaced() {
+                    // Renamed to .1 by the relay, which writes only the new file from then on:
+                    // the rest of the old one, then the new one from its start.
+                    offset = try await Self.copy(log.fd, from: offset, limit: limit, into: writer, buffer: &buffer)
+                    log.reopen()
+                    offset = 0
+                    continue
+                }
                 if exited { return }
                 try await Task.sleep(nanoseconds: 50_000_000)
             }
         }
     }
 
-    /// Sends `path` from `offset` to its end; returns the new offset. A missing file is empty.
-    static func copy(_ path: String, from offset: Int64, into writer: StreamWriter, buffer: inout [UInt8]) async throws -> Int64 {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    /// The log file being followed, held open so that a rename does not lose its end.
+    struct LogFile {
+        let path: String
+        private(set) var fd: Int32 = -1
+        private var inode: ino_t = 0
+
+        init(path: String) {
+            self.path = path
+            reopen()
+        }
+
+        mutating func reopen() {
+            close()
+            fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+            var info = stat()
+            inode = fd >= 0 && fstat(fd, &info) == 0 ? info.st_ino : 0
+        }
+
+        /// Another file has the name now (or one has it at last).
+        func replaced() -> Bool {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return false }
+            return fd < 0 || info.st_ino != inode
+        }
+
+        mutating func close() {
+            if fd >= 0 { Glibc.close(fd) }
+            fd = -1
+        }
+    }
+
+    /// Sends `fd` from `offset` to its end, or to `limit`; returns the new offset. No file
+    /// (-1) is empty.
+    static func copy(_ fd: Int32, from offset: Int64, limit: Int64, into writer: StreamWriter, buffer: inout [UInt8])
+        async throws -> Int64
+    {
         guard fd >= 0 else { return offset }
-        defer { close(fd) }
         var position = offset
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(position)) }
+        while position < limit {
+            let wanted = Int(min(Int64(buffer.count), limit - position))
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(position)) }
             guard count > 0 else { return position }
             try await writer.write(buffer[..<count])
             position += Int64(count)
         }
+        return position
     }
 
     /// Every lifecycle event as one JSON line, until the client goes away.

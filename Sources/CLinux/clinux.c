@@ -5,6 +5,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int appd_syncfs(int fd) { return syncfs(fd); }
@@ -21,4 +22,11 @@ int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int appd_is_mount_root(int fd) {
+    struct statx info;
+    if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS, &info) != 0) return -1;
+    if (!(info.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT)) return 0;
+    return (info.stx_attributes & STATX_ATTR_MOUNT_ROOT) ? 1 : 0;
 }

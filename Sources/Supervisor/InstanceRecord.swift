@@ -73,6 +73,9 @@ struct RecordStore: Sendable {
     func remove(_ id: String) {
         unlink(recordPath(id))
         unlink(statusPath(id))
+        // The read offset of the journal forwarding daemons before the output relay kept
+        // (docs/app-output.md): gone with its instance on hosts that upgraded.
+        unlink("\(directory)/\(id).forwarded")
     }
 
     /// Every record; unreadable ones are skipped and returned by name.

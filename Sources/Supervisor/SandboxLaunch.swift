@@ -63,6 +63,20 @@ public struct SandboxLaunch {
     public var bpf: [UInt8]?
     /// The app's end of the lifecycle channel (docs/lifecycle.md): fd 3 in the app.
     public var channel: Int32?
+    /// The output relay's fds and settings (docs/app-output.md): `output` is then the pipe's
+    /// write end and the launcher's relay writes the log. nil: `output` is used as it is.
+    public var relay: OutputRelayArguments?
+
+    /// What appd-exec's output relay gets: the pipe's read end, the log folder, the journal.
+    public struct OutputRelayArguments {
+        public var readFD: Int32
+        public var logDirectoryFD: Int32
+        public var logName: String
+        public var logMaxBytes: Int64
+        public var journalFD: Int32?
+        /// `KEY=VALUE` fields of every journal entry.
+        public var journalFields: [String]
+    }
 
     public init(
         profile: SandboxProfile, launcher: String, cgroups: CgroupSettings, limits: CgroupLimits,
@@ -184,11 +198,25 @@ public struct SandboxLaunch {
         posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
         posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
         posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
-        if let channel { posix_spawn_file_actions_adddup2(&actions, channel, 6) }
+        var arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+        var next: Int32 = 6
+        func place(_ fd: Int32, _ option: String) {
+            posix_spawn_file_actions_adddup2(&actions, fd, next)
+            arguments += [option, String(next)]
+            next += 1
+        }
+        if let channel { place(channel, "--channel-fd") }
+        if let relay {
+            place(relay.readFD, "--output-fd")
+            place(relay.logDirectoryFD, "--log-dir-fd")
+            if let journal = relay.journalFD { place(journal, "--journal-fd") }
+            arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
+            for field in relay.journalFields { arguments += ["--journal-field", field] }
+        }
         // Nothing else: SwiftNIO opens its epoll, listening and accepted sockets without
         // close-on-exec, and a launcher holding a client's connection keeps it open after
         // the daemon closed it (an idle timeout that does not close, a client that never sees EOF).
-        let closing = appd_spawn_closefrom(&actions, channel == nil ? 6 : 7)
+        let closing = appd_spawn_closefrom(&actions, next)
         guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
 
         var attributes = posix_spawnattr_t()
@@ -204,8 +232,6 @@ public struct SandboxLaunch {
         let setsid: Int32 = newSession ? 0x80 : 0
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
 
-        let arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
-            + (channel == nil ? [] : ["--channel-fd", "6"])
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var envp: [UnsafeMutablePointer<CChar>?] = [nil]

@@ -29,8 +29,8 @@ extension Supervisor {
 
     /// Re-adopts what the previous daemon left: a record whose launcher is still the same
     /// process (pid and start time match) is watched again through a new pidfd; one whose
-    /// launcher is gone is closed with the status the launcher wrote. Then starts the log
-    /// loop (output forwarding, rotation). Call once, before serving.
+    /// launcher is gone is closed with the status the launcher wrote. Then starts the loop
+    /// that catches exits a watcher missed. Call once, before serving.
     public func start() -> AdoptionReport {
         var report = AdoptionReport()
         let loaded = records.loadAll()
@@ -69,7 +69,7 @@ extension Supervisor {
         Task { [weak self] in
             while let self, !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 250_000_000)
-                await self.passLogs()
+                await self.checkExits()
             }
         }
         startJetsam()

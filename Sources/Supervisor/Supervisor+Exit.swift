@@ -24,8 +24,6 @@ extension Supervisor {
             try? cgroup.kill(timeoutSeconds: 2)
             try? cgroup.remove()
         }
-        forwarder?.forward(entry.record.instance, logPath: entry.record.instance.log, final: true)
-        forwarder?.finish(id)
         entry.record.instance.exit = Self.exit(
             status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
             request: entry.record.request, oomKills: oomKills, message: entry.record.requestMessage)
@@ -88,25 +86,41 @@ extension Supervisor {
         }
     }
 
-    /// Hands the new output of live instances on and rotates their logs; runs four times a
-    /// second.
-    func passLogs() {
+    /// Handles exits whose pidfd became readable without its source firing; runs four times a
+    /// second. It reads no output: the instances' relays write their logs (docs/app-output.md).
+    func checkExits() {
         for entry in entries.values where entry.record.instance.state != .exited {
             if entry.watcher?.hasExited == true {
                 // The pidfd is readable but its source has not fired (yet, or ever): handle
                 // the exit here; launcherEnded runs once, whichever comes first.
                 launcherEnded(entry.record.instance.id)
-                continue
             }
-            let path = entry.record.instance.log
-            forwarder?.forward(entry.record.instance, logPath: path)
-            if logs.rotateIfNeeded(path) { forwarder?.rotated(entry.record.instance.id) }
         }
     }
 
-    /// Sends every instance's output to `sink` as well as to its log file, from where the
-    /// previous daemon stopped (for instances it re-adopts). Call before `start()`.
-    public func forwardOutput(to sink: any InstanceOutputSink) {
-        forwarder = OutputForwarder(sink: sink, directory: records.directory)
+    /// Each instance launched from now on sends its output to journald's native socket at
+    /// `path` as well as to its log file, through its relay. Call before `start()`.
+    public func forwardOutput(toJournal path: String) {
+        journalSocket = path
+    }
+
+    /// A datagram socket connected to the journal (so that the relay can wait for room with
+    /// poll), or nil when there is no journal to connect to: the log file still has everything.
+    static func connectJournal(_ path: String) -> Int32? {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return nil }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else {
+            close(fd)
+            return nil
+        }
+        return fd
     }
 }

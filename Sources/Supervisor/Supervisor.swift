@@ -40,8 +40,9 @@ public actor Supervisor {
     var bpfCache: [SeccompRules: [UInt8]] = [:]
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
-    /// Hands the instances' output on (to the journal, under systemd); nil: the log files only.
-    var forwarder: OutputForwarder?
+    /// journald's native socket: each instance's relay sends its output there too (under
+    /// systemd); nil: the log files only.
+    var journalSocket: String?
     /// `shutdown()` ran: nobody is told of exits any more, so nobody may wait for one.
     var stopping = false
     /// Memory pressure seen so far (Jetsam.swift).
@@ -80,32 +81,39 @@ public actor Supervisor {
         // The record exists before the process does: a crash in between leaves a record
         // without a pid, which the next start closes as failed, and a cgroup it removes.
         try records.save(record)
-        let output: Int32
+        // The app's stdout and stderr are a pipe whose read end goes to the launcher's output
+        // relay (docs/app-output.md): the daemon never reads it and the app never holds a file.
+        var opened: [Int32] = []
+        defer { for fd in opened { close(fd) } }
+        let output: (read: Int32, write: Int32)
+        let folder: Int32
         let status: Int32
-        do {
-            output = try logs.open(app: app.bundleID, instance: id)
-            status = try records.openStatus(id)
-        } catch {
-            records.remove(id)
-            throw error
-        }
         let channel: (daemon: Int32, app: Int32)
         do {
+            output = try logs.pipe()
+            opened += [output.read, output.write]
+            folder = try logs.openFolder(app: app.bundleID)
+            opened.append(folder)
+            status = try records.openStatus(id)
+            opened.append(status)
             channel = try LifecycleChannel.pair()
+            opened.append(channel.app)
         } catch {
-            close(output)
-            close(status)
             records.remove(id)
             throw error
         }
-        defer {
-            close(output)
-            close(status)
-            close(channel.app)
-        }
+        let journal = journalSocket.flatMap(Self.connectJournal)
+        if let journal { opened.append(journal) }
         var launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
-            limits: profile.cgroupLimits, output: output)
+            limits: profile.cgroupLimits, output: output.write)
         launch.channel = channel.app
+        launch.relay = .init(
+            readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
+            logMaxBytes: min(settings.logMaxBytes, Int64(Int32.max)), journalFD: journal,
+            journalFields: [
+                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)", "APPD_INSTANCE=\(id)",
+                "APPD_UID=\(app.uid)",
+            ])
         if profile.seccomp.required {
             if bpfCache[profile.seccomp] == nil, bpfCache.count > 256 { bpfCache.removeAll() }
             launch.bpf = try bpfCache[profile.seccomp] ?? SeccompCompiler.bpf(for: profile.seccomp)
@@ -197,11 +205,12 @@ public actor Supervisor {
         }
     }
 
-    /// The log files of an instance, oldest first, and whether it has exited.
-    public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool) {
+    /// The log files of an instance, oldest first, whether it has exited, and how much of each
+    /// file a reader takes at most (the relay keeps them below it).
+    public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool, maxBytes: Int64) {
         let entry = try entry(id)
         let path = entry.record.instance.log
-        return ([path + ".1", path], entry.record.instance.state == .exited)
+        return ([path + ".1", path], entry.record.instance.state == .exited, logs.maxBytes)
     }
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }

@@ -1,47 +1,120 @@
 import Glibc
 
-/// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]`
+/// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]
+///  [--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N
+///   [--journal-fd J] [--journal-field KEY=VALUE]...]`
 struct Arguments {
     var profileFD: Int32
     var seccompFD: Int32
     var statusFD: Int32?
     /// The app's end of the lifecycle channel: fd 3 in the app (docs/lifecycle.md).
     var channelFD: Int32?
+    /// The output relay's settings (docs/app-output.md); nil: 0-2 pass through to the app.
+    var output: OutputSettings?
 
-    static let usage = "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]"
+    static let usage =
+        "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C] "
+        + "[--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N [--journal-fd J] [--journal-field KEY=VALUE]...]"
 
     /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
     /// still be reported there.
     static func parse(_ argv: [String], statusFD: inout Int32?) throws -> Arguments {
-        var profileFD: Int32?
-        var seccompFD: Int32?
-        var channelFD: Int32?
+        var fds: [String: Int32] = [:]
+        var logName: String?
+        var logMaxBytes: Int?
+        var fields: [String] = []
         var index = 1
         while index < argv.count {
             let option = argv[index]
-            guard index + 1 < argv.count, let fd = descriptor(argv[index + 1]) else {
-                throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
+            guard index + 1 < argv.count else {
+                throw LaunchFailure("arguments", "\(option) needs a value; \(usage)")
             }
+            let value = argv[index + 1]
             switch option {
-            case "--profile-fd" where profileFD == nil: profileFD = fd
-            case "--seccomp-fd" where seccompFD == nil: seccompFD = fd
-            case "--status-fd" where statusFD == nil: statusFD = fd
-            case "--channel-fd" where channelFD == nil: channelFD = fd
+            case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
+                "--log-dir-fd",
+                "--journal-fd":
+                guard fds[option] == nil else {
+                    throw LaunchFailure("arguments", "\(option) given twice; \(usage)")
+                }
+                guard let fd = descriptor(value) else {
+                    throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
+                }
+                fds[option] = fd
+                if option == "--status-fd" { statusFD = fd }
+            case "--log-name" where logName == nil:
+                guard isPlainName(value) else {
+                    throw LaunchFailure(
+                        "arguments", "--log-name '\(value)' must be a file name without '/'")
+                }
+                logName = value
+            case "--log-max-bytes" where logMaxBytes == nil:
+                guard let number = ProfileParser.number(value), number >= 1,
+                    number <= UInt64(Int32.max)
+                else {
+                    throw LaunchFailure(
+                        "arguments", "--log-max-bytes '\(value)' must be 1 to \(Int32.max)")
+                }
+                logMaxBytes = Int(number)
+            case "--journal-field":
+                guard isJournalField(value) else {
+                    throw LaunchFailure(
+                        "arguments",
+                        "--journal-field '\(value)' must be KEY=VALUE (KEY of A-Z 0-9 _, no newline)"
+                    )
+                }
+                fields.append(value)
             default: throw LaunchFailure("arguments", "unexpected '\(option)'; \(usage)")
             }
             index += 2
         }
-        guard let profileFD, let seccompFD else {
+        guard let profileFD = fds["--profile-fd"], let seccompFD = fds["--seccomp-fd"] else {
             throw LaunchFailure("arguments", "--profile-fd and --seccomp-fd are required; \(usage)")
         }
-        for fd in [profileFD, seccompFD] + [statusFD, channelFD].compactMap({ $0 }) {
-            try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open")
+        for fd in fds.values { try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open") }
+        var arguments = Arguments(
+            profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
+            channelFD: fds["--channel-fd"])
+        if let readFD = fds["--output-fd"] {
+            guard let directory = fds["--log-dir-fd"], let logName, let logMaxBytes else {
+                throw LaunchFailure(
+                    "arguments",
+                    "--output-fd needs --log-dir-fd, --log-name and --log-max-bytes; \(usage)")
+            }
+            arguments.output = OutputSettings(
+                readFD: readFD, logDirectoryFD: directory, logName: logName,
+                logMaxBytes: logMaxBytes,
+                journalFD: fds["--journal-fd"] ?? -1, journalFields: fields)
+        } else if fds["--log-dir-fd"] != nil || fds["--journal-fd"] != nil || logName != nil
+            || logMaxBytes != nil
+            || !fields.isEmpty
+        {
+            throw LaunchFailure(
+                "arguments", "the log and journal options need --output-fd; \(usage)")
         }
-        return Arguments(profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD, channelFD: channelFD)
+        return arguments
     }
 
     private static func descriptor(_ text: String) -> Int32? {
         guard let value = ProfileParser.number(text), value <= Int32.max else { return nil }
         return Int32(value)
+    }
+
+    private static func isPlainName(_ text: String) -> Bool {
+        !text.isEmpty && text != "." && text != ".." && text.utf8.count <= 250
+            && !text.utf8.contains(where: { $0 == UInt8(ascii: "/") || $0 == 0 })
+    }
+
+    /// journald's rule for field names, and a value that stays on its line.
+    private static func isJournalField(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        guard let equals = bytes.firstIndex(of: UInt8(ascii: "=")), equals > 0, equals <= 64,
+            bytes[0] != UInt8(ascii: "_"), !bytes.contains(UInt8(ascii: "\n"))
+        else { return false }
+        return bytes[..<equals].allSatisfy {
+            ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z"))
+                || ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9"))
+                || $0 == UInt8(ascii: "_")
+        }
     }
 }

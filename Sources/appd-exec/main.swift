@@ -11,6 +11,7 @@ import Glibc
 enum Launcher {
     static func main() -> Int32 {
         var statusFD: Int32?
+        var relay: pid_t?
         // The new root's directories get the modes the profile says, whatever the caller's
         // umask (appd runs with 077).
         umask(0o022)
@@ -31,6 +32,12 @@ enum Launcher {
             let lastCapability = Credentials.lastCapability()
 
             try Namespaces.joinCgroups(profile.cgroups)
+            if let output = arguments.output {
+                // In the instance's cgroups, before unshare: the relay stays in the host's
+                // namespaces (docs/app-output.md). Nothing after it holds the read end.
+                relay = try OutputRelay.start(output)
+                for fd in [output.readFD, output.logDirectoryFD, output.journalFD] where fd >= 0 { close(fd) }
+            }
             try Namespaces.unshare(profile)
             let outcome = try runInit(
                 Launch(
@@ -39,13 +46,36 @@ enum Launcher {
                     channelFD: arguments.channelFD ?? -1))
             switch outcome {
             case .ended(let status):
+                finishOutput(relay)
                 if let statusFD { FileIO.writeAll(statusFD, status.line + "\n") }
                 return status.launcherCode
             case .failed(let text):
-                return fail(text, statusFD: statusFD)
+                return fail(text, statusFD: statusFD, relay: relay)
             }
         } catch {
-            return fail(failureText(error), statusFD: statusFD)
+            return fail(failureText(error), statusFD: statusFD, relay: relay)
+        }
+    }
+
+    /// The app is gone: the launcher lets go of its copies of the pipe's write end (its 1 and 2)
+    /// so that the relay reads EOF, then waits for the relay to write the rest, so that "the
+    /// instance ended" implies "its output is in the log". Bounded: a writer that escaped the
+    /// pid namespace (none can, with one) must not hold the status back; the daemon's
+    /// cgroup.kill ends a relay still waiting for it.
+    private static func finishOutput(_ relay: pid_t?) {
+        guard let relay else { return }
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        if null >= 0 {
+            dup2(null, 1)
+            dup2(null, 2)
+            close(null)
+        }
+        for _ in 0..<500 {
+            var status: Int32 = 0
+            let result = waitpid(relay, &status, WNOHANG)
+            // ECHILD: reaped already by the supervising loop (it ended before the app).
+            if result == relay || (result < 0 && errno != EINTR) { return }
+            usleep(10_000)
         }
     }
 
@@ -86,8 +116,9 @@ enum Launcher {
         }
     }
 
-    private static func fail(_ text: String, statusFD: Int32?) -> Int32 {
+    private static func fail(_ text: String, statusFD: Int32?, relay: pid_t? = nil) -> Int32 {
         FileIO.writeAll(2, "appd-exec: \(text)\n")
+        finishOutput(relay)
         if let statusFD { FileIO.writeAll(statusFD, "error \(text)\n") }
         return 127
     }

@@ -10,11 +10,13 @@ struct Doctor: ParsableCommand {
         discussion: """
             Repairs: leftovers of interrupted operations, containers no app owns, modes of the \
             state root layout, owner and mode of data containers, a missing data container \
-            (recreated empty). Reports, without touching: a missing bundle (reinstall the app), \
-            a uid the host now uses for an account, registry corruption. Exits 1 if anything \
-            is left unresolved. Also says, for apps with no network, network.client and \
-            network.server, whether they launch on this kernel and which layers are reduced \
-            (another layer closes the gap) or weakened (WeakerModes=): docs/sandbox-layers.md.
+            (recreated empty), what an earlier removal could not delete and moved to \
+            <root>/quarantine (retried; reported while it stays). Reports, without touching: a \
+            missing bundle (reinstall the app), a uid the host now uses for an account, registry \
+            corruption. Exits 1 if anything is left unresolved. Also says, for apps with no \
+            network, network.client and network.server, whether they launch on this kernel and \
+            which layers are reduced (another layer closes the gap) or weakened (WeakerModes=): \
+            docs/sandbox-layers.md.
             """
     )
 

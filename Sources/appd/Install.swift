@@ -153,6 +153,7 @@ struct Install: ParsableCommand {
         if let warning = result.signing.warning {
             FileHandle.standardError.write(Data("appd: WARNING: \(warning)\n".utf8))
         }
+        Output.warnQuarantined(result.recovery)
         return APIInstallResult(
             app: APIApp(result.app, root: store.root, withEntitlements: true),
             previousVersion: result.previousVersion, reusedData: result.reusedData,

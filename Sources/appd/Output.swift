@@ -1,9 +1,21 @@
 import AppBundle
 import AppdAPI
+import AppContainers
 import AppdCLI
+import Foundation
 
 extension Output {
     static func fail(_ error: AppdError, json useJSON: Bool) {
         fail(APIError(error), json: useJSON)
+    }
+}
+
+extension Output {
+    /// `--no-daemon`: what recovery could not remove and moved aside (the daemon logs it).
+    static func warnQuarantined(_ report: RecoveryReport) {
+        for entry in report.quarantined {
+            FileHandle.standardError.write(
+                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason) (fix the cause, then 'appd doctor')\n".utf8))
+        }
     }
 }

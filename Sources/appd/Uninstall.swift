@@ -35,6 +35,7 @@ struct Uninstall: ParsableCommand {
             if local.noDaemon {
                 let store = try options.openStore(.readWrite)
                 let local = try store.uninstall(id, keepData: keepData, onWait: options.waitNotice)
+                Output.warnQuarantined(local.recovery)
                 result = APIUninstallResult(
                     app: APIApp(local.app, root: store.root, withEntitlements: false),
                     keptData: local.keptData)

@@ -22,11 +22,23 @@ struct RestartTests {
         let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(launcher)/fd").compactMap(Int.init).sorted()
         #expect(fds == [0, 1, 2, 3, 5])
         let report = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/3")
-        let child = try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
-            .split(separator: " ").first.map(String.init) ?? ""
-        let childFDs = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(child)/fd")
-            .compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(child)/fd/\($0)") }
-        #expect(childFDs.contains(report), "fd 3 (\(report)) is not the launcher's own report pipe")
+        let link = { (pid: String, fd: String) in (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "" }
+        let descriptors = { (pid: String) in
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).sorted { Int($0) ?? 0 < Int($1) ?? 0 }
+        }
+        let children = try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
+            .split(separator: " ").map(String.init)
+        // Its children: PID 1 of the app's namespace, which shares the report pipe, and the
+        // output relay (docs/app-output.md), which holds /dev/null on 0-2, the pipe's read end
+        // and the log folder, and nothing else.
+        #expect(children.count == 2, "\(children)")
+        #expect(children.contains { pid in descriptors(pid).contains { link(pid, $0) == report } },
+            "no child of the launcher holds its report pipe (\(report))")
+        let relay = try #require(children.first { pid in descriptors(pid).count == 5 && link(pid, "0") == "/dev/null" })
+        let relayLinks = descriptors(relay).map { link(relay, $0) }
+        #expect(Array(relayLinks.prefix(3)) == ["/dev/null", "/dev/null", "/dev/null"], "\(relayLinks)")
+        #expect(relayLinks.contains { $0.hasPrefix("pipe:") }, "\(relayLinks)")
+        #expect(relayLinks.contains { $0.hasSuffix("/logs/com.example.survivor") }, "\(relayLinks)")
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/5").hasSuffix(".status"))
 
         daemon.crash()

@@ -35,15 +35,18 @@ final class SandboxWorld {
         store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)
     }
 
+    /// This world's launches go under a cgroup parent of its own: suites run side by side, and
+    /// one removing its app folders must not take away the folder another is creating in.
+    var cgroupParent: String { "/appd-tests/\(URL(fileURLWithPath: path).lastPathComponent)" }
+
     deinit {
         try? FileManager.default.removeItem(atPath: path)
-        // Each launch removes its own cgroups; the shared parent goes when it is empty (another
-        // suite's launch may still be using it: then rmdir fails, and that one removes it).
+        // Each launch removes its own cgroups; the parents go here, deepest first. The shared
+        // one stays while another world uses it (rmdir fails), and that one removes it.
         let hierarchies = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []
         for hierarchy in hierarchies + [""] {
             let base = hierarchy.isEmpty ? "/sys/fs/cgroup" : "/sys/fs/cgroup/\(hierarchy)"
-            let apps = (try? FileManager.default.contentsOfDirectory(atPath: "\(base)/appd-tests")) ?? []
-            for app in apps where app.hasPrefix("com.example.") { rmdir("\(base)/appd-tests/\(app)") }
+            DaemonProcess.removeCgroup("\(base)\(cgroupParent)")
             rmdir("\(base)/appd-tests")
         }
     }
@@ -122,7 +125,7 @@ final class SandboxWorld {
         }
         let launch = SandboxLaunch(
             profile: profile, launcher: builtExecutable("appd-exec"),
-            cgroups: CgroupSettings(parent: "/appd-tests"),
+            cgroups: CgroupSettings(parent: cgroupParent),
             limits: profile.cgroupLimits, output: fd, input: console)
         let status = try launch.run()
         let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""

@@ -22,6 +22,11 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
 /// handed to appd-exec, never visible in any filesystem.
 int appd_memfd(const char *name);
 
+/// statx(2)'s STATX_ATTR_MOUNT_ROOT for an open directory: 1 if it is the root of a mount
+/// (a tree walk that removes must not cross into another filesystem or a bind mount), 0 if not
+/// or the kernel cannot tell, -1 with errno on failure. Glibc's statx is behind _GNU_SOURCE.
+int appd_is_mount_root(int fd);
+
 #include <spawn.h>
 
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the spawned launcher gets the

@@ -1,0 +1,228 @@
+import CLinux
+import Glibc
+
+/// Where the relay puts the app's output (docs/app-output.md): the log folder, the log's
+/// name and bound, and optionally the journal.
+struct OutputSettings {
+    /// The read end of the pipe the app writes as its stdout and stderr.
+    var readFD: Int32
+    /// `logs/<app>/`, opened by the daemon: files are made and renamed only relative to it.
+    var logDirectoryFD: Int32
+    var logName: String
+    var logMaxBytes: Int
+    /// A datagram socket connected to journald's native socket, or -1.
+    var journalFD: Int32 = -1
+    /// `KEY=VALUE` fields added to every journal entry.
+    var journalFields: [String] = []
+}
+
+/// The output relay: a child of the outer launcher, forked after it joined the instance's
+/// cgroups and before it unshares, so it sees the host's log folder and journal (through the
+/// fds it was given) and nothing of the sandbox, and it lives as long as the app's output does,
+/// whatever happens to the daemon. It is the only writer of the log: the app holds only a pipe.
+///
+/// Memory is bounded by one read (64 KiB) and one unfinished line (16 KiB); a line longer than
+/// that is cut. The log rotates by rename on a line (or piece) boundary, so no line is lost and
+/// `NAME` + `NAME.1` never hold more than twice `logMaxBytes`. The journal is best effort: a
+/// journal that does not take a line within 250 ms makes the relay drop lines (counted, and
+/// said in one entry once it takes lines again) rather than stall the app.
+struct OutputRelay {
+    static let readSize = 64 << 10
+    static let maxLine = 16 << 10
+    static let journalWaitMilliseconds: Int32 = 250
+
+    let settings: OutputSettings
+    /// The outer launcher's pid: the one the daemon records for the instance.
+    let launcherPID: pid_t
+    private var logFD: Int32 = -1
+    private var logSize = 0
+    /// Pieces longer than this are cut: at most `maxLine`, and never more than the log's bound.
+    private let pieceLimit: Int
+    /// Lines the journal did not take since it last took one.
+    private var dropped = 0
+    private var commonFields: [UInt8] = []
+
+    init(settings: OutputSettings, launcherPID: pid_t) {
+        self.settings = settings
+        self.launcherPID = launcherPID
+        pieceLimit = max(1, min(Self.maxLine, settings.logMaxBytes))
+        var common = ""
+        for field in settings.journalFields { common += field + "\n" }
+        common += "PRIORITY=6\nAPPD_PID=\(launcherPID)\nSYSLOG_PID=\(launcherPID)\n"
+        commonFields = Array(common.utf8)
+    }
+
+    /// Forks the relay. In the parent returns its pid; the child never returns.
+    static func start(_ settings: OutputSettings) throws -> pid_t {
+        let launcherPID = getpid()
+        let pid = fork()
+        try sys(pid, "output", "cannot fork the output relay")
+        if pid != 0 { return pid }
+        var relay = OutputRelay(settings: settings, launcherPID: launcherPID)
+        relay.run()
+    }
+
+    private mutating func run() -> Never {
+        // The relay holds none of the write end (or EOF would never come) and nothing else the
+        // launcher had: the channel, the status fd.
+        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        if null >= 0 {
+            for fd: Int32 in 0...2 { dup2(null, fd) }
+            if null > 2 { close(null) }
+        }
+        Self.closeAll(but: [settings.readFD, settings.logDirectoryFD, settings.journalFD])
+        var buffer = [UInt8](repeating: 0, count: Self.readSize + Self.maxLine)
+        var filled = 0
+        while true {
+            let count = buffer.withUnsafeMutableBytes {
+                read(settings.readFD, $0.baseAddress! + filled, Self.readSize)
+            }
+            if count < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            if count == 0 { break }
+            filled += count
+            var start = 0
+            while start < filled {
+                let end = min(filled, start + pieceLimit)
+                let newline = buffer.withUnsafeBytes { bytes -> Int? in
+                    guard let found = memchr(bytes.baseAddress! + start, 0x0A, end - start) else {
+                        return nil
+                    }
+                    return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                }
+                if let newline {
+                    emit(buffer, start, newline + 1, hasNewline: true)
+                    start = newline + 1
+                } else if end - start == pieceLimit {
+                    emit(buffer, start, end, hasNewline: false)
+                    start = end
+                } else {
+                    break
+                }
+            }
+            // The unfinished line (shorter than a piece) moves to the front for the next read.
+            if start > 0 {
+                let rest = filled - start
+                if rest > 0 {
+                    _ = buffer.withUnsafeMutableBytes {
+                        memmove($0.baseAddress!, $0.baseAddress! + start, rest)
+                    }
+                }
+                filled = rest
+            }
+        }
+        // A last line without a newline is written as it is.
+        if filled > 0 { emit(buffer, 0, filled, hasNewline: false) }
+        if logFD >= 0 { close(logFD) }
+        _exit(0)
+    }
+
+    /// One line (with its newline) or piece: to the log, then to the journal.
+    private mutating func emit(_ buffer: [UInt8], _ start: Int, _ end: Int, hasNewline: Bool) {
+        writeLog(buffer, start, end)
+        guard settings.journalFD >= 0 else { return }
+        sendJournal(buffer, start, hasNewline ? end - 1 : end)
+    }
+
+    // MARK: The log
+
+    private mutating func writeLog(_ buffer: [UInt8], _ start: Int, _ end: Int) {
+        let length = end - start
+        if logFD < 0 { openLog() }
+        if logFD >= 0, logSize > 0, logSize + length > settings.logMaxBytes { rotate() }
+        guard logFD >= 0 else { return }
+        var offset = start
+        while offset < end {
+            let written = buffer.withUnsafeBytes {
+                write(logFD, $0.baseAddress! + offset, end - offset)
+            }
+            if written < 0 && errno == EINTR { continue }
+            // A full disk: the line is lost from the log (the journal may still get it).
+            guard written > 0 else { return }
+            offset += written
+            logSize += written
+        }
+    }
+
+    private mutating func openLog() {
+        logFD = openat(
+            settings.logDirectoryFD, settings.logName,
+            O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
+        guard logFD >= 0 else { return }
+        var info = stat()
+        logSize = fstat(logFD, &info) == 0 ? Int(info.st_size) : 0
+    }
+
+    /// `NAME` becomes `NAME.1` (replacing the old one) and a new `NAME` starts: a reader that
+    /// holds the old file reads it to its end, then reopens by name.
+    private mutating func rotate() {
+        close(logFD)
+        logFD = -1
+        _ = renameat(
+            settings.logDirectoryFD, settings.logName, settings.logDirectoryFD,
+            settings.logName + ".1")
+        openLog()
+        if logSize > 0 {
+            // The rename failed: rather than grow past the bound, start the log again.
+            _ = ftruncate(logFD, 0)
+            logSize = 0
+        }
+    }
+
+    // MARK: The journal
+
+    private mutating func sendJournal(_ buffer: [UInt8], _ start: Int, _ end: Int) {
+        if dropped > 0 {
+            // The journal fell behind: one try without waiting, first to say what was lost.
+            let notice =
+                "appd: \(dropped) lines were not forwarded to the journal (journald too slow); the log has them all"
+            guard send(Array(notice.utf8)[...], wait: false) else {
+                dropped += 1
+                return
+            }
+            dropped = 0
+        }
+        if !send(buffer[start..<end], wait: true) { dropped += 1 }
+    }
+
+    /// One native-protocol datagram: `MESSAGE=...\n` and the common fields. False when the
+    /// journal had no room in time (the line counts as dropped); a journal that is gone
+    /// (ECONNREFUSED) takes nothing, and that is not counted.
+    private func send(_ message: ArraySlice<UInt8>, wait: Bool) -> Bool {
+        var datagram = Array("MESSAGE=".utf8)
+        datagram.reserveCapacity(message.count + commonFields.count + 16)
+        datagram += message
+        datagram.append(UInt8(ascii: "\n"))
+        datagram += commonFields
+        var waited: Int32 = 0
+        while true {
+            let sent = datagram.withUnsafeBytes {
+                Glibc.send(
+                    settings.journalFD, $0.baseAddress, $0.count,
+                    Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
+            if sent >= 0 { return true }
+            if errno == EINTR { continue }
+            guard errno == EAGAIN || errno == EWOULDBLOCK else { return true }
+            guard wait, waited < Self.journalWaitMilliseconds else { return false }
+            // A connected datagram socket polls writable when the receiver's queue has room.
+            var poller = pollfd(fd: settings.journalFD, events: Int16(POLLOUT), revents: 0)
+            let step: Int32 = 25
+            _ = poll(&poller, 1, step)
+            waited += step
+        }
+    }
+
+    /// Closes every fd but `keep` from 3 up.
+    private static func closeAll(but keep: [Int32]) {
+        var first: UInt32 = 3
+        for fd in keep.filter({ $0 >= 3 }).sorted() {
+            let mine = UInt32(fd)
+            if mine > first { _ = appd_close_range(first, mine - 1) }
+            first = max(first, mine + 1)
+        }
+        _ = appd_close_range(first, UInt32.max)
+    }
+}
