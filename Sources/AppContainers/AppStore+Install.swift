@@ -73,6 +73,7 @@ extension AppStore {
             }
             try Self.checkSignerContinuity(existing, signing, options: options)
         }
+        try checkGroupOwners(signing.groups, keyID: signing.keyID, bundleID: id)
 
         let txnName = "install-\(UUID().uuidString)"
         let staging = try FileDescriptor.directory(root.stagingPath)
@@ -139,6 +140,9 @@ extension AppStore {
         try bundles.sync()
         CrashPoint.reach("install.published")
 
+        try createMissingGroups(signing.groups, keyID: signing.keyID)
+        CrashPoint.reach("install.groups-created")
+
         let now = Date()
         let app = InstalledApp(
             bundleID: id, state: .installed, uid: uid, dataUUID: dataUUID, bundleUUID: bundleUUID,
@@ -158,6 +162,12 @@ extension AppStore {
         // recovery would remove it if we stopped now).
         if let old = existing?.bundleUUID { try discard(old, in: bundles) }
         CrashPoint.reach("install.old-removed")
+        // Groups the previous version used and this one does not go with their last app.
+        if let existing {
+            let dropped = try existing.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)
+                .filter { id in !signing.groups.contains { $0.lowercased() == id.lowercased() } }
+            try removeUnusedGroups(dropped)
+        }
         try staging.removeTree(txnName)
 
         mutationFinished()

@@ -44,6 +44,11 @@ extension AppStore {
         if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
         CrashPoint.reach("uninstall.bundle-removed")
         try discard(app.dataUUID, in: data)
+        CrashPoint.reach("uninstall.data-removed")
+        // iOS: a group's container goes with the last app that uses it. A crash before this
+        // leaves groups no app uses, which recovery removes.
+        try removeUnusedGroups(
+            (try? app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)) ?? [])
         mutationFinished()
         return UninstallResult(app: app, keptData: false, recovery: recovery)
     }

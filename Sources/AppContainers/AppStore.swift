@@ -109,10 +109,12 @@ public struct RecoveryReport: Sendable, Codable, Equatable {
     public var orphanBundleContainers: [String] = []
     public var orphanDataContainers: [String] = []
     public var orphanGroupContainers: [String] = []
+    /// Application groups no app uses any more, removed with their containers.
+    public var unusedGroups: [String] = []
 
     public var isEmpty: Bool {
         staging.isEmpty && orphanBundleContainers.isEmpty && orphanDataContainers.isEmpty
-            && orphanGroupContainers.isEmpty
+            && orphanGroupContainers.isEmpty && unusedGroups.isEmpty
     }
 }
 
@@ -134,6 +136,14 @@ extension AppStore {
         for name in try dataDir.entries() where !data.contains(name) {
             try discard(name, in: dataDir)
             report.orphanDataContainers.append(name)
+        }
+        // A group no app uses any more: its last app's uninstall committed but was stopped
+        // before removing it (or it dates from before groups went with their last app).
+        let inUse = try writableRegistry.groupsInUse()
+        let unused = try writableRegistry.allGroups().filter { !inUse.contains($0.groupID.lowercased()) }
+        for record in unused {
+            try writableRegistry.deleteGroup(record.groupID)
+            report.unusedGroups.append(record.groupID)
         }
         let groups = Set(try writableRegistry.allGroups().map(\.uuid))
         if let groupDir = try? FileDescriptor.directory(root.groupContainersPath) {
