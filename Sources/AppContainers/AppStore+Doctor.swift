@@ -65,9 +65,21 @@ extension AppStore {
             }
         }
 
+        if let bytes = config.sandbox.dataQuota, case .notEnforced(let reason)? = dataQuotaSupport {
+            note(root.path, "[Sandbox] DataQuota=\(bytes) is NOT ENFORCED: \(reason); an app can fill this filesystem", nil)
+        }
+        let quotaEnforced = dataQuotaSupport == .enforced
         for app in try registry.apps() {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
+            if quotaEnforced, let status = dataQuotaStatus(for: app), !status.enforced {
+                var fixed: String?
+                if repair, let dir = try? FileDescriptor.directory(app.dataContainer(in: root)) {
+                    try applyDataQuota(dir, uid: app.uid, path: dir.path)
+                    fixed = "project \(app.uid) limited to \(status.limitBytes) bytes"
+                }
+                note(app.bundleID, "data container: \(status.reason ?? "not under its quota")", fixed)
+            }
         }
         return report
     }

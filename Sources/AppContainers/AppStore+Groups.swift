@@ -85,6 +85,8 @@ extension AppStore {
         let dir = try staging.makeDirectory(name, mode: 0o700)
         try dir.chown(uid: 0, gid: gid)
         try dir.chmod(0o2770)
+        // Writable by its apps like a data container, so limited like one (its own project).
+        try applyGroupQuota(dir, gid: gid)
         try dir.sync()
         let parent = try FileDescriptor.directory(root.groupContainersPath)
         try staging.rename(name, to: parent, as: uuid)
@@ -105,6 +107,7 @@ extension AppStore {
         where !used.contains(record.groupID.lowercased()) {
             try registry.deleteGroup(record.groupID)
             try discard(record.uuid, in: groupDir)
+            clearDataQuota(uid: record.gid)
         }
     }
 }

@@ -121,9 +121,14 @@ extension AppStore {
                     "the data container of \(existing.bundleID) (\(existing.dataContainer(in: root))) is missing",
                     hint: "run 'appd doctor' to recreate an empty one")
             }
+            // DataQuota= may be new, or changed, since the last install.
+            let dir = try FileDescriptor.directory(existing.dataContainer(in: root))
+            try applyDataQuota(dir, uid: uid, path: dir.path)
         } else {
             dataUUID = UUID().uuidString
             try DataContainer.create(in: txn, name: "data", uid: uid, gid: gid)
+            let dir = try txn.openDirectory("data")
+            try applyDataQuota(dir, uid: uid, path: dir.path)
         }
         CrashPoint.reach("install.staged")
         try txn.syncFilesystem()

@@ -44,6 +44,7 @@ extension AppStore {
         if let bundleUUID = app.bundleUUID { try discard(bundleUUID, in: bundles) }
         CrashPoint.reach("uninstall.bundle-removed")
         try discard(app.dataUUID, in: data)
+        clearDataQuota(uid: app.uid)
         CrashPoint.reach("uninstall.data-removed")
         // iOS: a group's container goes with the last app that uses it. A crash before this
         // leaves groups no app uses, which recovery removes.

@@ -20,7 +20,9 @@ func builtExecutable(_ name: String) -> String {
 /// goes away, even if the test failed.
 final class TestDaemon {
     let directory: String
-    var root: String { "\(directory)/root" }
+    /// The state root: `root` under `directory`, or the one given (a test's own filesystem).
+    var root: String { rootOverride ?? "\(directory)/root" }
+    private let rootOverride: String?
     var socket: String { "\(root)/run/appd.sock" }
     let configPath: String
     let cgroupParent: String
@@ -32,7 +34,8 @@ final class TestDaemon {
     /// Added to `appd serve`'s arguments.
     let arguments: [String]
 
-    init(config: String = "", environment: [String: String] = [:], arguments: [String] = []) throws {
+    init(config: String = "", environment: [String: String] = [:], arguments: [String] = [], root: String? = nil) throws {
+        rootOverride = root
         self.environment = environment
         self.arguments = arguments
         var template = Array("/var/tmp/appd-daemon-test.XXXXXX".utf8CString)
