@@ -1,5 +1,6 @@
 import AppBundle
 import Foundation
+import GRDB
 import Testing
 
 @testable import AppContainers
@@ -244,5 +245,60 @@ struct GroupTests {
             bad?.message
                 == "t.conf:2: [Signer a] Groups=group.*.x is not a list of patterns (exact, a prefix ending in *, or *)"
         )
+    }
+}
+
+@Suite("registry migration v4: existing groups get an owner")
+struct GroupMigrationTests {
+    @Test("each existing group is bound to the key of the earliest installed app that uses it")
+    func bindsToEarliestApp() throws {
+        let scratch = Scratch()
+        let path = scratch.sub("registry.sqlite")
+        let queue = try DatabaseQueue(path: path)
+        try Registry.migrator.migrate(queue, upTo: "v3-code-signing")
+        func entitlements(_ groups: [String]) throws -> Data {
+            try Entitlements(values: [
+                "com.apple.security.application-groups": .array(groups.map { .string($0) })
+            ]).plistData()
+        }
+        try queue.write { db in
+            // The second signer's app was installed later but claimed the group too (the bug).
+            for (id, key, uid, installed, groups) in [
+                (
+                    "com.example.late", "bbbb", 2_000_000_001, "2026-02-01 00:00:00.000",
+                    ["group.shared"]
+                ),
+                (
+                    "com.example.early", "aaaa", 2_000_000_000, "2026-01-01 00:00:00.000",
+                    ["GROUP.shared", "group.a"]
+                ),
+            ] {
+                try db.execute(
+                    sql: """
+                        INSERT INTO apps (bundleID, state, uid, dataUUID, installedAt, updatedAt, entitlements, signerKeyID)
+                        VALUES (?, 'installed', ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        id, uid, UUID().uuidString, installed, installed, try entitlements(groups),
+                        key,
+                    ])
+            }
+            for (group, gid) in [
+                ("group.shared", 2_000_000_010), ("group.a", 2_000_000_011),
+                ("group.unused", 2_000_000_012),
+            ] {
+                try db.execute(
+                    sql:
+                        "INSERT INTO appGroups (groupID, uuid, gid, createdAt) VALUES (?, ?, ?, '2026-01-01 00:00:00.000')",
+                    arguments: [group, UUID().uuidString, gid])
+            }
+        }
+        let registry = try Registry(path: path)
+        let owners = Dictionary(
+            uniqueKeysWithValues: try registry.allGroups().map { ($0.groupID, $0.ownerKeyID) })
+        #expect(owners["group.shared"] == "aaaa")
+        #expect(owners["group.a"] == "aaaa")
+        #expect(owners["group.unused"] == .some(nil))
+        #expect(try registry.groupsInUse() == ["group.shared", "group.a"])
     }
 }

@@ -192,6 +192,8 @@ struct DiskQuotaTests {
         #expect(
             again.contains("disk-fill: refused EDQUOT") && (Self.filled(again) ?? .max) < 1 << 20,
             "\(again)")
+        // A new bundle of the same app (makeProbe writes it afresh).
+        try FileManager.default.removeItem(atPath: "\(daemon.directory)/src-com.example.filler")
         try daemon.installProbe(
             "com.example.filler", info: "<key>CFBundleShortVersionString</key><string>2.0</string>")
         #expect(try Self.dataPath(daemon, "com.example.filler") == home)
