@@ -72,13 +72,20 @@ extension AppStore {
         for app in try registry.apps() {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
-            if quotaEnforced, let status = dataQuotaStatus(for: app), !status.enforced {
+            // Not under its quota yet (installed before DataQuota=), or under an old value.
+            let configured = ((config.sandbox.dataQuota ?? 0) + 1023) / 1024 * 1024
+            if quotaEnforced, let status = dataQuotaStatus(for: app),
+                !status.enforced || status.limitBytes != configured
+            {
                 var fixed: String?
                 if repair, let dir = try? FileDescriptor.directory(app.dataContainer(in: root)) {
                     try applyDataQuota(dir, uid: app.uid, path: dir.path)
-                    fixed = "project \(app.uid) limited to \(status.limitBytes) bytes"
+                    fixed = "project \(app.uid) limited to \(configured) bytes"
                 }
-                note(app.bundleID, "data container: \(status.reason ?? "not under its quota")", fixed)
+                let problem = status.enforced
+                    ? "its limit is \(status.limitBytes) bytes, [Sandbox] DataQuota= says \(configured)"
+                    : status.reason ?? "not under its quota"
+                note(app.bundleID, "data container: \(problem)", fixed)
             }
         }
         return report

@@ -67,7 +67,9 @@ final class LoopFilesystem {
     /// Whether this kernel can enforce ext4 project quotas at all: without CONFIG_QUOTA and
     /// CONFIG_QFMT_V2 (the format of ext4's hidden quota files) ext4 refuses to mount a
     /// filesystem with the quota feature ("The kernel was not built with CONFIG_QUOTA and
-    /// CONFIG_QFMT_V2"). scripts/quota-vm-check checks the quota code on a kernel that has them.
+    /// CONFIG_QFMT_V2"). On such a machine run it in a VM on a stock Debian kernel:
+    /// scripts/vm-run 'cd REPO && APPD_REQUIRE_ROOT_TESTS=1 .build/debug/appdPackageTests.xctest
+    /// --testing-library swift-testing --filter DiskQuotaTests'.
     static var kernelHasQuota: Bool {
         guard FileManager.default.fileExists(atPath: "/proc/config.gz"),
             let config = try? TestDaemon.run("/usr/bin/zcat", ["/proc/config.gz"]), config.code == 0
@@ -202,5 +204,19 @@ struct DiskQuotaTests {
             daemon, "com.example.filler", ["disk-fill", "\(home)/Documents/after-upgrade"])
         #expect(upgraded.contains("disk-fill: refused EDQUOT"), "\(upgraded)")
         #expect((Self.filled(upgraded) ?? .max) <= 16 << 20, "\(upgraded)")
+
+        // A changed DataQuota= reaches installed apps through appd doctor.
+        let bigger = "\(daemon.directory)/bigger.conf"
+        try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "DataQuota=16M", with: "DataQuota=32M")
+            .write(toFile: bigger, atomically: true, encoding: .utf8)
+        let check = try daemon.run("appd", ["doctor", "--check-only", "--config", bigger])
+        #expect(
+            check.output.contains(
+                "data container: its limit is 16777216 bytes, [Sandbox] DataQuota= says 33554432"),
+            "\(check.output)")
+        _ = try daemon.run("appd", ["doctor", "--config", bigger])
+        let after = try daemon.run("appd", ["profile", "--config", bigger, "com.example.filler"])
+        #expect(after.output.contains("data container: 32M (project quota"), "\(after.output)")
     }
 }
