@@ -228,6 +228,34 @@ struct GroupTests {
         #expect(try store.registry?.allGroups().isEmpty == true)
     }
 
+    @Test("doctor reports a missing or wrongly owned group container and repairs it")
+    func doctor() throws {
+        let scratch = Scratch()
+        let dev = try Signer("dev")
+        let policy = config(trusting: [try trusted(dev, groups: ["*"])])
+        let root = scratch.sub("root")
+        try store(root, config: policy).install(
+            bundleAt: bundle(scratch, "com.example.a", groups: ["group.a"], signer: dev))
+        let record = try #require(try store(root).registry?.allGroups().first)
+        let path = "\(StateRoot(path: root).groupContainersPath)/\(record.uuid)"
+        #expect(try store(root, config: policy).doctor(repair: false).findings.isEmpty)
+        chmod(path, 0o777)
+        let wrong = try store(root, config: policy).doctor(repair: true).findings
+        #expect(wrong.map(\.repair) == ["reset to root:\(record.gid) mode 2770"], "\(wrong)")
+        #expect(statOf(path).map { $0.st_mode & 0o7777 } == 0o2770)
+        rmdir(path)
+        let check = try store(root, config: policy).doctor(repair: false).findings
+        #expect(
+            check.map(\.problem) == ["its container \(path) is missing"]
+                && check.first?.repair == nil)
+        let repaired = try store(root, config: policy).doctor(repair: true).findings
+        #expect(repaired.map(\.repair) == ["recreated empty"])
+        #expect(
+            statOf(path).map { ($0.st_uid, $0.st_gid, $0.st_mode & 0o7777) } ?? (1, 1, 0) == (
+                0, record.gid, 0o2770
+            ))
+    }
+
     @Test("Groups= and UnsignedGroups= are read from appd.conf and checked as patterns")
     func parse() throws {
         let identity = SigningIdentity.generate(name: "dev")
