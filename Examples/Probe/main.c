@@ -517,6 +517,7 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argc > 1 ? argv[1] : "all";
     if (!strcmp(mode, "all")) baseline();
+    else if (!strncmp(mode, "disk-", 5)) { int attack_disk(int, char **); return attack_disk(argc, argv); }
     else if (!strcmp(mode, "read") && argc > 2) report("read", open(argv[2], O_RDONLY));
     else if (!strcmp(mode, "write") && argc > 2) report("write", write_file(argv[2]));
     else if (!strcmp(mode, "list") && argc > 2) list_dir("list", argv[2]);

@@ -74,9 +74,31 @@ extension AppStore {
         }
 
         checkQuarantine(repair: repair, note: note)
+        for group in try registry.allGroups() {
+            try check(group, repair: repair, note: note)
+        }
+        if let bytes = config.sandbox.dataQuota, case .notEnforced(let reason)? = dataQuotaSupport {
+            note(root.path, "[Sandbox] DataQuota=\(bytes) is NOT ENFORCED: \(reason); an app can fill this filesystem", nil)
+        }
+        let quotaEnforced = dataQuotaSupport == .enforced
         for app in try registry.apps() {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
+            // Not under its quota yet (installed before DataQuota=), or under an old value.
+            let configured = ((config.sandbox.dataQuota ?? 0) + 1023) / 1024 * 1024
+            if quotaEnforced, let status = dataQuotaStatus(for: app),
+                !status.enforced || status.limitBytes != configured
+            {
+                var fixed: String?
+                if repair, let dir = try? FileDescriptor.directory(app.dataContainer(in: root)) {
+                    try applyDataQuota(dir, uid: app.uid, path: dir.path)
+                    fixed = "project \(app.uid) limited to \(configured) bytes"
+                }
+                let problem = status.enforced
+                    ? "its limit is \(status.limitBytes) bytes, [Sandbox] DataQuota= says \(configured)"
+                    : status.reason ?? "not under its quota"
+                note(app.bundleID, "data container: \(problem)", fixed)
+            }
         }
         return report
     }
@@ -100,6 +122,35 @@ extension AppStore {
                 note(path, "quarantined, and it still cannot be removed: \((error as? AppdError)?.message ?? "\(error)")", nil)
             }
         }
+    }
+
+    /// A group's container must exist, as a directory root:<gid> 2770: a launch mounts it.
+    private func check(_ group: AppGroupRecord, repair: Bool, note: (String, String, String?) -> Void)
+        throws
+    {
+        let path = "\(root.groupContainersPath)/\(group.uuid)"
+        var st = stat()
+        let missing = lstat(path, &st) != 0
+        guard missing || st.st_mode & S_IFMT != S_IFDIR || st.st_uid != 0 || st.st_gid != group.gid
+            || st.st_mode & 0o7777 != 0o2770
+        else { return }
+        let problem =
+            missing
+            ? "its container \(path) is missing"
+            : "its container \(path) is not a directory root:\(group.gid) mode 2770"
+        var fixed: String?
+        if repair && (missing || st.st_mode & S_IFMT == S_IFDIR) {
+            let parent = try FileDescriptor.directory(root.groupContainersPath)
+            let dir =
+                missing
+                ? try parent.makeDirectory(group.uuid, mode: 0o700)
+                : try parent.openDirectory(group.uuid)
+            try dir.chown(uid: 0, gid: group.gid)
+            try dir.chmod(0o2770)
+            if missing { try applyGroupQuota(dir, gid: group.gid) }
+            fixed = missing ? "recreated empty" : "reset to root:\(group.gid) mode 2770"
+        }
+        note("application group \(group.groupID)", problem, fixed)
     }
 
     private func check(_ app: InstalledApp, repair: Bool, note: (String, String, String?) -> Void) throws {

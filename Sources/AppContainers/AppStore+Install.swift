@@ -76,6 +76,7 @@ extension AppStore {
             }
             try Self.checkSignerContinuity(existing, signing, options: options)
         }
+        try checkGroupOwners(signing.groups, keyID: signing.keyID, bundleID: id)
 
         let txnName = "install-\(UUID().uuidString)"
         let staging = try FileDescriptor.directory(root.stagingPath)
@@ -123,9 +124,14 @@ extension AppStore {
                     "the data container of \(existing.bundleID) (\(existing.dataContainer(in: root))) is missing",
                     hint: "run 'appd doctor' to recreate an empty one")
             }
+            // DataQuota= may be new, or changed, since the last install.
+            let dir = try FileDescriptor.directory(existing.dataContainer(in: root))
+            try applyDataQuota(dir, uid: uid, path: dir.path)
         } else {
             dataUUID = UUID().uuidString
             try DataContainer.create(in: txn, name: "data", uid: uid, gid: gid)
+            let dir = try txn.openDirectory("data")
+            try applyDataQuota(dir, uid: uid, path: dir.path)
         }
         CrashPoint.reach("install.staged")
         try txn.syncFilesystem()
@@ -141,6 +147,9 @@ extension AppStore {
         try txn.rename("bundle", to: bundles, as: bundleUUID)
         try bundles.sync()
         CrashPoint.reach("install.published")
+
+        try createMissingGroups(signing.groups, keyID: signing.keyID)
+        CrashPoint.reach("install.groups-created")
 
         let now = Date()
         let app = InstalledApp(
@@ -161,6 +170,12 @@ extension AppStore {
         // recovery would remove it if we stopped now).
         if let old = existing?.bundleUUID { _ = discardReporting(old, in: bundles, into: &recovery) }
         CrashPoint.reach("install.old-removed")
+        // Groups the previous version used and this one does not go with their last app.
+        if let existing {
+            let dropped = try existing.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)
+                .filter { id in !signing.groups.contains { $0.lowercased() == id.lowercased() } }
+            try removeUnusedGroups(dropped, into: &recovery)
+        }
         try staging.removeTree(txnName)
 
         mutationFinished()

@@ -35,7 +35,7 @@ extension AppStore {
 }
 
 extension AppStore {
-    /// The profile `app` launches with on this kernel, creating its group containers if needed.
+    /// The profile `app` launches with on this kernel. Reads only (group containers are made at install).
     public func sandboxProfile(
         for app: InstalledApp, arguments: [String] = [], console: Bool = false,
         kernel: KernelLayers = .detect()

@@ -47,6 +47,12 @@ extension AppStore {
         if let bundleUUID = app.bundleUUID { _ = discardReporting(bundleUUID, in: bundles, into: &recovery) }
         CrashPoint.reach("uninstall.bundle-removed")
         _ = discardReporting(app.dataUUID, in: data, into: &recovery)
+        clearDataQuota(uid: app.uid)
+        CrashPoint.reach("uninstall.data-removed")
+        // iOS: a group's container goes with the last app that uses it. A crash before this
+        // leaves groups no app uses, which recovery removes.
+        try removeUnusedGroups(
+            (try? app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)) ?? [], into: &recovery)
         mutationFinished()
         return UninstallResult(app: app, keptData: false, recovery: recovery)
     }

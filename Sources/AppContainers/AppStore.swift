@@ -121,10 +121,12 @@ public struct RecoveryReport: Sendable, Codable, Equatable {
     /// What could not be removed, moved to `quarantine/` (or left where it was, when even that
     /// failed) and skipped, so that it blocks nothing: doctor reports it until it is gone.
     public var quarantined: [QuarantinedEntry] = []
+    /// Application groups no app uses any more, removed with their containers.
+    public var unusedGroups: [String] = []
 
     public var isEmpty: Bool {
         staging.isEmpty && orphanBundleContainers.isEmpty && orphanDataContainers.isEmpty
-            && orphanGroupContainers.isEmpty && quarantined.isEmpty
+            && orphanGroupContainers.isEmpty && quarantined.isEmpty && unusedGroups.isEmpty
     }
 }
 
@@ -154,6 +156,14 @@ extension AppStore {
         let dataDir = try FileDescriptor.directory(root.dataContainersPath)
         for name in try dataDir.entries() where !data.contains(name) {
             if discardReporting(name, in: dataDir, into: &report) { report.orphanDataContainers.append(name) }
+        }
+        // A group no app uses any more: its last app's uninstall committed but was stopped
+        // before removing it (or it dates from before groups went with their last app).
+        let inUse = try writableRegistry.groupsInUse()
+        let unused = try writableRegistry.allGroups().filter { !inUse.contains($0.groupID.lowercased()) }
+        for record in unused {
+            try writableRegistry.deleteGroup(record.groupID)
+            report.unusedGroups.append(record.groupID)
         }
         let groups = Set(try writableRegistry.allGroups().map(\.uuid))
         if let groupDir = try? FileDescriptor.directory(root.groupContainersPath) {

@@ -34,6 +34,7 @@ extension AppdConfiguration {
                 guard let flag = boolean(value) else { throw bad("yes or no") }
                 signing.allowUnsigned = flag
             case "UnsignedEntitlements": signing.unsignedEntitlements = try patterns()
+            case "UnsignedGroups": signing.unsignedGroups = try patterns()
             case "LaunchCheckMaxBytes":
                 guard let bytes = AppdConfiguration.parseSize(value), bytes >= 0 else {
                     throw bad("a size (a number with an optional K, M, G or T suffix)")
@@ -58,6 +59,7 @@ extension AppdConfiguration {
             }
         case "BundleIDs": signing.signers[index].bundleIDs = try patterns()
         case "Entitlements": signing.signers[index].entitlements = try patterns()
+        case "Groups": signing.signers[index].groups = try patterns()
         default:
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [\(section)]",

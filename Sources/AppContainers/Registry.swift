@@ -67,6 +67,23 @@ public final class Registry: Sendable {
                 t.add(column: "treeHash", .blob)
             }
         }
+        migrator.registerMigration("v4-group-owners") { db in
+            try db.alter(table: "appGroups") { t in t.add(column: "ownerKeyID", .text) }
+            // Groups were claimed by whichever app launched first: bind each to the key of the
+            // earliest installed app that uses it. A group no app uses is removed by recovery.
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT signerKeyID, entitlements FROM apps ORDER BY installedAt DESC")
+            for row in rows {
+                guard let data = row["entitlements"] as Data?,
+                    let entitlements = try? Entitlements(plistData: data)
+                else { continue }
+                for id in entitlements.strings(EntitlementCatalog.applicationGroups) {
+                    try db.execute(
+                        sql: "UPDATE appGroups SET ownerKeyID = ? WHERE groupID = ? COLLATE NOCASE",
+                        arguments: [row["signerKeyID"] as String?, id])
+                }
+            }
+        }
         return migrator
     }
 

@@ -10,6 +10,10 @@ public struct SigningPolicy: Sendable, Equatable {
     public var allowUnsigned = false
     /// What an unsigned app may be granted when `allowUnsigned` is on.
     public var unsignedEntitlements: [String] = ["*"]
+    /// Application-group ids an unsigned app may use (patterns, like a signer's `Groups`).
+    /// Empty by default: without a key there is no owner to bind a group to, so an unsigned
+    /// app gets a group only where the admin names it.
+    public var unsignedGroups: [String] = []
     public var signers: [Signer] = []
     /// At launch the whole bundle container is hashed and compared with what was installed
     /// when it holds at most this many bytes; a larger one has only its executable checked.
@@ -27,14 +31,18 @@ public struct SigningPolicy: Sendable, Equatable {
         /// Patterns of entitlement keys this signer may grant (`*`, `com.apple.security.network.*`,
         /// exact keys). Empty: none but the sandbox itself.
         public var entitlements: [String] = []
+        /// Patterns of application-group ids this signer may use (`group.com.example.*`), as a
+        /// team's provisioning profile lists its groups. Empty: none, even when `Entitlements`
+        /// allows the application-groups key.
+        public var groups: [String] = []
 
         public init(name: String) { self.name = name }
     }
 
     public static let signingKeys = [
-        "AllowUnsigned", "UnsignedEntitlements", "LaunchCheckMaxBytes",
+        "AllowUnsigned", "UnsignedEntitlements", "UnsignedGroups", "LaunchCheckMaxBytes",
     ]
-    public static let signerKeys = ["Key", "BundleIDs", "Entitlements"]
+    public static let signerKeys = ["Key", "BundleIDs", "Entitlements", "Groups"]
 
     public init() {}
 
@@ -65,6 +73,10 @@ public struct SigningDecision: Sendable, Equatable {
     public var signerNames: [String]
     /// For an unsigned install: the loud warning to log and show.
     public var warning: String?
+    /// The application-group ids the app uses, as its entitlements spell them; each is granted
+    /// by the policy. Whether another key already owns one is the registry's to say
+    /// (`AppStore.checkGroupOwners`).
+    public var groups: [String] = []
 }
 
 extension SigningPolicy {
@@ -91,11 +103,18 @@ extension SigningPolicy {
             try refuse(
                 forbidden, bundleID: bundleID,
                 by: "an unsigned app ([Signing] UnsignedEntitlements)")
+            let groups = try Self.groups(entitlements, bundleID: bundleID)
+            try refuseGroups(
+                groups.filter { id in
+                    !unsignedGroups.contains { Self.matches($0, id, ignoringCase: true) }
+                },
+                bundleID: bundleID, by: "an unsigned app ([Signing] UnsignedGroups)",
+                hint: "an admin lists the ids an unsigned app may use in [Signing] UnsignedGroups=")
             return SigningDecision(
                 keyID: nil, signerNames: [],
                 warning:
-                    "\(bundleID) is NOT SIGNED and was accepted only because [Signing] AllowUnsigned=yes; never use that setting outside development"
-            )
+                    "\(bundleID) is NOT SIGNED and was accepted only because [Signing] AllowUnsigned=yes; never use that setting outside development",
+                groups: groups)
         }
         let keyed = signers.filter { $0.key == signature.publicKey }
         guard !keyed.isEmpty else {
@@ -122,11 +141,45 @@ extension SigningPolicy {
             }
         }
         let names = applicable.map(\.name)
-        try refuse(
-            forbidden, bundleID: bundleID,
-            by: "signer \(names.map { "'\($0)'" }.joined(separator: ", ")) (key \(signature.keyID))"
+        let whom =
+            "signer \(names.map { "'\($0)'" }.joined(separator: ", ")) (key \(signature.keyID))"
+        try refuse(forbidden, bundleID: bundleID, by: whom)
+        let groups = try Self.groups(entitlements, bundleID: bundleID)
+        try refuseGroups(
+            groups.filter { id in
+                !applicable.contains { signer in
+                    signer.groups.contains { Self.matches($0, id, ignoringCase: true) }
+                }
+            }, bundleID: bundleID, by: whom,
+            hint:
+                "an admin grants a signer its group ids with Groups= in its [Signer] section of appd.conf, e.g. Groups=group.com.example.*"
         )
-        return SigningDecision(keyID: signature.keyID, signerNames: names, warning: nil)
+        return SigningDecision(
+            keyID: signature.keyID, signerNames: names, warning: nil, groups: groups)
+    }
+
+    /// The group ids of `com.apple.security.application-groups`, each checked to look like a
+    /// bundle id: they name directories and registry rows, and patterns match them.
+    static func groups(_ entitlements: Entitlements, bundleID: String) throws -> [String] {
+        let ids = entitlements.strings(EntitlementCatalog.applicationGroups)
+        for id in ids where (try? BundleIdentifier(validating: id)) == nil {
+            throw AppdError(
+                .invalidBundle,
+                "\(bundleID): application group \(String(id.prefix(200)).debugDescription) is not a valid group id",
+                hint: "group ids look like bundle ids, e.g. group.com.example.shared")
+        }
+        var seen = Set<String>()
+        return ids.filter { seen.insert($0.lowercased()).inserted }
+    }
+
+    private func refuseGroups(_ refused: [String], bundleID: String, by whom: String, hint: String)
+        throws
+    {
+        guard !refused.isEmpty else { return }
+        throw AppdError(
+            .permissionDenied,
+            "\(bundleID) uses application groups that \(whom) may not use: \(refused.joined(separator: ", "))",
+            hint: hint)
     }
 
     /// iOS refuses the same way (0xE8008016, "entitlements not valid"): listing every key.

@@ -59,10 +59,11 @@ extension Router {
                 throw AppdError(.notFound, "\(app.bundleID) is not in application group '\(group.prefix(200))'",
                     hint: requested.isEmpty ? "it requests no application groups" : "its groups: \(requested.joined(separator: ", "))")
             }
-            // Created on first use, as a launch would.
-            let containers = try await installer.onQueue { [store] in try store.groupContainers(for: app) }
+            // A read: containers are made at install, never here (no lock, no write).
+            let containers = try store.groupContainers(for: app)
             guard let container = containers.first(where: { $0.groupID.caseInsensitiveCompare(match) == .orderedSame }) else {
-                throw AppdError(.notFound, "the container of group '\(match)' is missing")
+                throw AppdError(.notFound, "\(app.bundleID) has no container for group '\(match)'",
+                    hint: "it is made when an app using the group is installed; 'appd doctor' reports a missing one")
             }
             return try .json(APIContainer(kind: kind, path: container.path, group: container.groupID))
         default:

@@ -63,6 +63,17 @@ extension SandboxPolicy {
                 conditions: [.arg(1, low32: request)],
                 reason: "\(name) can type into the terminal (compared on the low 32 bits)"))
         }
+        // The data container's disk quota is a project quota (DataQuota): an app owning its
+        // files could otherwise move them to another project (FS_IOC_FSSETXATTR) or clear the
+        // inherit flag on its directories (either ioctl) so new files escape the limit.
+        for (name, request) in [
+            ("FS_IOC_SETFLAGS", UInt32(0x4008_6602)), ("FS_IOC32_SETFLAGS", 0x4004_6602),
+            ("FS_IOC_FSSETXATTR", 0x401C_5820),
+        ] {
+            rules.append(SeccompRule(syscall: "ioctl", action: .errno(EPERM),
+                conditions: [.arg(1, low32: request)],
+                reason: "\(name) could move files out of the data container's project quota"))
+        }
         for family in 0..<familyLimit where !allowedFamilies.contains(family) {
             rules.append(SeccompRule(syscall: "socket", action: .errno(EAFNOSUPPORT),
                 conditions: [.arg(0, .equal, family)],

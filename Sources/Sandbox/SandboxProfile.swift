@@ -45,6 +45,9 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// (docs/sandbox-layers.md), each with what stands in for it. Empty on a kernel with
     /// everything.
     public var reducedLayers: [String]
+    /// The data container's disk limit (`[Sandbox] DataQuota=`), filled in by the state root
+    /// (AppStore); not part of what appd-exec reads.
+    public var dataQuota: DataQuotaStatus?
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String
@@ -227,4 +230,26 @@ public struct EntitlementDecision: Sendable, Equatable, Codable {
     public var key: String
     public var outcome: Outcome
     public var effect: String
+}
+
+/// The data container's disk limit as the state root's filesystem enforces it.
+public struct DataQuotaStatus: Sendable, Equatable, Codable {
+    /// `[Sandbox] DataQuota=` in bytes.
+    public var limitBytes: Int64
+    /// The kernel enforces it (a project quota on the state root's filesystem).
+    public var enforced: Bool
+    /// The project the data container is charged to (the app's uid).
+    public var projectID: UInt32
+    /// Bytes charged to that project, where the filesystem accounts them.
+    public var usedBytes: Int64?
+    /// Why it is not enforced.
+    public var reason: String?
+
+    public init(limitBytes: Int64, enforced: Bool, projectID: UInt32, usedBytes: Int64? = nil, reason: String? = nil) {
+        self.limitBytes = limitBytes
+        self.enforced = enforced
+        self.projectID = projectID
+        self.usedBytes = usedBytes
+        self.reason = reason
+    }
 }

@@ -23,6 +23,10 @@ public struct SandboxSettings: Sendable, Equatable {
     public var memoryMax: Int64 = 512 << 20
     public var tasksMax = 512
     public var openFilesMax: UInt64 = 4096
+    /// The most each app's data container may hold, enforced by the kernel with a project
+    /// quota on the state root's filesystem (ext4, xfs); nil: no limit. Where the filesystem
+    /// has no project quotas it is not enforced, and `appd profile` and `appd doctor` say so.
+    public var dataQuota: Int64?
     /// `PATH` inside the sandbox.
     public var path = "/usr/local/bin:/usr/bin:/bin"
     /// Layers the admin lets appd launch without when the kernel lacks them. Empty: a missing
@@ -53,7 +57,7 @@ public struct SandboxSettings: Sendable, Equatable {
     public static let keys = [
         "SystemPaths", "EtcFiles", "AllowedReadOnlyPaths", "AllowedReadWritePaths",
         "RequireAppSandboxEntitlement", "MemoryMax", "TasksMax", "OpenFilesMax", "Path",
-        "WeakerModes", "Launcher",
+        "WeakerModes", "Launcher", "DataQuota",
     ]
 
     /// Sets `key` from its text; returns a description of what was expected when `value` is
@@ -115,6 +119,15 @@ public struct SandboxSettings: Sendable, Equatable {
                 modes.insert(mode)
             }
             weakerModes = modes
+        case "DataQuota":
+            if value.isEmpty || value.lowercased() == "infinity" {
+                dataQuota = nil
+                return .ok
+            }
+            guard let bytes = parseSize(value), bytes >= 1 << 20 else {
+                return .invalid("a size of at least 1M, or infinity")
+            }
+            dataQuota = bytes
         case "Launcher":
             if value.isEmpty {
                 launcher = nil

@@ -31,7 +31,9 @@ struct Profile: ParsableCommand {
     func run() throws {
         try options.run {
             let store = try options.openStore(.readWrite)
-            let profile = try store.sandboxProfile(for: store.app(id))
+            let app = try store.app(id)
+            var profile = try store.sandboxProfile(for: app)
+            profile.dataQuota = store.dataQuotaStatus(for: app)
             if launcher {
                 print(profile.encoded(), terminator: "")
             } else if options.json {
@@ -99,6 +101,14 @@ struct ProfileText {
         section("limits")
         item("cgroup: memory \(p.cgroupLimits.memoryMax.map { "\($0 >> 20)M" } ?? "unlimited"), "
             + "tasks \(p.cgroupLimits.pidsMax.map(String.init) ?? "unlimited")")
+        if let quota = p.dataQuota {
+            let used = quota.usedBytes.map { ", \($0 >> 10)K used" } ?? ""
+            item(quota.enforced
+                ? "data container: \(quota.limitBytes >> 20)M (project quota \(quota.projectID)\(used))"
+                : "data container: \(quota.limitBytes >> 20)M NOT ENFORCED: \(quota.reason ?? "unknown")")
+        } else {
+            item("data container: no limit ([Sandbox] DataQuota= is not set)")
+        }
         for limit in p.rlimits {
             item("\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")")
         }

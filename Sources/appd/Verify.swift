@@ -36,7 +36,13 @@ struct Verify: ParsableCommand {
                     problems: check.problems)
             }
             var view = BundleView(app)
-            view.signature = SignatureView(check, bundle: app, policy: config.signing)
+            // The registry says which key owns each application group; without it (not root,
+            // or no state root yet) verify says it could not check.
+            let store: AppStore?
+            do { store = try options.openStore(.readOnly) } catch { store = nil }
+            view.signature = SignatureView(
+                check, bundle: app, policy: config.signing, store: store,
+                root: options.stateRoot.path)
             if options.json { Output.json(view) } else { view.printText() }
         }
     }
@@ -94,14 +100,26 @@ struct SignatureView: Encodable {
     var trustedAs: [String]
     /// nil: install would accept the signature and the entitlements; else why not.
     var refusal: String?
+    /// Application groups the policy grants; install also needs each to be unowned or owned
+    /// by this key, which `refusal` reports when the registry could be read.
+    var groups: [String] = []
+    /// Why the group owners could not be checked (the registry is root's), if so.
+    var groupOwnersUnchecked: String?
 
-    init(_ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy) {
+    init(_ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy, store: AppStore?, root: String) {
         signed = check.signature != nil
         keyID = check.signature?.keyID
         trustedAs = policy.signers.filter { $0.key == check.signature?.publicKey }.map(\.name)
+        let id = bundle.info.identifier.rawValue
         do {
-            _ = try policy.authorize(signature: check.signature, bundleID: bundle.info.identifier.rawValue,
+            let decision = try policy.authorize(signature: check.signature, bundleID: id,
                 entitlements: bundle.entitlements)
+            groups = decision.groups
+            if let store {
+                try store.checkGroupOwners(decision.groups, keyID: decision.keyID, bundleID: id)
+            } else if !decision.groups.isEmpty {
+                groupOwnersUnchecked = "reading the registry of \(root) needs root"
+            }
         } catch {
             refusal = (error as? AppdError)?.message ?? "\(error)"
         }
@@ -115,5 +133,9 @@ struct SignatureView: Encodable {
             print("  signature   none (not signed)")
         }
         print("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
+        if refusal == nil, !groups.isEmpty {
+            print("  groups      \(groups.joined(separator: ", "))"
+                + (groupOwnersUnchecked.map { " (owners not checked: \($0))" } ?? ""))
+        }
     }
 }

@@ -26,11 +26,16 @@ final class TestDaemon {
     /// the daemon keeps the pid (JournalTests: a mount namespace with a journal of its own).
     let wrapper: [String]
 
-    init(config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = []) throws {
+    /// `root`: a state root of the test's own (its own filesystem), instead of one in the
+    /// daemon's folder.
+    init(
+        config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = [],
+        root: String? = nil
+    ) throws {
         self.environment = environment
         self.arguments = arguments
         self.wrapper = wrapper
-        daemon = try DaemonProcess(label: "appd-daemon-test")
+        daemon = try DaemonProcess(label: "appd-daemon-test", root: root)
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
         try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])

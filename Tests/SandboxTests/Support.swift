@@ -30,6 +30,8 @@ final class SandboxWorld {
         // These tests are about the sandbox an app's entitlements build; signing has its own
         // (AppContainersTests, DaemonTests).
         config.signing.allowUnsigned = true
+        // Unsigned apps get only the groups an admin lists (docs/code-signing.md).
+        config.signing.unsignedGroups = ["group.com.example.*"]
         configure(&config)
         self.config = config
         store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)

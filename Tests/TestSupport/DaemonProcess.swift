@@ -9,7 +9,9 @@ import Glibc
 /// up after one test never touches another running beside it.
 public final class DaemonProcess: @unchecked Sendable {
     public let directory: String
-    public var root: String { "\(directory)/root" }
+    /// The state root: `root` in `directory`, or the one given to `init`.
+    public var root: String { rootOverride ?? "\(directory)/root" }
+    private let rootOverride: String?
     public var socket: String { "\(root)/run/appd.sock" }
     public var configPath: String { "\(directory)/appd.conf" }
     /// The daemon's stdout and stderr, appended to across restarts.
@@ -21,7 +23,8 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// `label` names the folder (`/var/tmp/<label>.XXXXXX`) and the shared cgroup parent
     /// (`/<label>s`) its own parent goes under.
-    public init(label: String) throws {
+    public init(label: String, root: String? = nil) throws {
+        rootOverride = root
         directory = try makeTemporaryDirectory("/var/tmp/\(label).XXXXXX")
         // Other users (the permission tests' nobody) must reach the socket below it.
         chmod(directory, 0o711)
