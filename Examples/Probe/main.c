@@ -541,6 +541,7 @@ int main(int argc, char **argv) {
         value("procs", "ready");
         sleep(atoi(argv[3]));
     } else if (!strcmp(mode, "lifecycle")) return lifecycle(argc, argv);
+    else if (!strcmp(mode, "attack-channel")) { int attack_channel(int, char **); return attack_channel(argc, argv); }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

@@ -15,6 +15,9 @@ extension Supervisor {
                 guard let self else { return }
                 await self.received(id, message)
             }
+            // Ended: by the app, by the daemon (then the entry no longer holds it), or as a
+            // protocol error the reader found.
+            await self?.received(id, channel.ending)
         }
         return channel
     }
@@ -22,8 +25,9 @@ extension Supervisor {
     func received(_ id: String, _ message: AppMessage) {
         guard var entry = entries[id], entry.record.instance.state != .exited, entry.life.channel != nil else { return }
         let speaking = entry.record.instance.channel == .launching || entry.record.instance.channel == .ready
-        if case .closed = message {} else {
-            publish(.message, entry.record.instance, detail: "<- \(message.name)")
+        switch message {
+        case .closed, .protocolError, .unknown: break
+        default: publish(.message, entry.record.instance, detail: "<- \(message.name)")
         }
         switch message {
         case .hello:
