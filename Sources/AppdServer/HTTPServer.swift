@@ -77,7 +77,20 @@ final class HTTPServer: Sendable {
         try await withThrowingDiscardingTaskGroup { tasks in
             try await server.executeThenClose { inbound in
                 for try await (connection, caller) in inbound {
-                    tasks.addTask { await self.handle(connection, caller: caller) }
+                    switch router.limits.admit(caller) {
+                    case .admitted:
+                        tasks.addTask {
+                            defer { self.router.limits.release(caller) }
+                            await self.handle(connection, caller: caller)
+                        }
+                    case .refused(let failure):
+                        tasks.addTask {
+                            defer { self.router.limits.refused() }
+                            await self.refuse(connection, failure)
+                        }
+                    case .dropped:
+                        connection.channel.close(promise: nil)
+                    }
                 }
             }
         }
@@ -131,6 +144,27 @@ final class HTTPServer: Sendable {
         } catch {
             // The client went away or sent garbage: NIO already answered a parse error with
             // 400; there is nothing left to tell it.
+        }
+    }
+
+    /// Answers the first request of a connection over the limits with `failure` (429 or 503,
+    /// a JSON error like any other) and closes it; a client that sends no head within
+    /// `refusalTimeout` is closed unanswered.
+    func refuse(_ connection: Connection, _ failure: APIFailure) async {
+        let channel = connection.channel
+        try? await connection.executeThenClose { inbound, outbound in
+            let deadline = Deadline(channel: channel, timeout: .seconds(ConnectionLimits.refusalTimeout))
+            let reader = PartReader(inbound, deadline: deadline)
+            while let part = try await reader.next() {
+                guard case .head(let head) = part else { continue }
+                // Read the (small) rest of the request, so closing does not reset the
+                // connection before the client has read the answer.
+                let body = RequestBody(reader)
+                try? await body.drain(limit: 64 << 10)
+                if reader.broken { return }
+                try await write(.failure(failure), version: head.version, keepAlive: false, to: outbound, channel: channel)
+                return
+            }
         }
     }
 
