@@ -11,10 +11,13 @@ import Synchronization
 /// they are always served; others get 503 at the rest. The privileged are held to the total
 /// alone.
 ///
-/// A refused connection is still answered (it must learn why), but only `maxRefusing` at a
-/// time, each given `refusalTimeout` to send its request head; past that a connection is
-/// closed unanswered. So the daemon's fds stay under
-/// `MaxConnections + maxRefusing` for connections, whatever a client does.
+/// Admission happens as a connection is accepted, on the event loop (HTTPServer.bind). A
+/// refused connection is still answered (it must learn why) by a `RefusalHandler`, there too,
+/// but only `maxRefusing` at a time, each given `refusalTimeout` to send its request; past that
+/// a connection is closed unanswered. So the daemon's fds stay under
+/// `MaxConnections + maxRefusing` for connections, whatever a client does, and refusals never
+/// occupy the tasks that serve requests. Deciding who is privileged reads the user database
+/// (Authorizer) at most once per uid and gid every 5 s.
 final class ConnectionLimits: Sendable {
     static let maxRefusing = 64
     static let refusalTimeout: Int64 = 2
