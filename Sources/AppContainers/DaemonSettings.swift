@@ -48,12 +48,11 @@ public struct APISettings: Sendable, Equatable {
     /// Connections held at once, in all (docs/api.md, "Limits"; LimitNOFILE= in appd.service
     /// is sized for these).
     public var maxConnections = 512
-    /// Of `maxConnections`, the ones only root and the admin group may use.
+    /// Of `maxConnections`, the ones only the admin group may use (root is never refused).
     public var reservedConnections = 32
-    /// Connections one uid (other than root and the admin group) may hold.
+    /// Connections one uid (other than root) may hold.
     public var maxConnectionsPerUser = 64
-    /// Event streams, followed logs and waits one uid (other than root and the admin group)
-    /// may hold.
+    /// Event streams, followed logs and waits one uid (other than root) may hold.
     public var maxStreamsPerUser = 16
 
     public init() {}

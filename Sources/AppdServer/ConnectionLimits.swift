@@ -7,9 +7,10 @@ import Synchronization
 /// a user who may connect must not be able to hold them all. Per uid: at most
 /// `MaxConnectionsPerUser` connections and `MaxStreamsPerUser` long-lived requests (event
 /// streams, followed logs, `wait`), answered 429 past that. In all: `MaxConnections`, of which
-/// the last `ReservedConnections` only root and the admin group (`AdminAllowed`) may use, so
-/// they are always served; others get 503 at the rest. The privileged are held to the total
-/// alone.
+/// the last `ReservedConnections` only the admin group (`AdminAllowed`) and root may use, so
+/// they are served when other users hold the rest; others get 503 there. root is never
+/// refused: no cap applies to it (its connections count against the others), so no user, and
+/// no admin, can lock it out.
 ///
 /// Admission happens as a connection is accepted, on the event loop (HTTPServer.bind). A
 /// refused connection is still answered (it must learn why) by a `RefusalHandler`, there too,
@@ -56,7 +57,10 @@ final class ConnectionLimits: Sendable {
         return state.withLock { state in
             let own = state.perUser[caller.uid, default: 0]
             var failure: APIFailure?
-            if state.total >= settings.maxConnections {
+            let isRoot = caller.uid == 0
+            if isRoot {
+                // root is never refused (its connections still count against the others).
+            } else if state.total >= settings.maxConnections {
                 failure = APIFailure(
                     503, "unavailable",
                     "appd holds \(state.total) connections, its limit ([API] MaxConnections=\(settings.maxConnections))",
@@ -68,9 +72,9 @@ final class ConnectionLimits: Sendable {
             {
                 failure = APIFailure(
                     503, "unavailable",
-                    "appd holds \(state.total) connections; the remaining \(settings.reservedConnections) are reserved for root and the admin group ([API] ReservedConnections)",
+                    "appd holds \(state.total) connections; the remaining \(settings.reservedConnections) are reserved for the admin group ([API] ReservedConnections)",
                     hint: "try again shortly")
-            } else if !isPrivileged && own >= settings.maxConnectionsPerUser {
+            } else if own >= settings.maxConnectionsPerUser {
                 failure = APIFailure(
                     429, "tooManyRequests",
                     "uid \(caller.uid) holds \(own) connections, the most one user may ([API] MaxConnectionsPerUser=\(settings.maxConnectionsPerUser))",
@@ -100,10 +104,9 @@ final class ConnectionLimits: Sendable {
     /// A slot for one long-lived request, held until the returned value goes away (the reply
     /// that streams owns it, so it is given back however the stream ends).
     func openStream(_ caller: Caller) throws -> StreamSlot {
-        let isPrivileged = isPrivileged(caller)
         let count = state.withLock { state -> Int? in
             let own = state.streams[caller.uid, default: 0]
-            guard isPrivileged || own < settings.maxStreamsPerUser else { return own }
+            guard caller.uid == 0 || own < settings.maxStreamsPerUser else { return own }
             state.streams[caller.uid] = own + 1
             return nil
         }

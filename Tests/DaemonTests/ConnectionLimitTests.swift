@@ -241,4 +241,33 @@ struct ConnectionLimitTests {
         #expect(try daemon.eventually(5) { try status(daemon, uid: 65534, "/v1/version") == "200" })
         try daemon.expectStillWorks("issue-attack")
     }
+
+    @Test(
+        "the admin group is served in the reserve when other users hold the rest; root is served past every cap"
+    )
+    func adminReserve() throws {
+        let daemon = try TestDaemon(config: Self.config + "\nAdminAllowed=nobody\n")
+        let root = Responsiveness(daemon)
+        var held: [ConnectionAttacker] = []
+        var served = 0
+        for uid in 40001...40004 {
+            let user = try ConnectionAttacker(daemon, uid: uid, count: 30, mode: "version")
+            served += try user.outcome().count("200")
+            held.append(user)
+        }
+        #expect(served == 64 - 8)
+        #expect(try status(daemon, uid: 40005, "/v1/version") == "503")
+        // nobody is in AdminAllowed: the reserve is its.
+        let admin = try ConnectionAttacker(daemon, uid: 65534, count: 30, mode: "version")
+        let got = try admin.outcome()
+        print("admin in the reserve: \(got.statuses)")
+        #expect(got.count("200") == 8, "\(got.statuses)")
+        #expect(got.count("503") == 22, "\(got.statuses)")
+        // Everything is taken: root still gets in, as often as it likes.
+        let rootHeld = try ConnectionAttacker(daemon, uid: 0, count: 20, mode: "version")
+        #expect(try rootHeld.outcome().count("200") == 20)
+        root.expectResponsive("connections full, admin in the reserve")
+        for user in held + [admin, rootHeld] { user.stop() }
+        try daemon.expectStillWorks("admin-reserve")
+    }
 }
