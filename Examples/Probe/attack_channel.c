@@ -2,9 +2,10 @@
 //
 //   probe attack-channel send MESSAGE...   each MESSAGE as one datagram, in order; a MESSAGE
 //                                          starting with '@' is a built-in one (below)
-//   probe attack-channel flood SECONDS [PER_SECOND]
-//                                          hello, ready, then unknown messages as fast as the
-//                                          socket takes them (or PER_SECOND a second) for SECONDS
+//   probe attack-channel flood SECONDS [PER_SECOND [MESSAGE]]
+//                                          hello, ready, then unknown messages (or MESSAGE) as
+//                                          fast as the socket takes them (or PER_SECOND a second,
+//                                          0 for as fast) for SECONDS
 //
 // Then it reports how the channel ended and stays alive (so the test sees the app survive its
 // closed channel): `attack-channel: value sent N`, `attack-channel: value closed after N`
@@ -109,6 +110,7 @@ int attack_channel(int argc, char **argv) {
     } else if (argc > 3 && !strcmp(argv[2], "flood")) {
         double seconds = atof(argv[3]);
         double rate = argc > 4 ? atof(argv[4]) : 0;
+        const char *fixed = argc > 5 ? argv[5] : NULL;
         const char *hello = "{\"type\":\"hello\",\"version\":1}", *ready = "{\"type\":\"ready\"}";
         send(fd, hello, strlen(hello), MSG_NOSIGNAL);
         send(fd, ready, strlen(ready), MSG_NOSIGNAL);
@@ -120,7 +122,9 @@ int attack_channel(int argc, char **argv) {
                 double wait = due - now_seconds();
                 if (wait > 0) usleep((useconds_t)(wait * 1e6));
             }
-            int n = snprintf(message, sizeof message, "{\"type\":\"flood-%ld\",\"n\":%ld}", sent % 1000, sent);
+            int n = fixed ? snprintf(message, sizeof message, "%s", fixed)
+                          : snprintf(message, sizeof message, "{\"type\":\"flood-%ld\",\"n\":%ld}", sent % 1000, sent);
+            if (n >= (int)sizeof message) n = (int)sizeof message - 1;
             if (send(fd, message, (size_t)n, MSG_NOSIGNAL) >= 0) {
                 sent++;
             } else if (errno == EPIPE || errno == ECONNRESET) {
@@ -133,7 +137,7 @@ int attack_channel(int argc, char **argv) {
         // A daemon that closed the channel while we slept leaves a readable EOF.
         closed = closed || closed_within(fd, 1);
     } else {
-        fprintf(stderr, "probe: attack-channel send MESSAGE... | flood SECONDS [PER_SECOND]\n");
+        fprintf(stderr, "probe: attack-channel send MESSAGE... | flood SECONDS [PER_SECOND [MESSAGE]]\n");
         return 2;
     }
     printf("attack-channel: value %s after %ld\n", closed ? "closed" : "open", sent);

@@ -70,8 +70,7 @@ final class TestDaemon: @unchecked Sendable {
         cgroupParent = "/appd-robustness-" + directory.split(separator: ".").last!
         let config = "\(directory)/appd.conf"
         // The hostile archives are unsigned: signatures are DaemonTests' and AppContainersTests'.
-        // MaxConnections above the default 512: the load test holds 1,000 of root's at once.
-        try "[API]\nSocketGroup=\nMaxConnections=1100\n[Supervisor]\nCgroupParent=\(cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
+        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
             .write(toFile: config, atomically: true, encoding: .utf8)
         FileManager.default.createFile(atPath: stderrPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
