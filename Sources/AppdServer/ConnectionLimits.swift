@@ -18,7 +18,8 @@ import Synchronization
 /// a connection is closed unanswered. So the daemon's fds stay under
 /// `MaxConnections + maxRefusing` for connections, whatever a client does, and refusals never
 /// occupy the tasks that serve requests. Deciding who is privileged reads the user database
-/// (Authorizer) at most once per uid and gid every 5 s.
+/// (Authorizer) only once the reserve is reached, and then at most once per uid and gid every
+/// 5 s.
 final class ConnectionLimits: Sendable {
     static let maxRefusing = 64
     static let refusalTimeout: Int64 = 2
@@ -53,7 +54,12 @@ final class ConnectionLimits: Sendable {
     }
 
     func admit(_ caller: Caller) -> Admission {
-        let isPrivileged = isPrivileged(caller)
+        // Who is an admin matters only once the reserve is reached: the user database is not
+        // read (on the event loop) for connections that would be admitted anyway.
+        let reserveReached = state.withLock {
+            $0.total >= settings.maxConnections - settings.reservedConnections
+        }
+        let isPrivileged = caller.uid == 0 || (reserveReached && isPrivileged(caller))
         return state.withLock { state in
             let own = state.perUser[caller.uid, default: 0]
             var failure: APIFailure?
