@@ -155,6 +155,8 @@ let package = Package(
         // permissions, the command-line tools against it.
         .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
+        // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
+        .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),
         // Starts the built appd (found next to the test bundle) on a private state root and
         // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.
         .testTarget(name: "DaemonRobustnessTests", dependencies: ["AppdAPI", "TestSupport"]),

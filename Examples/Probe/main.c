@@ -566,6 +566,7 @@ int main(int argc, char **argv) {
     else if (attack_network(argc, argv) == 0) return 0;
     else if (!strncmp(mode, "output-", 7)) { int attack_output(int, char **); return attack_output(argc, argv); }
     else if (!strcmp(mode, "deep-tree")) { int attack_tree(int, char **); return attack_tree(argc, argv); }
+    else if (!strcmp(mode, "attack-channel")) { int attack_channel(int, char **); return attack_channel(argc, argv); }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;
 }

@@ -88,6 +88,22 @@ public struct BundleTree: Sendable {
 public enum BundleWalker {
     public static let maxProblems = 100
 
+    /// What is wrong with an entry's permission bits, if anything: the one rule for a bundle on
+    /// disk (`appd verify`, `install --no-daemon`) and one arriving as a tar stream (the
+    /// daemon's extractor reads the header's mode), so no path accepts what another refuses.
+    /// A setuid or setgid file would run with an identity the app was never given; a
+    /// world-writable entry could be changed by anyone between verification and launch.
+    public static func modeProblems(_ permissions: mode_t, isDirectory: Bool) -> [String] {
+        var problems: [String] = []
+        if isDirectory {
+            if permissions & 0o002 != 0 { problems.append("the directory is world-writable") }
+            return problems
+        }
+        if permissions & (S_ISUID | S_ISGID) != 0 { problems.append("is setuid or setgid") }
+        if permissions & 0o002 != 0 { problems.append("is world-writable") }
+        return problems
+    }
+
     public static func walk(
         _ path: String, limits: BundleLimits, visitor: inout some BundleVisitor
     ) throws -> BundleTree {
@@ -201,7 +217,7 @@ private struct Walk {
             guard depth + 1 <= limits.maxDepth else {
                 return problem(path, "directories nest deeper than \(limits.maxDepth) levels (MaxDepth)")
             }
-            if permissions & 0o002 != 0 { problem(path, "the directory is world-writable") }
+            for message in BundleWalker.modeProblems(permissions, isDirectory: true) { problem(path, message) }
             let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { throw AppdError.system("open \(path)") }
             defer { close(fd) }
@@ -217,12 +233,8 @@ private struct Walk {
                 problem(path, "has \(info.st_nlink) hard links; bundle files must have one")
                 bad = true
             }
-            if permissions & (S_ISUID | S_ISGID) != 0 {
-                problem(path, "is setuid or setgid")
-                bad = true
-            }
-            if permissions & 0o002 != 0 {
-                problem(path, "is world-writable")
+            for message in BundleWalker.modeProblems(permissions, isDirectory: false) {
+                problem(path, message)
                 bad = true
             }
             let size = Int64(info.st_size)

@@ -75,6 +75,11 @@ public struct AppdConfiguration: Sendable, Equatable {
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
             try config.set(section: section, key: key, value: value, place: place, file: file)
         }
+        guard config.api.reservedConnections < config.api.maxConnections else {
+            throw AppdError(.invalidConfig,
+                "\(file): [API] ReservedConnections=\(config.api.reservedConnections) leaves nothing of MaxConnections=\(config.api.maxConnections) for other users",
+                hint: "make ReservedConnections smaller than MaxConnections")
+        }
         if let keyless = config.signing.signers.first(where: { $0.key == nil }) {
             throw AppdError(.invalidConfig, "\(file): [Signer \(keyless.name)] has no Key=")
         }
@@ -134,6 +139,12 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("API", "ControlAllowed"): api.controlAllowed = try access()
         case ("API", "AdminAllowed"): api.adminAllowed = try access()
         case ("API", "MaxRequestBytes"): api.maxRequestBytes = try bytes()
+        case ("API", "MaxConnections"): api.maxConnections = try count()
+        case ("API", "MaxConnectionsPerUser"): api.maxConnectionsPerUser = try count()
+        case ("API", "MaxStreamsPerUser"): api.maxStreamsPerUser = try count()
+        case ("API", "ReservedConnections"):
+            guard let n = Int(value), n >= 0 else { throw bad("a whole number (0 or more)") }
+            api.reservedConnections = n
         case ("API", _):
             throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [API]",
                 hint: "known keys: " + APISettings.keys.joined(separator: ", "))

@@ -45,10 +45,22 @@ public struct APISettings: Sendable, Equatable {
     public var adminAllowed = AccessList(groups: ["appd-admin"])
     /// Largest JSON request body.
     public var maxRequestBytes: Int64 = 1 << 20
+    /// Connections held at once, in all (docs/api.md, "Limits"; LimitNOFILE= in appd.service
+    /// is sized for these).
+    public var maxConnections = 512
+    /// Of `maxConnections`, the ones only the admin group may use (root is never refused).
+    public var reservedConnections = 32
+    /// Connections one uid (other than root) may hold.
+    public var maxConnectionsPerUser = 64
+    /// Event streams, followed logs and waits one uid (other than root) may hold.
+    public var maxStreamsPerUser = 16
 
     public init() {}
 
-    static let keys = ["Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed", "MaxRequestBytes"]
+    static let keys = [
+        "Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed", "MaxRequestBytes",
+        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser",
+    ]
 }
 
 /// `[Supervisor]`: running instances.

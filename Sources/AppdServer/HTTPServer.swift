@@ -28,29 +28,56 @@ final class HTTPServer: Sendable {
 
     /// Listens on `path` (created with `mode` and `groupID`), or on `adopted`, a listening
     /// socket passed by systemd.
+    ///
+    /// Each connection is admitted (ConnectionLimits) as it is accepted, on the event loop: a
+    /// refused one is answered there by a `RefusalHandler` and closed, a dropped one closed at
+    /// once; neither reaches the tasks that serve requests (they arrive as nil). Accepting
+    /// stays as cheap as it can be, so the backlog drains fast and root's connection, queued
+    /// behind a flood of them, waits little.
     func bind(path: String?, adopted: Int32?, mode: mode_t, groupID: gid_t?) async throws
-        -> NIOAsyncChannel<(Connection, Caller), Never>
+        -> NIOAsyncChannel<(Connection, Caller)?, Never>
     {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.allowRemoteHalfClosure, value: false)
-        let initializer: @Sendable (Channel) -> EventLoopFuture<(Connection, Caller)> = { channel in
+        let limits = router.limits
+        let initializer: @Sendable (Channel) -> EventLoopFuture<(Connection, Caller)?> = { channel in
             Self.peerCredentials(channel).flatMap { caller in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    return (try Connection(wrappingChannelSynchronously: channel), caller)
+                    switch limits.admit(caller) {
+                    case .admitted:
+                        do {
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            return (try Connection(wrappingChannelSynchronously: channel), caller)
+                        } catch {
+                            limits.release(caller)
+                            throw error
+                        }
+                    case .refused(let failure):
+                        channel.closeFuture.whenComplete { _ in limits.refused() }
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.addHandler(RefusalHandler(failure))
+                        return nil
+                    case .dropped:
+                        channel.close(promise: nil)
+                        return nil
+                    }
                 }
             }
         }
+        // Accepting is not held back by the task that takes admitted connections (NIO's
+        // default stops accepting at 10 waiting): refused ones are settled as they are
+        // accepted, and the backlog a root client waits in drains at the event loop's pace.
+        let accepting = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 64, highWatermark: 256)
         if let adopted {
-            return try await bootstrap.bind(adopted, childChannelInitializer: initializer)
+            return try await bootstrap.bind(adopted, serverBackPressureStrategy: accepting, childChannelInitializer: initializer)
         }
         guard let path else { throw APIFailure(500, "invalidConfig", "no socket to listen on") }
         // The socket appears with the umask's mode; make it private until chown and chmod ran.
         let old = umask(0o177)
         defer { umask(old) }
         let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
-            childChannelInitializer: initializer)
+            serverBackPressureStrategy: accepting, childChannelInitializer: initializer)
         if let groupID, chown(path, 0, groupID) != 0 {
             throw APIFailure(500, "io", "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
         }
@@ -73,11 +100,16 @@ final class HTTPServer: Sendable {
     }
 
     /// Accepts until the server channel closes (or the task is cancelled).
-    func serve(_ server: NIOAsyncChannel<(Connection, Caller), Never>) async throws {
+    func serve(_ server: NIOAsyncChannel<(Connection, Caller)?, Never>) async throws {
         try await withThrowingDiscardingTaskGroup { tasks in
             try await server.executeThenClose { inbound in
-                for try await (connection, caller) in inbound {
-                    tasks.addTask { await self.handle(connection, caller: caller) }
+                for try await admitted in inbound {
+                    // Refused and dropped connections were dealt with on the event loop.
+                    guard let (connection, caller) = admitted else { continue }
+                    tasks.addTask {
+                        defer { self.router.limits.release(caller) }
+                        await self.handle(connection, caller: caller)
+                    }
                 }
             }
         }

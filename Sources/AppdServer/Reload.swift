@@ -91,6 +91,12 @@ actor ConfigurationReloader {
         keep("[API] Socket", \.api.socket)
         keep("[API] SocketMode", \.api.socketMode)
         keep("[API] SocketGroup", \.api.socketGroup)
+        // The connection caps are counted from the daemon's start (ConnectionLimits); the
+        // unit's LimitNOFILE= was sized for them.
+        keep("[API] MaxConnections", \.api.maxConnections)
+        keep("[API] ReservedConnections", \.api.reservedConnections)
+        keep("[API] MaxConnectionsPerUser", \.api.maxConnectionsPerUser)
+        keep("[API] MaxStreamsPerUser", \.api.maxStreamsPerUser)
         // Running instances' cgroups are below the parent: moving it would lose them.
         keep("[Supervisor] CgroupParent", \.supervisor.cgroupParent)
         // Each instance's log writer was started with it.

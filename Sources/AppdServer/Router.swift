@@ -14,12 +14,18 @@ final class Router: Sendable {
     let reloader: ConfigurationReloader
     let startedAt = Date()
     let appList: AppListCache
+    let limits: ConnectionLimits
 
     init(store: AppStore, supervisor: Supervisor, installer: Installer, reloader: ConfigurationReloader) {
         self.store = store
         self.supervisor = supervisor
         self.installer = installer
         self.reloader = reloader
+        // The caps are fixed for the daemon's life (a reload reports them as restart-only); who
+        // is an admin follows the [API] lists as last (re)loaded.
+        limits = ConnectionLimits(settings: store.config.api) {
+            Authorizer(settings: store.config.api).rights(of: $0).contains(.admin)
+        }
         appList = AppListCache(registryPath: store.root.registryPath)
     }
 
@@ -98,7 +104,15 @@ final class Router: Sendable {
             pathMatched = true
             guard route.method == request.method else { continue }
             try authorizer.check(request.caller, route.right)
-            return try await route.handler(self, request, parameters)
+            guard Self.isLongLived(route, request) else { return try await route.handler(self, request, parameters) }
+            // Held by the reply while it streams, or until a long poll answers.
+            let slot = try limits.openStream(request.caller)
+            let reply = try await route.handler(self, request, parameters)
+            guard case .stream(let type, let produce) = reply else { return reply }
+            return .stream(contentType: type) { writer in
+                defer { slot.close() }
+                try await produce(writer)
+            }
         }
         let path = "/v1/" + request.segments.joined(separator: "/")
         if pathMatched {
@@ -106,6 +120,15 @@ final class Router: Sendable {
             throw APIFailure(405, "methodNotAllowed", "\(request.method) is not allowed on \(path.prefix(200)); use \(allowed.joined(separator: " or "))")
         }
         throw APIFailure(404, "notFound", "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
+    }
+
+    /// Requests that may hold their connection indefinitely: `MaxStreamsPerUser` bounds them.
+    static func isLongLived(_ route: Route, _ request: Request) -> Bool {
+        switch route.pattern {
+        case ["events"], ["instances", "{iid}", "wait"]: true
+        case ["instances", "{iid}", "logs"]: request.flag("follow")
+        default: false
+        }
     }
 
     static func match(_ pattern: [String], _ segments: [String]) -> [String]? {

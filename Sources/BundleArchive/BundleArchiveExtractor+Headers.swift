@@ -63,6 +63,7 @@ extension BundleArchiveExtractor {
             guard !pending.sparse else {
                 throw AppdError.archive(shown, "is a GNU sparse file; store it whole")
             }
+            try Self.checkMode(header.mode, of: shown, isDirectory: false)
             let fd = try tree.makeFile(name, mode: header.mode, size: size)
             if size == 0 {
                 close(fd)
@@ -75,6 +76,7 @@ extension BundleArchiveExtractor {
             guard size == 0 else {
                 throw AppdError.archive(shown, "is a directory with \(size) bytes of data")
             }
+            try Self.checkMode(header.mode, of: shown, isDirectory: true)
             try tree.makeDirectory(name)
 
         case Tar.EntryType.symlink:
@@ -91,6 +93,14 @@ extension BundleArchiveExtractor {
         }
         pending = PendingMetadata()
         lastEntry = shown
+    }
+
+    /// The walker's rule on permission bits (`appd verify` and `--no-daemon` apply it to the
+    /// folder), applied to the mode the archive declares: the extracted file gets normalized
+    /// bits, so checking it afterwards would let a setuid entry through.
+    static func checkMode(_ mode: Int64, of entry: String, isDirectory: Bool) throws {
+        let problems = BundleWalker.modeProblems(mode_t(truncatingIfNeeded: mode & 0o7777), isDirectory: isDirectory)
+        guard problems.isEmpty else { throw AppdError.archive(entry, problems.joined(separator: "; ")) }
     }
 
     /// Takes in a complete pax or long-name record (in `record`) for the next entry.

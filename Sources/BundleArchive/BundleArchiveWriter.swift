@@ -10,8 +10,9 @@ import Glibc
 /// 64 KiB buffer whatever the size of the bundle.
 ///
 /// The output is deterministic: entries sorted by the bytes of their names, each directory
-/// before its contents, paths relative to the bundle without `./`, owners 0, times 0, and only
-/// the permission bits (setuid, setgid and sticky dropped).
+/// before its contents, paths relative to the bundle without `./`, owners 0, times 0, and the
+/// permission bits as they are (setuid and setgid included, so that the daemon refuses such a
+/// file as `appd verify` does, rather than installing it with the bits silently dropped).
 public enum BundleArchiveWriter {
     /// How much is handed to the sink at a time (the last piece may be shorter).
     public static let chunkSize = 64 << 10
@@ -159,7 +160,7 @@ private struct TarWalk {
         }
         try output.append(
             TarHeader.encode(
-                name: path.utf8, mode: Int64(mode & 0o777), size: size, type: type,
+                name: path.utf8, mode: Int64(mode & 0o7777), size: size, type: type,
                 linkName: link))
     }
 

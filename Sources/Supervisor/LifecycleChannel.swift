@@ -31,30 +31,79 @@ enum AppMessage: Sendable, Equatable {
         }
     }
 
-    /// Parses one datagram. Unknown fields are ignored; a known type with a field of the
-    /// wrong type is a protocol error, so a broken runtime is noticed, not half-obeyed.
+    /// Largest `task`/`ref`/`version` accepted: what a Double carries exactly, so the app's
+    /// own number comes back to it unchanged in the daemon's JSON.
+    static let maxInteger = 1 << 53
+
+    /// Parses one datagram; total over any bytes (LifecycleParserTests). Unknown fields are
+    /// ignored; a known type with a field of the wrong type or out of range is a protocol
+    /// error, so a broken runtime is noticed, not half-obeyed.
     static func parse(_ bytes: [UInt8]) -> AppMessage {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else {
-            return .protocolError("not a JSON object: \(String(decoding: bytes.prefix(80), as: UTF8.self))")
+        let object: [String: LifecycleJSON.Value]
+        switch LifecycleJSON.object(bytes) {
+        case .success(let fields): object = fields
+        case .failure(let failure): return .protocolError("not a message: \(failure.message)")
         }
-        guard let type = object["type"] as? String else { return .protocolError("a message without a \"type\" string") }
-        func number(_ key: String) -> Double? { (object[key] as? NSNumber).map(\.doubleValue) }
+        guard case .string(let type)? = object["type"] else { return .protocolError("a message without a \"type\" string") }
+        /// nil: absent (or null); a protocol error: present but not an integer in range.
+        func integer(_ key: String, in range: ClosedRange<Int>) -> Result<Int?, Failure> {
+            switch object[key] {
+            case nil, .null?: return .success(nil)
+            case .number(let literal, let value)?:
+                // Digits alone are read as written (a Double would round 2^53 + 1 into range);
+                // a fraction or exponent must still make a whole number.
+                let plain = literal.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (48...57).contains($0) }
+                guard let exact = plain ? Int(literal) : Int(exactly: value), range.contains(exact) else {
+                    return .failure(Failure("\(type): \"\(key)\" is \(literal), not a whole number in \(range.lowerBound)...\(range.upperBound)"))
+                }
+                return .success(exact)
+            default: return .failure(Failure("\(type): \"\(key)\" is not a number"))
+            }
+        }
         switch type {
         case "hello":
-            return .hello(version: number("version").map { Int($0) } ?? 1)
+            switch integer("version", in: 1...maxInteger) {
+            case .success(let version): return .hello(version: version ?? 1)
+            case .failure(let failure): return .protocolError(failure.message)
+            }
         case "ready":
             return .ready
         case "beginBackgroundTask":
-            if object["name"] != nil && !(object["name"] is String) { return .protocolError("beginBackgroundTask: \"name\" is not a string") }
-            return .beginBackgroundTask(
-                name: String((object["name"] as? String ?? "").prefix(200)), ref: number("ref").map { Int($0) },
-                seconds: number("seconds"))
+            var name = ""
+            switch object["name"] {
+            case nil, .null?: break
+            case .string(let text)?: name = String(text.prefix(200))
+            default: return .protocolError("beginBackgroundTask: \"name\" is not a string")
+            }
+            let ref: Int?
+            switch integer("ref", in: -maxInteger...maxInteger) {
+            case .success(let value): ref = value
+            case .failure(let failure): return .protocolError(failure.message)
+            }
+            var seconds: Double?
+            switch object["seconds"] {
+            case nil, .null?: break
+            case .number(let literal, let value)?:
+                // Finite (the reader refuses others); negative makes no sense.
+                guard value >= 0 else { return .protocolError("beginBackgroundTask: \"seconds\" is \(literal), not ≥ 0") }
+                seconds = value
+            default: return .protocolError("beginBackgroundTask: \"seconds\" is not a number")
+            }
+            return .beginBackgroundTask(name: name, ref: ref, seconds: seconds)
         case "endBackgroundTask":
-            guard let task = number("task") else { return .protocolError("endBackgroundTask without a \"task\" number") }
-            return .endBackgroundTask(task: Int(task))
+            switch integer("task", in: 0...maxInteger) {
+            case .success(let task?): return .endBackgroundTask(task: task)
+            case .success(nil): return .protocolError("endBackgroundTask without a \"task\" number")
+            case .failure(let failure): return .protocolError(failure.message)
+            }
         default:
             return .unknown(type: String(type.prefix(100)))
         }
+    }
+
+    struct Failure: Error {
+        var message: String
+        init(_ message: String) { self.message = message }
     }
 }
 
@@ -62,19 +111,59 @@ enum AppMessage: Sendable, Equatable {
 /// JSON object per datagram. What the app sends arrives, in order, on `messages`; `send` never
 /// blocks (a full buffer drops the message: an app that does not read its channel only loses
 /// its own events).
+///
+/// Everything the app sends is bounded: a datagram by `maxMessageBytes`, the rate by a token
+/// bucket (`messagesPerSecond`, bursts of `burst`; past it messages are dropped, and `burst`
+/// drops in a row close the channel as a protocol error), the messages waiting for the
+/// supervisor by `bufferedMessages` (more is a protocol error too). Messages of unknown types
+/// count against the rate and are then forgotten: never buffered, never published.
 final class LifecycleChannel: @unchecked Sendable {
     static let maxMessageBytes = 64 << 10
+    static let messagesPerSecond = 100.0
+    static let burst = 200
+    static let bufferedMessages = 256
+    /// Datagrams read per wakeup of the shared queue, so one busy channel does not hold up
+    /// the others.
+    static let messagesPerWakeup = 64
 
+    /// Known messages only; the stream ends when the channel does (then see `ending`).
     let messages: AsyncStream<AppMessage>
     private let continuation: AsyncStream<AppMessage>.Continuation
     private let source: DispatchSourceRead
     /// The fd, or -1 once closed: sends and the close take the lock, so a send never writes to
     /// a number the kernel has handed out again.
     private let fd: Descriptor
+    private let end = Ending()
+
+    /// Why reading stopped; the first reason wins.
+    private final class Ending: Sendable {
+        let value = Mutex<AppMessage?>(nil)
+    }
 
     private final class Descriptor: Sendable {
         let value: Mutex<Int32>
         init(_ fd: Int32) { value = Mutex(fd) }
+    }
+
+    /// What the read handler owns (it runs on one serial queue): the receive buffer, and the
+    /// token bucket.
+    private final class Reader: @unchecked Sendable {
+        // One byte more than the limit, and MSG_TRUNC for the real length: longer is an error.
+        var buffer = [UInt8](repeating: 0, count: LifecycleChannel.maxMessageBytes + 1)
+        var tokens = Double(LifecycleChannel.burst)
+        var refilledAt = DispatchTime.now().uptimeNanoseconds
+        var dropped = 0
+
+        /// Takes a token if there is one.
+        func admit() -> Bool {
+            let now = DispatchTime.now().uptimeNanoseconds
+            let elapsed = Double(now &- refilledAt) / 1e9
+            refilledAt = now
+            tokens = min(Double(LifecycleChannel.burst), tokens + elapsed * LifecycleChannel.messagesPerSecond)
+            guard tokens >= 1 else { return false }
+            tokens -= 1
+            return true
+        }
     }
 
     /// A connected pair: the daemon's end (non-blocking) and the app's (blocking, for fd 3),
@@ -92,34 +181,49 @@ final class LifecycleChannel: @unchecked Sendable {
 
     init(fd descriptor: Int32, queue: DispatchQueue) {
         fd = Descriptor(descriptor)
-        (messages, continuation) = AsyncStream<AppMessage>.makeStream()
+        (messages, continuation) = AsyncStream<AppMessage>.makeStream(bufferingPolicy: .bufferingOldest(Self.bufferedMessages))
         source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         let continuation = continuation
         let fd = fd
-        source.setEventHandler { [source] in
-            // One byte more than the limit, and MSG_TRUNC for the real length: longer is an error.
-            var buffer = [UInt8](repeating: 0, count: Self.maxMessageBytes + 1)
-            while true {
-                let count = buffer.withUnsafeMutableBytes {
+        let reader = Reader()
+        source.setEventHandler { [source, end] in
+            /// Records why reading stopped (the first reason wins) and stops.
+            func finish(_ reason: AppMessage) {
+                end.value.withLock { if $0 == nil { $0 = reason } }
+                source.cancel()
+                continuation.finish()
+            }
+            for _ in 0..<Self.messagesPerWakeup {
+                let count = reader.buffer.withUnsafeMutableBytes {
                     recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
                 }
                 if count < 0 {
                     if errno == EINTR { continue }
                     if errno == EAGAIN { return }
-                    continuation.yield(.closed)
-                } else if count == 0 {
-                    continuation.yield(.closed)
-                } else if count > Self.maxMessageBytes {
-                    continuation.yield(.protocolError("a message of \(count) bytes (at most \(Self.maxMessageBytes))"))
-                } else {
-                    let message = AppMessage.parse(Array(buffer[..<count]))
-                    continuation.yield(message)
-                    if case .protocolError = message {} else { continue }
+                    return finish(.closed)
                 }
-                // Closed or broken: no more reading; the supervisor closes it.
-                source.cancel()
-                continuation.finish()
-                return
+                if count == 0 { return finish(.closed) }
+                guard reader.admit() else {
+                    reader.dropped += 1
+                    if reader.dropped >= Self.burst {
+                        return finish(.protocolError(
+                            "more than \(Int(Self.messagesPerSecond)) messages a second (\(reader.dropped) dropped in a row)"))
+                    }
+                    continue
+                }
+                reader.dropped = 0
+                if count > Self.maxMessageBytes {
+                    return finish(.protocolError("a message of \(count) bytes (at most \(Self.maxMessageBytes))"))
+                }
+                let message = AppMessage.parse(Array(reader.buffer[..<count]))
+                switch message {
+                case .protocolError: return finish(message)
+                case .unknown: continue
+                default:
+                    if case .dropped = continuation.yield(message) {
+                        return finish(.protocolError("\(Self.bufferedMessages) messages waiting to be handled"))
+                    }
+                }
             }
         }
         source.setCancelHandler {
@@ -131,6 +235,10 @@ final class LifecycleChannel: @unchecked Sendable {
         }
         source.resume()
     }
+
+    /// Why the channel ended once `messages` has: `.closed` (the app closed it, or the daemon
+    /// did) or `.protocolError`.
+    var ending: AppMessage { end.value.withLock { $0 } ?? .closed }
 
     /// Sends one message; false if it could not (closed, or the app's buffer is full).
     @discardableResult

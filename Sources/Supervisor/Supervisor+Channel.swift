@@ -15,6 +15,9 @@ extension Supervisor {
                 guard let self else { return }
                 await self.received(id, message)
             }
+            // Ended: by the app, by the daemon (then the entry no longer holds it), or as a
+            // protocol error the reader found.
+            await self?.received(id, channel.ending)
         }
         return channel
     }
@@ -22,12 +25,14 @@ extension Supervisor {
     func received(_ id: String, _ message: AppMessage) {
         guard var entry = entries[id], entry.record.instance.state != .exited, entry.life.channel != nil else { return }
         let speaking = entry.record.instance.channel == .launching || entry.record.instance.channel == .ready
-        if case .closed = message {} else {
-            publish(.message, entry.record.instance, detail: "<- \(message.name)")
-        }
+        // Only a message that changes something is published and saved: one the app repeats
+        // (a second hello, ready when ready, a task it does not hold) costs the daemon nothing
+        // but the parse, so an app within its rate cannot fill /v1/events or the disk.
+        let heard = { (entry: Entry) in self.publish(.message, entry.record.instance, detail: "<- \(message.name)") }
         switch message {
         case .hello:
-            guard entry.record.instance.channel == .silent else { break }
+            guard entry.record.instance.channel == .silent else { return }
+            heard(entry)
             entry.record.instance.channel = .launching
             // Launching is inactive, wherever it is headed; `ready` brings it the rest of the way
             // (didBecomeActive, or didEnterBackground for a launch into the background).
@@ -40,20 +45,24 @@ extension Supervisor {
             ])
             scheduleWatchdog(id)
         case .ready:
-            guard entry.record.instance.channel == .launching else { break }
+            guard entry.record.instance.channel == .launching else { return }
+            heard(entry)
             entry.record.instance.channel = .ready
             tell(&entry)
         case .beginBackgroundTask(let name, let ref, let seconds):
-            guard speaking else { break }
-            beginTask(&entry, name: name, ref: ref, seconds: seconds)
+            guard speaking else { return }
+            // Always answered; published and saved only when granted.
+            guard beginTask(&entry, name: name, ref: ref, seconds: seconds) else { return }
+            heard(entry)
         case .endBackgroundTask(let task):
-            guard entry.life.tasks.removeValue(forKey: task) != nil else { break }
+            guard entry.life.tasks.removeValue(forKey: task) != nil else { return }
+            heard(entry)
             entry.record.instance.backgroundTasks = entry.life.tasks.count
             save(entry)
             backgroundCheck(id)
             return
         case .unknown:
-            break
+            return
         case .protocolError(let why):
             publish(.message, entry.record.instance, detail: "channel closed: \(why); a plain program from now on")
             closeChannel(&entry)
@@ -101,8 +110,11 @@ extension Supervisor {
 
     // MARK: Background tasks
 
-    func beginTask(_ entry: inout Entry, name: String, ref: Int?, seconds: Double?) {
+    /// Answers a request for a background task; true if it was granted.
+    @discardableResult
+    func beginTask(_ entry: inout Entry, name: String, ref: Int?, seconds: Double?) -> Bool {
         var answer: [String: Any] = ["type": "backgroundTaskBegan", "task": 0]
+        var granted = false
         if let ref { answer["ref"] = ref }
         if entry.record.instance.state == .terminating {
             answer["reason"] = "the app is terminating"
@@ -116,13 +128,15 @@ extension Supervisor {
             entry.record.instance.backgroundTasks = entry.life.tasks.count
             answer["task"] = task
             answer["timeRemaining"] = time
+            granted = true
             let id = entry.record.instance.id
             Task {
                 try? await Task.sleep(nanoseconds: UInt64(time * 1e9))
                 self.taskExpired(id, task)
             }
         }
-        send(entry, answer)
+        send(entry, answer, publishing: granted)
+        return granted
     }
 
     /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.

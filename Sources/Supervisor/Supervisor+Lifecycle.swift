@@ -152,12 +152,15 @@ extension Supervisor {
         entry.life.told = Self.ladder[goal]
     }
 
-    /// Sends and records the message as an event (`-> didBecomeActive`).
+    /// Sends and records the message as an event (`-> didBecomeActive`), unless `publishing`
+    /// is false (answers to requests that changed nothing, which an app may repeat at will).
     @discardableResult
-    func send(_ entry: Entry, _ message: [String: Any]) -> Bool {
+    func send(_ entry: Entry, _ message: [String: Any], publishing: Bool = true) -> Bool {
         guard let channel = entry.life.channel else { return false }
         let sent = channel.send(message)
-        publish(.message, entry.record.instance, detail: "-> \(message["type"] ?? "?")" + (sent ? "" : " (not delivered)"))
+        if publishing {
+            publish(.message, entry.record.instance, detail: "-> \(message["type"] ?? "?")" + (sent ? "" : " (not delivered)"))
+        }
         return sent
     }
 

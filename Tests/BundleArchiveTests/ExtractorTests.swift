@@ -10,7 +10,7 @@ struct ExtractorTests {
     func modes() throws {
         let scratch = Scratch()
         let bytes = rawArchive([
-            RawEntry("secret", mode: "0000600"), RawEntry("suid", mode: "0006777"),
+            RawEntry("secret", mode: "0000600"), RawEntry("exec", mode: "0000775"),
             RawEntry("groupexec", mode: "0000610"), RawEntry("d/", type: "5", mode: "0001700"),
         ])
         let out = scratch.directory("out")
@@ -18,7 +18,7 @@ struct ExtractorTests {
         #expect(
             snapshot(out) == [
                 "secret": .file(mode: 0o644, contents: []),
-                "suid": .file(mode: 0o755, contents: []),
+                "exec": .file(mode: 0o755, contents: []),
                 "groupexec": .file(mode: 0o755, contents: []), "d": .directory(mode: 0o755),
             ])
     }

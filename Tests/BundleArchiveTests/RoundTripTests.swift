@@ -96,7 +96,7 @@ struct RoundTripTests {
         #expect(first.suffix(1024).allSatisfy { $0 == 0 })
     }
 
-    @Test("modes keep only the permission bits; setuid and sticky are dropped")
+    @Test("modes keep the permission bits as they are, setuid and sticky too, so the daemon refuses what verify refuses")
     func modes() throws {
         let scratch = Scratch()
         let root = scratch.directory("Hello.app")
@@ -109,7 +109,7 @@ struct RoundTripTests {
             uniqueKeysWithValues: headers(of: bytes).map {
                 (String(decoding: $0.header.name, as: UTF8.self), $0.header.mode)
             })
-        #expect(modes == ["suid": 0o755, "private": 0o600, "sticky/": 0o777])
+        #expect(modes == ["suid": 0o4755, "private": 0o600, "sticky/": 0o1777])
     }
 
     @Test("the writer hands out bounded chunks and never loads a file whole")

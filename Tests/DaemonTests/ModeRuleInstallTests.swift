@@ -1,0 +1,86 @@
+import AppdAPI
+import AppdClient
+import Foundation
+import Testing
+
+/// Issue 13 §7: `appd install` through the daemon accepted setuid and world-writable files (the
+/// client's tar dropped the bits, the extractor normalized them) while `appd verify` and
+/// `--no-daemon` refused them. Now all three refuse, naming the file.
+@Suite("setuid and world-writable files: refused on every install path", .serialized, rootOnly)
+struct ModeRuleInstallTests {
+    static let cases: [(mode: mode_t, problem: String)] = [
+        (0o4755, "is setuid or setgid"), (0o2755, "is setuid or setgid"),
+        (0o757, "is world-writable"),
+    ]
+
+    @Test(
+        "appd verify, appd install --no-daemon and appd install through the daemon refuse the same file with the same words"
+    )
+    func threePaths() throws {
+        let daemon = try TestDaemon()
+        for (index, (mode, problem)) in Self.cases.enumerated() {
+            let id = "com.example.mode\(index)"
+            let bundle = try daemon.makeProbe(id)
+            try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+            chmod("\(bundle)/Probe", mode)
+
+            let verify = try daemon.run("appd", ["verify", bundle])
+            #expect(verify.code != 0)
+            #expect(verify.output.contains("Probe: \(problem)"), "verify: \(verify.output)")
+
+            let local = try daemon.run("appd", ["install", "--no-daemon", bundle])
+            #expect(local.code != 0)
+            #expect(local.output.contains("Probe: \(problem)"), "--no-daemon: \(local.output)")
+
+            let remote = try daemon.run("appd", ["install", bundle])
+            #expect(remote.code != 0)
+            #expect(
+                remote.output.contains("entry 'Probe' \(problem)"),
+                "through the daemon: \(remote.output)")
+            #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
+        }
+        try daemon.expectStillWorks("modes")
+    }
+
+    @Test(
+        "a hand-made tar with a setuid executable, sent to the daemon's socket, is refused naming the file"
+    )
+    func craftedArchive() throws {
+        let daemon = try TestDaemon()
+        let bundle = try daemon.makeProbe("com.example.crafted")
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let tar = "\(daemon.directory)/crafted.tar"
+        // Python's tarfile writes the mode it is given, as an attacker's tool would.
+        let make = try TestDaemon.run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import os, sys, tarfile
+                bundle, out = sys.argv[1], sys.argv[2]
+                with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
+                    for root, dirs, files in os.walk(bundle):
+                        for name in sorted(dirs + files):
+                            path = os.path.join(root, name)
+                            info = tar.gettarinfo(path, os.path.relpath(path, bundle))
+                            if info.name == "Probe":
+                                info.mode = 0o4755
+                            tar.addfile(info, open(path, "rb") if info.isfile() else None)
+                """, bundle, tar,
+            ])
+        #expect(make.code == 0, "\(make.output)")
+        let sent = try TestDaemon.run(
+            "/usr/bin/curl",
+            [
+                "-s", "-w", "\n%{http_code}", "--unix-socket", daemon.socket,
+                "-H", "Content-Type: application/x-tar", "--data-binary", "@\(tar)",
+                "http://appd/v1/apps?name=Probe.app",
+            ])
+        let lines = sent.output.split(separator: "\n")
+        #expect(lines.last == "400", "\(sent.output)")
+        #expect(sent.output.contains("entry 'Probe' is setuid or setgid"), "\(sent.output)")
+        #expect(sent.output.contains("invalidBundle"), "\(sent.output)")
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
+        try daemon.expectStillWorks("crafted-archive")
+    }
+}
