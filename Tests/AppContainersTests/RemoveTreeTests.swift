@@ -39,18 +39,7 @@ struct RemoveTreeTests {
             made.insert(try identity(dir))
             guard level % 1000 == 999 || level == levels - 1 else { continue }
             #expect(mkfifoat(dir.raw, "fifo", 0o600) == 0)
-            let socket = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) {
-                $0.copyBytes(from: Array("/proc/self/fd/\(dir.raw)/sock".utf8))
-            }
-            let bound = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    bind(socket, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            #expect(bound == 0)
+            let socket = try boundUnixSocket(SOCK_STREAM, try #require(UnixAddress("/proc/self/fd/\(dir.raw)/sock")))
             close(socket)
             #expect(symlinkat("/", dir.raw, "to-root") == 0)
             #expect(symlinkat("..", dir.raw, "to-parent") == 0)

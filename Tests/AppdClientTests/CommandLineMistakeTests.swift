@@ -10,19 +10,11 @@ import Testing
 /// easy to misread (issue 16, "small inconsistencies").
 @Suite("command-line mistakes get a clear answer")
 struct CommandLineMistakeTests {
+    /// No daemon is reached by any of these: a socket that is surely not there.
     func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable(tool))
-        process.arguments = arguments
-        // No daemon is reached by any of these: a socket that is surely not there.
-        process.environment = ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        let result = try runTool(
+            tool, arguments, environment: ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"])
+        return (result.code, result.output)
     }
 
     @Test(

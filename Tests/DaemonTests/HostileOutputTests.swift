@@ -265,16 +265,8 @@ final class StalledJournal: @unchecked Sendable {
 
     init() throws {
         path = "/tmp/appd-stalled-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard fd >= 0, bound == 0 else { throw POSIXError(.EIO) }
+        guard let address = UnixAddress(path) else { throw POSIXError(.ENAMETOOLONG) }
+        fd = try boundUnixSocket(SOCK_DGRAM, address)
     }
 
     func startReading() {

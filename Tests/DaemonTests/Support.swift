@@ -72,17 +72,7 @@ final class TestDaemon {
     static func run(_ tool: String, _ arguments: [String], environment: [String: String]? = nil)
         throws -> (code: Int32, output: String)
     {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+        try runTool(tool, arguments, environment: environment)
     }
 
     /// Runs the built appd with `arguments` outside any daemon (keygen, sign); throws on failure.

@@ -96,14 +96,8 @@ final class NotifyListener: @unchecked Sendable {
 
     init(path: String? = nil) throws {
         self.path = path ?? "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(self.path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard fd >= 0, bound == 0 else { throw POSIXError(.EIO) }
+        guard let address = UnixAddress(self.path) else { throw POSIXError(.ENAMETOOLONG) }
+        fd = try boundUnixSocket(SOCK_DGRAM, address)
         Thread.detachNewThread { [self] in
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {

@@ -95,18 +95,9 @@ final class PathListener {
 
     init(path: String) throws {
         self.path = path
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
-        }
-        guard fd >= 0, bound == 0, listen(fd, 4) == 0 else {
-            throw AppdError.system("listen \(path)")
-        }
+        guard let address = UnixAddress(path) else { throw AppdError.system("socket path \(path)") }
+        fd = try boundUnixSocket(SOCK_STREAM, address)
+        guard listen(fd, 4) == 0 else { throw AppdError.system("listen \(path)") }
     }
 
     deinit {

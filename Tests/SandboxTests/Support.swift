@@ -197,19 +197,9 @@ final class AbstractListener {
     let name = "appd-test-\(UUID().uuidString.prefix(8))"
 
     init() throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(name.utf8)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw[0] = 0
-            for (index, byte) in bytes.enumerated() { raw[index + 1] = byte }
-        }
-        let length = socklen_t(MemoryLayout<sa_family_t>.size + 1 + bytes.count)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else { throw AppdError.system("listen abstract") }
+        guard let address = UnixAddress(name, abstract: true) else { throw AppdError.system("abstract name") }
+        fd = try boundUnixSocket(SOCK_STREAM, address)
+        guard listen(fd, 8) == 0 else { throw AppdError.system("listen abstract") }
     }
 
     deinit { close(fd) }

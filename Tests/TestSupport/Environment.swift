@@ -27,6 +27,25 @@ public let rootOnly = Testing.ConditionTrait.enabled(
     "requires root (namespaces, mounts, cgroups, app uids); CI sets APPD_REQUIRE_ROOT_TESTS=1 to fail instead"
 )
 
+/// Runs a built tool (a name next to the test binary) or a program (an absolute path) and
+/// returns its exit code with its stdout and stderr together. `environment` replaces the
+/// tests' own when given.
+public func runTool(_ tool: String, _ arguments: [String], environment: [String: String]? = nil)
+    throws -> (code: Int32, output: String)
+{
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
+
 /// A kernel file (/proc, /sys/fs/cgroup) read with read(2) to its end: such files claim a
 /// size of 0, and Foundation's readers may take that at its word.
 public func readKernelFile(_ path: String) -> String {
