@@ -25,22 +25,27 @@ extension Router {
     /// relay rotates by rename: the file being followed is read to its end, then the new one
     /// from its start. At most the log's bound is read from each file.
     func logs(_ id: String, _ request: Request) async throws -> Reply {
+        let tail = try Self.tailLines(request.query["tail"])
         let files = try await supervisor.logFiles(id)
         let follow = request.flag("follow")
         let supervisor = supervisor
         let limit = files.maxBytes
         return .stream(contentType: "text/plain; charset=utf-8") { writer in
             var buffer = [UInt8](repeating: 0, count: 64 << 10)
-            for path in files.paths.dropLast() {
-                let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                guard fd >= 0 else { continue }
-                defer { close(fd) }
-                _ = try await Self.copy(fd, from: 0, limit: limit, into: writer, buffer: &buffer)
-            }
+            let older = files.paths.dropLast().map { open($0, O_RDONLY | O_CLOEXEC | O_NOFOLLOW) }
+            defer { for fd in older where fd >= 0 { close(fd) } }
             guard let current = files.paths.last else { return }
             var log = LogFile(path: current)
             defer { log.close() }
-            var offset = try await Self.copy(log.fd, from: 0, limit: limit, into: writer, buffer: &buffer)
+            // Where to start: the beginning, or the last `tail` lines across the files.
+            let all = older + [log.fd]
+            let start = tail.map { Self.tailStart(all, lines: $0, limit: limit) } ?? (file: 0, offset: 0)
+            for (index, fd) in older.enumerated() where fd >= 0 && index >= start.file {
+                _ = try await Self.copy(
+                    fd, from: index == start.file ? start.offset : 0, limit: limit, into: writer, buffer: &buffer)
+            }
+            var offset = try await Self.copy(
+                log.fd, from: start.file == older.count ? start.offset : 0, limit: limit, into: writer, buffer: &buffer)
             guard follow else { return }
             while true {
                 let exited = try await supervisor.instance(id).state == .exited
@@ -88,6 +93,48 @@ extension Router {
             if fd >= 0 { Glibc.close(fd) }
             fd = -1
         }
+    }
+
+    /// `tail=N`: at most 100,000 lines (a log holds at most 2 x LogMaxBytes anyway).
+    static func tailLines(_ value: String?) throws -> Int? {
+        guard let value else { return nil }
+        guard let lines = Int(value), (0...100_000).contains(lines) else {
+            throw APIFailure.badRequest("tail '\(value.prefix(20))' is not a number of lines from 0 to 100000")
+        }
+        return lines
+    }
+
+    /// Where the last `lines` lines of the files (oldest first; -1 for a missing one) begin:
+    /// the file's index and the offset in it. Read backwards in 64 KiB steps, at most `limit`
+    /// of each file. The newline that ends the very last line does not start one.
+    static func tailStart(_ fds: [Int32], lines: Int, limit: Int64) -> (file: Int, offset: Int64) {
+        let sizes = fds.map { fd -> Int64 in
+            var info = stat()
+            guard fd >= 0, fstat(fd, &info) == 0 else { return 0 }
+            return min(Int64(info.st_size), limit)
+        }
+        guard let last = fds.indices.last else { return (0, 0) }
+        if lines == 0 { return (last, sizes[last]) }
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        var boundaries = 0
+        var atVeryEnd = true
+        for index in fds.indices.reversed() where sizes[index] > 0 {
+            var end = sizes[index]
+            while end > 0 {
+                let start = max(0, end - Int64(buffer.count))
+                let wanted = Int(end - start)
+                let count = buffer.withUnsafeMutableBytes { pread(fds[index], $0.baseAddress, wanted, off_t(start)) }
+                guard count == wanted else { return (0, 0) }
+                for position in stride(from: count - 1, through: 0, by: -1) {
+                    defer { atVeryEnd = false }
+                    guard buffer[position] == 0x0A, !atVeryEnd else { continue }
+                    boundaries += 1
+                    if boundaries == lines { return (index, start + Int64(position) + 1) }
+                }
+                end = start
+            }
+        }
+        return (0, 0)
     }
 
     /// Sends `fd` from `offset` to its end, or to `limit`; returns the new offset. No file

@@ -8,18 +8,30 @@ struct Logs: ParsableCommand {
         abstract: "Print an instance's output (stdout and stderr) from its start.",
         discussion: """
             An app id means its most recent instance, running or ended. With -f the output \
-            keeps coming as the app writes it, until the instance exits. The bytes are the \
-            app's own: --json changes only how errors are printed.
+            keeps coming as the app writes it, until the instance exits; with -n only the last \
+            N lines are printed first (as tail -n and journalctl -n). The bytes are the app's \
+            own: --json changes only how errors are printed.
 
             Examples:
               appctl logs com.example.notes
-              appctl logs -f 3f2a9c01d4e7
+              appctl logs -n 20 -f 3f2a9c01d4e7
             """)
 
     @OptionGroup var options: GlobalOptions
 
     @Flag(name: [.short, .long], help: "Keep printing until the instance exits.")
     var follow = false
+
+    @Option(
+        name: [.customShort("n"), .customLong("lines")],
+        help: ArgumentHelp("Print only the last N lines first.", valueName: "N"))
+    var lines: Int?
+
+    func validate() throws {
+        if let lines, !(0...100_000).contains(lines) {
+            throw ValidationError("-n takes a number of lines from 0 to 100000, not \(lines)")
+        }
+    }
 
     @Argument(
         help: ArgumentHelp(
@@ -32,7 +44,9 @@ struct Logs: ParsableCommand {
             let client = options.client
             let id = try client.latestInstance(target)
             try client.stream(
-                AppdClient.path("instances", id, "logs", query: ["follow": follow ? "1" : nil])
+                AppdClient.path(
+                    "instances", id, "logs",
+                    query: ["follow": follow ? "1" : nil, "tail": lines.map(String.init)])
             ) { bytes in
                 try Output.raw(bytes)
             }

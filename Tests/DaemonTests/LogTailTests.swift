@@ -1,0 +1,61 @@
+import AppdAPI
+import Foundation
+import Testing
+
+@Suite("appctl logs -n: the last lines first", .serialized, rootOnly)
+struct LogTailTests {
+    /// Each chatter line is 100 bytes: 1,000 lines pass a 32 KiB log's rotation three times.
+    static let logMax = 32 << 10
+
+    @Test(
+        "-n N prints exactly the last N lines, across the rotated file too; -n 0 nothing; a bad N is refused"
+    )
+    func lastLines() throws {
+        let daemon = try TestDaemon(config: "LogMaxBytes=\(Self.logMax)\n")
+        try daemon.installProbe("com.example.tail")
+        let instance = try daemon.launch("com.example.tail", ["chatter", "1000"])
+        _ = try daemon.wait(instance.id)
+        let expected = (0..<1000).map {
+            String(format: "chatter line %07d ", $0) + String(repeating: ".", count: 80)
+        }
+        // What the log's two files still hold: a tail of the 1,000 lines.
+        let all = try daemon.run("appctl", ["logs", instance.id]).output.split(separator: "\n").map(
+            String.init)
+        #expect(all.count > 300 && Array(expected.suffix(all.count)) == all, "\(all.count) lines")
+        for count in [1, 5, 200, all.count - 1] {
+            let result = try daemon.run("appctl", ["logs", "-n", "\(count)", instance.id])
+            #expect(result.code == 0, "\(result.output)")
+            #expect(
+                result.output.split(separator: "\n").map(String.init)
+                    == Array(expected.suffix(count)), "-n \(count)")
+        }
+        // More than the log holds: all of it.
+        #expect(
+            try daemon.run("appctl", ["logs", "-n", "5000", instance.id]).output.split(
+                separator: "\n"
+            ).count == all.count)
+        #expect(try daemon.run("appctl", ["logs", "-n", "0", instance.id]).output.isEmpty)
+        let bad = try daemon.run("appctl", ["logs", "-n", "200000", instance.id])
+        #expect(bad.code != 0)
+        #expect(bad.output.contains("-n takes a number of lines from 0 to 100000"), "\(bad.output)")
+        do {
+            _ = try daemon.client.get(
+                "/v1/instances/\(instance.id)/logs?tail=lots", as: [String].self)
+            Issue.record("tail=lots was accepted")
+        } catch {
+            #expect(error.code == "badRequest" && error.message.contains("tail 'lots'"), "\(error)")
+        }
+    }
+
+    @Test("-n with -f: the last lines, then what the app writes next")
+    func tailThenFollow() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.tailf")
+        // 3 s of quiet after the lines: the follower starts while the app still runs.
+        let instance = try daemon.launch("com.example.tailf", ["chatter", "30"])
+        let followed = try daemon.run("appctl", ["logs", "-n", "2", "-f", instance.id]).output
+        let lines = followed.split(separator: "\n").map(String.init)
+        #expect(
+            lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
+    }
+}
