@@ -40,8 +40,18 @@ extension AppStore {
         for app: InstalledApp, arguments: [String] = [], console: Bool = false,
         kernel: KernelLayers = .detect()
     ) throws -> SandboxProfile {
-        let subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
-        let policy = SandboxPolicy(settings: config.sandbox, kernel: kernel)
-        return try policy.profile(for: subject, arguments: arguments, console: console)
+        let config = config
+        var subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
+        var settings = config.sandbox
+        // The admin's [App ID]: its limits instead of the host's, entitlements taken away.
+        if let override = config.override(for: app.bundleID) {
+            settings = override.applied(to: settings)
+            subject.entitlements = override.narrowed(subject.entitlements)
+            if override.revokes(EntitlementCatalog.applicationGroups) { subject.groupContainers = [] }
+        }
+        let policy = SandboxPolicy(settings: settings, kernel: kernel)
+        var profile = try policy.profile(for: subject, arguments: arguments, console: console)
+        profile.adminOverride = config.override(for: app.bundleID)?.summary
+        return profile
     }
 }

@@ -27,6 +27,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var supervisor = SupervisorSettings()
     /// `[Lifecycle]`: states, background time, watchdog, memory budget (docs/lifecycle.md).
     public var lifecycle = LifecycleSettings()
+    /// `[App ID]` sections, by lowercased bundle id.
+    public var apps: [String: AppOverride] = [:]
     /// `[Signing]` and `[Signer NAME]`: trusted keys and what each may grant.
     public var signing = SigningPolicy()
 
@@ -47,6 +49,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public static func parse(_ text: String, file: String) throws -> AppdConfiguration {
         var config = AppdConfiguration()
         var section = ""
+        // The lowercased bundle id while in an [App ID] section.
+        var app: String?
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false)
             .enumerated()
         {
@@ -58,13 +62,18 @@ public struct AppdConfiguration: Sendable, Equatable {
                     throw AppdError(.invalidConfig, "\(place): section header '\(line)' has no ']'")
                 }
                 section = String(line.dropFirst().dropLast())
+                app = nil
+                if section == "App" || section.hasPrefix("App ") {
+                    app = try config.addApp(section, place: place)
+                    continue
+                }
                 if section == "Signer" || section.hasPrefix("Signer ") {
                     try config.addSigner(section, place: place)
                     continue
                 }
                 guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing"].contains(section) else {
                     throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME]")
+                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME], [App ID]")
                 }
                 continue
             }
@@ -73,7 +82,11 @@ public struct AppdConfiguration: Sendable, Equatable {
             }
             let key = line[..<equals].trimmingCharacters(in: .whitespaces)
             let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            try config.set(section: section, key: key, value: value, place: place, file: file)
+            if let app {
+                try config.setApp(app, section: section, key: key, value: value, place: place)
+            } else {
+                try config.set(section: section, key: key, value: value, place: place, file: file)
+            }
         }
         guard config.api.reservedConnections < config.api.maxConnections else {
             throw AppdError(.invalidConfig,

@@ -112,6 +112,7 @@ actor ConfigurationReloader {
         if old.api != new.api { sections.append("[API]") }
         if old.supervisor != new.supervisor { sections.append("[Supervisor]") }
         if old.lifecycle != new.lifecycle { sections.append("[Lifecycle]") }
+        if old.apps != new.apps { sections.append("[App]") }
         var signing = old.signing
         signing.signers = new.signing.signers
         if signing != new.signing { sections.append("[Signing]") }

@@ -48,6 +48,9 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// The data container's disk limit (`[Sandbox] DataQuota=`), filled in by the state root
     /// (AppStore); not part of what appd-exec reads.
     public var dataQuota: DataQuotaStatus?
+    /// What the admin's `[App ID]` section changed for this app (limits, revoked
+    /// entitlements), as `appd profile` shows it; nil without one. Not read by appd-exec.
+    public var adminOverride: String? = nil
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

@@ -57,6 +57,9 @@ struct ProfileText {
         Swift.print("\(p.app.bundleID): sandbox profile")
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
             + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
+        if let override = p.adminOverride {
+            row("override", "[App \(p.app.bundleID)] in appd.conf: \(override)")
+        }
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
         row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
         row("executable", p.executable)

@@ -89,15 +89,15 @@ final class TestDaemon {
     /// Builds `Probe.app` with `id` around the built probe, signs it with the daemon's trusted
     /// key (unless `signed` is false) and installs it through the daemon with `appd install`,
     /// as a user would.
-    func installProbe(_ id: String, info: String = "", signed: Bool = true) throws {
-        let bundle = try makeProbe(id, info: info)
+    func installProbe(_ id: String, info: String = "", entitlements: String = "", signed: Bool = true) throws {
+        let bundle = try makeProbe(id, info: info, entitlements: entitlements)
         if signed { try Self.tool(["sign", "--key", signingKey, bundle]) }
         let result = try run("appd", ["install", bundle])
         guard result.code == 0 else { throw DaemonFailure("appd install \(id) failed: \(result.output)") }
     }
 
     /// `Probe.app` with `id` around the built probe, unsigned; returns its path.
-    func makeProbe(_ id: String, info: String = "") throws -> String {
+    func makeProbe(_ id: String, info: String = "", entitlements: String = "") throws -> String {
         let bundle = "\(directory)/src-\(id)/Probe.app"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: builtExecutable("Probe"), toPath: "\(bundle)/Probe")
@@ -113,7 +113,7 @@ final class TestDaemon {
             <key>CFBundleName</key><string>Probe</string><key>CFBundleVersion</key><string>1</string>
             <key>CFBundlePackageType</key><string>APPL</string>\(info)
             """).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
-        try plist("<key>com.apple.security.app-sandbox</key><true/>")
+        try plist("<key>com.apple.security.app-sandbox</key><true/>\(entitlements)")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
         return bundle
     }

@@ -164,33 +164,6 @@ struct Launched: CustomStringConvertible {
     var description: String { "\(status)\n\(output)" }
 }
 
-/// A TCP listener on the host's 127.0.0.1 (an ephemeral port), closed on deinit.
-final class HostListener {
-    let fd: Int32
-    let port: UInt16
-
-    init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        self.fd = fd
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard bound == 0, listen(fd, 8) == 0 else { throw AppdError.system("listen") }
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-        }
-        self.port = UInt16(bigEndian: address.sin_port)
-    }
-
-    deinit { close(fd) }
-}
-
 /// A listening abstract unix socket on the host, closed on deinit.
 final class AbstractListener {
     let fd: Int32
