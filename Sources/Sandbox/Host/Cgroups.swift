@@ -255,4 +255,6 @@ public enum Cgroups {
 
     /// The unit owning the instances' cgroups on cgroup v2 under systemd (systemd/appd-apps.service).
     public static let appsUnit = "appd-apps.service"
+    /// The leaf of that unit's cgroup its own process (`sleep infinity`) is moved into.
+    static let holderLeaf = "holder"
 }

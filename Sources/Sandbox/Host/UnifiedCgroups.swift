@@ -54,7 +54,9 @@ struct UnifiedCgroups: CgroupDriver {
         if below, let own = hierarchy.ownDirectory {
             directory = CgroupDirectory(own)
             // The root cgroup is exempt from the rule, and its processes are the whole system.
-            if hierarchy.ownCgroup != "/" { try moveProcessesIntoLeaf(own) }
+            if hierarchy.ownCgroup != "/" {
+                try moveProcessesIntoLeaf(own, leaf: settings.daemonLeaf)
+            }
         } else if settings.parent.hasPrefix("../"), let own = hierarchy.ownCgroup {
             // A sibling of our own cgroup: a unit systemd delegates (appd-apps.service). It
             // must exist: a cgroup appd made there itself would be one systemd does not know.
@@ -70,6 +72,10 @@ struct UnifiedCgroups: CgroupDriver {
                     hint: "start \(siblingName) (appd.service wants it; systemctl start "
                         + "\(siblingName)), or set CgroupParent= in appd.conf")
             }
+            // Its own process (a `sleep infinity` that keeps the unit and its cgroup alive:
+            // systemd removes the cgroup of a unit with no process) moves into a leaf, so that
+            // the unit's cgroup can enable controllers for the instances.
+            try moveProcessesIntoLeaf(sibling, leaf: Cgroups.holderLeaf)
             directory = CgroupDirectory(sibling)
         } else {
             directory = CgroupDirectory(hierarchy.mountPoint)
@@ -89,11 +95,11 @@ struct UnifiedCgroups: CgroupDriver {
         return own == "/" ? path != "/" : path.hasPrefix(own + "/")
     }
 
-    /// Moves every process of `own` into `<own>/<daemonLeaf>`. Repeats while the daemon
-    /// forks (a process forked during the move inherits the old cgroup).
-    private func moveProcessesIntoLeaf(_ own: String) throws {
+    /// Moves every process of `own` into `<own>/<leaf>`. Repeats while the daemon forks (a
+    /// process forked during the move inherits the old cgroup).
+    private func moveProcessesIntoLeaf(_ own: String, leaf leafName: String) throws {
         let here = CgroupDirectory(own)
-        let leaf = CgroupDirectory(own + "/" + settings.daemonLeaf)
+        let leaf = CgroupDirectory(own + "/" + leafName)
         for _ in 0..<20 {
             let pids = try here.processes()
             if pids.isEmpty { return }
