@@ -7,6 +7,7 @@ installed_files=(
     /usr/libexec/appd/appd-exec
     /usr/lib/systemd/system/appd.socket
     /usr/lib/systemd/system/appd.service
+    /usr/lib/systemd/system/appd-apps.service
     /usr/lib/tmpfiles.d/appd.conf
     /usr/lib/sysusers.d/appd.conf
     /usr/share/doc/appd/README.md

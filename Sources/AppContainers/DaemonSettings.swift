@@ -72,8 +72,9 @@ public struct SupervisorSettings: Sendable, Equatable {
     public var logMaxBytes: Int64 = 1 << 20
     /// Exited instances remembered (`appctl ps --all`), with their logs.
     public var keepExited = 100
-    /// Where instance cgroups go. Empty: `apps` below appd's own cgroup when systemd started
-    /// appd (it delegates that subtree), `/appd` from the root of each hierarchy otherwise.
+    /// Where instance cgroups go. Empty: under systemd, below the sibling unit appd-apps.service
+    /// on cgroup v2 and `apps` below appd's own cgroup on hybrid/v1 hosts; `/appd` from the
+    /// root of each hierarchy without systemd (`Cgroups.defaultParent`).
     public var cgroupParent = ""
 
     public init() {}

@@ -55,8 +55,10 @@ public actor Supervisor {
         settings = store.config.supervisor
         launcher = try SandboxLaunch.findLauncher(configured: store.config.sandbox.launcher)
         kernel = KernelLayers.detect()
-        let parent = settings.cgroupParent.isEmpty ? (underSystemd ? "apps" : "/appd") : settings.cgroupParent
-        driver = try Cgroups.driver(settings: CgroupSettings(parent: parent))
+        let layout = CgroupLayout.detect()
+        let parent = settings.cgroupParent.isEmpty
+            ? Cgroups.defaultParent(layout: layout, underSystemd: underSystemd) : settings.cgroupParent
+        driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: parent))
         try driver.prepare()
         records = try RecordStore(runtimeDirectory: runtimeDirectory)
         logs = try InstanceLogs(stateRoot: store.root.path, maxBytes: settings.logMaxBytes)

@@ -130,7 +130,7 @@ struct CgroupLayoutTests {
         #expect(try Cgroups.parentPath(settings: settings, own: "/") == "/apps")
         settings.parent = "/appd.slice//apps/"
         #expect(try Cgroups.parentPath(settings: settings, own: nil) == "/appd.slice/apps")
-        for bad in ["../escape", "/a/../b", "", "/"] {
+        for bad in ["../../escape", "..", "../", "a/../b", "/a/../b", "/../b", "", "/"] {
             settings.parent = bad
             #expect(throws: AppdError.self, "\(bad) accepted") {
                 try Cgroups.parentPath(settings: settings, own: "/x")

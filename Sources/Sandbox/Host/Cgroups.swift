@@ -202,14 +202,20 @@ public enum Cgroups {
     ])
 
     /// The parent cgroup (path from a hierarchy root) for a hierarchy where we live in `own`.
+    /// Three forms: absolute (`/appd`, from the hierarchy's root); below our own cgroup
+    /// (`apps`); or below a sibling of our own cgroup (`../appd-apps.service/apps`: a leading
+    /// `..`, once, names the cgroup our own sits in; nowhere else is `..` accepted).
     static func parentPath(settings: CgroupSettings, own: String?) throws -> String {
         let parent = settings.parent
-        let components = parent.split(separator: "/")
+        var components = parent.split(separator: "/")
+        let sibling = !parent.hasPrefix("/") && components.first == ".."
+        if sibling { components.removeFirst() }
         guard !components.contains(where: { $0 == ".." || $0 == "." }), !components.isEmpty
         else {
             throw AppdError(
                 .invalidConfig,
-                "cgroup parent '\(parent)' must be a path without '.' or '..' components")
+                "cgroup parent '\(parent)' must be a path without '.' or '..' components "
+                    + "(a leading '../' once names a sibling of appd's own cgroup)")
         }
         if parent.hasPrefix("/") { return "/" + components.joined(separator: "/") }
         guard let own else {
@@ -219,6 +225,36 @@ public enum Cgroups {
                     + "relative cgroup parent '\(parent)' has nothing to be relative to",
                 hint: "set an absolute cgroup parent in appd.conf")
         }
-        return (own == "/" ? "" : own) + "/" + components.joined(separator: "/")
+        var base = own == "/" ? "" : own
+        if sibling {
+            guard !base.isEmpty else {
+                throw AppdError(
+                    .invalidConfig,
+                    "cgroup parent '\(parent)' names a sibling of appd's own cgroup, but appd "
+                        + "runs in the root cgroup")
+            }
+            base = String(base[..<(base.lastIndex(of: "/") ?? base.startIndex)])
+        }
+        return base + "/" + components.joined(separator: "/")
     }
+
+    /// Where instance cgroups go when appd.conf does not say (`CgroupParent=` empty).
+    /// - Not under systemd: `/appd` from the root of each hierarchy.
+    /// - Under systemd on a unified (v2) host: below the sibling unit `appd-apps.service`
+    ///   (Delegate=yes, shipped with appd), never below appd.service itself. cgroup v2 lets a
+    ///   cgroup hold processes or hand controllers to children, not both: were the instances
+    ///   below appd.service, its cgroup would have controllers enabled, and systemd (before 254's
+    ///   DelegateSubgroup=) could not put the next appd into it: every restart with an app
+    ///   running failed with 219/CGROUP (issue 17). In a sibling, appd.service holds appd alone.
+    /// - Under systemd on a hybrid or v1 host: `apps` below appd's own cgroup (v1 has no such
+    ///   rule, and systemd delegates appd.service's subtree in each hierarchy).
+    public static func defaultParent(layout: CgroupLayout, underSystemd: Bool) -> String {
+        guard underSystemd else { return "/appd" }
+        return layout.mode == .unified ? "../" + appsUnit + "/apps" : "apps"
+    }
+
+    /// The unit owning the instances' cgroups on cgroup v2 under systemd (systemd/appd-apps.service).
+    public static let appsUnit = "appd-apps.service"
+    /// The leaf of that unit's cgroup its own process (`sleep infinity`) is moved into.
+    static let holderLeaf = "holder"
 }

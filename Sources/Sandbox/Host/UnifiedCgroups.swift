@@ -49,17 +49,39 @@ struct UnifiedCgroups: CgroupDriver {
     var parentDirectories: [String] { [parent.path] }
 
     func prepare() throws {
-        let relative = !settings.parent.hasPrefix("/")
         var directory: CgroupDirectory
-        if relative, let own = hierarchy.ownDirectory {
+        let below = Self.isBelow(parentPath, hierarchy.ownCgroup)
+        if below, let own = hierarchy.ownDirectory {
             directory = CgroupDirectory(own)
             // The root cgroup is exempt from the rule, and its processes are the whole system.
-            if hierarchy.ownCgroup != "/" { try moveProcessesIntoLeaf(own) }
+            if hierarchy.ownCgroup != "/" {
+                try moveProcessesIntoLeaf(own, leaf: settings.daemonLeaf)
+            }
+        } else if settings.parent.hasPrefix("../"), let own = hierarchy.ownCgroup {
+            // A sibling of our own cgroup: a unit systemd delegates (appd-apps.service). It
+            // must exist: a cgroup appd made there itself would be one systemd does not know.
+            let siblingName = settings.parent.split(separator: "/")[1]
+            let container = String(own[..<(own.lastIndex(of: "/") ?? own.startIndex)])
+            guard let sibling = hierarchy.directory(of: container + "/" + siblingName),
+                CgroupFS.isDirectory(sibling)
+            else {
+                throw AppdError(
+                    .unsupported,
+                    "the cgroup \(container)/\(siblingName) that instance cgroups go below does "
+                        + "not exist",
+                    hint: "start \(siblingName) (appd.service wants it; systemctl start "
+                        + "\(siblingName)), or set CgroupParent= in appd.conf")
+            }
+            // Its own process (a `sleep infinity` that keeps the unit and its cgroup alive:
+            // systemd removes the cgroup of a unit with no process) moves into a leaf, so that
+            // the unit's cgroup can enable controllers for the instances.
+            try moveProcessesIntoLeaf(sibling, leaf: Cgroups.holderLeaf)
+            directory = CgroupDirectory(sibling)
         } else {
             directory = CgroupDirectory(hierarchy.mountPoint)
         }
-        let below = parent.path.dropFirst(directory.path.count).split(separator: "/")
-        for component in below {
+        let rest = parent.path.dropFirst(directory.path.count).split(separator: "/")
+        for component in rest {
             try enableControllers(in: directory)
             directory = CgroupDirectory(directory.path + "/" + component)
             try directory.make(existingIsFine: true)
@@ -67,11 +89,17 @@ struct UnifiedCgroups: CgroupDriver {
         try enableControllers(in: directory)
     }
 
-    /// Moves every process of `own` into `<own>/<daemonLeaf>`. Repeats while the daemon
-    /// forks (a process forked during the move inherits the old cgroup).
-    private func moveProcessesIntoLeaf(_ own: String) throws {
+    /// Whether cgroup `path` lies strictly below `own` (then appd must leave `own` for a leaf).
+    static func isBelow(_ path: String, _ own: String?) -> Bool {
+        guard let own else { return false }
+        return own == "/" ? path != "/" : path.hasPrefix(own + "/")
+    }
+
+    /// Moves every process of `own` into `<own>/<leaf>`. Repeats while the daemon forks (a
+    /// process forked during the move inherits the old cgroup).
+    private func moveProcessesIntoLeaf(_ own: String, leaf leafName: String) throws {
         let here = CgroupDirectory(own)
-        let leaf = CgroupDirectory(own + "/" + settings.daemonLeaf)
+        let leaf = CgroupDirectory(own + "/" + leafName)
         for _ in 0..<20 {
             let pids = try here.processes()
             if pids.isEmpty { return }
