@@ -47,15 +47,18 @@ struct LogTailTests {
         }
     }
 
-    @Test("-n with -f: the last lines, then what the app writes next")
+    @Test("-n with -f: the last lines, then it follows until the app exits")
     func tailThenFollow() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.tailf")
-        // 3 s of quiet after the lines: the follower starts while the app still runs.
+        // The probe prints its 30 lines, then stays 3 s: the follower starts once they are in
+        // the log, takes the last 2, and ends when the app does.
         let instance = try daemon.launch("com.example.tailf", ["chatter", "30"])
-        let followed = try daemon.run("appctl", ["logs", "-n", "2", "-f", instance.id]).output
-        let lines = followed.split(separator: "\n").map(String.init)
-        #expect(
-            lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
+        #expect(try daemon.eventually { try daemon.logs(instance.id).contains("chatter line 0000029") })
+        let followed = try daemon.run("appctl", ["logs", "-n", "2", "-f", instance.id])
+        let lines = followed.output.split(separator: "\n").map(String.init)
+        #expect(followed.code == 0)
+        #expect(lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
+        #expect(try daemon.instance(instance.id).state == .exited, "-f returned before the app ended")
     }
 }
