@@ -76,7 +76,7 @@ let package = Package(
             name: "appd",
             dependencies: [
                 "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
-                "BundleArchive",
+                "BundleArchive", "CLinux",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

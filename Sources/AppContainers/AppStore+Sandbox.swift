@@ -22,15 +22,15 @@ extension InstalledApp {
 }
 
 extension AppStore {
-    /// `logs/<id>.log` under the state root, opened for appending (root only, 0600): where
-    /// `appd run` without a console puts the app's output.
-    public func openLog(for bundleID: String) throws -> (fd: Int32, path: String) {
+    /// `logs/` under the state root (root only, 0700), opened as a directory: where `appd run`
+    /// without a console has the launcher's output relay write `<id>.log` (docs/app-output.md;
+    /// the app itself only gets a pipe).
+    public func openLogFolder() throws -> (fd: Int32, path: String) {
         let directory = "\(root.path)/logs"
         if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
-        let path = "\(directory)/\(bundleID).log"
-        let fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw AppdError.system("open \(path)") }
-        return (fd, path)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(directory)") }
+        return (fd, directory)
     }
 }
 

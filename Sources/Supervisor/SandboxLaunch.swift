@@ -76,6 +76,18 @@ public struct SandboxLaunch {
         public var journalFD: Int32?
         /// `KEY=VALUE` fields of every journal entry.
         public var journalFields: [String]
+
+        public init(
+            readFD: Int32, logDirectoryFD: Int32, logName: String, logMaxBytes: Int64, journalFD: Int32? = nil,
+            journalFields: [String] = []
+        ) {
+            self.readFD = readFD
+            self.logDirectoryFD = logDirectoryFD
+            self.logName = logName
+            self.logMaxBytes = logMaxBytes
+            self.journalFD = journalFD
+            self.journalFields = journalFields
+        }
     }
 
     public init(
@@ -101,6 +113,9 @@ public struct SandboxLaunch {
             hint: configured == nil ? "build it (swift build) or set Launcher= in [Sandbox]" : "fix Launcher= in [Sandbox]")
     }
 
+    /// Starts the launcher and waits for it. With a `relay`, the fds it names and `output` are
+    /// closed here once the launcher has them (also when the start fails): the caller hands
+    /// them over.
     public func run(instance: String = Self.newInstanceID()) throws -> AppExitStatus {
         let driver = try Cgroups.driver(settings: cgroups)
         try driver.prepare()
@@ -112,15 +127,27 @@ public struct SandboxLaunch {
             started = try start(instance: instance, driver: driver, statusFD: statusPipe[1])
         } catch {
             close(statusPipe[1])
+            if let relay {
+                for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) { close(fd) }
+            }
             throw error
         }
         close(statusPipe[1])
+        // With a relay, the launcher holds what it needs now: the relay sees EOF only once no
+        // one else holds the pipe's write end, so ours go (run takes them over).
+        closeRelayDescriptors()
         defer {
             try? started.cgroup.kill()
             try? started.cgroup.remove()
         }
         let raw = Self.forwardingSignals(to: started.pid) { Self.wait(started.pid) }
         return Self.status(line: Self.readAll(statusPipe[0]), waitStatus: raw)
+    }
+
+    /// `run`'s part of the relay's fds (the caller handed them over); nothing without a relay.
+    private func closeRelayDescriptors() {
+        guard let relay else { return }
+        for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) { close(fd) }
     }
 
     /// A launcher on its way: the pid of `appd-exec` and the instance's cgroup.

@@ -2,6 +2,7 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
+import CLinux
 import AppdClient
 import ArgumentParser
 import Foundation
@@ -47,24 +48,35 @@ struct Run: ParsableCommand {
             let profile = try store.sandboxProfile(for: app, arguments: arguments,
                 console: console && isatty(0) == 1)
             let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher)
-            var log: (fd: Int32, path: String)?
-            if !console {
-                log = try store.openLog(for: app.bundleID)
-            }
-            defer { if let log { close(log.fd) } }
-            let launch = SandboxLaunch(
+            var launch = SandboxLaunch(
                 profile: profile, launcher: launcher,
                 cgroups: CgroupSettings(parent: "/appd"),
-                limits: profile.cgroupLimits,
-                output: log?.fd, keepStdin: console)
+                limits: profile.cgroupLimits, keepStdin: console)
+            // Without a console the app writes a pipe and the launcher's output relay writes
+            // logs/<id>.log, rotated at LogMaxBytes: the app never holds a host file.
+            var log: String?
+            if !console {
+                let folder = try store.openLogFolder()
+                var pipe: [Int32] = [-1, -1]
+                guard appd_pipe_cloexec(&pipe) == 0 else {
+                    close(folder.fd)
+                    throw AppdError.system("pipe for the app's output")
+                }
+                launch.output = pipe[1]
+                launch.relay = .init(
+                    readFD: pipe[0], logDirectoryFD: folder.fd, logName: "\(app.bundleID).log",
+                    logMaxBytes: min(store.config.supervisor.logMaxBytes, Int64(Int32.max)))
+                log = "\(folder.path)/\(app.bundleID).log"
+            }
+            // run() closes the pipe and the folder once the launcher has them.
             status = try launch.run()
             if case .failedToLaunch(let message) = status {
                 throw AppdError(.unsupported, "\(app.bundleID) could not be launched: \(message)")
             }
             if options.json {
-                Output.json(RunView(bundleId: app.bundleID, exit: status.api, log: log?.path))
+                Output.json(RunView(bundleId: app.bundleID, exit: status.api, log: log))
             } else if !console {
-                print("\(app.bundleID) \(status); output in \(log?.path ?? "-")")
+                print("\(app.bundleID) \(status); output in \(log ?? "-")")
             }
         }
         if status.shellCode != 0 { throw ExitCode(status.shellCode) }
