@@ -7,10 +7,7 @@ struct RunTests {
     @Test("--json reports how the app ended as the API and appctl ps do: reason and code")
     func jsonExit() throws {
         // appd run puts its cgroups under /appd in each hierarchy; what this test made there goes.
-        let hierarchies =
-            ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? [])
-            .map { "/sys/fs/cgroup/\($0)" } + ["/sys/fs/cgroup"]
-        let made = hierarchies.filter { !FileManager.default.fileExists(atPath: "\($0)/appd") }
+        let made = DaemonProcess.cgroupHierarchies.filter { !FileManager.default.fileExists(atPath: "\($0)/appd") }
         defer { for hierarchy in made { DaemonProcess.removeCgroup("\(hierarchy)/appd") } }
         let scratch = Scratch()
         let root = scratch.sub("root")

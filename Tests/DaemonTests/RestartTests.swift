@@ -119,8 +119,8 @@ struct SocketActivationTests {
         try "[Supervisor]\nCgroupParent=/appd-daemon-tests/activation-\(getpid())\n"
             .write(toFile: "\(directory)/appd.conf", atomically: true, encoding: .utf8)
         defer {
-            for hierarchy in ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []) + [""] {
-                let shared = hierarchy.isEmpty ? "/sys/fs/cgroup/appd-daemon-tests" : "/sys/fs/cgroup/\(hierarchy)/appd-daemon-tests"
+            for hierarchy in DaemonProcess.cgroupHierarchies {
+                let shared = "\(hierarchy)/appd-daemon-tests"
                 rmdir("\(shared)/activation-\(getpid())")
                 rmdir(shared)
             }

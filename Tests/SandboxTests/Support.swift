@@ -45,9 +45,7 @@ final class SandboxWorld {
         try? FileManager.default.removeItem(atPath: path)
         // Each launch removes its own cgroups; the parents go here, deepest first. The shared
         // one stays while another world uses it (rmdir fails), and that one removes it.
-        let hierarchies = (try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? []
-        for hierarchy in hierarchies + [""] {
-            let base = hierarchy.isEmpty ? "/sys/fs/cgroup" : "/sys/fs/cgroup/\(hierarchy)"
+        for base in DaemonProcess.cgroupHierarchies {
             DaemonProcess.removeCgroup("\(base)\(cgroupParent)")
             rmdir("\(base)/appd-tests")
         }

@@ -110,15 +110,20 @@ public final class DaemonProcess: @unchecked Sendable {
     /// hierarchy; then its folder. The shared parent goes when the last daemon leaves it.
     public func removeEverything() {
         stop()
-        let hierarchies = ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? [])
-            .map { "/sys/fs/cgroup/\($0)" } + ["/sys/fs/cgroup"]
-        for hierarchy in hierarchies {
+        for hierarchy in Self.cgroupHierarchies {
             Self.removeCgroup("\(hierarchy)\(cgroupParent)")
             rmdir("\(hierarchy)\(sharedCgroupParent)")
         }
         if ProcessInfo.processInfo.environment["APPD_KEEP_TEST_DAEMON"] == nil {
             try? FileManager.default.removeItem(atPath: directory)
         }
+    }
+
+    /// The root of every cgroup hierarchy on this host: each v1 controller's, the hybrid v2
+    /// tree's (`/sys/fs/cgroup/unified`), and `/sys/fs/cgroup` itself (unified v2).
+    public static var cgroupHierarchies: [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: "/sys/fs/cgroup")) ?? [])
+            .map { "/sys/fs/cgroup/\($0)" } + ["/sys/fs/cgroup"]
     }
 
     /// Removes a cgroup and its children, killing what runs in them. Iterative, deepest first.
