@@ -52,6 +52,8 @@ extension Supervisor {
                 report.ended.append(id)
                 continue
             }
+            denials.register(
+                instance: id, app: record.instance.app, uid: record.instance.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
             // An exit the watcher sees is handled by a task that runs after this one, when the
             // entry is in place.
             entry.watcher = watch(id: id, pid: pid)

@@ -1,0 +1,239 @@
+import AppdAPI
+import Foundation
+import Synchronization
+
+/// What the sandbox and appd refused each app, as it happens (docs/denials.md): fed by the
+/// kernel's audit records (AuditReader) and by appd's own refusals, kept per instance in a
+/// bounded ring, rate-limited per instance, published as `denial` events.
+///
+/// Everything here is bounded whatever an app does: at most `ringSize` denials per instance
+/// and per app, at most `maximumTracked` instances and apps, and past `burst` denials an
+/// instance gets `refillPerSecond` more a second; the rest are only counted (`dropped`). A
+/// denial identical to the instance's previous one within `coalesceSeconds` raises that one's
+/// `count` instead of taking a slot.
+public final class DenialLog: Sendable {
+    public struct Limits: Sendable {
+        public var ringSize = 128
+        public var burst = 20.0
+        public var refillPerSecond = 5.0
+        public var coalesceSeconds = 10.0
+        public var maximumTracked = 1024
+
+        public init() {}
+    }
+
+    struct Tracked {
+        var app: String
+        var uid: UInt32?
+        /// The instance's cgroup directories (host paths), to tell its processes by
+        /// /proc/PID/cgroup.
+        var cgroups: [String] = []
+        var live = true
+        var endedAt: Date?
+        var ring: [APIDenial] = []
+        var total = 0
+        var dropped = 0
+        var tokens: Double
+        var refilledAt: Date
+        var lastUsed: Date
+    }
+
+    struct State {
+        var next = 1
+        /// Instance id, or `app:<bundle id>` for refusals before an instance existed.
+        var tracked: [String: Tracked] = [:]
+        /// Landlock domain id → instance, learned from a record whose process was still there.
+        var domains: [String: String] = [:]
+        /// Denials per app since the daemon started (for metrics), recorded or dropped.
+        var perApp: [String: Int] = [:]
+        var kernelReports = false
+        var reason: String? = "the audit reader has not started"
+        /// Records the kernel or the socket lost (ENOBUFS), seen by the reader.
+        var socketOverruns = 0
+    }
+
+    let limits: Limits
+    let hub: EventHub
+    private let state = Mutex(State())
+
+    init(hub: EventHub, limits: Limits = Limits()) {
+        self.hub = hub
+        self.limits = limits
+    }
+
+    // MARK: Instances
+
+    func register(instance: String, app: String, uid: UInt32, cgroups: [String]) {
+        state.withLock { state in
+            state.tracked[instance] = Tracked(
+                app: app, uid: uid, cgroups: cgroups, tokens: limits.burst, refilledAt: Date(), lastUsed: Date())
+            Self.evict(&state, keep: limits.maximumTracked)
+        }
+    }
+
+    func ended(instance: String) {
+        state.withLock {
+            $0.tracked[instance]?.live = false
+            $0.tracked[instance]?.endedAt = Date()
+        }
+    }
+
+    /// Forgets the oldest ended instances (and app entries) beyond `keep`.
+    private static func evict(_ state: inout State, keep: Int) {
+        guard state.tracked.count > keep else { return }
+        let candidates = state.tracked.filter { !$0.value.live }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+        for (key, _) in candidates.prefix(state.tracked.count - keep) { state.tracked.removeValue(forKey: key) }
+        if state.domains.count > 4 * keep { state.domains.removeAll() }
+    }
+
+    /// The live instance a process belongs to: by its cgroup while it exists; else, when its
+    /// uid (each app has its own) has exactly one live instance, that one; else by the
+    /// Landlock domain seen before. Nil for a process of no instance (another sandbox on the
+    /// host) — its records are not ours.
+    func resolve(pid: Int32?, uid: UInt32?, domain: String?) -> (app: String, instance: String)? {
+        let groups = pid.flatMap(Self.cgroupPaths(of:))
+        return state.withLock { state -> (String, String)? in
+            if let groups {
+                for group in groups {
+                    guard let last = group.split(separator: "/").last, let tracked = state.tracked[String(last)],
+                        tracked.cgroups.contains(where: { $0.hasSuffix(group) })
+                    else { continue }
+                    if let domain { state.domains[domain] = String(last) }
+                    return (tracked.app, String(last))
+                }
+            }
+            if let domain, let id = state.domains[domain], let tracked = state.tracked[id] {
+                return (tracked.app, id)
+            }
+            if let uid {
+                // Records of an app that just ended may arrive after its exit was handled.
+                let live = state.tracked.filter {
+                    $0.value.uid == uid && ($0.value.live || ($0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false))
+                }
+                if live.count == 1, let (id, tracked) = live.first {
+                    if let domain { state.domains[domain] = id }
+                    return (tracked.app, id)
+                }
+            }
+            return nil
+        }
+    }
+
+    /// The cgroup paths of a process (one per hierarchy), or nil once it is gone.
+    static func cgroupPaths(of pid: Int32) -> [String]? {
+        let fd = open("/proc/\(pid)/cgroup", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").compactMap { line in
+            // hierarchy-ID:controllers:path
+            let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            guard parts.count == 3, parts[2].count > 1 else { return nil }
+            return String(parts[2])
+        }
+    }
+
+    // MARK: Recording
+
+    /// Records one denial (rate limit and coalescing permitting) and publishes it. `instance`
+    /// nil: a refusal of the app as such (a launch appd refused).
+    @discardableResult
+    func record(
+        app: String, instance: String?, pid: Int32? = nil, source: APIDenial.Source, what: String,
+        syscall: String? = nil, path: String? = nil, detail: String? = nil, now: Date = Date()
+    ) -> APIDenial? {
+        let key = instance ?? "app:\(app.lowercased())"
+        let recorded = state.withLock { state -> APIDenial? in
+            state.perApp[app, default: 0] += 1
+            if state.perApp.count > limits.maximumTracked * 4 { state.perApp.removeAll() }
+            var tracked = state.tracked[key] ?? Tracked(
+                app: app, uid: nil, live: instance == nil, tokens: limits.burst, refilledAt: now, lastUsed: now)
+            defer {
+                state.tracked[key] = tracked
+                Self.evict(&state, keep: limits.maximumTracked)
+            }
+            tracked.total += 1
+            tracked.lastUsed = now
+            if var last = tracked.ring.last, last.pid == pid || last.source == .appd, last.source == source,
+                last.what == what, last.path == path, last.syscall == syscall, last.detail == detail,
+                now.timeIntervalSince(last.time) < limits.coalesceSeconds
+            {
+                last.count += 1
+                tracked.ring[tracked.ring.count - 1] = last
+                return nil
+            }
+            let elapsed = max(0, now.timeIntervalSince(tracked.refilledAt))
+            tracked.tokens = min(limits.burst, tracked.tokens + elapsed * limits.refillPerSecond)
+            tracked.refilledAt = now
+            guard tracked.tokens >= 1 else {
+                tracked.dropped += 1
+                return nil
+            }
+            tracked.tokens -= 1
+            let denial = APIDenial(
+                seq: state.next, time: now, app: app, instance: instance, pid: pid, source: source,
+                what: Self.clip(what, 128) ?? "?", syscall: Self.clip(syscall, 64), path: Self.clip(path, 1024),
+                detail: Self.clip(detail, 512))
+            state.next += 1
+            tracked.ring.append(denial)
+            if tracked.ring.count > limits.ringSize { tracked.ring.removeFirst(tracked.ring.count - limits.ringSize) }
+            return denial
+        }
+        if let recorded {
+            hub.publish { seq in
+                APIEvent(seq: seq, time: recorded.time, kind: .denial, app: recorded.app, instance: recorded.instance,
+                    detail: recorded.summary, denial: recorded)
+            }
+        }
+        return recorded
+    }
+
+    private static func clip(_ text: String?, _ bytes: Int) -> String? {
+        guard let text else { return nil }
+        return text.utf8.count <= bytes ? text : String(decoding: text.utf8.prefix(bytes), as: UTF8.self)
+    }
+
+    // MARK: Reading
+
+    /// The kept denials of an instance, of an app (its instances' and its own), or of all,
+    /// oldest first, and how many of theirs were dropped.
+    public func list(app: String? = nil, instance: String? = nil) -> (denials: [APIDenial], dropped: Int) {
+        state.withLock { state in
+            var denials: [APIDenial] = []
+            var dropped = 0
+            for (key, tracked) in state.tracked {
+                if let instance, key != instance.lowercased() { continue }
+                if let app, tracked.app.caseInsensitiveCompare(app) != .orderedSame { continue }
+                denials += tracked.ring
+                dropped += tracked.dropped
+            }
+            return (denials.sorted { $0.seq < $1.seq }, dropped)
+        }
+    }
+
+    /// How many denials an instance had (recorded, repeated and dropped alike), and dropped.
+    public func counts(instance: String) -> (total: Int, dropped: Int)? {
+        state.withLock { state in state.tracked[instance].map { ($0.total, $0.dropped) } }
+    }
+
+    /// Denials per app since the daemon started, recorded or dropped: for `/v1/metrics`.
+    public func perAppCounts() -> [String: Int] { state.withLock { $0.perApp } }
+
+    /// Whether the kernel's denials reach the log, and why not.
+    public var kernelStatus: (reports: Bool, reason: String?) {
+        state.withLock { ($0.kernelReports, $0.reason) }
+    }
+
+    func setKernelStatus(reports: Bool, reason: String?) {
+        state.withLock {
+            $0.kernelReports = reports
+            $0.reason = reason
+        }
+    }
+
+    func noteOverrun() { state.withLock { $0.socketOverruns += 1 } }
+
+    public var socketOverruns: Int { state.withLock { $0.socketOverruns } }
+}
