@@ -71,6 +71,17 @@ public final class DenialLog: Sendable {
         }
     }
 
+    /// Known once the launcher has its cgroup; registered before, so that an app quicker than
+    /// its launch's return is not missed.
+    func setCgroups(instance: String, cgroups: [String]) {
+        state.withLock { $0.tracked[instance]?.cgroups = cgroups }
+    }
+
+    /// A launch that failed: nothing of it is kept.
+    func forget(instance: String) {
+        _ = state.withLock { $0.tracked.removeValue(forKey: instance) }
+    }
+
     func ended(instance: String) {
         state.withLock {
             $0.tracked[instance]?.live = false
@@ -106,11 +117,13 @@ public final class DenialLog: Sendable {
                 return (tracked.app, id)
             }
             if let uid {
-                // Records of an app that just ended may arrive after its exit was handled.
-                let live = state.tracked.filter {
-                    $0.value.uid == uid && ($0.value.live || ($0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false))
-                }
-                if live.count == 1, let (id, tracked) = live.first {
+                // A live instance of the app first; else one that just ended (its records may
+                // arrive after its exit was handled). Two of either: the uid cannot tell.
+                let mine = state.tracked.filter { $0.value.uid == uid }
+                let live = mine.filter { $0.value.live }
+                let recent = mine.filter { $0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false }
+                let candidates = live.isEmpty ? recent : live
+                if candidates.count == 1, let (id, tracked) = candidates.first {
                     if let domain { state.domains[domain] = id }
                     return (tracked.app, id)
                 }

@@ -137,9 +137,11 @@ public actor Supervisor {
             launch.bpf = []
         }
         let started: SandboxLaunch.Started
+        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
         do {
             started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
         } catch {
+            denials.forget(instance: id)
             close(channel.daemon)
             records.remove(id)
             logs.remove(record.instance.log)
@@ -151,7 +153,7 @@ public actor Supervisor {
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         try? records.save(record)
-        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: started.cgroup.directories)
+        denials.setCgroups(instance: id, cgroups: started.cgroup.directories)
         recordRevokedEntitlements(app, instance: id)
         var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
         entry.watcher = watch(id: id, pid: started.pid)

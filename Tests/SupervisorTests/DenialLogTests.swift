@@ -105,6 +105,15 @@ struct DenialLogTests {
         log.register(instance: "dddddddddddd", app: "com.example.c", uid: 70001, cgroups: [])
         #expect(log.resolve(pid: nil, uid: 70001, domain: nil) == nil)
         #expect(log.resolve(pid: nil, uid: 70001, domain: "1de9b03ad")?.instance == "cccccccccccc")
+        // One just ended, one live: the live one (the ended one's records came while it ran).
+        log.ended(instance: "dddddddddddd")
+        #expect(log.resolve(pid: nil, uid: 70001, domain: nil)?.instance == "cccccccccccc")
+        log.ended(instance: "cccccccccccc")
+        log.register(instance: "eeeeeeeeeeee", app: "com.example.e", uid: 70002, cgroups: [])
+        log.ended(instance: "eeeeeeeeeeee")
+        // Only ended ones: the one of that uid that just ended.
+        #expect(log.resolve(pid: nil, uid: 70002, domain: nil)?.instance == "eeeeeeeeeeee")
+        #expect(log.resolve(pid: nil, uid: 70001, domain: nil) == nil)
     }
 
     @Test("at most maximumTracked instances: the oldest ended ones are forgotten first")
