@@ -52,7 +52,7 @@ public struct APIDenial: Codable, Sendable, Equatable {
         if let path { text += " \(path)" }
         if let syscall, syscall != what { text += " (\(syscall))" }
         if let detail { text += ": \(detail)" }
-        if count > 1 { text += " ×\(count)" }
+        if count > 1 { text += " x\(count)" }
         return text
     }
 }

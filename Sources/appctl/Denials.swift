@@ -9,7 +9,7 @@ struct Denials: ParsableCommand {
         abstract: "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
         discussion: """
             One line per denial, oldest first: time, app, instance, who refused (landlock, \
-            seccomp, appd), and what: Landlock's right and the path (fs.read_file /etc/shadow), \
+            seccomp, appd), and what: Landlock's right and the path (fs.read_dir /), \
             the system call seccomp refused (mount, ptrace), or appd's reason (a launch it \
             refused, an entitlement [App ID] RevokeEntitlements= took away). A denial repeated \
             in a row shows once with xN. Each instance keeps its most recent 128; past 20 at once \
@@ -77,7 +77,7 @@ struct Denials: ParsableCommand {
         }
     }
 
-    /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_file /etc/shadow (openat)`
+    /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_dir / (openat)`
     static func text(_ denial: APIDenial, dates: ISO8601DateFormatter) -> String {
         [
             dates.string(from: denial.time), denial.app, denial.instance ?? "-",

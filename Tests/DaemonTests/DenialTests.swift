@@ -20,6 +20,17 @@ struct DenialTests {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.denied")
         let watch = try EventWatch(daemon)
+        // appctl denials -f: each new one as it is recorded.
+        let follow = Process()
+        let followed = Pipe()
+        follow.executableURL = URL(fileURLWithPath: builtExecutable("appctl"))
+        follow.arguments = ["denials", "-f", "--json", "com.example.denied"]
+        follow.environment = ["APPD_ROOT": daemon.root]
+        follow.standardOutput = followed
+        follow.standardError = FileHandle.nullDevice
+        try follow.run()
+        defer { if follow.isRunning { kill(follow.processIdentifier, SIGKILL) } }
+        usleep(300_000)
         let probe = try daemon.launch("com.example.denied", ["denials", "3"])
         #expect(try daemon.eventually { try daemon.logs(probe.id).contains("thread:") })
         let log = try daemon.logs(probe.id)
@@ -58,6 +69,13 @@ struct DenialTests {
         for (source, what, _) in expected {
             #expect(events.filter { $0.denial?.source == source && $0.denial?.what == what }.count == 1, "\(what) in events")
         }
+        // The follower got the same, one JSON object a line.
+        usleep(300_000)
+        kill(follow.processIdentifier, SIGKILL)
+        follow.waitUntilExit()
+        let lines = followed.fileHandleForReading.readDataToEndOfFile().split(separator: 0x0A)
+        let streamed = lines.compactMap { try? APICoding.decoder().decode(APIDenial.self, from: Data($0)) }
+        #expect(streamed.map(\.seq) == answer.denials.map(\.seq), "\(streamed.map(\.summary))")
         // The text form names them.
         let text = try daemon.run("appctl", ["denials", probe.id]).output
         #expect(text.contains("landlock  fs.read_dir / (openat)"), "\(text)")
