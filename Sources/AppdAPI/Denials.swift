@@ -3,9 +3,11 @@ import Foundation
 /// One thing the sandbox or appd refused an app (`GET /v1/denials`, `appctl denials`,
 /// docs/denials.md).
 public struct APIDenial: Codable, Sendable, Equatable {
-    /// Who refused: the kernel's Landlock or seccomp layer, or appd itself.
+    /// Who refused: the kernel's Landlock or seccomp layer, the bind filter on the instance's
+    /// cgroup (network.client apps), or appd itself.
     public enum Source: String, Codable, Sendable {
         case landlock, seccomp, appd
+        case bindFilter = "bind-filter"
     }
 
     /// Increases by one per recorded denial for the life of the daemon.
@@ -18,7 +20,8 @@ public struct APIDenial: Codable, Sendable, Equatable {
     public var pid: Int32?
     public var source: Source
     /// What was refused: Landlock's rights (`fs.read_file`, `net.bind_tcp`, `scope.signal`),
-    /// the system call seccomp refused (`mount`, `ptrace`), or appd's check (`launch`).
+    /// the system call seccomp refused (`mount`, `ptrace`), `bind` (the bind filter), or
+    /// appd's check (`launch`, `entitlement`).
     public var what: String
     /// The system call that was refused (its name where appd knows it, else `syscall 123`).
     public var syscall: String?

@@ -1,5 +1,7 @@
 import AppdAPI
+import CLinux
 import Foundation
+import Glibc
 import Synchronization
 
 /// What the sandbox and appd refused each app, as it happens (docs/denials.md): fed by the
@@ -50,6 +52,8 @@ public final class DenialLog: Sendable {
         var reason: String? = "the audit reader has not started"
         /// Records the kernel or the socket lost (ENOBUFS), seen by the reader.
         var socketOverruns = 0
+        /// The bind filters' counters (network.client instances): fd, and refusals reported.
+        var bindCounters: [String: (fd: Int32, reported: UInt64)] = [:]
     }
 
     let limits: Limits
@@ -79,10 +83,54 @@ public final class DenialLog: Sendable {
 
     /// A launch that failed: nothing of it is kept.
     func forget(instance: String) {
-        _ = state.withLock { $0.tracked.removeValue(forKey: instance) }
+        let counter = state.withLock { state in
+            state.tracked.removeValue(forKey: instance)
+            return state.bindCounters.removeValue(forKey: instance)
+        }
+        if let counter { close(counter.fd) }
+    }
+
+    /// The bind filter's counter of a network.client instance: polled, each new refusal
+    /// reported as a `bind-filter` denial. The log owns the fd from now on.
+    func watchBinds(instance: String, counter: Int32) {
+        let replaced = state.withLock { state in
+            defer { state.bindCounters[instance] = (counter, 0) }
+            return state.bindCounters[instance]
+        }
+        if let replaced { close(replaced.fd) }
+    }
+
+    /// Reads every bind filter's counter (a map lookup each) and records what is new: the
+    /// filter only counts, so a burst of refusals between two polls is one denial with its
+    /// count, naming the last port.
+    func pollBindCounters() {
+        let counters = state.withLock { $0.bindCounters }
+        for (instance, counter) in counters { pollBinds(instance: instance, counter: counter) }
+    }
+
+    private func pollBinds(instance: String, counter: (fd: Int32, reported: UInt64)) {
+        var refused: UInt64 = 0
+        var port: UInt32 = 0
+        var type: UInt32 = 0
+        guard appd_bind_counter_read(counter.fd, &refused, &port, &type) == 0, refused > counter.reported else { return }
+        let app: String? = state.withLock { state in
+            guard state.bindCounters[instance] != nil else { return nil }
+            state.bindCounters[instance]?.reported = refused
+            return state.tracked[instance]?.app
+        }
+        guard let app else { return }
+        let kind = type == UInt32(SOCK_DGRAM.rawValue) ? "UDP" : type == UInt32(SOCK_STREAM.rawValue) ? "TCP" : "socket"
+        record(
+            app: app, instance: instance, source: .bindFilter, what: "bind", syscall: "bind",
+            detail: "\(kind) port \(port)", count: Int(clamping: refused - counter.reported))
     }
 
     func ended(instance: String) {
+        // Its last refusals, then the counter goes (the filter goes with the cgroup).
+        if let counter = state.withLock({ $0.bindCounters[instance] }) {
+            pollBinds(instance: instance, counter: counter)
+            if let removed = state.withLock({ $0.bindCounters.removeValue(forKey: instance) }) { close(removed.fd) }
+        }
         state.withLock {
             $0.tracked[instance]?.live = false
             $0.tracked[instance]?.endedAt = Date()
@@ -155,11 +203,12 @@ public final class DenialLog: Sendable {
     @discardableResult
     func record(
         app: String, instance: String?, pid: Int32? = nil, source: APIDenial.Source, what: String,
-        syscall: String? = nil, path: String? = nil, detail: String? = nil, now: Date = Date()
+        syscall: String? = nil, path: String? = nil, detail: String? = nil, count: Int = 1, now: Date = Date()
     ) -> APIDenial? {
+        let count = max(1, count)
         let key = instance ?? "app:\(app.lowercased())"
         let recorded = state.withLock { state -> APIDenial? in
-            state.perApp[app, default: 0] += 1
+            state.perApp[app, default: 0] += count
             if state.perApp.count > limits.maximumTracked * 4 { state.perApp.removeAll() }
             var tracked = state.tracked[key] ?? Tracked(
                 app: app, uid: nil, live: instance == nil, tokens: limits.burst, refilledAt: now, lastUsed: now)
@@ -167,13 +216,13 @@ public final class DenialLog: Sendable {
                 state.tracked[key] = tracked
                 Self.evict(&state, keep: limits.maximumTracked)
             }
-            tracked.total += 1
+            tracked.total += count
             tracked.lastUsed = now
             if var last = tracked.ring.last, last.pid == pid || last.source == .appd, last.source == source,
                 last.what == what, last.path == path, last.syscall == syscall, last.detail == detail,
                 now.timeIntervalSince(last.time) < limits.coalesceSeconds
             {
-                last.count += 1
+                last.count += count
                 tracked.ring[tracked.ring.count - 1] = last
                 return nil
             }
@@ -181,14 +230,14 @@ public final class DenialLog: Sendable {
             tracked.tokens = min(limits.burst, tracked.tokens + elapsed * limits.refillPerSecond)
             tracked.refilledAt = now
             guard tracked.tokens >= 1 else {
-                tracked.dropped += 1
+                tracked.dropped += count
                 return nil
             }
             tracked.tokens -= 1
             let denial = APIDenial(
                 seq: state.next, time: now, app: app, instance: instance, pid: pid, source: source,
                 what: Self.clip(what, 128) ?? "?", syscall: Self.clip(syscall, 64), path: Self.clip(path, 1024),
-                detail: Self.clip(detail, 512))
+                detail: Self.clip(detail, 512), count: count)
             state.next += 1
             tracked.ring.append(denial)
             if tracked.ring.count > limits.ringSize { tracked.ring.removeFirst(tracked.ring.count - limits.ringSize) }

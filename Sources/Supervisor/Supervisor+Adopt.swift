@@ -72,6 +72,7 @@ extension Supervisor {
             while let self, !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 250_000_000)
                 await self.checkExits()
+                self.denials.pollBindCounters()
             }
         }
         startJetsam()

@@ -154,6 +154,7 @@ public actor Supervisor {
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         try? records.save(record)
         denials.setCgroups(instance: id, cgroups: started.cgroup.directories)
+        if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
         recordRevokedEntitlements(app, instance: id)
         var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
         entry.watcher = watch(id: id, pid: started.pid)

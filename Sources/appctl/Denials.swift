@@ -9,8 +9,9 @@ struct Denials: ParsableCommand {
         abstract: "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
         discussion: """
             One line per denial, oldest first: time, app, instance, who refused (landlock, \
-            seccomp, appd), and what: Landlock's right and the path (fs.read_dir /), \
-            the system call seccomp refused (mount, ptrace), or appd's reason (a launch it \
+            seccomp, bind-filter, appd), and what: Landlock's right and the path (fs.read_dir /), \
+            the system call seccomp refused (mount, ptrace), a port the bind filter of a \
+            network.client app refused (bind: UDP port 5353), or appd's reason (a launch it \
             refused, an entitlement [App ID] RevokeEntitlements= took away). A denial repeated \
             in a row shows once with xN. Each instance keeps its most recent 128; past 20 at once \
             an instance gets 5 more a second and the rest are only counted (dropped). With -f \

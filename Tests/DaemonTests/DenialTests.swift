@@ -82,7 +82,7 @@ struct DenialTests {
         #expect(text.contains("seccomp   mount"), "\(text)")
     }
 
-    @Test("a network.client app's TCP bind is Landlock's net.bind_tcp, with its port")
+    @Test("a network.client app's TCP bind is Landlock's net.bind_tcp, with its port; its UDP binds are the bind filter's, counted, with the last port")
     func bindDenial() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe(
@@ -95,6 +95,20 @@ struct DenialTests {
         let answer = try denials(daemon, instance: probe.id)
         print("denials of the binder: \(answer.denials.map(\.summary))")
         #expect(answer.denials.filter { $0.what == "net.bind_tcp" }.count == 1)
+        #expect(answer.denials.allSatisfy { $0.source == .landlock }, "\(answer.denials.map(\.summary))")
+
+        // UDP: Landlock has no UDP rules; the cgroup bind filter refuses, and counts.
+        let udp = try daemon.launch("com.example.binder", ["bind-udp", "47124"])
+        _ = try daemon.wait(udp.id)
+        let udpOutput = try daemon.logs(udp.id)
+        #expect(udpOutput.contains("bind-udp: refused EPERM"), "\(udpOutput)")
+        let filtered = try denials(daemon, instance: udp.id).denials.filter { $0.source == .bindFilter }
+        print("bind filter: \(filtered.map(\.summary))")
+        #expect(filtered.count == 1, "\(filtered.map(\.summary))")
+        #expect(filtered.first?.what == "bind")
+        #expect(filtered.first?.detail == "UDP port 47124")
+        #expect(filtered.first?.count == 1)
+        #expect(try daemon.instance(udp.id).denials == 1)
     }
 
     @Test("appd's own refusals: a launch of a tampered bundle, and an entitlement [App ID] RevokeEntitlements= took away")
