@@ -12,6 +12,7 @@ import Synchronization
 final class AuditReader: Sendable {
     let log: DenialLog
     private let stopped = Mutex(false)
+    private let started = Mutex(false)
     private let done = DispatchSemaphore(value: 0)
 
     init(log: DenialLog) { self.log = log }
@@ -19,6 +20,10 @@ final class AuditReader: Sendable {
     /// Opens the socket and starts the thread; on failure the log says why the kernel's
     /// denials cannot be reported, and only appd's own refusals are.
     func start() {
+        guard started.withLock({ started in
+            defer { started = true }
+            return !started
+        }) else { return }
         let status = KernelDenialReporting.check(enableAudit: true)
         let fd = appd_audit_open_readlog(1 << 20, 500)
         guard fd >= 0 else {
@@ -40,8 +45,12 @@ final class AuditReader: Sendable {
         thread.start()
     }
 
+    /// Returns once the thread is gone (within the socket's 0.5 s receive timeout).
     func stop() {
-        stopped.withLock { $0 = true }
+        guard started.withLock({ $0 }), !stopped.withLock({ stopped in
+            defer { stopped = true }
+            return stopped
+        }) else { return }
         done.wait()
     }
 

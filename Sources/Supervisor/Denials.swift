@@ -10,7 +10,8 @@ import Synchronization
 ///
 /// Everything here is bounded whatever an app does: at most `ringSize` denials per instance
 /// and per app, at most `maximumTracked` instances and apps, and past `burst` denials an
-/// instance gets `refillPerSecond` more a second; the rest are only counted (`dropped`). A
+/// instance gets `refillPerSecond` more a second; the rest are only counted (`dropped`); at
+/// most `maximumKept` in all (about 1.8 KiB each at worst: 7 MiB). A
 /// denial identical to the instance's previous one within `coalesceSeconds` raises that one's
 /// `count` instead of taking a slot.
 public final class DenialLog: Sendable {
@@ -20,6 +21,9 @@ public final class DenialLog: Sendable {
         public var refillPerSecond = 5.0
         public var coalesceSeconds = 10.0
         public var maximumTracked = 1024
+        /// Denials kept across every instance and app: past it the oldest of an ended
+        /// instance goes first, else the oldest of the instance that keeps the most.
+        public var maximumKept = 4096
 
         public init() {}
     }
@@ -54,6 +58,8 @@ public final class DenialLog: Sendable {
         var socketOverruns = 0
         /// The bind filters' counters (network.client instances): fd, and refusals reported.
         var bindCounters: [String: (fd: Int32, reported: UInt64)] = [:]
+        /// The sum of the rings' lengths.
+        var kept = 0
     }
 
     let limits: Limits
@@ -84,7 +90,7 @@ public final class DenialLog: Sendable {
     /// A launch that failed: nothing of it is kept.
     func forget(instance: String) {
         let counter = state.withLock { state in
-            state.tracked.removeValue(forKey: instance)
+            state.kept -= state.tracked.removeValue(forKey: instance)?.ring.count ?? 0
             return state.bindCounters.removeValue(forKey: instance)
         }
         if let counter { close(counter.fd) }
@@ -141,8 +147,24 @@ public final class DenialLog: Sendable {
     private static func evict(_ state: inout State, keep: Int) {
         guard state.tracked.count > keep else { return }
         let candidates = state.tracked.filter { !$0.value.live }.sorted { $0.value.lastUsed < $1.value.lastUsed }
-        for (key, _) in candidates.prefix(state.tracked.count - keep) { state.tracked.removeValue(forKey: key) }
+        for (key, _) in candidates.prefix(state.tracked.count - keep) {
+            state.kept -= state.tracked.removeValue(forKey: key)?.ring.count ?? 0
+        }
         if state.domains.count > 4 * keep { state.domains.removeAll() }
+    }
+
+    /// Drops kept denials beyond `keep` in all: an ended instance's oldest first, else the
+    /// oldest of the instance that keeps the most (the one flooding).
+    private static func trim(_ state: inout State, keep: Int) {
+        while state.kept > keep {
+            let ended = state.tracked.filter { !$0.value.live && !$0.value.ring.isEmpty }
+                .min { ($0.value.ring.first?.seq ?? 0) < ($1.value.ring.first?.seq ?? 0) }
+            guard let key = ended?.key ?? state.tracked.max(by: { $0.value.ring.count < $1.value.ring.count })?.key,
+                state.tracked[key]?.ring.isEmpty == false
+            else { return }
+            state.tracked[key]?.ring.removeFirst()
+            state.kept -= 1
+        }
     }
 
     /// The live instance a process belongs to: by its cgroup while it exists; else, when its
@@ -215,6 +237,7 @@ public final class DenialLog: Sendable {
             defer {
                 state.tracked[key] = tracked
                 Self.evict(&state, keep: limits.maximumTracked)
+                Self.trim(&state, keep: limits.maximumKept)
             }
             tracked.total += count
             tracked.lastUsed = now
@@ -240,7 +263,11 @@ public final class DenialLog: Sendable {
                 detail: Self.clip(detail, 512), count: count)
             state.next += 1
             tracked.ring.append(denial)
-            if tracked.ring.count > limits.ringSize { tracked.ring.removeFirst(tracked.ring.count - limits.ringSize) }
+            state.kept += 1
+            if tracked.ring.count > limits.ringSize {
+                state.kept -= tracked.ring.count - limits.ringSize
+                tracked.ring.removeFirst(tracked.ring.count - limits.ringSize)
+            }
             return denial
         }
         if let recorded {

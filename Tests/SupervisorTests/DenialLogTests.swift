@@ -116,6 +116,30 @@ struct DenialLogTests {
         #expect(log.resolve(pid: nil, uid: 70001, domain: nil) == nil)
     }
 
+    @Test("at most maximumKept denials in all: an ended instance's go first, then the biggest ring's oldest")
+    func globalCap() {
+        var limits = DenialLog.Limits()
+        limits.maximumKept = 50
+        limits.ringSize = 40
+        limits.burst = 1000
+        let log = DenialLog(hub: EventHub(), limits: limits)
+        for (id, uid) in [("111111111111", UInt32(1)), ("222222222222", 2), ("333333333333", 3)] {
+            log.register(instance: id, app: "com.example.g\(uid)", uid: uid, cgroups: [])
+        }
+        for index in 0..<20 { log.record(app: "com.example.g1", instance: "111111111111", source: .seccomp, what: "s\(index)") }
+        log.ended(instance: "111111111111")
+        for index in 0..<20 { log.record(app: "com.example.g2", instance: "222222222222", source: .seccomp, what: "s\(index)") }
+        for index in 0..<40 { log.record(app: "com.example.g3", instance: "333333333333", source: .seccomp, what: "s\(index)") }
+        #expect(log.list().denials.count == 50)
+        // The ended instance gave up all of its 20, then the flooding one its oldest 0.
+        #expect(log.list(instance: "111111111111").denials.isEmpty)
+        #expect(log.list(instance: "222222222222").denials.count == 20)
+        #expect(log.list(instance: "333333333333").denials.count == 30)
+        #expect(log.list(instance: "333333333333").denials.first?.what == "s10")
+        // Counts are kept whatever the list lost.
+        #expect(log.counts(instance: "111111111111")?.total == 20)
+    }
+
     @Test("at most maximumTracked instances: the oldest ended ones are forgotten first")
     func tracked() {
         var limits = DenialLog.Limits()

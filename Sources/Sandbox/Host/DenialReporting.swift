@@ -22,10 +22,13 @@ public enum KernelDenialReporting {
         var status = appd_audit_status()
         if appd_audit_get_status(&status) != 0 {
             let error = errno
+            let cause =
+                error == EPERM
+                ? "appd may not ask audit (EPERM): it needs CAP_AUDIT_CONTROL and CAP_AUDIT_READ (run as root)"
+                : "no audit (\(String(cString: strerror(error)))): hint: a kernel with CONFIG_AUDIT, in the host's"
+                    + " network and user namespace (audit refuses containers)"
             result.problems.append(
-                "no audit (\(String(cString: strerror(error)))): the kernel cannot report Landlock or seccomp"
-                    + " denials; only appd's own refusals are logged. hint: a kernel with CONFIG_AUDIT, and appd"
-                    + " with CAP_AUDIT_CONTROL and CAP_AUDIT_READ")
+                cause + "; the kernel's Landlock and seccomp denials cannot be reported, only appd's own refusals")
             return result
         }
         if status.enabled == 0 && enableAudit {
