@@ -60,6 +60,7 @@ final class AuditReader: Sendable {
         var accesses: [AuditRecord] = []
         var pid: Int32?
         var uid: UInt32?
+        var session: UInt32?
         var syscall: String?
     }
 
@@ -91,6 +92,13 @@ final class AuditReader: Sendable {
             switch record.type {
             case AuditRecord.seccompType:
                 handleSeccomp(record)
+            case AuditRecord.login:
+                // A launcher starting the instance's audit session (appd-exec's AuditSession).
+                if let pid = record.integer("pid").flatMap({ Int32(exactly: $0) }),
+                    let session = record.integer("ses").flatMap({ UInt32(exactly: $0) })
+                {
+                    log.noteLogin(pid: pid, session: session)
+                }
             case AuditRecord.landlockAccess:
                 if pending[record.serial] == nil { order.append(record.serial) }
                 if (pending[record.serial]?.accesses.count ?? 0) < 8 {
@@ -100,6 +108,7 @@ final class AuditReader: Sendable {
                 guard pending[record.serial] != nil else { continue }
                 pending[record.serial]?.pid = record.integer("pid").flatMap { Int32(exactly: $0) }
                 pending[record.serial]?.uid = record.integer("uid").flatMap { UInt32(exactly: $0) }
+                pending[record.serial]?.session = record.integer("ses").flatMap { UInt32(exactly: $0) }
                 pending[record.serial]?.syscall = record.integer("syscall").map(Self.syscallName)
             case AuditRecord.endOfEvent:
                 if let event = pending.removeValue(forKey: record.serial) {
@@ -134,7 +143,8 @@ final class AuditReader: Sendable {
         if name == "clone3" { return }
         let pid = record.integer("pid").flatMap { Int32(exactly: $0) }
         let uid = record.integer("uid").flatMap { UInt32(exactly: $0) }
-        guard let owner = log.resolve(pid: pid, uid: uid, domain: nil) else { return }
+        let session = record.integer("ses").flatMap { UInt32(exactly: $0) }
+        guard let owner = log.resolve(pid: pid, uid: uid, domain: nil, session: session) else { return }
         log.record(
             app: owner.app, instance: owner.instance, pid: pid, source: .seccomp, what: name, syscall: name,
             detail: record.string("comm").map { "by \($0)" })
@@ -143,7 +153,8 @@ final class AuditReader: Sendable {
     private func handleLandlock(_ event: Pending) {
         for access in event.accesses {
             let domain = access["domain"]
-            guard let owner = log.resolve(pid: event.pid, uid: event.uid, domain: domain) else { continue }
+            guard let owner = log.resolve(pid: event.pid, uid: event.uid, domain: domain, session: event.session)
+            else { continue }
             var details: [String] = []
             for key in ["opid", "ocomm", "laddr", "lport", "faddr", "fport", "saddr", "src", "daddr", "dest"] {
                 if let value = access.string(key) { details.append("\(key)=\(value)") }

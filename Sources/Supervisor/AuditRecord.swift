@@ -6,6 +6,7 @@ import Foundation
 /// hostile: bounded, never trusted to be well formed; a record that does not parse is skipped.
 struct AuditRecord: Sendable, Equatable {
     /// AUDIT_SYSCALL, AUDIT_SECCOMP, AUDIT_LANDLOCK_ACCESS, AUDIT_LANDLOCK_DOMAIN, AUDIT_EOE.
+    static let login: UInt16 = 1006
     static let syscallType: UInt16 = 1300
     static let endOfEvent: UInt16 = 1320
     static let seccompType: UInt16 = 1326

@@ -36,6 +36,10 @@ public final class DenialLog: Sendable {
         var cgroups: [String] = []
         var live = true
         var endedAt: Date?
+        /// The launcher, whose audit session (appd-exec's AuditSession) the app's processes
+        /// share; the session once read (nil: not yet, or none of its own).
+        var launcherPid: Int32?
+        var session: UInt32?
         var ring: [APIDenial] = []
         var total = 0
         var dropped = 0
@@ -50,6 +54,12 @@ public final class DenialLog: Sendable {
         var tracked: [String: Tracked] = [:]
         /// Landlock domain id → instance, learned from a record whose process was still there.
         var domains: [String: String] = [:]
+        /// Audit session id → instance.
+        var sessions: [UInt32: String] = [:]
+        /// AUDIT_LOGIN records seen (pid → the session it started), the last 256: a launcher's
+        /// may come before the launch has returned its pid, or after the launcher is gone.
+        var logins: [Int32: UInt32] = [:]
+        var loginOrder: [Int32] = []
         /// Denials per app since the daemon started (for metrics), recorded or dropped.
         var perApp: [String: Int] = [:]
         var kernelReports = false
@@ -83,8 +93,57 @@ public final class DenialLog: Sendable {
 
     /// Known once the launcher has its cgroup; registered before, so that an app quicker than
     /// its launch's return is not missed.
-    func setCgroups(instance: String, cgroups: [String]) {
-        state.withLock { $0.tracked[instance]?.cgroups = cgroups }
+    func setCgroups(instance: String, cgroups: [String], launcherPid: Int32? = nil) {
+        state.withLock { state in
+            state.tracked[instance]?.cgroups = cgroups
+            state.tracked[instance]?.launcherPid = launcherPid
+            learnSession(instance, &state)
+        }
+    }
+
+    /// No session: audit's "unset" (4294967295).
+    static let noSession = UInt32.max
+    /// The daemon's own session: a launcher that could not start one of its own has it.
+    static let ownSession = readSession(getpid())
+
+    static func readSession(_ pid: Int32) -> UInt32? {
+        let fd = open("/proc/\(pid)/sessionid", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 16)
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        guard count > 0 else { return nil }
+        return UInt32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// The instance whose audit session `session` is, reading the sessions of launchers not
+    /// read yet. Nil: not one of ours.
+    private func instance(session: UInt32, _ state: inout State) -> String? {
+        if let id = state.sessions[session] { return id }
+        for (id, tracked) in state.tracked where tracked.live && tracked.session == nil { learnSession(id, &state) }
+        if state.sessions.count > 4 * limits.maximumTracked { state.sessions.removeAll() }
+        return state.sessions[session]
+    }
+
+    /// The session of an instance's launcher, once it has one of its own: from its
+    /// AUDIT_LOGIN record, else from /proc.
+    private func learnSession(_ id: String, _ state: inout State) {
+        guard let tracked = state.tracked[id], tracked.session == nil, let pid = tracked.launcherPid,
+            let read = state.logins[pid] ?? Self.readSession(pid), read != Self.noSession, read != Self.ownSession
+        else { return }
+        state.tracked[id]?.session = read
+        state.sessions[read] = id
+    }
+
+    /// An AUDIT_LOGIN record: process `pid` started audit session `session`.
+    func noteLogin(pid: Int32, session: UInt32) {
+        state.withLock { state in
+            if state.logins.updateValue(session, forKey: pid) == nil { state.loginOrder.append(pid) }
+            if state.loginOrder.count > 256 { state.logins.removeValue(forKey: state.loginOrder.removeFirst()) }
+            if let id = state.tracked.first(where: { $0.value.launcherPid == pid && $0.value.session == nil })?.key {
+                learnSession(id, &state)
+            }
+        }
     }
 
     /// A launch that failed: nothing of it is kept.
@@ -171,7 +230,7 @@ public final class DenialLog: Sendable {
     /// uid (each app has its own) has exactly one live instance, that one; else by the
     /// Landlock domain seen before. Nil for a process of no instance (another sandbox on the
     /// host) — its records are not ours.
-    func resolve(pid: Int32?, uid: UInt32?, domain: String?) -> (app: String, instance: String)? {
+    func resolve(pid: Int32?, uid: UInt32?, domain: String?, session: UInt32? = nil) -> (app: String, instance: String)? {
         let groups = pid.flatMap(Self.cgroupPaths(of:))
         return state.withLock { state -> (String, String)? in
             if let groups {
@@ -183,13 +242,24 @@ public final class DenialLog: Sendable {
                     return (tracked.app, String(last))
                 }
             }
+            // A session of its own (AuditSession in appd-exec) names the instance for certain; a
+            // session that is not the daemon's and none of its instances' is another's.
+            if let session, session != Self.noSession, session != Self.ownSession {
+                guard let id = instance(session: session, &state), let tracked = state.tracked[id] else { return nil }
+                if let domain { state.domains[domain] = id }
+                return (tracked.app, id)
+            }
             if let domain, let id = state.domains[domain], let tracked = state.tracked[id] {
                 return (tracked.app, id)
             }
+            // By uid only for records without a session of their own (appd-exec could not
+            // start one), and only to an instance without one either: a sessionless process
+            // of that uid is not one of an instance that has a session.
             if let uid {
+                for (id, tracked) in state.tracked where tracked.uid == uid && tracked.live { learnSession(id, &state) }
                 // A live instance of the app first; else one that just ended (its records may
                 // arrive after its exit was handled). Two of either: the uid cannot tell.
-                let mine = state.tracked.filter { $0.value.uid == uid }
+                let mine = state.tracked.filter { $0.value.uid == uid && $0.value.session == nil }
                 let live = mine.filter { $0.value.live }
                 let recent = mine.filter { $0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false }
                 let candidates = live.isEmpty ? recent : live

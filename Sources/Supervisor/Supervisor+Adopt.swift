@@ -54,6 +54,7 @@ extension Supervisor {
             }
             denials.register(
                 instance: id, app: record.instance.app, uid: record.instance.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
+            denials.setCgroups(instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
             // An exit the watcher sees is handled by a task that runs after this one, when the
             // entry is in place.
             entry.watcher = watch(id: id, pid: pid)

@@ -153,7 +153,7 @@ public actor Supervisor {
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         try? records.save(record)
-        denials.setCgroups(instance: id, cgroups: started.cgroup.directories)
+        denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
         if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
         recordRevokedEntitlements(app, instance: id)
         var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)

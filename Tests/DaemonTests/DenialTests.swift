@@ -82,6 +82,38 @@ struct DenialTests {
         #expect(text.contains("seccomp   mount"), "\(text)")
     }
 
+    @Test("a program that tries nothing forbidden has no denials: starting up in the sandbox is none")
+    func quietApp() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.quiet")
+        let quiet = try daemon.launch("com.example.quiet", ["exit", "4"])
+        _ = try daemon.wait(quiet.id)
+        usleep(500_000)
+        let answer = try denials(daemon, instance: quiet.id)
+        #expect(answer.denials.isEmpty, "\(answer.denials.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
+        #expect(try daemon.instance(quiet.id).denials == 0)
+    }
+
+    @Test(
+        "two daemons on one host, an app of the same uid in each: each instance gets its own denials only (its audit session names it, not its uid)"
+    )
+    func twoDaemons() throws {
+        let first = try TestDaemon()
+        let second = try TestDaemon()
+        try first.installProbe("com.example.loud")
+        try second.installProbe("com.example.quiet")
+        let quiet = try second.launch("com.example.quiet", ["sleep", "10"])
+        // Quick processes: each forbidden call in a child that is gone when the record comes.
+        let loud = try first.launch("com.example.loud", ["all"])
+        _ = try first.wait(loud.id)
+        print("uids: loud \(loud.uid), quiet \(quiet.uid)")
+        #expect(try first.eventually { try denials(first, instance: loud.id).denials.count >= 10 })
+        usleep(500_000)
+        let stolen = try denials(second, instance: quiet.id).denials
+        #expect(stolen.isEmpty, "\(stolen.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
+        #expect(try second.instance(quiet.id).denials == 0)
+    }
+
     @Test("a network.client app's TCP bind is Landlock's net.bind_tcp, with its port; its UDP binds are the bind filter's, counted, with the last port")
     func bindDenial() throws {
         let daemon = try TestDaemon()
