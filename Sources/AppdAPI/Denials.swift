@@ -33,7 +33,8 @@ public struct APIDenial: Codable, Sendable, Equatable {
     public var count: Int
 
     public init(
-        seq: Int, time: Date, app: String, instance: String?, pid: Int32?, source: Source, what: String,
+        seq: Int, time: Date, app: String, instance: String?, pid: Int32?, source: Source,
+        what: String,
         syscall: String? = nil, path: String? = nil, detail: String? = nil, count: Int = 1
     ) {
         self.seq = seq

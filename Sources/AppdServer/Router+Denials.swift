@@ -15,7 +15,9 @@ extension Router {
         if let instance { _ = try await supervisor.instance(instance) }
         let log = supervisor.denials
         let matches: @Sendable (APIDenial) -> Bool = { denial in
-            if let instance, denial.instance?.caseInsensitiveCompare(instance) != .orderedSame { return false }
+            if let instance, denial.instance?.caseInsensitiveCompare(instance) != .orderedSame {
+                return false
+            }
             if let app, denial.app.caseInsensitiveCompare(app) != .orderedSame { return false }
             return true
         }
@@ -23,7 +25,9 @@ extension Router {
             let kept = log.list(app: app, instance: instance)
             let kernel = log.kernelStatus
             return try .json(
-                APIDenials(denials: kept.denials, dropped: kept.dropped, kernelReports: kernel.reports, reason: kernel.reason))
+                APIDenials(
+                    denials: kept.denials, dropped: kept.dropped, kernelReports: kernel.reports,
+                    reason: kernel.reason))
         }
         // Subscribed before the kept ones are read: none falls between the two.
         let stream = supervisor.events()
@@ -38,7 +42,9 @@ extension Router {
                 last = denial.seq
             }
             for await event in stream {
-                guard event.kind == .denial, let denial = event.denial, denial.seq > last, matches(denial) else { continue }
+                guard event.kind == .denial, let denial = event.denial, denial.seq > last,
+                    matches(denial)
+                else { continue }
                 var line = try encoder.encode(denial)
                 line.append(0x0A)
                 try await writer.write(line)

@@ -20,17 +20,20 @@ final class AuditReader: Sendable {
     /// Opens the socket and starts the thread; on failure the log says why the kernel's
     /// denials cannot be reported, and only appd's own refusals are.
     func start() {
-        guard started.withLock({ started in
-            defer { started = true }
-            return !started
-        }) else { return }
+        guard
+            started.withLock({ started in
+                defer { started = true }
+                return !started
+            })
+        else { return }
         let status = KernelDenialReporting.check(enableAudit: true)
         let fd = appd_audit_open_readlog(1 << 20, 500)
         guard fd >= 0 else {
             let error = errno
             log.setKernelStatus(
                 reports: false,
-                reason: "cannot read the kernel's audit records (\(String(cString: strerror(error))));"
+                reason:
+                    "cannot read the kernel's audit records (\(String(cString: strerror(error))));"
                     + " hint: appd needs CAP_AUDIT_READ and a kernel with CONFIG_AUDIT")
             done.signal()
             return
@@ -47,10 +50,12 @@ final class AuditReader: Sendable {
 
     /// Returns once the thread is gone (within the socket's 0.5 s receive timeout).
     func stop() {
-        guard started.withLock({ $0 }), !stopped.withLock({ stopped in
-            defer { stopped = true }
-            return stopped
-        }) else { return }
+        guard started.withLock({ $0 }),
+            !stopped.withLock({ stopped in
+                defer { stopped = true }
+                return stopped
+            })
+        else { return }
         done.wait()
     }
 
@@ -82,11 +87,14 @@ final class AuditReader: Sendable {
                     continue
                 }
                 log.setKernelStatus(
-                    reports: false, reason: "the audit socket failed: \(String(cString: strerror(error)))")
+                    reports: false,
+                    reason: "the audit socket failed: \(String(cString: strerror(error)))")
                 return
             }
             let text = buffer.withUnsafeBufferPointer { raw in
-                String(decoding: UnsafeRawBufferPointer(start: raw.baseAddress, count: Int(count)), as: UTF8.self)
+                String(
+                    decoding: UnsafeRawBufferPointer(start: raw.baseAddress, count: Int(count)),
+                    as: UTF8.self)
             }
             guard let record = AuditRecord(type: type, text: Substring(text)) else { continue }
             switch record.type {
@@ -108,7 +116,9 @@ final class AuditReader: Sendable {
                 guard pending[record.serial] != nil else { continue }
                 pending[record.serial]?.pid = record.integer("pid").flatMap { Int32(exactly: $0) }
                 pending[record.serial]?.uid = record.integer("uid").flatMap { UInt32(exactly: $0) }
-                pending[record.serial]?.session = record.integer("ses").flatMap { UInt32(exactly: $0) }
+                pending[record.serial]?.session = record.integer("ses").flatMap {
+                    UInt32(exactly: $0)
+                }
                 pending[record.serial]?.syscall = record.integer("syscall").map(Self.syscallName)
             case AuditRecord.endOfEvent:
                 if let event = pending.removeValue(forKey: record.serial) {
@@ -127,7 +137,9 @@ final class AuditReader: Sendable {
     }
 
     private func flushAll(_ pending: inout [UInt64: Pending], _ order: inout [UInt64]) {
-        for serial in order { if let event = pending.removeValue(forKey: serial) { handleLandlock(event) } }
+        for serial in order {
+            if let event = pending.removeValue(forKey: serial) { handleLandlock(event) }
+        }
         order.removeAll()
     }
 
@@ -144,24 +156,33 @@ final class AuditReader: Sendable {
         let pid = record.integer("pid").flatMap { Int32(exactly: $0) }
         let uid = record.integer("uid").flatMap { UInt32(exactly: $0) }
         let session = record.integer("ses").flatMap { UInt32(exactly: $0) }
-        guard let owner = log.resolve(pid: pid, uid: uid, domain: nil, session: session) else { return }
+        guard let owner = log.resolve(pid: pid, uid: uid, domain: nil, session: session) else {
+            return
+        }
         log.record(
-            app: owner.app, instance: owner.instance, pid: pid, source: .seccomp, what: name, syscall: name,
+            app: owner.app, instance: owner.instance, pid: pid, source: .seccomp, what: name,
+            syscall: name,
             detail: record.string("comm").map { "by \($0)" })
     }
 
     private func handleLandlock(_ event: Pending) {
         for access in event.accesses {
             let domain = access["domain"]
-            guard let owner = log.resolve(pid: event.pid, uid: event.uid, domain: domain, session: event.session)
+            guard
+                let owner = log.resolve(
+                    pid: event.pid, uid: event.uid, domain: domain, session: event.session)
             else { continue }
             var details: [String] = []
-            for key in ["opid", "ocomm", "laddr", "lport", "faddr", "fport", "saddr", "src", "daddr", "dest"] {
+            for key in [
+                "opid", "ocomm", "laddr", "lport", "faddr", "fport", "saddr", "src", "daddr",
+                "dest",
+            ] {
                 if let value = access.string(key) { details.append("\(key)=\(value)") }
             }
             log.record(
                 app: owner.app, instance: owner.instance, pid: event.pid, source: .landlock,
-                what: access["blockers"] ?? "?", syscall: event.syscall, path: access.string("path"),
+                what: access["blockers"] ?? "?", syscall: event.syscall,
+                path: access.string("path"),
                 detail: details.isEmpty ? nil : details.joined(separator: " "))
         }
     }

@@ -71,10 +71,12 @@ struct AuditRecord: Sendable, Equatable {
                 index = end
             }
             // A key has no spaces by construction; one of odd characters is not the kernel's.
-            guard !key.isEmpty, key.utf8.count <= 32, key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
+            guard !key.isEmpty, key.utf8.count <= 32,
+                key.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "-" })
             else { continue }
             if fields[String(key)] == nil {
-                fields[String(key)] = String(decoding: value.utf8.prefix(maximumValueBytes), as: UTF8.self)
+                fields[String(key)] = String(
+                    decoding: value.utf8.prefix(maximumValueBytes), as: UTF8.self)
                 if isQuoted { quoted.insert(String(key)) }
             }
         }
@@ -100,7 +102,9 @@ struct AuditRecord: Sendable, Equatable {
         bytes.reserveCapacity(digits.count / 2)
         var index = 0
         while index + 1 < digits.count {
-            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else { return nil }
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else {
+                return nil
+            }
             let byte = high << 4 | low
             bytes.append(byte < 0x20 || byte == 0x7F ? UInt8(ascii: "?") : byte)
             index += 2

@@ -86,7 +86,8 @@ public final class DenialLog: Sendable {
     func register(instance: String, app: String, uid: UInt32, cgroups: [String]) {
         state.withLock { state in
             state.tracked[instance] = Tracked(
-                app: app, uid: uid, cgroups: cgroups, tokens: limits.burst, refilledAt: Date(), lastUsed: Date())
+                app: app, uid: uid, cgroups: cgroups, tokens: limits.burst, refilledAt: Date(),
+                lastUsed: Date())
             Self.evict(&state, keep: limits.maximumTracked)
         }
     }
@@ -113,14 +114,18 @@ public final class DenialLog: Sendable {
         var buffer = [UInt8](repeating: 0, count: 16)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        return UInt32(String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+        return UInt32(
+            String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(
+                in: .whitespacesAndNewlines))
     }
 
     /// The instance whose audit session `session` is, reading the sessions of launchers not
     /// read yet. Nil: not one of ours.
     private func instance(session: UInt32, _ state: inout State) -> String? {
         if let id = state.sessions[session] { return id }
-        for (id, tracked) in state.tracked where tracked.live && tracked.session == nil { learnSession(id, &state) }
+        for (id, tracked) in state.tracked where tracked.live && tracked.session == nil {
+            learnSession(id, &state)
+        }
         if state.sessions.count > 4 * limits.maximumTracked { state.sessions.removeAll() }
         return state.sessions[session]
     }
@@ -128,8 +133,10 @@ public final class DenialLog: Sendable {
     /// The session of an instance's launcher, once it has one of its own: from its
     /// AUDIT_LOGIN record, else from /proc.
     private func learnSession(_ id: String, _ state: inout State) {
-        guard let tracked = state.tracked[id], tracked.session == nil, let pid = tracked.launcherPid,
-            let read = state.logins[pid] ?? Self.readSession(pid), read != Self.noSession, read != Self.ownSession
+        guard let tracked = state.tracked[id], tracked.session == nil,
+            let pid = tracked.launcherPid,
+            let read = state.logins[pid] ?? Self.readSession(pid), read != Self.noSession,
+            read != Self.ownSession
         else { return }
         state.tracked[id]?.session = read
         state.sessions[read] = id
@@ -138,9 +145,15 @@ public final class DenialLog: Sendable {
     /// An AUDIT_LOGIN record: process `pid` started audit session `session`.
     func noteLogin(pid: Int32, session: UInt32) {
         state.withLock { state in
-            if state.logins.updateValue(session, forKey: pid) == nil { state.loginOrder.append(pid) }
-            if state.loginOrder.count > 256 { state.logins.removeValue(forKey: state.loginOrder.removeFirst()) }
-            if let id = state.tracked.first(where: { $0.value.launcherPid == pid && $0.value.session == nil })?.key {
+            if state.logins.updateValue(session, forKey: pid) == nil {
+                state.loginOrder.append(pid)
+            }
+            if state.loginOrder.count > 256 {
+                state.logins.removeValue(forKey: state.loginOrder.removeFirst())
+            }
+            if let id = state.tracked.first(where: {
+                $0.value.launcherPid == pid && $0.value.session == nil
+            })?.key {
                 learnSession(id, &state)
             }
         }
@@ -177,14 +190,18 @@ public final class DenialLog: Sendable {
         var refused: UInt64 = 0
         var port: UInt32 = 0
         var type: UInt32 = 0
-        guard appd_bind_counter_read(counter.fd, &refused, &port, &type) == 0, refused > counter.reported else { return }
+        guard appd_bind_counter_read(counter.fd, &refused, &port, &type) == 0,
+            refused > counter.reported
+        else { return }
         let app: String? = state.withLock { state in
             guard state.bindCounters[instance] != nil else { return nil }
             state.bindCounters[instance]?.reported = refused
             return state.tracked[instance]?.app
         }
         guard let app else { return }
-        let kind = type == UInt32(SOCK_DGRAM.rawValue) ? "UDP" : type == UInt32(SOCK_STREAM.rawValue) ? "TCP" : "socket"
+        let kind =
+            type == UInt32(SOCK_DGRAM.rawValue)
+            ? "UDP" : type == UInt32(SOCK_STREAM.rawValue) ? "TCP" : "socket"
         record(
             app: app, instance: instance, source: .bindFilter, what: "bind", syscall: "bind",
             detail: "\(kind) port \(port)", count: Int(clamping: refused - counter.reported))
@@ -194,7 +211,9 @@ public final class DenialLog: Sendable {
         // Its last refusals, then the counter goes (the filter goes with the cgroup).
         if let counter = state.withLock({ $0.bindCounters[instance] }) {
             pollBinds(instance: instance, counter: counter)
-            if let removed = state.withLock({ $0.bindCounters.removeValue(forKey: instance) }) { close(removed.fd) }
+            if let removed = state.withLock({ $0.bindCounters.removeValue(forKey: instance) }) {
+                close(removed.fd)
+            }
         }
         state.withLock {
             $0.tracked[instance]?.live = false
@@ -205,7 +224,9 @@ public final class DenialLog: Sendable {
     /// Forgets the oldest ended instances (and app entries) beyond `keep`.
     private static func evict(_ state: inout State, keep: Int) {
         guard state.tracked.count > keep else { return }
-        let candidates = state.tracked.filter { !$0.value.live }.sorted { $0.value.lastUsed < $1.value.lastUsed }
+        let candidates = state.tracked.filter { !$0.value.live }.sorted {
+            $0.value.lastUsed < $1.value.lastUsed
+        }
         for (key, _) in candidates.prefix(state.tracked.count - keep) {
             state.kept -= state.tracked.removeValue(forKey: key)?.ring.count ?? 0
         }
@@ -218,7 +239,9 @@ public final class DenialLog: Sendable {
         while state.kept > keep {
             let ended = state.tracked.filter { !$0.value.live && !$0.value.ring.isEmpty }
                 .min { ($0.value.ring.first?.seq ?? 0) < ($1.value.ring.first?.seq ?? 0) }
-            guard let key = ended?.key ?? state.tracked.max(by: { $0.value.ring.count < $1.value.ring.count })?.key,
+            guard
+                let key = ended?.key
+                    ?? state.tracked.max(by: { $0.value.ring.count < $1.value.ring.count })?.key,
                 state.tracked[key]?.ring.isEmpty == false
             else { return }
             state.tracked[key]?.ring.removeFirst()
@@ -230,12 +253,15 @@ public final class DenialLog: Sendable {
     /// uid (each app has its own) has exactly one live instance, that one; else by the
     /// Landlock domain seen before. Nil for a process of no instance (another sandbox on the
     /// host) — its records are not ours.
-    func resolve(pid: Int32?, uid: UInt32?, domain: String?, session: UInt32? = nil) -> (app: String, instance: String)? {
+    func resolve(pid: Int32?, uid: UInt32?, domain: String?, session: UInt32? = nil) -> (
+        app: String, instance: String
+    )? {
         let groups = pid.flatMap(Self.cgroupPaths(of:))
         return state.withLock { state -> (String, String)? in
             if let groups {
                 for group in groups {
-                    guard let last = group.split(separator: "/").last, let tracked = state.tracked[String(last)],
+                    guard let last = group.split(separator: "/").last,
+                        let tracked = state.tracked[String(last)],
                         tracked.cgroups.contains(where: { $0.hasSuffix(group) })
                     else { continue }
                     if let domain { state.domains[domain] = String(last) }
@@ -245,7 +271,8 @@ public final class DenialLog: Sendable {
             // A session of its own (AuditSession in appd-exec) names the instance for certain; a
             // session that is not the daemon's and none of its instances' is another's.
             if let session, session != Self.noSession, session != Self.ownSession {
-                guard let id = instance(session: session, &state), let tracked = state.tracked[id] else { return nil }
+                guard let id = instance(session: session, &state), let tracked = state.tracked[id]
+                else { return nil }
                 if let domain { state.domains[domain] = id }
                 return (tracked.app, id)
             }
@@ -256,12 +283,16 @@ public final class DenialLog: Sendable {
             // start one), and only to an instance without one either: a sessionless process
             // of that uid is not one of an instance that has a session.
             if let uid {
-                for (id, tracked) in state.tracked where tracked.uid == uid && tracked.live { learnSession(id, &state) }
+                for (id, tracked) in state.tracked where tracked.uid == uid && tracked.live {
+                    learnSession(id, &state)
+                }
                 // A live instance of the app first; else one that just ended (its records may
                 // arrive after its exit was handled). Two of either: the uid cannot tell.
                 let mine = state.tracked.filter { $0.value.uid == uid && $0.value.session == nil }
                 let live = mine.filter { $0.value.live }
-                let recent = mine.filter { $0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false }
+                let recent = mine.filter {
+                    $0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false
+                }
                 let candidates = live.isEmpty ? recent : live
                 if candidates.count == 1, let (id, tracked) = candidates.first {
                     if let domain { state.domains[domain] = id }
@@ -280,7 +311,8 @@ public final class DenialLog: Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").compactMap { line in
+        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").compactMap
+        { line in
             // hierarchy-ID:controllers:path
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, parts[2].count > 1 else { return nil }
@@ -295,15 +327,19 @@ public final class DenialLog: Sendable {
     @discardableResult
     func record(
         app: String, instance: String?, pid: Int32? = nil, source: APIDenial.Source, what: String,
-        syscall: String? = nil, path: String? = nil, detail: String? = nil, count: Int = 1, now: Date = Date()
+        syscall: String? = nil, path: String? = nil, detail: String? = nil, count: Int = 1,
+        now: Date = Date()
     ) -> APIDenial? {
         let count = max(1, count)
         let key = instance ?? "app:\(app.lowercased())"
         let recorded = state.withLock { state -> APIDenial? in
             state.perApp[app, default: 0] += count
             if state.perApp.count > limits.maximumTracked * 4 { state.perApp.removeAll() }
-            var tracked = state.tracked[key] ?? Tracked(
-                app: app, uid: nil, live: instance == nil, tokens: limits.burst, refilledAt: now, lastUsed: now)
+            var tracked =
+                state.tracked[key]
+                ?? Tracked(
+                    app: app, uid: nil, live: instance == nil, tokens: limits.burst,
+                    refilledAt: now, lastUsed: now)
             defer {
                 state.tracked[key] = tracked
                 Self.evict(&state, keep: limits.maximumTracked)
@@ -311,8 +347,10 @@ public final class DenialLog: Sendable {
             }
             tracked.total += count
             tracked.lastUsed = now
-            if var last = tracked.ring.last, last.pid == pid || last.source == .appd, last.source == source,
-                last.what == what, last.path == path, last.syscall == syscall, last.detail == detail,
+            if var last = tracked.ring.last, last.pid == pid || last.source == .appd,
+                last.source == source,
+                last.what == what, last.path == path, last.syscall == syscall,
+                last.detail == detail,
                 now.timeIntervalSince(last.time) < limits.coalesceSeconds
             {
                 last.count += count
@@ -329,7 +367,8 @@ public final class DenialLog: Sendable {
             tracked.tokens -= 1
             let denial = APIDenial(
                 seq: state.next, time: now, app: app, instance: instance, pid: pid, source: source,
-                what: Self.clip(what, 128) ?? "?", syscall: Self.clip(syscall, 64), path: Self.clip(path, 1024),
+                what: Self.clip(what, 128) ?? "?", syscall: Self.clip(syscall, 64),
+                path: Self.clip(path, 1024),
                 detail: Self.clip(detail, 512), count: count)
             state.next += 1
             tracked.ring.append(denial)
@@ -342,7 +381,9 @@ public final class DenialLog: Sendable {
         }
         if let recorded {
             hub.publish { seq in
-                APIEvent(seq: seq, time: recorded.time, kind: .denial, app: recorded.app, instance: recorded.instance,
+                APIEvent(
+                    seq: seq, time: recorded.time, kind: .denial, app: recorded.app,
+                    instance: recorded.instance,
                     detail: recorded.summary, denial: recorded)
             }
         }
@@ -351,14 +392,17 @@ public final class DenialLog: Sendable {
 
     private static func clip(_ text: String?, _ bytes: Int) -> String? {
         guard let text else { return nil }
-        return text.utf8.count <= bytes ? text : String(decoding: text.utf8.prefix(bytes), as: UTF8.self)
+        return text.utf8.count <= bytes
+            ? text : String(decoding: text.utf8.prefix(bytes), as: UTF8.self)
     }
 
     // MARK: Reading
 
     /// The kept denials of an instance, of an app (its instances' and its own), or of all,
     /// oldest first, and how many of theirs were dropped.
-    public func list(app: String? = nil, instance: String? = nil) -> (denials: [APIDenial], dropped: Int) {
+    public func list(app: String? = nil, instance: String? = nil) -> (
+        denials: [APIDenial], dropped: Int
+    ) {
         state.withLock { state in
             var denials: [APIDenial] = []
             var dropped = 0

@@ -6,7 +6,8 @@ import Foundation
 
 struct Denials: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
+        abstract:
+            "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
         discussion: """
             One line per denial, oldest first: time, app, instance, who refused (landlock, \
             seccomp, bind-filter, appd), and what: Landlock's right and the path (fs.read_dir /), \
@@ -32,14 +33,16 @@ struct Denials: ParsableCommand {
     var follow = false
 
     @Argument(
-        help: ArgumentHelp("Only this app's denials (or only this instance's).", valueName: "id|instance"),
+        help: ArgumentHelp(
+            "Only this app's denials (or only this instance's).", valueName: "id|instance"),
         completion: .custom(ShellCompletion.targets))
     var target: Target?
 
     func path(follow: Bool) -> String {
         let follow: String? = follow ? "1" : nil
         return switch target {
-        case .instance(let id)?: AppdClient.path("denials", query: ["instance": id, "follow": follow])
+        case .instance(let id)?:
+            AppdClient.path("denials", query: ["instance": id, "follow": follow])
         case .app(let id)?: AppdClient.path("denials", query: ["app": id, "follow": follow])
         case nil: AppdClient.path("denials", query: ["follow": follow])
         }
@@ -53,7 +56,9 @@ struct Denials: ParsableCommand {
                     guard !line.isEmpty else { return }
                     if options.json {
                         try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }
-                    } else if let denial = try? APICoding.decoder().decode(APIDenial.self, from: line) {
+                    } else if let denial = try? APICoding.decoder().decode(
+                        APIDenial.self, from: line)
+                    {
                         try Output.raw(Self.text(denial, dates: dates) + "\n")
                     }
                 }
@@ -82,7 +87,8 @@ struct Denials: ParsableCommand {
     static func text(_ denial: APIDenial, dates: ISO8601DateFormatter) -> String {
         [
             dates.string(from: denial.time), denial.app, denial.instance ?? "-",
-            denial.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0), denial.summary,
+            denial.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0),
+            denial.summary,
         ].joined(separator: "  ")
     }
 }

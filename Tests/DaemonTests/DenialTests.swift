@@ -35,23 +35,35 @@ struct DenialTests {
         #expect(try daemon.eventually { try daemon.logs(probe.id).contains("thread:") })
         let log = try daemon.logs(probe.id)
         print("the probe: \(log)")
-        for name in ["read-etc-shadow", "write-tmp", "list-root", "write-proc-comm", "mount", "ptrace-attach", "mmap-wx"] {
+        for name in [
+            "read-etc-shadow", "write-tmp", "list-root", "write-proc-comm", "mount",
+            "ptrace-attach", "mmap-wx",
+        ] {
             #expect(log.contains("\(name): refused"), "\(name): \(log)")
         }
         // Landlock: the directory and the file it may not list or write; seccomp: the three
         // system calls. (/etc/shadow is not in the sandbox and /tmp is read-only: no layer
         // refused those, the file system did.)
         let expected: [(APIDenial.Source, String, String?)] = [
-            (.landlock, "fs.read_dir", "/"), (.landlock, "fs.write_file", nil), (.seccomp, "mount", nil),
+            (.landlock, "fs.read_dir", "/"), (.landlock, "fs.write_file", nil),
+            (.seccomp, "mount", nil),
             (.seccomp, "ptrace", nil), (.seccomp, "mmap", nil),
         ]
-        #expect(try daemon.eventually { try denials(daemon, instance: probe.id).denials.count >= expected.count })
+        #expect(
+            try daemon.eventually {
+                try denials(daemon, instance: probe.id).denials.count >= expected.count
+            })
         let answer = try denials(daemon, instance: probe.id)
-        print("denials of the probe: \(answer.denials.map { "\($0.source.rawValue) \($0.summary)" })")
+        print(
+            "denials of the probe: \(answer.denials.map { "\($0.source.rawValue) \($0.summary)" })")
         #expect(answer.kernelReports, "\(answer.reason ?? "")")
         for (source, what, path) in expected {
-            let matching = answer.denials.filter { $0.source == source && $0.what == what && (path == nil || $0.path == path) }
-            #expect(matching.count == 1, "\(source) \(what) \(path ?? ""): \(answer.denials.map(\.summary))")
+            let matching = answer.denials.filter {
+                $0.source == source && $0.what == what && (path == nil || $0.path == path)
+            }
+            #expect(
+                matching.count == 1,
+                "\(source) \(what) \(path ?? ""): \(answer.denials.map(\.summary))")
             #expect(matching.first?.count == 1, "\(what) repeated: \(matching)")
             #expect(matching.first?.app == "com.example.denied")
             #expect(matching.first?.instance == probe.id)
@@ -67,14 +79,18 @@ struct DenialTests {
         #expect(ps.output.contains("DENIED"), "\(ps.output)")
         let events = watch.stop().filter { $0.kind == .denial && $0.instance == probe.id }
         for (source, what, _) in expected {
-            #expect(events.filter { $0.denial?.source == source && $0.denial?.what == what }.count == 1, "\(what) in events")
+            #expect(
+                events.filter { $0.denial?.source == source && $0.denial?.what == what }.count == 1,
+                "\(what) in events")
         }
         // The follower got the same, one JSON object a line.
         usleep(300_000)
         kill(follow.processIdentifier, SIGKILL)
         follow.waitUntilExit()
         let lines = followed.fileHandleForReading.readDataToEndOfFile().split(separator: 0x0A)
-        let streamed = lines.compactMap { try? APICoding.decoder().decode(APIDenial.self, from: Data($0)) }
+        let streamed = lines.compactMap {
+            try? APICoding.decoder().decode(APIDenial.self, from: Data($0))
+        }
         #expect(streamed.map(\.seq) == answer.denials.map(\.seq), "\(streamed.map(\.summary))")
         // The text form names them.
         let text = try daemon.run("appctl", ["denials", probe.id]).output
@@ -82,7 +98,8 @@ struct DenialTests {
         #expect(text.contains("seccomp   mount"), "\(text)")
     }
 
-    @Test("a program that tries nothing forbidden has no denials: starting up in the sandbox is none")
+    @Test(
+        "a program that tries nothing forbidden has no denials: starting up in the sandbox is none")
     func quietApp() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.quiet")
@@ -90,7 +107,9 @@ struct DenialTests {
         _ = try daemon.wait(quiet.id)
         usleep(500_000)
         let answer = try denials(daemon, instance: quiet.id)
-        #expect(answer.denials.isEmpty, "\(answer.denials.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
+        #expect(
+            answer.denials.isEmpty,
+            "\(answer.denials.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
         #expect(try daemon.instance(quiet.id).denials == 0)
     }
 
@@ -110,31 +129,45 @@ struct DenialTests {
         #expect(try first.eventually { try denials(first, instance: loud.id).denials.count >= 10 })
         usleep(500_000)
         let stolen = try denials(second, instance: quiet.id).denials
-        #expect(stolen.isEmpty, "\(stolen.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
+        #expect(
+            stolen.isEmpty,
+            "\(stolen.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
         #expect(try second.instance(quiet.id).denials == 0)
     }
 
-    @Test("a network.client app's TCP bind is Landlock's net.bind_tcp, with its port; its UDP binds are the bind filter's, counted, with the last port")
+    @Test(
+        "a network.client app's TCP bind is Landlock's net.bind_tcp, with its port; its UDP binds are the bind filter's, counted, with the last port"
+    )
     func bindDenial() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe(
-            "com.example.binder", entitlements: "<key>com.apple.security.network.client</key><true/>")
+            "com.example.binder",
+            entitlements: "<key>com.apple.security.network.client</key><true/>")
         let probe = try daemon.launch("com.example.binder", ["bind", "47123"])
         _ = try daemon.wait(probe.id)
         let output = try daemon.logs(probe.id)
         #expect(output.contains("bind: refused"), "\(output)")
-        #expect(try daemon.eventually { try denials(daemon, instance: probe.id).denials.contains { $0.what == "net.bind_tcp" } })
+        #expect(
+            try daemon.eventually {
+                try denials(daemon, instance: probe.id).denials.contains {
+                    $0.what == "net.bind_tcp"
+                }
+            })
         let answer = try denials(daemon, instance: probe.id)
         print("denials of the binder: \(answer.denials.map(\.summary))")
         #expect(answer.denials.filter { $0.what == "net.bind_tcp" }.count == 1)
-        #expect(answer.denials.allSatisfy { $0.source == .landlock }, "\(answer.denials.map(\.summary))")
+        #expect(
+            answer.denials.allSatisfy { $0.source == .landlock }, "\(answer.denials.map(\.summary))"
+        )
 
         // UDP: Landlock has no UDP rules; the cgroup bind filter refuses, and counts.
         let udp = try daemon.launch("com.example.binder", ["bind-udp", "47124"])
         _ = try daemon.wait(udp.id)
         let udpOutput = try daemon.logs(udp.id)
         #expect(udpOutput.contains("bind-udp: refused EPERM"), "\(udpOutput)")
-        let filtered = try denials(daemon, instance: udp.id).denials.filter { $0.source == .bindFilter }
+        let filtered = try denials(daemon, instance: udp.id).denials.filter {
+            $0.source == .bindFilter
+        }
         print("bind filter: \(filtered.map(\.summary))")
         #expect(filtered.count == 1, "\(filtered.map(\.summary))")
         #expect(filtered.first?.what == "bind")
@@ -143,22 +176,28 @@ struct DenialTests {
         #expect(try daemon.instance(udp.id).denials == 1)
     }
 
-    @Test("appd's own refusals: a launch of a tampered bundle, and an entitlement [App ID] RevokeEntitlements= took away")
+    @Test(
+        "appd's own refusals: a launch of a tampered bundle, and an entitlement [App ID] RevokeEntitlements= took away"
+    )
     func appdRefusals() throws {
         let daemon = try TestDaemon(
-            config: "[App com.example.revoked]\nRevokeEntitlements=com.apple.security.network.client\n")
+            config:
+                "[App com.example.revoked]\nRevokeEntitlements=com.apple.security.network.client\n")
         try daemon.installProbe(
-            "com.example.revoked", entitlements: "<key>com.apple.security.network.client</key><true/>")
+            "com.example.revoked",
+            entitlements: "<key>com.apple.security.network.client</key><true/>")
         let revoked = try daemon.launch("com.example.revoked", ["exit", "0"])
         _ = try daemon.wait(revoked.id)
         let answer = try denials(daemon, instance: revoked.id)
         #expect(
             answer.denials.contains {
-                $0.source == .appd && $0.what == "entitlement" && ($0.detail ?? "").contains("com.apple.security.network.client")
+                $0.source == .appd && $0.what == "entitlement"
+                    && ($0.detail ?? "").contains("com.apple.security.network.client")
             }, "\(answer.denials.map(\.summary))")
 
         try daemon.installProbe("com.example.tampered")
-        let bundle = try daemon.client.get("/v1/apps/com.example.tampered/containers/bundle", as: APIContainer.self)
+        let bundle = try daemon.client.get(
+            "/v1/apps/com.example.tampered/containers/bundle", as: APIContainer.self)
         let handle = try #require(FileHandle(forWritingAtPath: "\(bundle.path)/Probe"))
         handle.seekToEndOfFile()
         handle.write(Data([0]))
@@ -166,7 +205,8 @@ struct DenialTests {
         let launch = try daemon.run("appctl", ["launch", "com.example.tampered"])
         #expect(launch.code != 0, "\(launch.output)")
         let result = try daemon.run("appctl", ["denials", "--json", "com.example.tampered"])
-        let refusals = try APICoding.decoder().decode(APIDenials.self, from: Data(result.output.utf8))
+        let refusals = try APICoding.decoder().decode(
+            APIDenials.self, from: Data(result.output.utf8))
         let launchDenials = refusals.denials.filter { $0.source == .appd && $0.what == "launch" }
         #expect(launchDenials.count == 1, "\(refusals.denials.map(\.summary))")
         #expect((launchDenials.first?.detail ?? "").contains("changed after it was installed"))
@@ -197,6 +237,8 @@ struct DenialTests {
         #expect(answer.dropped == instance.denialsDropped)
         // 20 at once and 5 a second over the flood's 6 s, with slack for the refill.
         #expect(answer.denials.count <= 20 + 5 * 10)
-        #expect(daemon.residentKiB - before < 64 << 10, "the daemon grew by \(daemon.residentKiB - before) KiB")
+        #expect(
+            daemon.residentKiB - before < 64 << 10,
+            "the daemon grew by \(daemon.residentKiB - before) KiB")
     }
 }

@@ -28,7 +28,9 @@ public enum KernelDenialReporting {
                 : "no audit (\(String(cString: strerror(error)))): hint: a kernel with CONFIG_AUDIT, in the host's"
                     + " network and user namespace (audit refuses containers)"
             result.problems.append(
-                cause + "; the kernel's Landlock and seccomp denials cannot be reported, only appd's own refusals")
+                cause
+                    + "; the kernel's Landlock and seccomp denials cannot be reported, only appd's own refusals"
+            )
             return result
         }
         if status.enabled == 0 && enableAudit {
@@ -45,7 +47,8 @@ public enum KernelDenialReporting {
         if status.failure == 2 {
             result.problems.append(
                 "audit failure mode is panic (auditctl -f 2): an app that floods denials faster than the"
-                    + " audit backlog (\(status.backlog_limit)) drains could panic the host; hint: auditctl -f 1")
+                    + " audit backlog (\(status.backlog_limit)) drains could panic the host; hint: auditctl -f 1"
+            )
         }
         result.notes.append(
             "audit: \(status.pid == 0 ? "no audit daemon" : "auditd pid \(status.pid)"), backlog limit"
@@ -56,11 +59,14 @@ public enum KernelDenialReporting {
                 "Landlock ABI \(max(abi, 0)) < 7: the kernel does not report Landlock denials (needs Linux 6.15);"
                     + " seccomp's and appd's are reported")
         }
-        let logged = (try? String(contentsOfFile: "/proc/sys/kernel/seccomp/actions_logged", encoding: .utf8)) ?? ""
+        let logged =
+            (try? String(contentsOfFile: "/proc/sys/kernel/seccomp/actions_logged", encoding: .utf8))
+            ?? ""
         if !logged.split(whereSeparator: { $0 == " " || $0 == "\n" }).contains("errno") {
             result.problems.append(
                 "kernel.seccomp.actions_logged lacks errno: seccomp's refusals are not reported;"
-                    + " hint: sysctl kernel.seccomp.actions_logged='\(logged.trimmingCharacters(in: .whitespacesAndNewlines)) errno'")
+                    + " hint: sysctl kernel.seccomp.actions_logged='\(logged.trimmingCharacters(in: .whitespacesAndNewlines)) errno'"
+            )
         }
         return result
     }
