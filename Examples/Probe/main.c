@@ -529,6 +529,40 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
     else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));
     else if (!strcmp(mode, "ptrace")) report("ptrace-attach", try_ptrace());
+    else if (!strcmp(mode, "denials")) {
+        // Each forbidden action once, for the denial log (docs/denials.md). Landlock refuses
+        // listing the sandbox's root and writing a file of /proc it may only read; seccomp
+        // refuses mount, ptrace and a W+X mapping. /etc/shadow is not in the sandbox at all
+        // and /tmp is a read-only mount: those fail before any layer has to refuse.
+        report("read-etc-shadow", open("/etc/shadow", O_RDONLY));
+        report("write-tmp", write_file("/tmp/probe-denial.txt"));
+        DIR *root = opendir("/");
+        report("list-root", root ? 0 : -1);
+        if (root) closedir(root);
+        report("write-proc-comm", open("/proc/self/comm", O_WRONLY | O_CLOEXEC));
+        report("mount", syscall(SYS_mount, "none", "/tmp", "tmpfs", 0, 0));
+        report("ptrace-attach", try_ptrace());
+        void *wx = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        report("mmap-wx", wx == MAP_FAILED ? -1 : 0);
+        // What every program does, which is no denial: a thread (glibc tries clone3 first,
+        // which the filter answers ENOSYS, then clone).
+        pthread_t thread;
+        report("thread", pthread_create(&thread, NULL, thread_main, NULL) == 0 && pthread_join(thread, NULL) == 0 ? 0 : -1);
+        if (argc > 2) sleep(atoi(argv[2]));
+    } else if (!strcmp(mode, "deny-loop") && argc > 2) {
+        // A flood: two different forbidden accesses in turn (so no two in a row are the same)
+        // as fast as it can for N seconds.
+        time_t end = time(NULL) + atoi(argv[2]);
+        unsigned long n = 0;
+        while (time(NULL) < end) {
+            DIR *root = opendir("/");
+            if (root) closedir(root);
+            int fd = open("/proc/self/comm", O_WRONLY | O_CLOEXEC);
+            if (fd >= 0) close(fd);
+            n += 2;
+        }
+        printf("deny-loop: value %lu\n", n);
+    }
     else if (!strcmp(mode, "jit")) {
         void *wx = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         report("mmap-wx", wx == MAP_FAILED ? -1 : 0);

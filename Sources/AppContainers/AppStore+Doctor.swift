@@ -18,6 +18,8 @@ public struct DoctorReport: Sendable, Codable {
     /// What this kernel's layers mean for apps with no network, network.client and
     /// network.server under the current [Sandbox] settings (docs/sandbox-layers.md).
     public var sandbox: [SandboxLayerSummary] = []
+    /// Whether the kernel reports sandbox denials to the daemon's denial log (docs/denials.md).
+    public var denialLog: KernelDenialReporting.Status?
     /// Findings nobody repaired.
     public var unresolved: [DoctorFinding] { findings.filter { $0.repair == nil } }
 }
@@ -34,6 +36,7 @@ extension AppStore {
         let registry = try writableRegistry
         var report = DoctorReport()
         report.sandbox = SandboxPolicy(settings: config.sandbox, kernel: kernel).kernelSummary()
+        report.denialLog = KernelDenialReporting.check()
         func note(_ subject: String, _ problem: String, _ repaired: String?) {
             report.findings.append(DoctorFinding(subject: subject, problem: problem, repair: repaired))
         }

@@ -24,6 +24,8 @@ public struct APIApp: Codable, Sendable, Equatable {
     public var entitlements: APIEntitlements?
     /// Instances of this app not yet exited (in `GET /v1/apps/{id}`).
     public var running: Int?
+    /// Denials of the app since the daemon started (`appctl info`; `appctl denials ID` lists them).
+    public var denials: Int?
     /// The key id of the signer (docs/code-signing.md); nil for an app installed unsigned
     /// under `[Signing] AllowUnsigned=yes`.
     public var signer: String?

@@ -127,6 +127,10 @@ public struct APIInstance: Codable, Sendable, Equatable {
     /// least recently used first).
     public var stateSince: Date?
     public var lastActiveAt: Date?
+    /// What the sandbox and appd refused it so far (`appctl denials ID`); and how many of those
+    /// went uncounted in the list, over the rate limit.
+    public var denials: Int?
+    public var denialsDropped: Int?
 
     public init(
         id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32, arguments: [String],
@@ -204,6 +208,8 @@ public struct APIEvent: Codable, Sendable, Equatable {
         /// A lifecycle message to or from the app (`detail`: `-> didEnterBackground`,
         /// `<- ready`), or something the daemon decided about it (`detail`: `memory warning`).
         case message
+        /// The sandbox or appd refused it something (`denial` says what).
+        case denial
     }
 
     /// Increases by one per event for the life of the daemon.
@@ -218,12 +224,16 @@ public struct APIEvent: Codable, Sendable, Equatable {
     /// What a `message` event says, or why a `state` event happened (`jetsam`,
     /// `background grace period over`).
     public var detail: String?
+    /// A `denial` event's denial.
+    public var denial: APIDenial?
 
     public init(
         seq: Int, time: Date, kind: Kind, app: String, instance: String? = nil,
-        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil, detail: String? = nil
+        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil, detail: String? = nil,
+        denial: APIDenial? = nil
     ) {
         self.detail = detail
+        self.denial = denial
         self.seq = seq
         self.time = time
         self.kind = kind

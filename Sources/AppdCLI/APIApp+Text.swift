@@ -21,6 +21,7 @@ extension APIApp {
         if let running, running > 0 {
             rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
         }
+        if let denials, denials > 0 { rows.append(("denials", "\(denials) (appctl denials \(bundleId))")) }
         for (label, value) in rows {
             print("  \(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
         }

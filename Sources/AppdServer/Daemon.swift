@@ -70,6 +70,10 @@ public final class Daemon: Service {
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         let report = await supervisor.start()
+        supervisor.startDenialLog()
+        if let reason = supervisor.denials.kernelStatus.reason {
+            logger.warning("denial log: \(reason)")
+        }
         if !report.adopted.isEmpty || !report.ended.isEmpty {
             logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",
                 metadata: ["adopted": "\(report.adopted)", "ended": "\(report.ended)"])
@@ -120,6 +124,7 @@ public final class Daemon: Service {
         statusUpdates.cancel()
         reloads.cancel()
         await supervisor.shutdown()
+        supervisor.stopDenialLog()
         if adopted == nil { unlink(path) }
         try await group.shutdownGracefully()
         systemd.flush()
@@ -133,7 +138,11 @@ public final class Daemon: Service {
         let line: @Sendable (Int) -> String = { "serving on \(serving); \($0) running instance(s)" }
         return Task {
             systemd.ready(status: line(await supervisor.instances().count))
-            for await event in events where event.kind == .launched || event.kind == .exited {
+            for await event in events where event.kind == .launched || event.kind == .exited || event.kind == .denial {
+                if event.kind == .denial, let denial = event.denial {
+                    logDenial(denial, logger: logger)
+                    continue
+                }
                 guard let id = event.instance else { continue }
                 let instance = try? await supervisor.instance(id)
                 var metadata: Logger.Metadata = ["app": "\(event.app)", "instance": "\(id)"]
@@ -147,6 +156,20 @@ public final class Daemon: Service {
                 systemd.status(line(await supervisor.instances().count))
             }
         }
+    }
+
+    /// A denial in the journal: APPD_APP, APPD_INSTANCE, APPD_PID, APPD_SOURCE, APPD_RIGHT
+    /// (what was refused), APPD_SYSCALL, APPD_PATH. Rate-limited upstream, as the log is.
+    static func logDenial(_ denial: APIDenial, logger: Logger) {
+        var metadata: Logger.Metadata = [
+            "app": "\(denial.app)", "source": "\(denial.source.rawValue)", "right": "\(denial.what)",
+        ]
+        if let instance = denial.instance { metadata["instance"] = "\(instance)" }
+        if let pid = denial.pid { metadata["pid"] = "\(pid)" }
+        if let syscall = denial.syscall { metadata["syscall"] = "\(syscall)" }
+        if let path = denial.path { metadata["path"] = "\(path)" }
+        let whom = denial.instance.map { "\(denial.app) instance \($0)" } ?? denial.app
+        logger.warning("\(whom) denied by \(denial.source.rawValue): \(denial.summary)", metadata: metadata)
     }
 
     /// The socket's group; a group that does not exist leaves the socket to root alone.

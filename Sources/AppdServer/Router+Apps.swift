@@ -16,7 +16,9 @@ extension Router {
     func appInfo(_ id: String) async throws -> Reply {
         let app = try store.app(id)
         let running = await supervisor.runningCount(app: app.bundleID)
-        return try .json(APIApp(app, root: store.root, withEntitlements: true, running: running))
+        var info = APIApp(app, root: store.root, withEntitlements: true, running: running)
+        info.denials = supervisor.denials.perAppCounts()[app.bundleID] ?? 0
+        return try .json(info)
     }
 
     func install(_ request: Request) async throws -> Reply {

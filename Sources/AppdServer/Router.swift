@@ -94,6 +94,7 @@ final class Router: Sendable {
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
         Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
+        Route(method: .GET, pattern: ["denials"], right: .read) { r, q, _ in try await r.denials(q) },
         Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in try .json(try await r.reloader.reload()) },
     ]
 
@@ -126,7 +127,7 @@ final class Router: Sendable {
     static func isLongLived(_ route: Route, _ request: Request) -> Bool {
         switch route.pattern {
         case ["events"], ["instances", "{iid}", "wait"]: true
-        case ["instances", "{iid}", "logs"]: request.flag("follow")
+        case ["instances", "{iid}", "logs"], ["denials"]: request.flag("follow")
         default: false
         }
     }

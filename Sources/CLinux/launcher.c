@@ -173,13 +173,16 @@ int appd_landlock_add_port_rule(int ruleset_fd, uint64_t port, uint64_t allowed_
     return (int)syscall(SYS_landlock_add_rule, ruleset_fd, APPD_LANDLOCK_RULE_NET_PORT, &attr, 0);
 }
 
-int appd_landlock_restrict_self(int ruleset_fd) {
-    return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, 0);
+int appd_landlock_restrict_self(int ruleset_fd, uint32_t flags) {
+    return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, flags);
 }
 
 int appd_seccomp_set_filter(const void *instructions, unsigned short count) {
     struct sock_fprog program = {.len = count, .filter = (struct sock_filter *)instructions};
-    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &program);
+    // SECCOMP_FILTER_FLAG_LOG: the kernel audits the filter's errno actions (when
+    // kernel.seccomp.actions_logged lists errno), which is how the daemon's denial log learns
+    // of them (docs/denials.md). Without the flag only kill actions are audited.
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, &program);
 }
 
 int appd_pidfd_exited(int pidfd) {

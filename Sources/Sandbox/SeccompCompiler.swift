@@ -67,3 +67,15 @@ public enum SeccompCompiler {
         }
     }
 }
+
+extension SeccompCompiler {
+    /// The name of system call `number` on this machine's ABI (`openat`), or nil. For the
+    /// denial log: the kernel's audit records name system calls by number.
+    public static func syscallName(_ number: Int) -> String? {
+        guard let number = Int32(exactly: number), number >= 0,
+            let name = seccomp_syscall_resolve_num_arch(UInt32(SCMP_ARCH_NATIVE), number)
+        else { return nil }
+        defer { free(name) }
+        return String(cString: name)
+    }
+}

@@ -154,6 +154,9 @@ public struct SandboxLaunch {
     public struct Started: Sendable {
         public var pid: pid_t
         public var cgroup: any InstanceCgroup
+        /// The bind filter's counter of refused binds (a BPF map fd the caller owns), when the
+        /// profile has the filter.
+        public var bindCounter: Int32?
     }
 
     /// Creates the instance cgroup and spawns the launcher into it; returns at once. The
@@ -168,7 +171,10 @@ public struct SandboxLaunch {
         let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
         do {
             // Before anything runs in the cgroup: the app's first bind is already filtered.
-            if profile.denyPortBinds { try Self.denyPortBinds(in: cgroup) }
+            var bindCounter: Int32?
+            if profile.denyPortBinds { bindCounter = try Self.denyPortBinds(in: cgroup) }
+            var spawned = false
+            defer { if !spawned, let bindCounter { close(bindCounter) } }
             profile.cgroupProcs = cgroup.procsFiles
             let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
@@ -176,7 +182,8 @@ public struct SandboxLaunch {
             let bpfFD = try Self.memfd("appd-seccomp", bpf)
             defer { close(bpfFD) }
             let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
-            return Started(pid: pid, cgroup: cgroup)
+            spawned = true
+            return Started(pid: pid, cgroup: cgroup, bindCounter: bindCounter)
         } catch {
             try? cgroup.remove()
             throw error

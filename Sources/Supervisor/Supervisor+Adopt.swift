@@ -52,6 +52,9 @@ extension Supervisor {
                 report.ended.append(id)
                 continue
             }
+            denials.register(
+                instance: id, app: record.instance.app, uid: record.instance.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
+            denials.setCgroups(instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
             // An exit the watcher sees is handled by a task that runs after this one, when the
             // entry is in place.
             entry.watcher = watch(id: id, pid: pid)
@@ -70,6 +73,7 @@ extension Supervisor {
             while let self, !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: 250_000_000)
                 await self.checkExits()
+                self.denials.pollBindCounters()
             }
         }
         startJetsam()

@@ -30,6 +30,7 @@ extension Supervisor {
         lifecycleEnded(&entry)
         entry.record.instance.state = .exited
         entry.record.instance.endedAt = Date()
+        denials.ended(instance: id)
         entry.watcher = nil
         let waiters = entry.waiters
         entry.waiters = []

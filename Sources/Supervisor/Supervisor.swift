@@ -19,7 +19,10 @@ public actor Supervisor {
     let kernel: KernelLayers
     let records: RecordStore
     let logs: InstanceLogs
-    let hub = EventHub()
+    let hub: EventHub
+    /// What the sandbox and appd refused each app (Denials.swift), and the kernel's side of it.
+    public nonisolated let denials: DenialLog
+    let auditReader: AuditReader
     let exitQueue = DispatchQueue(label: "appd.supervisor.exits")
 
     struct Entry {
@@ -52,6 +55,9 @@ public actor Supervisor {
 
     public init(store: AppStore, runtimeDirectory: String, underSystemd: Bool) throws {
         self.store = store
+        hub = EventHub()
+        denials = DenialLog(hub: hub)
+        auditReader = AuditReader(log: denials)
         settings = store.config.supervisor
         launcher = try SandboxLaunch.findLauncher(configured: store.config.sandbox.launcher)
         kernel = KernelLayers.detect()
@@ -71,8 +77,15 @@ public actor Supervisor {
         guard !closedApps.contains(app.bundleID.lowercased()) else {
             throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
         }
-        try store.checkInstalledBundle(app)
-        var profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+        var profile: SandboxProfile
+        do {
+            try store.checkInstalledBundle(app)
+            profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+        } catch {
+            // appd's own refusal: the admin sees it next to the kernel's.
+            denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
+            throw error
+        }
         profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
         let id = Self.newInstanceID()
         var record = InstanceRecord(instance: APIInstance(
@@ -124,9 +137,11 @@ public actor Supervisor {
             launch.bpf = []
         }
         let started: SandboxLaunch.Started
+        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
         do {
             started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
         } catch {
+            denials.forget(instance: id)
             close(channel.daemon)
             records.remove(id)
             logs.remove(record.instance.log)
@@ -138,6 +153,9 @@ public actor Supervisor {
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         try? records.save(record)
+        denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
+        if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
+        recordRevokedEntitlements(app, instance: id)
         var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
         entry.watcher = watch(id: id, pid: started.pid)
         entry.life.channel = openChannel(id: id, fd: channel.daemon)
@@ -180,13 +198,22 @@ public actor Supervisor {
     // MARK: Queries
 
     public func instances(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
-        entries.values.map(\.record.instance)
+        entries.values.map { withDenials($0.record.instance) }
             .filter { includeExited || $0.state != .exited }
             .filter { app == nil || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame }
             .sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
     }
 
-    public func instance(_ id: String) throws -> APIInstance { try entry(id).record.instance }
+    public func instance(_ id: String) throws -> APIInstance { withDenials(try entry(id).record.instance) }
+
+    /// The instance with its denial counts (kept by the denial log, not in the record).
+    nonisolated func withDenials(_ instance: APIInstance) -> APIInstance {
+        var instance = instance
+        let counts = denials.counts(instance: instance.id)
+        instance.denials = counts?.total ?? 0
+        instance.denialsDropped = counts?.dropped ?? 0
+        return instance
+    }
 
     public func runningCount(app: String) -> Int { instances(app: app).count }
 

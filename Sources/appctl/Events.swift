@@ -11,7 +11,8 @@ struct Events: ParsableCommand {
         discussion: """
             One line per event until interrupted: time, kind, app, instance, and the new \
             state (inactive, active, background, suspended, terminating) with why, how it \
-            exited, the version installed, or a lifecycle message to (->) or from (<-) the app. With --json each event is the \
+            exited, the version installed, a lifecycle message to (->) or from (<-) the app, or \
+            what the sandbox refused it (denial). With --json each event is the \
             daemon's JSON object on one line, as received (NDJSON), for 'jq -c' and friends.
 
             Examples:
@@ -49,6 +50,7 @@ struct Events: ParsableCommand {
             case .launched, .state:
                 (event.state?.rawValue ?? "") + (event.detail.map { " (\($0))" } ?? "")
             case .message: event.detail ?? ""
+            case .denial: event.denial.map { "\($0.source.rawValue): \($0.summary)" } ?? event.detail ?? ""
             case .uninstalled: ""
             }
         let fields = [

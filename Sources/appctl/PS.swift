@@ -9,10 +9,11 @@ struct PS: ParsableCommand {
         commandName: "ps",
         abstract: "List running instances (with --all, ended ones too).",
         discussion: """
-            One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT. For a running \
+            One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT DENIED. For a running \
             instance the time is how long it has run, for an ended one how long ago it ended; \
             EXIT is the code it exited with or how it was ended (SIGSEGV, killed, \
-            out-of-memory...). PID is the launcher's on the host.
+            out-of-memory...). PID is the launcher's on the host. DENIED counts what the sandbox \
+            and appd refused the instance ('appctl denials INSTANCE' lists it).
 
             Examples:
               appctl ps
@@ -55,7 +56,7 @@ struct PS: ParsableCommand {
             } else {
                 let now = Date()
                 Table.print(
-                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT"]]
+                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT", "DENIED"]]
                         + sorted.map { Self.row($0, now: now) })
             }
         }
@@ -72,6 +73,7 @@ struct PS: ParsableCommand {
             instance.id, instance.app, instance.state.rawValue, instance.pid.map { "\($0)" } ?? "-",
             time,
             instance.exit.map(shortExit) ?? "-",
+            instance.denials.map { "\($0)" } ?? "-",
         ]
     }
 

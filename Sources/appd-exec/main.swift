@@ -32,6 +32,7 @@ enum Launcher {
             let lastCapability = Credentials.lastCapability()
 
             try Namespaces.joinCgroups(profile.cgroups)
+            if let uid = profile.uid { AuditSession.begin(uid: uid) }
             if let output = arguments.output {
                 // In the instance's cgroups, before unshare: the relay stays in the host's
                 // namespaces (docs/app-output.md). Nothing after it holds the read end.

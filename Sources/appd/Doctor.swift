@@ -16,7 +16,8 @@ struct Doctor: ParsableCommand {
             corruption. Exits 1 if anything is left unresolved. Also says, for apps with no \
             network, network.client and network.server, whether they launch on this kernel and \
             which layers are reduced (another layer closes the gap) or weakened (WeakerModes=): \
-            docs/sandbox-layers.md.
+            docs/sandbox-layers.md. And whether the kernel can report what the sandbox refuses \
+            to the denial log (audit, Landlock ABI 7, seccomp's actions_logged): docs/denials.md.
             """
     )
 
@@ -43,6 +44,13 @@ struct Doctor: ParsableCommand {
                     for note in summary.notes {
                         print("    " + note.replacingOccurrences(of: "\n", with: "\n    "))
                     }
+                }
+                if let denials = report.denialLog {
+                    if denials.problems.isEmpty {
+                        print("denial log: the kernel reports Landlock and seccomp denials; appd adds its own")
+                    }
+                    for problem in denials.problems { print("denial log: \(problem)") }
+                    for note in denials.notes { print("    " + note) }
                 }
                 let unresolved = report.unresolved.count
                 print("\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved")

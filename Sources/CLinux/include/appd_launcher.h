@@ -83,7 +83,11 @@ int appd_landlock_create_ruleset(
     uint64_t handled_fs, uint64_t handled_net, uint64_t scoped, int abi);
 int appd_landlock_add_path_rule(int ruleset_fd, int parent_fd, uint64_t allowed_access);
 int appd_landlock_add_port_rule(int ruleset_fd, uint64_t port, uint64_t allowed_access);
-int appd_landlock_restrict_self(int ruleset_fd);
+/// `flags`: APPD_LANDLOCK_RESTRICT_SELF_* (ABI 7; 0 before).
+int appd_landlock_restrict_self(int ruleset_fd, uint32_t flags);
+/// ABI 7: audit the domain's denials after execve too (by default the kernel logs only those
+/// of the program that called landlock_restrict_self, i.e. the launcher, never the app).
+#define APPD_LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON (1U << 1)
 
 #define APPD_LANDLOCK_ACCESS_FS_EXECUTE (1ULL << 0)
 #define APPD_LANDLOCK_ACCESS_FS_WRITE_FILE (1ULL << 1)
@@ -106,7 +110,7 @@ int appd_landlock_restrict_self(int ruleset_fd);
 #define APPD_LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET (1ULL << 0)  // ABI 6
 #define APPD_LANDLOCK_SCOPE_SIGNAL (1ULL << 1)  // ABI 6
 
-/// seccomp(2) SECCOMP_SET_MODE_FILTER without TSYNC (the launcher is single-threaded) with a
+/// seccomp(2) SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_LOG, without TSYNC (the launcher is single-threaded) with a
 /// raw `struct sock_filter` array of `count` instructions. No glibc wrapper.
 int appd_seccomp_set_filter(const void *instructions, unsigned short count);
 

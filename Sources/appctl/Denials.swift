@@ -1,0 +1,94 @@
+import AppdAPI
+import AppdCLI
+import AppdClient
+import ArgumentParser
+import Foundation
+
+struct Denials: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract:
+            "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
+        discussion: """
+            One line per denial, oldest first: time, app, instance, who refused (landlock, \
+            seccomp, bind-filter, appd), and what: Landlock's right and the path (fs.read_dir /), \
+            the system call seccomp refused (mount, ptrace), a port the bind filter of a \
+            network.client app refused (bind: UDP port 5353), or appd's reason (a launch it \
+            refused, an entitlement [App ID] RevokeEntitlements= took away). A denial repeated \
+            in a row shows once with xN. Each instance keeps its most recent 128; past 20 at once \
+            an instance gets 5 more a second and the rest are only counted (dropped). With -f \
+            new denials keep coming until interrupted; with --json each is the daemon's JSON \
+            object (with -f, one per line). Where the kernel cannot report its denials (no \
+            audit, Landlock ABI < 7) this says so; 'appd doctor' says why. See docs/denials.md.
+
+            Examples:
+              appctl denials
+              appctl denials com.example.notes
+              appctl denials -f 3f2a9c01d4e7
+              appctl denials --json | jq '.denials[] | select(.source == "seccomp")'
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Flag(name: [.short, .long], help: "Keep printing new denials as they happen.")
+    var follow = false
+
+    @Argument(
+        help: ArgumentHelp(
+            "Only this app's denials (or only this instance's).", valueName: "id|instance"),
+        completion: .custom(ShellCompletion.targets))
+    var target: Target?
+
+    func path(follow: Bool) -> String {
+        let follow: String? = follow ? "1" : nil
+        return switch target {
+        case .instance(let id)?:
+            AppdClient.path("denials", query: ["instance": id, "follow": follow])
+        case .app(let id)?: AppdClient.path("denials", query: ["app": id, "follow": follow])
+        case nil: AppdClient.path("denials", query: ["follow": follow])
+        }
+    }
+
+    func run() throws {
+        try options.run {
+            let dates = ISO8601DateFormatter()
+            if follow {
+                try options.client.streamLines(path(follow: true)) { line in
+                    guard !line.isEmpty else { return }
+                    if options.json {
+                        try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }
+                    } else if let denial = try? APICoding.decoder().decode(
+                        APIDenial.self, from: line)
+                    {
+                        try Output.raw(Self.text(denial, dates: dates) + "\n")
+                    }
+                }
+                return
+            }
+            let answer = try options.client.get(path(follow: false), as: APIDenials.self)
+            if options.json {
+                Output.json(answer)
+                return
+            }
+            if !answer.kernelReports, let reason = answer.reason {
+                Output.note("appctl: the kernel's denials are not all reported: \(reason)")
+            }
+            if answer.denials.isEmpty {
+                print("No denials.")
+            } else {
+                for denial in answer.denials { print(Self.text(denial, dates: dates)) }
+            }
+            if answer.dropped > 0 {
+                print("(\(answer.dropped) more over the rate limit, counted but not kept)")
+            }
+        }
+    }
+
+    /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_dir / (openat)`
+    static func text(_ denial: APIDenial, dates: ISO8601DateFormatter) -> String {
+        [
+            dates.string(from: denial.time), denial.app, denial.instance ?? "-",
+            denial.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0),
+            denial.summary,
+        ].joined(separator: "  ")
+    }
+}
