@@ -16,7 +16,9 @@ extension Router {
     func appInfo(_ id: String) async throws -> Reply {
         let app = try store.app(id)
         let running = await supervisor.runningCount(app: app.bundleID)
-        return try .json(APIApp(app, root: store.root, withEntitlements: true, running: running))
+        var answer = APIApp(app, root: store.root, withEntitlements: true, running: running)
+        answer.adminOverride = APIApp.adminOverride(store.config.override(for: app.bundleID))
+        return try .json(answer)
     }
 
     func install(_ request: Request) async throws -> Reply {

@@ -25,7 +25,7 @@ struct AppdCommand: ParsableCommand {
         version: AppdVersion.current,
         subcommands: [
             Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
-            Doctor.self, Reload.self,
+            Doctor.self, Reload.self, Override.self,
         ]
     )
 
