@@ -99,7 +99,7 @@ extension AppdConfiguration {
             target = String(cString: resolved)
             free(resolved)
         }
-        let directory = (target as NSString).deletingLastPathComponent
+        let directory = Self.directory(of: target)
         var old = stat()
         let exists = stat(target, &old) == 0
         var template = Array("\(directory)/.appd.conf.XXXXXX".utf8CString)
@@ -145,11 +145,20 @@ extension AppdConfiguration {
         }
     }
 
+    /// The directory part of `path` (`.` for a bare name). Foundation's
+    /// `deletingLastPathComponent` traps on some short relative names (`t`), and a config path
+    /// is user input.
+    static func directory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let directory = String(path[..<slash])
+        return directory.isEmpty ? "/" : directory
+    }
+
     /// Holds an exclusive lock on the directory of `path` while `body` runs, so two `appd
     /// override` runs do not each rewrite the file from the same old text.
     public static func withEditLock<R>(_ path: String, _ body: () throws -> R) throws -> R {
-        let directory = (path as NSString).deletingLastPathComponent
-        let fd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let directory = Self.directory(of: path)
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(directory)") }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {

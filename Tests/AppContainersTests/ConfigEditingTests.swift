@@ -22,7 +22,7 @@ struct ConfigEditingTests {
 
         # the vendor
         [Signer vendor]
-        Key=ed25519:AAAA
+        Key=ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
         """ + "\n"
 
     @Test("a key keeps its place, spelling and indent; comments in the section stay; new keys follow the last key; other lines are byte for byte")
@@ -46,7 +46,7 @@ struct ConfigEditingTests {
 
                 # the vendor
                 [Signer vendor]
-                Key=ed25519:AAAA
+                Key=ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
                 """ + "\n")
     }
 
@@ -66,7 +66,7 @@ struct ConfigEditingTests {
 
                 # the vendor
                 [Signer vendor]
-                Key=ed25519:AAAA
+                Key=ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
                 """ + "\n")
         #expect(AppdConfiguration.replacingApp("com.example.absent", with: [], in: Self.file) == Self.file)
     }
