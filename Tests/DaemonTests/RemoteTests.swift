@@ -72,7 +72,10 @@ final class PrivateSSH {
     let directory: String
     let user: String
     let port: Int
-    private let server: Process
+    /// sshd's pid (from its PidFile): it runs daemonized, not as a child of the tests, whose
+    /// Foundation `Process` bookkeeping otherwise blocked in wait4 on the long-lived child and
+    /// never saw the tools' exits.
+    private let server: pid_t
     private let madePrivsepDirectory: Bool
     var home: String { "\(directory)/home" }
     var uid: UInt32? { getpwnam(user).map { $0.pointee.pw_uid } }
@@ -88,9 +91,10 @@ final class PrivateSSH {
         madePrivsepDirectory = mkdir("/run/sshd", 0o755) == 0
         let home = "\(directory)/home"
         let (directory, user, port) = (directory, user, port)
-        var started: Process?
+        var started: pid_t?
         do {
-            try Self.check("/usr/sbin/useradd", ["-M", "-d", "\(directory)/home", "-s", "/bin/sh", user])
+            // "*": no password, yet not locked ("!"), which sshd refuses without PAM.
+            try Self.check("/usr/sbin/useradd", ["-M", "-p", "*", "-d", "\(directory)/home", "-s", "/bin/sh", user])
             try FileManager.default.createDirectory(atPath: "\(home)/.ssh", withIntermediateDirectories: true)
             try Self.check("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", "\(directory)/host_key"])
             try Self.check("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", "\(home)/.ssh/id_ed25519"])
@@ -117,32 +121,39 @@ final class PrivateSSH {
                 StrictModes no
                 AllowUsers \(user)
                 """.write(toFile: "\(directory)/sshd_config", atomically: false, encoding: .utf8)
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/sshd")
-            process.arguments = ["-D", "-e", "-f", "\(directory)/sshd_config"]
-            process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-            try process.run()
-            started = process
-            // Listening when a connection is accepted.
+            try Self.check("/usr/sbin/sshd", ["-f", "\(directory)/sshd_config", "-E", "\(directory)/sshd.log"])
+            // Daemonized: listening once its pid file is there and a connection is accepted.
             var ready = false
             for _ in 0..<100 where !ready {
-                ready = Self.accepts(port)
+                if started == nil {
+                    started = (try? String(contentsOfFile: "\(directory)/sshd.pid", encoding: .utf8))
+                        .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                }
+                ready = started != nil && Self.accepts(port)
                 if !ready { usleep(50_000) }
             }
-            guard ready else { throw DaemonFailure("sshd did not listen on 127.0.0.1:\(port)") }
-            server = process
+            guard ready, let pid = started else {
+                throw DaemonFailure("sshd did not listen on 127.0.0.1:\(port)")
+            }
+            server = pid
         } catch {
-            started?.terminate()
-            started?.waitUntilExit()
+            if let started { Self.stop(started) }
             Self.cleanUp(user: user, directory: directory, privsep: madePrivsepDirectory)
             throw error
         }
     }
 
     deinit {
-        server.terminate()
-        server.waitUntilExit()
+        Self.stop(server)
         Self.cleanUp(user: user, directory: directory, privsep: madePrivsepDirectory)
+    }
+
+    /// SIGTERM to the listener (its connections' processes end with their sessions), then
+    /// waits until it is gone.
+    private static func stop(_ pid: pid_t) {
+        kill(pid, SIGTERM)
+        for _ in 0..<100 where kill(pid, 0) == 0 { usleep(20_000) }
+        if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
     }
 
     private static func cleanUp(user: String, directory: String, privsep: Bool) {
