@@ -35,7 +35,7 @@ struct Override: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(ShellCompletion.appIDs))
+        completion: .custom(InstalledAppIDs.complete))
     var id: String
 
     @Option(help: ArgumentHelp("Memory limit of each instance (e.g. 512M, 1G; at least 16M).", valueName: "size"))
