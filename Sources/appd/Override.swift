@@ -246,8 +246,14 @@ struct Override: ParsableCommand {
     }
 
     static func changes(from old: AppOverride, to new: AppOverride) -> [String] {
-        let before = Dictionary(old.lines.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
-        let after = Dictionary(new.lines.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 })
+        // An empty value (BackgroundModes=) reads as "(none)".
+        func settings(_ override: AppOverride) -> [String: String] {
+            Dictionary(
+                override.lines.map { ($0.key, $0.value.isEmpty ? "(none)" : $0.value) },
+                uniquingKeysWith: { $1 })
+        }
+        let before = settings(old)
+        let after = settings(new)
         var changes: [String] = []
         for key in AppOverride.keys {
             switch (before[key], after[key]) {

@@ -188,6 +188,43 @@ struct OverrideCommandTests {
         #expect(missing.code == 0 && missing.output.contains("is not installed"), "\(missing.output)")
     }
 
+    @Test(
+        "--no-background takes the app's allowed UIBackgroundModes away at its next launch; --data-quota is the app's own limit in its profile"
+    )
+    func backgroundModesAndQuota() throws {
+        let daemon = try TestDaemon()
+        let audio = "<key>UIBackgroundModes</key><array><string>audio</string></array>"
+        try daemon.installProbe("com.example.player", info: audio)
+        let before = try daemon.launch("com.example.player", ["sleep", "60"])
+        #expect(try daemon.instance(before.id).backgroundModes == ["audio"])
+
+        let result = try daemon.run(
+            "appd",
+            [
+                "override", "com.example.player", "--config", daemon.configPath, "--no-background",
+                "--data-quota", "32M",
+            ])
+        #expect(result.code == 0, "\(result.output)")
+        // The running instance keeps what it launched with; the next one has none.
+        #expect(try daemon.instance(before.id).backgroundModes == ["audio"])
+        let after = try daemon.launch("com.example.player", ["sleep", "60"])
+        #expect(try daemon.instance(after.id).backgroundModes ?? [] == [])
+
+        // Narrowing to a mode the app has keeps it; one it lacks grants nothing.
+        _ = try daemon.run(
+            "appd",
+            [
+                "override", "com.example.player", "--config", daemon.configPath,
+                "--background-modes", "audio voip",
+            ])
+        let narrowed = try daemon.launch("com.example.player", ["sleep", "60"])
+        #expect(try daemon.instance(narrowed.id).backgroundModes == ["audio"])
+
+        let profile = try daemon.run(
+            "appd", ["profile", "--config", daemon.configPath, "com.example.player"])
+        #expect(profile.output.contains("data container: 32M"), "\(profile.output)")
+    }
+
     /// A v1 controller's file of `pid`'s cgroup, or the v2 one.
     static func cgroupValue(of pid: pid_t, controller: String, file: String) -> String? {
         let lines = ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "")
