@@ -76,7 +76,9 @@ extension AppdConfiguration {
                 written.insert(name)
                 lastKeyLine = newSection.count - 1
             }
-            let added = settings.filter { !written.contains($0.key) }.map { "\($0.key)=\($0.value)" }
+            let added = settings.filter { !written.contains($0.key) }.map {
+                "\($0.key)=\($0.value)"
+            }
             newSection.insert(contentsOf: added, at: lastKeyLine + 1)
         }
         var result = Array(lines[..<header]) + newSection + Array(lines[end...])
@@ -119,7 +121,9 @@ extension AppdConfiguration {
             let bytes = Array(text.utf8)
             var offset = 0
             while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                let written = bytes[offset...].withUnsafeBytes {
+                    Glibc.write(fd, $0.baseAddress, $0.count)
+                }
                 if written < 0 {
                     if errno == EINTR { continue }
                     throw AppdError.system("write \(temporary)")

@@ -52,7 +52,9 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
             user = name
             rest = rest[rest.index(after: at)...]
         }
-        if let colon = rest.lastIndex(of: ":"), !rest.hasPrefix("[") || rest[..<colon].hasSuffix("]") {
+        if let colon = rest.lastIndex(of: ":"),
+            !rest.hasPrefix("[") || rest[..<colon].hasSuffix("]")
+        {
             let digits = rest[rest.index(after: colon)...]
             guard let number = Int(digits), (1...65535).contains(number) else {
                 throw bad("'\(digits)' is not a port (1-65535)")
@@ -61,7 +63,9 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
             rest = rest[..<colon]
         }
         if rest.hasPrefix("["), rest.hasSuffix("]") { rest = rest.dropFirst().dropLast() }
-        guard Self.isName(String(rest)) else { throw bad("'\(rest)' is not a host name or address") }
+        guard Self.isName(String(rest)) else {
+            throw bad("'\(rest)' is not a host name or address")
+        }
         host = String(rest)
     }
 
@@ -89,7 +93,8 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
     /// stderr; the other end is the connection.
     func connect(timeout: Double?) throws -> UnixConnection {
         var pair: [Int32] = [-1, -1]
-        guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &pair) == 0
+        guard
+            socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &pair) == 0
         else { throw TransportError.socket(errno: errno) }
         var errorPipe: [Int32] = [-1, -1]
         // Glibc's Swift module has no pipe2; appctl starts no threads that could fork meanwhile.
@@ -121,8 +126,10 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
             if result == ENOENT {
                 throw APIError(
                     code: "unavailable",
-                    message: "ssh not found: appctl --host \(self) runs ssh to reach the remote appd",
-                    errno: result, hint: "install OpenSSH's client (apt-get install openssh-client)")
+                    message:
+                        "ssh not found: appctl --host \(self) runs ssh to reach the remote appd",
+                    errno: result, hint: "install OpenSSH's client (apt-get install openssh-client)"
+                )
             }
             throw APIError(
                 code: "unavailable", message: "cannot start ssh for \(self): \(errnoText(result))",
@@ -198,8 +205,10 @@ final class RemoteProcess: @unchecked Sendable {
             bytes += buffer[..<count]
         }
         let text = String(decoding: bytes, as: UTF8.self)
-        return text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            .suffix(3).joined(separator: "; ")
+        return text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+            !$0.isEmpty
+        }
+        .suffix(3).joined(separator: "; ")
     }
 
     /// Why nothing came back: ssh could not reach the host, the remote appctl is missing, or
@@ -216,12 +225,15 @@ final class RemoteProcess: @unchecked Sendable {
             return APIError(
                 code: "unavailable", message: "cannot reach \(host.host) over ssh\(said)",
                 hint:
-                    "check that 'ssh\(host.port.map { " -p \($0)" } ?? "") \(host.user.map { "\($0)@" } ?? "")\(host.host) true' works: appctl uses your ssh configuration, keys and agent")
+                    "check that 'ssh\(host.port.map { " -p \($0)" } ?? "") \(host.user.map { "\($0)@" } ?? "")\(host.host) true' works: appctl uses your ssh configuration, keys and agent"
+            )
         case 126, 127:
             return APIError(
                 code: "unavailable",
-                message: "appctl is not installed on \(host.host), or not on the remote user's PATH\(said)",
-                hint: "install appd there (it brings appctl), or set APPD_REMOTE_APPCTL to its path")
+                message:
+                    "appctl is not installed on \(host.host), or not on the remote user's PATH\(said)",
+                hint: "install appd there (it brings appctl), or set APPD_REMOTE_APPCTL to its path"
+            )
         default:
             return APIError(
                 code: "unavailable",
@@ -242,27 +254,38 @@ extension AppdClient {
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) throws(APIError) {
         let fromEnvironment =
-            socket == nil && root == nil ? environment["APPD_HOST"].flatMap { $0.isEmpty ? nil : $0 } : nil
+            socket == nil && root == nil
+            ? environment["APPD_HOST"].flatMap { $0.isEmpty ? nil : $0 } : nil
         guard let host = host ?? fromEnvironment else {
             self.init(socket: socket, root: root, environment: environment)
             return
         }
         if root != nil {
             throw APIError(
-                code: "badRequest", message: "--root names a local state root; it does not go with --host",
+                code: "badRequest",
+                message: "--root names a local state root; it does not go with --host",
                 hint: "put the remote socket in the URL: ssh://host/path/to/appd.sock")
         }
         var remote = try RemoteHost(parsing: host)
         if let socket {
-            guard socket.hasPrefix("/"), !socket.contains("'"), !socket.contains(where: \.isWhitespace) else {
-                throw APIError(code: "badRequest", message: "--socket \(socket) is not an absolute path without spaces or quotes")
+            guard socket.hasPrefix("/"), !socket.contains("'"),
+                !socket.contains(where: \.isWhitespace)
+            else {
+                throw APIError(
+                    code: "badRequest",
+                    message: "--socket \(socket) is not an absolute path without spaces or quotes")
             }
             remote.socket = socket
         }
         if let appctl = environment["APPD_REMOTE_APPCTL"], !appctl.isEmpty {
-            guard appctl.allSatisfy({ $0.isASCII && !$0.isWhitespace && $0 != "'" && $0 != ";" && $0 != "&" && $0 != "|" && $0 != "$" && $0 != "`" })
+            guard
+                appctl.allSatisfy({
+                    $0.isASCII && !$0.isWhitespace && $0 != "'" && $0 != ";" && $0 != "&"
+                        && $0 != "|" && $0 != "$" && $0 != "`"
+                })
             else {
-                throw APIError(code: "badRequest", message: "APPD_REMOTE_APPCTL=\(appctl) is not a plain path")
+                throw APIError(
+                    code: "badRequest", message: "APPD_REMOTE_APPCTL=\(appctl) is not a plain path")
             }
             remote.remoteAppctl = appctl
         }
@@ -319,7 +342,9 @@ extension AppdClient {
                 if count <= 0 { return }
                 var offset = 0
                 while offset < count {
-                    let written = buffer[offset..<count].withUnsafeBytes { write(1, $0.baseAddress, $0.count) }
+                    let written = buffer[offset..<count].withUnsafeBytes {
+                        write(1, $0.baseAddress, $0.count)
+                    }
                     if written < 0 && errno == EINTR { continue }
                     if written <= 0 { return }  // the ssh side went away
                     offset += written

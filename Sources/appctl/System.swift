@@ -12,7 +12,8 @@ struct System: ParsableCommand {
     struct DialStdio: ParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "dial-stdio",
-            abstract: "Relay stdin and stdout to the daemon's socket (as 'docker system dial-stdio').",
+            abstract:
+                "Relay stdin and stdout to the daemon's socket (as 'docker system dial-stdio').",
             discussion: """
                 'appctl --host ssh://host' runs 'appctl system dial-stdio' on that host through \
                 ssh: the bytes of one HTTP exchange go through unchanged, and the daemon sees \

@@ -38,19 +38,27 @@ struct Override: ParsableCommand {
         completion: .custom(InstalledAppIDs.complete))
     var id: String
 
-    @Option(help: ArgumentHelp("Memory limit of each instance (e.g. 512M, 1G; at least 16M).", valueName: "size"))
+    @Option(
+        help: ArgumentHelp(
+            "Memory limit of each instance (e.g. 512M, 1G; at least 16M).", valueName: "size"))
     var memoryMax: String?
 
-    @Option(help: ArgumentHelp("Most tasks (threads included) per instance (at least 8).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Most tasks (threads included) per instance (at least 8).", valueName: "n"))
     var tasksMax: String?
 
     @Option(help: ArgumentHelp("RLIMIT_NOFILE of the app (at least 64).", valueName: "n"))
     var openFilesMax: String?
 
-    @Option(help: ArgumentHelp("Most the data container may hold (e.g. 2G, or infinity).", valueName: "size"))
+    @Option(
+        help: ArgumentHelp(
+            "Most the data container may hold (e.g. 2G, or infinity).", valueName: "size"))
     var dataQuota: String?
 
-    @Option(help: ArgumentHelp("cgroup CPU weight, 1-10000 (the kernel's default is 100).", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "cgroup CPU weight, 1-10000 (the kernel's default is 100).", valueName: "n"))
     var cpuWeight: String?
 
     @Option(
@@ -62,7 +70,9 @@ struct Override: ParsableCommand {
 
     @Option(
         name: .customLong("allow"),
-        help: ArgumentHelp("Remove a --deny (never grants what the signer did not); repeatable.", valueName: "entitlement"))
+        help: ArgumentHelp(
+            "Remove a --deny (never grants what the signer did not); repeatable.",
+            valueName: "entitlement"))
     var allow: [String] = []
 
     @Option(
@@ -71,7 +81,9 @@ struct Override: ParsableCommand {
             valueName: "modes"))
     var backgroundModes: String?
 
-    @Flag(name: .customLong("no-background"), help: "No background mode keeps it running (it is suspended after the grace period).")
+    @Flag(
+        name: .customLong("no-background"),
+        help: "No background mode keeps it running (it is suspended after the grace period).")
     var noBackground = false
 
     @Flag(help: "Remove the app's [App ID] section: the host's settings apply again.")
@@ -108,8 +120,12 @@ struct Override: ParsableCommand {
         let editing =
             limitOptions.contains { $0.value != nil } || !deny.isEmpty || !allow.isEmpty
             || backgroundModes != nil || noBackground
-        if reset && editing { throw ValidationError("--reset removes the whole section: give it alone") }
-        if show && (editing || reset) { throw ValidationError("--show changes nothing: give it alone") }
+        if reset && editing {
+            throw ValidationError("--reset removes the whole section: give it alone")
+        }
+        if show && (editing || reset) {
+            throw ValidationError("--show changes nothing: give it alone")
+        }
     }
 
     func run() throws {
@@ -136,7 +152,9 @@ struct Override: ParsableCommand {
         if exists {
             guard let data = FileManager.default.contents(atPath: path),
                 let decoded = String(data: data, encoding: .utf8)
-            else { throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8") }
+            else {
+                throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8")
+            }
             text = decoded
         } else {
             text = ""
@@ -175,19 +193,24 @@ struct Override: ParsableCommand {
                 }
                 try set(&new, key, value, flag: flag, host: config.sandbox)
             }
-            if noBackground { try set(&new, "BackgroundModes", "", flag: "--no-background", host: config.sandbox) }
+            if noBackground {
+                try set(&new, "BackgroundModes", "", flag: "--no-background", host: config.sandbox)
+            }
             if let backgroundModes {
                 if backgroundModes == "default" {
                     new.unset(key: "BackgroundModes")
                 } else {
-                    try set(&new, "BackgroundModes", backgroundModes, flag: "--background-modes", host: config.sandbox)
+                    try set(
+                        &new, "BackgroundModes", backgroundModes, flag: "--background-modes",
+                        host: config.sandbox)
                 }
             }
             for entitlement in deny where !new.revokedEntitlements.contains(entitlement) {
                 guard SigningPolicy.validPatterns(entitlement) == [entitlement] else {
                     throw AppdError(
                         .invalidConfig,
-                        "--deny \(entitlement) is not an entitlement key or pattern (exact, a prefix ending in *, or *)")
+                        "--deny \(entitlement) is not an entitlement key or pattern (exact, a prefix ending in *, or *)"
+                    )
                 }
                 new.revokedEntitlements.append(entitlement)
             }
@@ -200,10 +223,13 @@ struct Override: ParsableCommand {
                     throw AppdError(
                         .invalidConfig,
                         "--allow \(entitlement): it is denied by the pattern '\(pattern)'",
-                        hint: "remove the pattern with --allow '\(pattern)', then deny what should stay denied")
+                        hint:
+                            "remove the pattern with --allow '\(pattern)', then deny what should stay denied"
+                    )
                 } else {
                     warnings.append(
-                        "\(entitlement) was not denied: --allow only removes a --deny, it never grants what the signer did not")
+                        "\(entitlement) was not denied: --allow only removes a --deny, it never grants what the signer did not"
+                    )
                 }
             }
         }
@@ -215,7 +241,8 @@ struct Override: ParsableCommand {
             changes: changes, installed: installed, warnings: warnings)
         guard !changes.isEmpty, !show else { return result }
         if geteuid() != 0, access(path, W_OK) != 0 {
-            throw AppdError(.permissionDenied, "changing \(path) needs root", hint: "run it with sudo")
+            throw AppdError(
+                .permissionDenied, "changing \(path) needs root", hint: "run it with sudo")
         }
         let edited = AppdConfiguration.replacingApp(id, with: new.lines, in: text)
         // The file as written must read back as exactly this section, everything else unchanged.
@@ -239,7 +266,8 @@ struct Override: ParsableCommand {
         switch override.set(key: key, value: value, host: host) {
         case .ok: break
         case .invalid(let expected):
-            throw AppdError(.invalidConfig, "\(flag) \(value.isEmpty ? "''" : value) is not \(expected)")
+            throw AppdError(
+                .invalidConfig, "\(flag) \(value.isEmpty ? "''" : value) is not \(expected)")
         case .unknownKey:
             throw AppdError(.conflict, "\(key) is not a key of [App ID]")
         }
@@ -258,8 +286,10 @@ struct Override: ParsableCommand {
         for key in AppOverride.keys {
             switch (before[key], after[key]) {
             case (nil, let value?): changes.append("\(key)=\(value)")
-            case (let was?, let value?) where was != value: changes.append("\(key)=\(value) (was \(was))")
-            case (let was?, nil): changes.append("\(key) removed (was \(was); the host's value applies)")
+            case (let was?, let value?) where was != value:
+                changes.append("\(key)=\(value) (was \(was))")
+            case (let was?, nil):
+                changes.append("\(key) removed (was \(was); the host's value applies)")
             default: break
             }
         }
@@ -272,13 +302,15 @@ struct Override: ParsableCommand {
         do {
             answer = try options.client.post("/v1/reload", as: APIReloadResult.self)
         } catch {
-            if error.code == "unavailable" && (error.errno == ENOENT || error.errno == ECONNREFUSED) {
+            if error.code == "unavailable" && (error.errno == ENOENT || error.errno == ECONNREFUSED)
+            {
                 result.reloaded = false
                 return
             }
             print(result)
             var failure = error
-            failure.message = "\(result.config) is written, but the daemon did not reload it: \(error.message)"
+            failure.message =
+                "\(result.config) is written, but the daemon did not reload it: \(error.message)"
             throw failure
         }
         result.reloaded = true
@@ -290,7 +322,8 @@ struct Override: ParsableCommand {
         }
         if answer.config != mine && answer.config != result.config {
             result.warnings.append(
-                "the daemon reads \(answer.config ?? "no file (built-in defaults)"), not \(result.config): this change is not in force there")
+                "the daemon reads \(answer.config ?? "no file (built-in defaults)"), not \(result.config): this change is not in force there"
+            )
         }
     }
 
@@ -299,11 +332,16 @@ struct Override: ParsableCommand {
             Output.json(result)
             return
         }
-        for warning in result.warnings { FileHandle.standardError.write(Data("appd: warning: \(warning)\n".utf8)) }
+        for warning in result.warnings {
+            FileHandle.standardError.write(Data("appd: warning: \(warning)\n".utf8))
+        }
         let header = "[App \(result.app)] in \(result.config)"
         if result.changes.isEmpty || show {
-            let lines = AppOverride.keys.compactMap { key in result.settings[key].map { "  \(key)=\($0)" } }
-            Swift.print(lines.isEmpty ? "\(header): none (the host's settings apply)" : "\(header):")
+            let lines = AppOverride.keys.compactMap { key in
+                result.settings[key].map { "  \(key)=\($0)" }
+            }
+            Swift.print(
+                lines.isEmpty ? "\(header): none (the host's settings apply)" : "\(header):")
             for line in lines { Swift.print(line) }
             return
         }

@@ -12,24 +12,36 @@ struct ProfileSummary {
 
     func print() {
         let p = profile
-        let version = [app.shortVersion, app.version].compactMap { $0 }.first.map { " \($0)" } ?? ""
+        let version =
+            [app.shortVersion, app.version].compactMap { $0 }.first.map { " \($0)" } ?? ""
         Swift.print("\(p.app.bundleID)\(version): sandbox profile (summary; --full for everything)")
         row("signer", app.signerKeyID.map { "key \($0)" } ?? "none (installed unsigned)")
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs")
         row("bundle", "\(p.app.bundlePath) (read-only)")
         let groups = p.mounts.filter { $0.kind == .rwBind && $0.destination != p.app.dataContainer }
-        row("data", "\(p.app.dataContainer) (read-write)"
-            + (groups.isEmpty ? "" : "; \(groups.count) group container(s) read-write"))
+        row(
+            "data",
+            "\(p.app.dataContainer) (read-write)"
+                + (groups.isEmpty ? "" : "; \(groups.count) group container(s) read-write"))
         row("may", abilities.joined(separator: "; "))
-        row("limits", Self.cgroupText(p.cgroupLimits) + ", open files \(openFiles); "
-            + Self.dataQuotaText(p.dataQuota))
-        row("override", p.adminOverride.map { "[App \(p.app.bundleID)] in appd.conf: \($0)" } ?? "none")
+        row(
+            "limits",
+            Self.cgroupText(p.cgroupLimits) + ", open files \(openFiles); "
+                + Self.dataQuotaText(p.dataQuota))
+        row(
+            "override",
+            p.adminOverride.map { "[App \(p.app.bundleID)] in appd.conf: \($0)" } ?? "none")
         if !p.weakenedLayers.isEmpty {
-            row("layers", "WEAKER SANDBOX (WeakerModes=): " + p.weakenedLayers.joined(separator: "; "))
+            row(
+                "layers",
+                "WEAKER SANDBOX (WeakerModes=): " + p.weakenedLayers.joined(separator: "; "))
         } else if !p.reducedLayers.isEmpty {
             row("layers", "REDUCED on this kernel: " + p.reducedLayers.joined(separator: "; "))
         } else {
-            row("layers", "namespaces, Landlock (ABI \(p.landlock.minimumABI)+), seccomp (\(p.seccomp.rules.count) rules), cgroup: all in force")
+            row(
+                "layers",
+                "namespaces, Landlock (ABI \(p.landlock.minimumABI)+), seccomp (\(p.seccomp.rules.count) rules), cgroup: all in force"
+            )
         }
     }
 
@@ -42,8 +54,12 @@ struct ProfileSummary {
             guard decision.key != EntitlementCatalog.appSandbox else { continue }
             words.append(Self.words[decision.key] ?? decision.effect)
         }
-        let refused = profile.entitlements.filter { $0.outcome == .refused || $0.outcome == .unknown }
-        if !refused.isEmpty { words.append("refused: " + refused.map(\.key).joined(separator: ", ")) }
+        let refused = profile.entitlements.filter {
+            $0.outcome == .refused || $0.outcome == .unknown
+        }
+        if !refused.isEmpty {
+            words.append("refused: " + refused.map(\.key).joined(separator: ", "))
+        }
         if words.count == (network ? 1 : 0) { words.append("nothing beyond its own containers") }
         return words
     }
@@ -56,7 +72,8 @@ struct ProfileSummary {
         "com.apple.security.device.audio-input": "record audio",
         "com.apple.security.device.usb": "use USB devices",
         "com.apple.security.cs.allow-jit": "map memory writable and executable (JIT)",
-        "com.apple.security.cs.allow-unsigned-executable-memory": "map memory writable and executable",
+        "com.apple.security.cs.allow-unsigned-executable-memory":
+            "map memory writable and executable",
         "com.apple.security.cs.debugger": "ptrace inside its sandbox",
         "com.apple.security.get-task-allow": "be traced inside its sandbox",
     ]

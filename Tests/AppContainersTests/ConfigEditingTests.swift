@@ -1,8 +1,8 @@
 import AppBundle
 import Foundation
 import Sandbox
-import Testing
 import TestSupport
+import Testing
 
 @testable import AppContainers
 
@@ -25,11 +25,16 @@ struct ConfigEditingTests {
         Key=ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
         """ + "\n"
 
-    @Test("a key keeps its place, spelling and indent; comments in the section stay; new keys follow the last key; other lines are byte for byte")
+    @Test(
+        "a key keeps its place, spelling and indent; comments in the section stay; new keys follow the last key; other lines are byte for byte"
+    )
     func replacesInPlace() {
         let edited = AppdConfiguration.replacingApp(
             "com.example.notes",
-            with: [("MemoryMax", "2G"), ("CPUWeight", "50"), ("RevokeEntitlements", "com.apple.security.device.camera")],
+            with: [
+                ("MemoryMax", "2G"), ("CPUWeight", "50"),
+                ("RevokeEntitlements", "com.apple.security.device.camera"),
+            ],
             in: Self.file)
         #expect(
             edited == """
@@ -50,7 +55,9 @@ struct ConfigEditingTests {
                 """ + "\n")
     }
 
-    @Test("a key not asked for goes; an empty list removes the header and keys, not the next section's comment")
+    @Test(
+        "a key not asked for goes; an empty list removes the header and keys, not the next section's comment"
+    )
     func removes() {
         let dropped = AppdConfiguration.replacingApp(
             "com.example.notes", with: [("MemoryMax", "1G")], in: Self.file)
@@ -68,7 +75,9 @@ struct ConfigEditingTests {
                 [Signer vendor]
                 Key=ed25519:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
                 """ + "\n")
-        #expect(AppdConfiguration.replacingApp("com.example.absent", with: [], in: Self.file) == Self.file)
+        #expect(
+            AppdConfiguration.replacingApp("com.example.absent", with: [], in: Self.file)
+                == Self.file)
     }
 
     @Test("a missing section is appended after a blank line; an empty file gets just the section")
@@ -76,7 +85,9 @@ struct ConfigEditingTests {
         let added = AppdConfiguration.replacingApp(
             "com.example.new", with: [("TasksMax", "64")], in: Self.file)
         #expect(added == Self.file + "\n[App com.example.new]\nTasksMax=64\n")
-        #expect(try AppdConfiguration.parse(added, file: "t").override(for: "com.example.new")?.sandboxValue("TasksMax") == "64")
+        #expect(
+            try AppdConfiguration.parse(added, file: "t").override(for: "com.example.new")?
+                .sandboxValue("TasksMax") == "64")
         #expect(
             AppdConfiguration.replacingApp("com.example.new", with: [("TasksMax", "64")], in: "")
                 == "[App com.example.new]\nTasksMax=64\n")
@@ -88,19 +99,26 @@ struct ConfigEditingTests {
         let host = SandboxSettings()
         for (key, value) in [
             ("MemoryMax", "64M"), ("TasksMax", "40"), ("OpenFilesMax", "128"), ("DataQuota", "2G"),
-            ("CPUWeight", "50"), ("BackgroundModes", ""), ("RevokeEntitlements", "com.apple.security.network.*"),
+            ("CPUWeight", "50"), ("BackgroundModes", ""),
+            ("RevokeEntitlements", "com.apple.security.network.*"),
         ] {
             #expect(override.set(key: key, value: value, host: host) == .ok, "\(key)")
         }
-        let text = AppdConfiguration.replacingApp("com.example.x", with: override.lines, in: Self.file)
+        let text = AppdConfiguration.replacingApp(
+            "com.example.x", with: override.lines, in: Self.file)
         let read = try AppdConfiguration.parse(text, file: "t").override(for: "com.example.x")
         #expect(read == override)
         #expect(read?.narrowedBackgroundModes(["audio", "voip"]) == [])
-        #expect(read?.cgroupLimits(settings: host) == CgroupLimits(memoryMax: 64 << 20, pidsMax: 40, cpuWeight: 50))
-        #expect(try AppdConfiguration.parse(text, file: "t").dataQuota(for: "com.example.x") == 2 << 30)
+        #expect(
+            read?.cgroupLimits(settings: host)
+                == CgroupLimits(memoryMax: 64 << 20, pidsMax: 40, cpuWeight: 50))
+        #expect(
+            try AppdConfiguration.parse(text, file: "t").dataQuota(for: "com.example.x") == 2 << 30)
     }
 
-    @Test("written atomically: the new text, the old mode and owner, through a symlink to its target, no temporary left")
+    @Test(
+        "written atomically: the new text, the old mode and owner, through a symlink to its target, no temporary left"
+    )
     func atomicWrite() throws {
         let directory = try makeTemporaryDirectory("/tmp/appd-edit.XXXXXX")
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -113,6 +131,9 @@ struct ConfigEditingTests {
         var info = stat()
         #expect(lstat("\(directory)/appd.conf", &info) == 0 && info.st_mode & S_IFMT == S_IFLNK)
         #expect(stat(target, &info) == 0 && info.st_mode & 0o777 == 0o640)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["appd.conf", "real.conf"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == [
+                "appd.conf", "real.conf",
+            ])
     }
 }

@@ -1,7 +1,7 @@
 import AppBundle
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import AppContainers
 
@@ -49,7 +49,8 @@ struct ManPageTests {
                 continue
             }
             guard inList else { continue }
-            guard line.hasPrefix("  "), !line.hasPrefix("   "), let word = line.split(separator: " ").first,
+            guard line.hasPrefix("  "), !line.hasPrefix("   "),
+                let word = line.split(separator: " ").first,
                 !line.contains("See '")
             else {
                 if line.isEmpty { inList = false }
@@ -66,7 +67,9 @@ struct ManPageTests {
         for page in Self.pages {
             for device in ["utf8", "ascii"] {
                 let result = try Self.warnings(page, device: device)
-                #expect(result.code == 0 && result.output.isEmpty, "\(page) (\(device)): \(result.output)")
+                #expect(
+                    result.code == 0 && result.output.isEmpty,
+                    "\(page) (\(device)): \(result.output)")
             }
             #expect(plainText(page).contains("NAME"), "\(page) renders no NAME section")
         }
@@ -107,17 +110,22 @@ struct ManPageTests {
             let joined = (body?.lines ?? []).joined(separator: "\n")
             for key in keys {
                 #expect(
-                    joined.contains("\(key)="), "appd.conf(5) [\(section)] does not document \(key)=")
+                    joined.contains("\(key)="),
+                    "appd.conf(5) [\(section)] does not document \(key)=")
             }
         }
         // And the parser accepts what the page documents: a key only in the page is a lie too.
         for (section, keys) in AppdConfiguration.documentedKeys {
-            let header = section == "Signer" ? "[Signer s]" : section == "App" ? "[App com.example.x]" : "[\(section)]"
+            let header =
+                section == "Signer"
+                ? "[Signer s]" : section == "App" ? "[App com.example.x]" : "[\(section)]"
             for key in keys {
                 do {
                     _ = try AppdConfiguration.parse("\(header)\n\(key)=@@bad@@\n", file: "t.conf")
                 } catch let error as AppdError {
-                    #expect(!error.message.contains("unknown key"), "\(section) \(key): \(error.message)")
+                    #expect(
+                        !error.message.contains("unknown key"),
+                        "\(section) \(key): \(error.message)")
                 }
             }
         }

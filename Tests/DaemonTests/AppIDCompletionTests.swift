@@ -25,14 +25,18 @@ struct AppIDCompletionTests {
         return result.output.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
     }
 
-    @Test("every appd subcommand that takes an id, and appctl's, complete installed ids; with the daemon stopped appd still does, from the registry")
+    @Test(
+        "every appd subcommand that takes an id, and appctl's, complete installed ids; with the daemon stopped appd still does, from the registry"
+    )
     func installedIDs() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.alpha")
         try daemon.installProbe("com.example.beta")
         for command in Self.idCommands {
             #expect(
-                try Self.complete("appd", [command, "com.example.a"], root: daemon.root) == ["com.example.alpha"],
+                try Self.complete("appd", [command, "com.example.a"], root: daemon.root) == [
+                    "com.example.alpha"
+                ],
                 "appd \(command)")
             #expect(
                 try Self.complete("appd", [command, "com.ex"], root: daemon.root).sorted()
@@ -44,15 +48,22 @@ struct AppIDCompletionTests {
                     .contains("com.example.beta"), "appctl \(command)")
         }
         daemon.stop()
-        #expect(try Self.complete("appd", ["override", "com.example.b"], root: daemon.root) == ["com.example.beta"])
+        #expect(
+            try Self.complete("appd", ["override", "com.example.b"], root: daemon.root) == [
+                "com.example.beta"
+            ])
         #expect(try Self.complete("appctl", ["info", "com.example.b"], root: daemon.root).isEmpty)
     }
 
     @Test("a mistyped subcommand gets a 'did you mean', exit 64")
     func didYouMean() throws {
         let result = try runTool("appd", ["overide", "com.example.x"])
-        #expect(result.code == 64 && result.output.contains("Did you mean 'override'?"), "\(result.output)")
+        #expect(
+            result.code == 64 && result.output.contains("Did you mean 'override'?"),
+            "\(result.output)")
         let profile = try runTool("appd", ["proflie", "com.example.x"])
-        #expect(profile.code == 64 && profile.output.contains("Did you mean 'profile'?"), "\(profile.output)")
+        #expect(
+            profile.code == 64 && profile.output.contains("Did you mean 'profile'?"),
+            "\(profile.output)")
     }
 }

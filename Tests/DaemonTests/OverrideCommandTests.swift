@@ -75,7 +75,9 @@ struct OverrideCommandTests {
             "appd", ["override", "com.example.narrowed", "--config", daemon.configPath, "--reset"])
         #expect(reset.code == 0, "\(reset.output)")
         let after = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
-        #expect(!after.contains("[App com.example.narrowed]") && after.contains(Self.adminLines), "\(after)")
+        #expect(
+            !after.contains("[App com.example.narrowed]") && after.contains(Self.adminLines),
+            "\(after)")
         let plain = try daemon.launch("com.example.narrowed", ["sleep", "60"])
         #expect(daemon.eventually { ReloadTests.memoryLimit(of: plain.pid ?? 0) == 512 << 20 })
     }
@@ -94,12 +96,15 @@ struct OverrideCommandTests {
         let result = try daemon.run(
             "appd",
             [
-                "override", "com.example.live", "--config", daemon.configPath, "--memory-max", "48M",
+                "override", "com.example.live", "--config", daemon.configPath, "--memory-max",
+                "48M",
                 "--tasks-max", "30", "--json",
             ])
         #expect(result.code == 0, "\(result.output)")
         #expect(result.output.contains("\"reloaded\" : true"), "\(result.output)")
-        #expect(result.output.contains("com.example.live \(live.id): memory 50331648, tasks 30"), "\(result.output)")
+        #expect(
+            result.output.contains("com.example.live \(live.id): memory 50331648, tasks 30"),
+            "\(result.output)")
         #expect(ReloadTests.memoryLimit(of: livePid) == 48 << 20)
         #expect(Self.cgroupValue(of: livePid, controller: "pids", file: "pids.max") == "30")
         #expect(ReloadTests.memoryLimit(of: otherPid) == 512 << 20)
@@ -122,7 +127,9 @@ struct OverrideCommandTests {
                 "com.apple.security.network.client",
             ])
         #expect(allow.code == 0, "\(allow.output)")
-        #expect(allow.output.contains("was not denied: --allow only removes a --deny"), "\(allow.output)")
+        #expect(
+            allow.output.contains("was not denied: --allow only removes a --deny"),
+            "\(allow.output)")
         #expect(try String(contentsOfFile: daemon.configPath, encoding: .utf8) == before)
 
         // --deny then --allow: the deny goes, and nothing more than the signer's grant remains.
@@ -142,7 +149,8 @@ struct OverrideCommandTests {
         let json = try daemon.run(
             "appd", ["profile", "--json", "--config", daemon.configPath, "com.example.offline"])
         #expect(!json.output.contains("com.apple.security.network.client"), "\(json.output)")
-        #expect(json.output.contains("\"net\""), "still a network namespace of its own: \(json.output)")
+        #expect(
+            json.output.contains("\"net\""), "still a network namespace of its own: \(json.output)")
         let attempt = try daemon.launch(
             "com.example.offline", ["connect", "127.0.0.1", "\(listener.port)"])
         _ = try daemon.wait(attempt.id)
@@ -150,7 +158,9 @@ struct OverrideCommandTests {
         #expect(log.contains("connect: refused"), "\(log)")
     }
 
-    @Test("bad input: a broken file is left as it is, bad values and ids are named, nothing is written")
+    @Test(
+        "bad input: a broken file is left as it is, bad values and ids are named, nothing is written"
+    )
     func refusals() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.x")
@@ -164,7 +174,8 @@ struct OverrideCommandTests {
         ] {
             let result = try daemon.run(
                 "appd", ["override", "com.example.x", "--config", daemon.configPath] + arguments)
-            #expect(result.code != 0 && result.output.contains(words), "\(arguments): \(result.output)")
+            #expect(
+                result.code != 0 && result.output.contains(words), "\(arguments): \(result.output)")
             #expect(try String(contentsOfFile: daemon.configPath, encoding: .utf8) == good)
         }
         let badID = try daemon.run(
@@ -175,7 +186,8 @@ struct OverrideCommandTests {
         let broken = good + "[Sandbox]\nMemoryMax=lots\n"
         try broken.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let refused = try daemon.run(
-            "appd", ["override", "com.example.x", "--config", daemon.configPath, "--memory-max", "1G"])
+            "appd",
+            ["override", "com.example.x", "--config", daemon.configPath, "--memory-max", "1G"])
         #expect(
             refused.code == 1 && refused.output.contains("has an error, so it is left as it is")
                 && refused.output.contains("\(daemon.configPath):"), "\(refused.output)")
@@ -184,8 +196,10 @@ struct OverrideCommandTests {
         // An id that is not installed: written, with a warning.
         try good.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         let missing = try daemon.run(
-            "appd", ["override", "com.example.absent", "--config", daemon.configPath, "--tasks-max", "64"])
-        #expect(missing.code == 0 && missing.output.contains("is not installed"), "\(missing.output)")
+            "appd",
+            ["override", "com.example.absent", "--config", daemon.configPath, "--tasks-max", "64"])
+        #expect(
+            missing.code == 0 && missing.output.contains("is not installed"), "\(missing.output)")
     }
 
     @Test(
@@ -234,12 +248,16 @@ struct OverrideCommandTests {
             guard parts.count == 3, parts[1].split(separator: ",").contains(Substring(controller))
             else { continue }
             let directory = parts[1].contains(",") ? String(parts[1]) : controller
-            return (try? String(
-                contentsOfFile: "/sys/fs/cgroup/\(directory)\(parts[2])/\(file)", encoding: .utf8))?
+            return
+                (try? String(
+                    contentsOfFile: "/sys/fs/cgroup/\(directory)\(parts[2])/\(file)",
+                    encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         for line in lines where line.hasPrefix("0::") {
-            return (try? String(contentsOfFile: "/sys/fs/cgroup\(line.dropFirst(3))/\(file)", encoding: .utf8))?
+            return
+                (try? String(
+                    contentsOfFile: "/sys/fs/cgroup\(line.dropFirst(3))/\(file)", encoding: .utf8))?
                 .trimmingCharacters(in: .whitespacesAndNewlines)
         }
         return nil
@@ -247,7 +265,9 @@ struct OverrideCommandTests {
 
     /// cpu.weight on v2, or v1's cpu.shares turned back into a weight.
     static func cpuWeight(of pid: pid_t) -> Int? {
-        if let shares = cgroupValue(of: pid, controller: "cpu", file: "cpu.shares").flatMap({ Int($0) }) {
+        if let shares = cgroupValue(of: pid, controller: "cpu", file: "cpu.shares").flatMap({
+            Int($0)
+        }) {
             return shares * 100 / 1024
         }
         return cgroupValue(of: pid, controller: "cpu", file: "cpu.weight").flatMap { Int($0) }

@@ -32,7 +32,9 @@ struct RemoteTests {
         #expect(info.code == 0 && info.output.contains("com.example.remote"), "\(info.output)")
     }
 
-    @Test("each failure is named: ssh missing, host unreachable, remote appctl missing, remote socket missing, a malformed URL")
+    @Test(
+        "each failure is named: ssh missing, host unreachable, remote appctl missing, remote socket missing, a malformed URL"
+    )
     func failuresAreNamed() throws {
         let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
         let ssh = try PrivateSSH()
@@ -42,7 +44,9 @@ struct RemoteTests {
         #expect(noSSH.code == 1 && noSSH.output.contains("ssh not found"), "\(noSSH.output)")
 
         let closedPort = try PrivateSSH.freePort()
-        let unreachable = try ssh.appctl(["--host", "ssh://\(ssh.user)@127.0.0.1:\(closedPort)", "list"])
+        let unreachable = try ssh.appctl([
+            "--host", "ssh://\(ssh.user)@127.0.0.1:\(closedPort)", "list",
+        ])
         #expect(
             unreachable.code == 1 && unreachable.output.contains("cannot reach 127.0.0.1 over ssh"),
             "\(unreachable.output)")
@@ -61,7 +65,8 @@ struct RemoteTests {
 
         for bad in ["http://host", "ssh://-oProxyCommand=x", "ssh://host:99999", "ssh://host/a b"] {
             let result = try ssh.appctl(["--host", bad, "list"])
-            #expect(result.code == 1 && result.output.contains("--host"), "\(bad): \(result.output)")
+            #expect(
+                result.code == 1 && result.output.contains("--host"), "\(bad): \(result.output)")
         }
     }
 }
@@ -82,7 +87,8 @@ final class PrivateSSH {
 
     init() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/sshd") else {
-            throw DaemonFailure("/usr/sbin/sshd is missing: scripts/bootstrap installs openssh-server")
+            throw DaemonFailure(
+                "/usr/sbin/sshd is missing: scripts/bootstrap installs openssh-server")
         }
         directory = try makeTemporaryDirectory("/var/tmp/appd-ssh-test.XXXXXX")
         chmod(directory, 0o755)
@@ -94,39 +100,48 @@ final class PrivateSSH {
         var started: pid_t?
         do {
             // "*": no password, yet not locked ("!"), which sshd refuses without PAM.
-            try Self.check("/usr/sbin/useradd", ["-M", "-p", "*", "-d", "\(directory)/home", "-s", "/bin/sh", user])
-            try FileManager.default.createDirectory(atPath: "\(home)/.ssh", withIntermediateDirectories: true)
-            try Self.check("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", "\(directory)/host_key"])
-            try Self.check("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519", "-N", "", "-f", "\(home)/.ssh/id_ed25519"])
+            try Self.check(
+                "/usr/sbin/useradd",
+                ["-M", "-p", "*", "-d", "\(directory)/home", "-s", "/bin/sh", user])
+            try FileManager.default.createDirectory(
+                atPath: "\(home)/.ssh", withIntermediateDirectories: true)
+            try Self.check(
+                "/usr/bin/ssh-keygen",
+                ["-q", "-t", "ed25519", "-N", "", "-f", "\(directory)/host_key"])
+            try Self.check(
+                "/usr/bin/ssh-keygen",
+                ["-q", "-t", "ed25519", "-N", "", "-f", "\(home)/.ssh/id_ed25519"])
             try FileManager.default.copyItem(
                 atPath: "\(home)/.ssh/id_ed25519.pub", toPath: "\(home)/.ssh/authorized_keys")
             try """
-                Host 127.0.0.1
-                    StrictHostKeyChecking no
-                    UserKnownHostsFile \(home)/.ssh/known_hosts
-                    BatchMode yes
-                    LogLevel ERROR
-                """.write(toFile: "\(home)/.ssh/config", atomically: false, encoding: .utf8)
+            Host 127.0.0.1
+                StrictHostKeyChecking no
+                UserKnownHostsFile \(home)/.ssh/known_hosts
+                BatchMode yes
+                LogLevel ERROR
+            """.write(toFile: "\(home)/.ssh/config", atomically: false, encoding: .utf8)
             try Self.check("/bin/chown", ["-R", "\(user):\(user)", home])
             try Self.check("/bin/chmod", ["-R", "go-rwx", "\(home)/.ssh"])
             try """
-                Port \(port)
-                ListenAddress 127.0.0.1
-                HostKey \(directory)/host_key
-                PidFile \(directory)/sshd.pid
-                AuthorizedKeysFile \(home)/.ssh/authorized_keys
-                PasswordAuthentication no
-                KbdInteractiveAuthentication no
-                UsePAM no
-                StrictModes no
-                AllowUsers \(user)
-                """.write(toFile: "\(directory)/sshd_config", atomically: false, encoding: .utf8)
-            try Self.check("/usr/sbin/sshd", ["-f", "\(directory)/sshd_config", "-E", "\(directory)/sshd.log"])
+            Port \(port)
+            ListenAddress 127.0.0.1
+            HostKey \(directory)/host_key
+            PidFile \(directory)/sshd.pid
+            AuthorizedKeysFile \(home)/.ssh/authorized_keys
+            PasswordAuthentication no
+            KbdInteractiveAuthentication no
+            UsePAM no
+            StrictModes no
+            AllowUsers \(user)
+            """.write(toFile: "\(directory)/sshd_config", atomically: false, encoding: .utf8)
+            try Self.check(
+                "/usr/sbin/sshd", ["-f", "\(directory)/sshd_config", "-E", "\(directory)/sshd.log"])
             // Daemonized: listening once its pid file is there and a connection is accepted.
             var ready = false
             for _ in 0..<100 where !ready {
                 if started == nil {
-                    started = (try? String(contentsOfFile: "\(directory)/sshd.pid", encoding: .utf8))
+                    started =
+                        (try? String(contentsOfFile: "\(directory)/sshd.pid", encoding: .utf8))
                         .flatMap { pid_t($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
                 }
                 ready = started != nil && Self.accepts(port)
@@ -164,14 +179,17 @@ final class PrivateSSH {
 
     /// Runs the built appctl as the test user (so ssh reads that user's ~/.ssh), with the built
     /// appctl as the remote one.
-    func appctl(_ arguments: [String], environment: [String: String] = [:]) throws -> (code: Int32, output: String) {
+    func appctl(_ arguments: [String], environment: [String: String] = [:]) throws -> (
+        code: Int32, output: String
+    ) {
         var variables = [
             "HOME": home, "PATH": "/usr/bin:/bin", "APPD_REMOTE_APPCTL": builtExecutable("appctl"),
         ]
         variables.merge(environment) { $1 }
         return try runTool(
             "/usr/bin/setpriv",
-            ["--reuid=\(user)", "--regid=\(user)", "--init-groups", builtExecutable("appctl")] + arguments,
+            ["--reuid=\(user)", "--regid=\(user)", "--init-groups", builtExecutable("appctl")]
+                + arguments,
             environment: variables)
     }
 
