@@ -163,7 +163,11 @@ extension AppdConfiguration {
     public static func withEditLock<R>(_ path: String, _ body: () throws -> R) throws -> R {
         let directory = Self.directory(of: path)
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw AppdError.system("open \(directory)") }
+        guard fd >= 0 else {
+            throw AppdError.system(
+                "open the folder of \(path), \(directory)",
+                hint: errno == ENOENT ? "create it (mkdir -p \(directory)), or name another file with --config" : nil)
+        }
         defer { close(fd) }
         while flock(fd, LOCK_EX) != 0 {
             guard errno == EINTR else { throw AppdError.system("lock \(directory)") }
