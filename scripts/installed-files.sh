@@ -18,6 +18,7 @@ installed_files=(
     /usr/share/zsh/vendor-completions/_appctl
     /usr/share/fish/vendor_completions.d/appd.fish
     /usr/share/fish/vendor_completions.d/appctl.fish
-    /usr/share/man/man1/appd.1.gz
+    /usr/share/man/man8/appd.8.gz
     /usr/share/man/man1/appctl.1.gz
+    /usr/share/man/man5/appd.conf.5.gz
 )

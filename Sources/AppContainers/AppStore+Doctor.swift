@@ -88,13 +88,13 @@ extension AppStore {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
             // Not under its quota yet (installed before DataQuota=), or under an old value.
-            let configured = ((config.sandbox.dataQuota ?? 0) + 1023) / 1024 * 1024
+            let configured = ((config.dataQuota(for: app.bundleID) ?? 0) + 1023) / 1024 * 1024
             if quotaEnforced, let status = dataQuotaStatus(for: app),
                 !status.enforced || status.limitBytes != configured
             {
                 var fixed: String?
                 if repair, let dir = try? FileDescriptor.directory(app.dataContainer(in: root)) {
-                    try applyDataQuota(dir, uid: app.uid, path: dir.path)
+                    try applyDataQuota(dir, uid: app.uid, bundleID: app.bundleID, path: dir.path)
                     fixed = "project \(app.uid) limited to \(configured) bytes"
                 }
                 let problem = status.enforced

@@ -126,12 +126,12 @@ extension AppStore {
             }
             // DataQuota= may be new, or changed, since the last install.
             let dir = try FileDescriptor.directory(existing.dataContainer(in: root))
-            try applyDataQuota(dir, uid: uid, path: dir.path)
+            try applyDataQuota(dir, uid: uid, bundleID: id, path: dir.path)
         } else {
             dataUUID = UUID().uuidString
             try DataContainer.create(in: txn, name: "data", uid: uid, gid: gid)
             let dir = try txn.openDirectory("data")
-            try applyDataQuota(dir, uid: uid, path: dir.path)
+            try applyDataQuota(dir, uid: uid, bundleID: id, path: dir.path)
         }
         CrashPoint.reach("install.staged")
         try txn.syncFilesystem()

@@ -51,7 +51,10 @@ extension AppStore {
         }
         let policy = SandboxPolicy(settings: settings, kernel: kernel)
         var profile = try policy.profile(for: subject, arguments: arguments, console: console)
-        profile.adminOverride = config.override(for: app.bundleID)?.summary
+        if let override = config.override(for: app.bundleID) {
+            profile.cgroupLimits = override.cgroupLimits(settings: config.sandbox)
+            profile.adminOverride = override.summary
+        }
         return profile
     }
 }

@@ -6,19 +6,58 @@ import Sandbox
 /// the app's signer did not.
 public struct AppOverride: Sendable, Equatable {
     /// `[Sandbox]` keys this section may set for the one app, as text checked at parse time.
-    public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax"]
-    public static let keys = sandboxKeys + ["RevokeEntitlements"]
+    public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota"]
+    public static let keys = sandboxKeys + ["CPUWeight", "BackgroundModes", "RevokeEntitlements"]
 
     /// Key and value, in file order (the last one of a key wins, as in `[Sandbox]`).
     public var sandbox: [(key: String, value: String)] = []
+    /// `CPUWeight=`: the instance cgroup's cpu.weight (v2; v1 cpu.shares = weight * 1024 / 100),
+    /// 1...10000; nil leaves the kernel's default (100).
+    public var cpuWeight: Int?
+    /// `BackgroundModes=`: the only `UIBackgroundModes` values that may keep this app running in
+    /// the background, on top of `[Lifecycle] AllowedBackgroundModes` (an override only takes
+    /// away). Empty: none; nil: the host's list.
+    public var backgroundModes: [String]?
     /// Entitlement patterns (exact, a prefix ending in `*`, or `*`) the app loses at launch.
     public var revokedEntitlements: [String] = []
 
     public init() {}
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.sandbox.map { "\($0.key)=\($0.value)" } == b.sandbox.map { "\($0.key)=\($0.value)" }
-            && a.revokedEntitlements == b.revokedEntitlements
+        a.lines.map { "\($0.key)=\($0.value)" } == b.lines.map { "\($0.key)=\($0.value)" }
+    }
+
+    /// The section's settings as `Key=Value` lines, one per key (the last value of a key wins),
+    /// in the order of `keys`: what `appd override` writes and what compares two overrides.
+    public var lines: [(key: String, value: String)] {
+        var result: [(key: String, value: String)] = []
+        for key in Self.sandboxKeys {
+            if let value = sandbox.last(where: { $0.key == key })?.value { result.append((key, value)) }
+        }
+        if let cpuWeight { result.append(("CPUWeight", String(cpuWeight))) }
+        if let backgroundModes {
+            result.append(("BackgroundModes", backgroundModes.joined(separator: " ")))
+        }
+        if !revokedEntitlements.isEmpty {
+            result.append(("RevokeEntitlements", revokedEntitlements.joined(separator: " ")))
+        }
+        return result
+    }
+
+    /// The value of one sandbox key this section sets, if any.
+    public func sandboxValue(_ key: String) -> String? { sandbox.last(where: { $0.key == key })?.value }
+
+    /// The cgroup limits of this app's instances: the policy's, with this section's CPUWeight.
+    public func cgroupLimits(settings: SandboxSettings) -> CgroupLimits {
+        let settings = applied(to: settings)
+        return CgroupLimits(
+            memoryMax: settings.memoryMax, pidsMax: settings.tasksMax, cpuWeight: cpuWeight)
+    }
+
+    /// `modes` (the app's `UIBackgroundModes` the host allows) less what this section takes away.
+    public func narrowedBackgroundModes(_ modes: [String]) -> [String] {
+        guard let backgroundModes else { return modes }
+        return modes.filter(backgroundModes.contains)
     }
 
     /// `settings` with this app's values in place of the host's.
@@ -41,10 +80,13 @@ public struct AppOverride: Sendable, Equatable {
         revokedEntitlements.contains { SigningPolicy.matches($0, key, ignoringCase: false) }
     }
 
-    /// What an admin reads in `appd profile`: `MemoryMax=1G, revoked com.apple.security.network.client`.
+    /// What an admin reads in `appd profile`: `MemoryMax=64M, revoked com.apple.security.network.client`.
     public var summary: String {
-        (sandbox.map { "\($0.key)=\($0.value)" } + revokedEntitlements.map { "revoked \($0)" })
-            .joined(separator: ", ")
+        let settings = lines.filter { $0.key != "RevokeEntitlements" }.map { line in
+            line.key == "BackgroundModes" && line.value.isEmpty
+                ? "BackgroundModes=none" : "\(line.key)=\(line.value)"
+        }
+        return (settings + revokedEntitlements.map { "revoked \($0)" }).joined(separator: ", ")
     }
 }
 
@@ -76,28 +118,64 @@ extension AppdConfiguration {
         throws
     {
         guard var override = apps[id] else { return }
-        func bad(_ expected: String) -> AppdError {
-            AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
-        }
-        switch key {
-        case "RevokeEntitlements":
-            guard let patterns = SigningPolicy.validPatterns(value) else {
-                throw bad("a list of patterns (exact, a prefix ending in *, or *)")
-            }
-            override.revokedEntitlements = patterns
-        case _ where AppOverride.sandboxKeys.contains(key):
-            var scratch = sandbox
-            if case .invalid(let expected) = scratch.set(
-                key: key, value: value, parseSize: Self.parseSize)
-            {
-                throw bad(expected)
-            }
-            override.sandbox.append((key, value))
-        default:
+        switch override.set(key: key, value: value, host: sandbox) {
+        case .ok:
+            apps[id] = override
+        case .invalid(let expected):
+            throw AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
+        case .unknownKey:
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [\(section)]",
                 hint: "known keys: " + AppOverride.keys.joined(separator: ", "))
         }
-        apps[id] = override
+    }
+}
+
+extension AppOverride {
+    /// Sets `key` from its text as appd.conf and `appd override` write it; `host` is the
+    /// `[Sandbox]` the values are checked against.
+    public mutating func set(key: String, value: String, host: SandboxSettings)
+        -> SandboxSettings.SettingResult
+    {
+        switch key {
+        case "RevokeEntitlements":
+            guard let patterns = SigningPolicy.validPatterns(value) else {
+                return .invalid("a list of patterns (exact, a prefix ending in *, or *)")
+            }
+            revokedEntitlements = patterns
+        case "CPUWeight":
+            guard let weight = Int(value), (1...10000).contains(weight) else {
+                return .invalid("a weight from 1 to 10000 (100 is the kernel's default)")
+            }
+            cpuWeight = weight
+        case "BackgroundModes":
+            let modes = value.split(separator: " ").map(String.init)
+            guard modes.allSatisfy(LifecycleSettings.knownBackgroundModes.contains) else {
+                return .invalid(
+                    "a space-separated list of "
+                        + LifecycleSettings.knownBackgroundModes.joined(separator: ", ")
+                        + " (empty: none)")
+            }
+            backgroundModes = modes
+        case _ where Self.sandboxKeys.contains(key):
+            var scratch = host
+            let result = scratch.set(key: key, value: value, parseSize: AppdConfiguration.parseSize)
+            guard result == .ok else { return result }
+            sandbox.removeAll { $0.key == key }
+            sandbox.append((key, value))
+        default:
+            return .unknownKey
+        }
+        return .ok
+    }
+
+    /// Drops `key`: the host's value applies again.
+    public mutating func unset(key: String) {
+        switch key {
+        case "RevokeEntitlements": revokedEntitlements = []
+        case "CPUWeight": cpuWeight = nil
+        case "BackgroundModes": backgroundModes = nil
+        default: sandbox.removeAll { $0.key == key }
+        }
     }
 }

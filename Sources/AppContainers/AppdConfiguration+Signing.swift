@@ -50,10 +50,9 @@ extension AppdConfiguration {
         let index = signing.signers.count - 1
         switch key {
         case "Key":
-            let directory = (file as NSString).deletingLastPathComponent
+            let directory = Self.directory(of: file)
             do {
-                signing.signers[index].key = try SignerKey.load(
-                    value, relativeTo: directory.isEmpty ? "." : directory)
+                signing.signers[index].key = try SignerKey.load(value, relativeTo: directory)
             } catch let error as AppdError {
                 throw AppdError(.invalidConfig, "\(place): [\(section)] Key=: \(error.message)")
             }

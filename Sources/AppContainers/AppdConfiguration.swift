@@ -190,6 +190,19 @@ public struct AppdConfiguration: Sendable, Equatable {
         }
     }
 
+    /// Every section and the keys it accepts, as appd.conf(5) must document them
+    /// (`[Signer NAME]` and `[App ID]` by their first word).
+    public static let documentedKeys: [(section: String, keys: [String])] = [
+        ("Bundle", bundleKeys), ("Users", ["UIDRange"]), ("Sandbox", SandboxSettings.keys),
+        ("API", APISettings.keys), ("Supervisor", SupervisorSettings.keys),
+        ("Lifecycle", LifecycleSettings.keys), ("Signing", SigningPolicy.signingKeys),
+        ("Signer", SigningPolicy.signerKeys), ("App", AppOverride.keys),
+    ]
+    static let bundleKeys = [
+        "MaxFiles", "MaxTotalBytes", "MaxDepth", "MaxPathLength", "MaxInfoPlistBytes",
+        "MaxEntitlementsBytes",
+    ]
+
     /// `4096`, `64K`, `300M`, `4G`, `1T` (powers of 1024).
     static func parseSize(_ text: String) -> Int64? {
         let units: [Character: Int64] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40]

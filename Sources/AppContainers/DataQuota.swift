@@ -84,14 +84,16 @@ public enum DataQuota {
 extension AppStore {
     /// Whether `[Sandbox] DataQuota=` is enforced on this state root (nil: none configured).
     public var dataQuotaSupport: DataQuota.Support? {
-        config.sandbox.dataQuota == nil ? nil : DataQuota.support(at: root.path)
+        let configured = config.sandbox.dataQuota != nil
+            || config.apps.values.contains { $0.sandboxValue("DataQuota") != nil }
+        return configured ? DataQuota.support(at: root.path) : nil
     }
 
     /// Puts the data container `dir` of an app with `uid` under its quota: project id and
     /// inherit flag on the container and its standard directories, and the configured limit.
     /// Nothing when no DataQuota is configured or the filesystem cannot enforce it.
-    func applyDataQuota(_ dir: FileDescriptor, uid: UInt32, path: String) throws {
-        guard let bytes = config.sandbox.dataQuota, DataQuota.support(fd: dir.raw) == .enforced
+    func applyDataQuota(_ dir: FileDescriptor, uid: UInt32, bundleID: String, path: String) throws {
+        guard let bytes = config.dataQuota(for: bundleID), DataQuota.support(fd: dir.raw) == .enforced
         else {
             return
         }
@@ -133,7 +135,7 @@ extension AppStore {
 
     /// The data container's limit as `appd profile` shows it; nil when none is configured.
     public func dataQuotaStatus(for app: InstalledApp) -> DataQuotaStatus? {
-        guard let bytes = config.sandbox.dataQuota else { return nil }
+        guard let bytes = config.dataQuota(for: app.bundleID) else { return nil }
         switch DataQuota.support(at: root.path) {
         case .notEnforced(let reason):
             return DataQuotaStatus(
@@ -161,5 +163,29 @@ extension AppStore {
             return DataQuotaStatus(
                 limitBytes: usage.limit, enforced: true, projectID: app.uid, usedBytes: usage.used)
         }
+    }
+}
+
+extension AppdConfiguration {
+    /// `DataQuota=` of the app's `[App ID]` section if it sets one, else `[Sandbox]`'s.
+    public func dataQuota(for bundleID: String) -> Int64? {
+        guard let override = override(for: bundleID), override.sandboxValue("DataQuota") != nil
+        else { return sandbox.dataQuota }
+        return override.applied(to: sandbox).dataQuota
+    }
+}
+
+extension AppStore {
+    /// Puts a changed `DataQuota=` of `app`'s `[App ID]` section in force at once (a reload):
+    /// the project's limit only, on a container already under its quota. Returns what was
+    /// done, nil when there was nothing to do (no quota, or the filesystem cannot enforce it).
+    public func applyDataQuotaLimit(for app: InstalledApp) throws -> String? {
+        guard let fd = try? FileDescriptor.directory(app.dataContainer(in: root)),
+            DataQuota.support(fd: fd.raw) == .enforced
+        else { return nil }
+        let bytes = config.dataQuota(for: app.bundleID)
+        // Without a limit the project stays assigned; 0 means "no limit" to the kernel.
+        try DataQuota.setLimit(fd: fd.raw, projectID: app.uid, bytes: bytes ?? 0, path: fd.path)
+        return "data quota \(bytes.map { "\($0) bytes" } ?? "none")"
     }
 }

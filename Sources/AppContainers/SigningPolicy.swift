@@ -49,7 +49,7 @@ public struct SigningPolicy: Sendable, Equatable {
     /// Asking to be sandboxed grants nothing, so every signer may "grant" it.
     static let alwaysAllowed: Set<String> = ["com.apple.security.app-sandbox"]
 
-    static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
+    public static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
         let (pattern, value) =
             ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
         if pattern == "*" { return true }
@@ -58,7 +58,7 @@ public struct SigningPolicy: Sendable, Equatable {
     }
 
     /// Whether a `[Signer]` or `[Signing]` pattern list is well formed: `*` only at the end.
-    static func validPatterns(_ value: String) -> [String]? {
+    public static func validPatterns(_ value: String) -> [String]? {
         let words = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
         guard words.allSatisfy({ !$0.dropLast().contains("*") }) else { return nil }
         return words

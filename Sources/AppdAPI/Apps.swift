@@ -29,6 +29,10 @@ public struct APIApp: Codable, Sendable, Equatable {
     /// The key id of the signer (docs/code-signing.md); nil for an app installed unsigned
     /// under `[Signing] AllowUnsigned=yes`.
     public var signer: String?
+    /// The admin's `[App ID]` section of appd.conf as `Key: Value` (`MemoryMax: 64M`,
+    /// `RevokeEntitlements: com.apple.security.network.client`); only in single-app answers,
+    /// absent when the app has none.
+    public var adminOverride: [String: String]?
 
     public init(
         bundleId: String, state: String, title: String? = nil, version: String? = nil,

@@ -9,10 +9,16 @@ public struct APIReloadResult: Codable, Sendable, Equatable {
     /// Keys that changed in the file but take effect only when appd restarts (the socket, the
     /// cgroup parent ...): their old values stay in force until then.
     public var restartRequired: [String]
+    /// What a changed `[App ID]` section changed at once on running instances and data
+    /// containers (`com.example.notes 3f2a…: memory 67108864`); absent from older daemons.
+    public var applied: [String]?
 
-    public init(config: String?, changed: [String], restartRequired: [String]) {
+    public init(
+        config: String?, changed: [String], restartRequired: [String], applied: [String]? = nil
+    ) {
         self.config = config
         self.changed = changed
         self.restartRequired = restartRequired
+        self.applied = applied
     }
 }

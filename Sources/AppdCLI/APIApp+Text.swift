@@ -18,6 +18,9 @@ extension APIApp {
         let dates = ISO8601DateFormatter()
         rows.append(("installed", dates.string(from: installedAt)))
         rows.append(("updated", dates.string(from: updatedAt)))
+        if let adminOverride, !adminOverride.isEmpty {
+            rows.append(("override", Self.overrideText(adminOverride)))
+        }
         if let running, running > 0 {
             rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
         }
@@ -26,6 +29,23 @@ extension APIApp {
             print("  \(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
         }
         entitlements?.printText(indent: "  ")
+    }
+
+    /// `[App ID]` in a line, in the order appd.conf documents the keys.
+    public static func overrideText(_ settings: [String: String]) -> String {
+        let order = [
+            "MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "CPUWeight", "BackgroundModes",
+            "RevokeEntitlements",
+        ]
+        let keys = order.filter { settings[$0] != nil } + settings.keys.filter { !order.contains($0) }.sorted()
+        return keys.map { key in
+            let value = settings[key] ?? ""
+            switch key {
+            case "RevokeEntitlements": return "revoked " + value
+            case "BackgroundModes" where value.isEmpty: return "BackgroundModes=none"
+            default: return "\(key)=\(value)"
+            }
+        }.joined(separator: ", ") + " ([App] in appd.conf)"
     }
 
     /// `appd list`, `appctl list`: one row per app.

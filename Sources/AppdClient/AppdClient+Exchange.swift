@@ -17,10 +17,27 @@ extension AppdClient {
         }
         let connection: UnixConnection
         do {
-            connection = try UnixConnection(path: socketPath, timeout: timeout)
-        } catch {
+            connection = try openConnection()
+        } catch let error as TransportError {
             throw connectFailure(error)
         }
+        do {
+            return try perform(request, on: connection, handle: handle)
+        } catch {
+            // Through ssh, a failure before any answer is explained by ssh's exit and stderr.
+            if let remote = connection.remote, !connection.receivedAnything,
+                let explained = remote.failure()
+            {
+                throw explained
+            }
+            throw error
+        }
+    }
+
+    private func perform<R>(
+        _ request: HTTPRequest, on connection: UnixConnection,
+        handle: (HTTPResponseHead, HTTPResponseReader) throws -> R
+    ) throws -> R {
         // A write that failed because the daemon closed its end: it may have said why first
         // (403, 413 during an upload), so its answer is read before giving up.
         let writeFailure: TransportError?

@@ -9,6 +9,8 @@ import Foundation
 /// Paths are percent-encoded by `AppdClient.path(_:query:)`; the methods take them as built.
 public struct AppdClient: Sendable {
     public let socketPath: String
+    /// `--host ssh://...`: requests go through ssh to that machine's appd (RemoteHost.swift).
+    public internal(set) var remote: RemoteHost?
     /// Seconds one read or write may block; nil waits as long as the daemon takes (a `wait`, a
     /// followed log, the event stream all stay open for as long as there is something to wait for).
     public var timeout: Double?

@@ -29,7 +29,18 @@ enum TransportError: Error, Equatable {
 /// Writes use `MSG_NOSIGNAL`: a daemon that closes early must turn into an error, never into a
 /// SIGPIPE that kills the CLI before it can print what the daemon said.
 final class UnixConnection {
-    private let fd: Int32
+    let fd: Int32
+    /// The ssh behind a `--host` connection (RemoteHost.swift); nil for a local socket.
+    let remote: RemoteProcess?
+    /// Whether the daemon's side sent anything: if not, ssh is asked why.
+    private(set) var receivedAnything = false
+
+    /// An already connected socket: one end of the socketpair whose other end ssh relays.
+    init(connected fd: Int32, timeout: Double?, remote: RemoteProcess?) {
+        self.fd = fd
+        self.remote = remote
+        if let timeout { Self.setTimeout(fd, seconds: timeout) }
+    }
 
     init(path: String, timeout: Double?) throws(TransportError) {
         var address = sockaddr_un()
@@ -46,6 +57,7 @@ final class UnixConnection {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .socket(errno: errno) }
         self.fd = fd
+        remote = nil
         if let timeout { Self.setTimeout(fd, seconds: timeout) }
         let length = socklen_t(MemoryLayout<sa_family_t>.size + bytes.count + 1)
         let result = withUnsafePointer(to: &address) {
@@ -72,7 +84,10 @@ final class UnixConnection {
         if failure != 0 { throw .connect(errno: failure) }
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        remote?.finish()
+    }
 
     private static func setTimeout(_ fd: Int32, seconds: Double) {
         let whole = max(0, seconds.rounded(.down))
@@ -114,6 +129,7 @@ final class UnixConnection {
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
         while true {
             let count = recv(fd, buffer.baseAddress, buffer.count, 0)
+            if count > 0 { receivedAnything = true }
             if count >= 0 { return count }
             if errno == EINTR { continue }
             if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }

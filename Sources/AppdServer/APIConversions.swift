@@ -22,6 +22,14 @@ extension APIApp {
             entitlements = APIEntitlements(decoded)
         }
     }
+
+    /// The app's `[App ID]` section as the API shows it.
+    public static func adminOverride(_ override: AppOverride?) -> [String: String]? {
+        guard let override else { return nil }
+        var settings: [String: String] = [:]
+        for line in override.lines { settings[line.key] = line.value }
+        return settings.isEmpty ? nil : settings
+    }
 }
 
 extension APIEntitlements {

@@ -59,7 +59,9 @@ actor ConfigurationReloader {
         }
         let changed = Self.changedSections(old, new)
         store.replaceConfiguration(new)
+        let applied = await applyOverrides(old: old, new: new)
         var metadata: Logger.Metadata = ["config": "\(source.path)"]
+        if !applied.isEmpty { metadata["applied"] = "\(applied.joined(separator: "; "))" }
         if !restartRequired.isEmpty {
             metadata["restart_required"] = "\(restartRequired.joined(separator: " "))"
         }
@@ -72,7 +74,28 @@ actor ConfigurationReloader {
         systemd.ready(status: await statusLine())
         let exists = access(source.path, F_OK) == 0
         return APIReloadResult(
-            config: exists ? source.path : nil, changed: changed, restartRequired: restartRequired)
+            config: exists ? source.path : nil, changed: changed, restartRequired: restartRequired,
+            applied: applied)
+    }
+
+    /// A changed `[App ID]` section's limits on that app's running instances and its data
+    /// container's quota, at once (docs: README "Per-app overrides").
+    private func applyOverrides(old: AppdConfiguration, new: AppdConfiguration) async -> [String] {
+        var applied = await supervisor.applyOverrideLimits(old: old, new: new)
+        let ids = Set(old.apps.keys).union(new.apps.keys).sorted()
+        for id in ids {
+            let before = old.override(for: id)?.sandboxValue("DataQuota")
+            let after = new.override(for: id)?.sandboxValue("DataQuota")
+            guard before != after, let app = try? store.app(id) else { continue }
+            do {
+                if let done = try store.applyDataQuotaLimit(for: app) {
+                    applied.append("\(app.bundleID): \(done)")
+                }
+            } catch {
+                applied.append("\(app.bundleID): data quota NOT APPLIED: \(error)")
+            }
+        }
+        return applied
     }
 
     /// Puts the old values of the settings only a restart applies back into `new` (so that

@@ -10,8 +10,9 @@ struct AppctlCommand: ParsableCommand {
         abstract: "Run and watch sandboxed apps through the appd daemon.",
         discussion: """
             appctl talks to the appd daemon on its socket: --socket, else APPD_SOCKET, else the \
-            daemon of --root/APPD_ROOT (<dir>/run/appd.sock), else /run/appd/appd.sock. What you \
-            may do is what the daemon's [API] settings give your uid: see 'appctl status'. Apps \
+            daemon of --root/APPD_ROOT (<dir>/run/appd.sock), else /run/appd/appd.sock; or another \
+            machine's through ssh with --host ssh://[user@]host[:port][/socket] (or APPD_HOST), \
+            as that machine's user. What you may do is what the daemon's [API] settings give your uid: see 'appctl status'. Apps \
             are installed with 'appd install'.
 
             An app is named by its bundle id (case does not matter); an instance, one run of an \
@@ -37,7 +38,7 @@ struct AppctlCommand: ParsableCommand {
             Launch.self, Activate.self, Background.self, Terminate.self, Kill.self, Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
-            Container.self, Logs.self, Events.self, Denials.self, Version.self,
+            Container.self, Logs.self, Events.self, Denials.self, Version.self, System.self,
         ]
     )
 
@@ -52,6 +53,6 @@ struct AppctlCommand: ParsableCommand {
     }
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        GlobalArguments.hoist(arguments, valued: ["--socket", "--root"], flags: ["--json"])
+        GlobalArguments.hoist(arguments, valued: ["--socket", "--root", "--host"], flags: ["--json"])
     }
 }

@@ -17,7 +17,8 @@ struct AppdCommand: ParsableCommand {
             install, uninstall, list and info go through the appd daemon (its socket: --socket, \
             APPD_SOCKET, the --root/APPD_ROOT daemon's, else /run/appd/appd.sock); with \
             --no-daemon, root runs them in-process on the state root instead. verify, profile, \
-            run and doctor always work in-process. Running apps: see appctl.
+            run and doctor always work in-process; override edits appd.conf and has the \
+            running daemon reload it. See appd(8), appd.conf(5). Running apps: see appctl.
 
             The state root is /var/lib/appd unless --root or APPD_ROOT says otherwise; settings \
             come from /etc/appd/appd.conf (or --config / APPD_CONFIG) when it exists.
@@ -25,7 +26,7 @@ struct AppdCommand: ParsableCommand {
         version: AppdVersion.current,
         subcommands: [
             Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
-            Doctor.self, Reload.self,
+            Doctor.self, Reload.self, Override.self,
         ]
     )
 

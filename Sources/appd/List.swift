@@ -53,7 +53,7 @@ struct Info: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(ShellCompletion.appIDs))
+        completion: .custom(InstalledAppIDs.complete))
     var id: String
 
     func run() throws {
@@ -61,7 +61,9 @@ struct Info: ParsableCommand {
             let app: APIApp
             if local.noDaemon {
                 let store = try options.openStore(.readOnly)
-                app = APIApp(try store.app(id), root: store.root, withEntitlements: true)
+                var local = APIApp(try store.app(id), root: store.root, withEntitlements: true)
+                local.adminOverride = APIApp.adminOverride(store.config.override(for: id))
+                app = local
             } else {
                 app = try options.daemonClient().get(AppdClient.path("apps", id), as: APIApp.self)
             }

@@ -10,22 +10,28 @@ struct Profile: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Print the sandbox an app gets: what it sees, who it runs as, what it may do.",
         discussion: """
-            The profile is compiled from the entitlements recorded at install and the [Sandbox] \
-            settings of appd.conf, for this kernel. It is exactly what appd-exec builds at launch. \
-            --launcher prints the text handed to appd-exec instead (docs/launcher-protocol.md).
+            The profile is compiled from the entitlements recorded at install, the [Sandbox] \
+            settings of appd.conf and the app's [App ID] override, for this kernel. It is exactly \
+            what appd-exec builds at launch. By default a summary of about ten lines; --full \
+            prints every mount, Landlock rule, seccomp rule group, limit and variable; --json \
+            the whole profile; --launcher the text handed to appd-exec \
+            (docs/launcher-protocol.md).
             """)
 
     @OptionGroup var options: GlobalOptions
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(ShellCompletion.appIDs))
+        completion: .custom(InstalledAppIDs.complete))
     var id: String
 
     @Flag(help: "Print the profile in appd-exec's input format.")
     var launcher = false
 
-    @Flag(help: "List every seccomp rule, not only a summary.")
+    @Flag(help: "Print the full profile, not only the summary.")
+    var full = false
+
+    @Flag(help: "With --full: list every seccomp rule, not only their groups.")
     var verbose = false
 
     func run() throws {
@@ -38,8 +44,10 @@ struct Profile: ParsableCommand {
                 print(profile.encoded(), terminator: "")
             } else if options.json {
                 Output.json(profile)
-            } else {
+            } else if full || verbose {
                 ProfileText(profile: profile, verbose: verbose).print()
+            } else {
+                ProfileSummary(profile: profile, app: app).print()
             }
         }
     }
@@ -102,16 +110,8 @@ struct ProfileText {
             if families > 0 { item("socket: \(families) address families refused (only unix, inet, inet6, netlink-route)") }
         }
         section("limits")
-        item("cgroup: memory \(p.cgroupLimits.memoryMax.map { "\($0 >> 20)M" } ?? "unlimited"), "
-            + "tasks \(p.cgroupLimits.pidsMax.map(String.init) ?? "unlimited")")
-        if let quota = p.dataQuota {
-            let used = quota.usedBytes.map { ", \($0 >> 10)K used" } ?? ""
-            item(quota.enforced
-                ? "data container: \(quota.limitBytes >> 20)M (project quota \(quota.projectID)\(used))"
-                : "data container: \(quota.limitBytes >> 20)M NOT ENFORCED: \(quota.reason ?? "unknown")")
-        } else {
-            item("data container: no limit ([Sandbox] DataQuota= is not set)")
-        }
+        item("cgroup: " + ProfileSummary.cgroupText(p.cgroupLimits))
+        item(ProfileSummary.dataQuotaText(p.dataQuota))
         for limit in p.rlimits {
             item("\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")")
         }

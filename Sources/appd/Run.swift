@@ -28,7 +28,7 @@ struct Run: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(ShellCompletion.appIDs))
+        completion: .custom(InstalledAppIDs.complete))
     var id: String
 
     @Argument(parsing: .postTerminator, help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))

@@ -26,7 +26,7 @@ struct Uninstall: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
-        completion: .custom(ShellCompletion.appIDs))
+        completion: .custom(InstalledAppIDs.complete))
     var id: String
 
     func run() throws {

@@ -99,6 +99,10 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     func kill(timeoutSeconds: Double) throws
     func events() throws -> CgroupEvents
     func memory() throws -> CgroupMemory
+    /// Writes `limits` into the running instance's interface files (a per-app override
+    /// changed). A memory limit below what the instance uses makes the kernel reclaim, then
+    /// OOM-kill inside the instance, as at any limit.
+    func setLimits(_ limits: CgroupLimits) throws
     /// Removes every directory; the instance must be empty. Missing directories are fine.
     func remove() throws
 }

@@ -188,6 +188,15 @@ struct HybridInstanceCgroup: InstanceCgroup {
         }
     }
 
+    /// v1 refuses (EBUSY) a memory limit below what it cannot reclaim; the old one stays.
+    func setLimits(_ limits: CgroupLimits) throws {
+        try limits.validate()
+        for (controller, file, value) in HybridCgroups.limitFiles(limits) {
+            guard let directory = member(controller) else { continue }
+            try directory.write(value, file)
+        }
+    }
+
     func isFrozen() throws -> Bool {
         if let unified, unified.hasFreeze { return try unified.isFrozen() }
         if let freezer = member("freezer") {

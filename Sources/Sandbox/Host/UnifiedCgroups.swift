@@ -202,6 +202,11 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
 
     func thaw() throws { try directory.setFrozen(false, timeoutSeconds: 5) }
 
+    func setLimits(_ limits: CgroupLimits) throws {
+        try limits.validate()
+        for (file, value) in UnifiedCgroups.limitFiles(limits) { try directory.write(value, file) }
+    }
+
     func isFrozen() throws -> Bool { try directory.isFrozen() }
 
     func kill(timeoutSeconds: Double) throws {

@@ -1,0 +1,362 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import AppdCLI
+import AppdClient
+import ArgumentParser
+import Foundation
+import Sandbox
+
+struct Override: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Narrow one app's entitlements and set its limits, without re-signing it.",
+        discussion: """
+            Like 'flatpak override': rewrites the app's [App ID] section of appd.conf (the \
+            admin's file: --config, APPD_CONFIG, else /etc/appd/appd.conf), keeping every other \
+            line and comment, atomically; a file with an error is refused untouched. Then the \
+            running daemon reloads it (as 'appd reload'): the limits go at once onto the app's \
+            running instances (memory.max, pids.max, cpu.weight; a memory limit below what an \
+            instance uses makes the kernel reclaim, then OOM-kill in that instance) and onto \
+            its data container's quota; entitlements, open files and background modes take \
+            effect at its next launch.
+
+            An override only takes away: --deny drops an entitlement the signer granted, \
+            --allow only removes a --deny (an entitlement the signer never granted stays \
+            absent). A limit given as 'default' goes back to the host's [Sandbox] value. \
+            With no change, or --show, prints the section.
+
+            Examples:
+              appd override com.example.notes --memory-max 1G --deny com.apple.security.network.client
+              appd override com.example.notes --cpu-weight 50 --no-background
+              appd override com.example.notes --reset
+            """)
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(
+        help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
+        completion: .custom(InstalledAppIDs.complete))
+    var id: String
+
+    @Option(
+        help: ArgumentHelp(
+            "Memory limit of each instance (e.g. 512M, 1G; at least 16M).", valueName: "size"))
+    var memoryMax: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Most tasks (threads included) per instance (at least 8).", valueName: "n"))
+    var tasksMax: String?
+
+    @Option(help: ArgumentHelp("RLIMIT_NOFILE of the app (at least 64).", valueName: "n"))
+    var openFilesMax: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Most the data container may hold (e.g. 2G, or infinity).", valueName: "size"))
+    var dataQuota: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "cgroup CPU weight, 1-10000 (the kernel's default is 100).", valueName: "n"))
+    var cpuWeight: String?
+
+    @Option(
+        name: .customLong("deny"),
+        help: ArgumentHelp(
+            "Take an entitlement away (exact key, a prefix ending in *, or *); repeatable.",
+            valueName: "entitlement"))
+    var deny: [String] = []
+
+    @Option(
+        name: .customLong("allow"),
+        help: ArgumentHelp(
+            "Remove a --deny (never grants what the signer did not); repeatable.",
+            valueName: "entitlement"))
+    var allow: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "The only UIBackgroundModes that may keep it running in the background (space-separated: audio location voip fetch processing; 'default': the host's).",
+            valueName: "modes"))
+    var backgroundModes: String?
+
+    @Flag(
+        name: .customLong("no-background"),
+        help: "No background mode keeps it running (it is suspended after the grace period).")
+    var noBackground = false
+
+    @Flag(help: "Remove the app's [App ID] section: the host's settings apply again.")
+    var reset = false
+
+    @Flag(help: "Only print the section.")
+    var show = false
+
+    struct Result: Codable {
+        var app: String
+        var config: String
+        /// The section after the change, `Key: Value`.
+        var settings: [String: String]
+        var changes: [String]
+        var installed: Bool?
+        /// nil: the daemon was not asked (nothing changed, or --show); false: not running.
+        var reloaded: Bool?
+        var applied: [String]?
+        var warnings: [String]
+    }
+
+    var limitOptions: [(key: String, flag: String, value: String?)] {
+        [
+            ("MemoryMax", "--memory-max", memoryMax), ("TasksMax", "--tasks-max", tasksMax),
+            ("OpenFilesMax", "--open-files-max", openFilesMax),
+            ("DataQuota", "--data-quota", dataQuota), ("CPUWeight", "--cpu-weight", cpuWeight),
+        ]
+    }
+
+    func validate() throws {
+        if noBackground && backgroundModes != nil {
+            throw ValidationError("--no-background and --background-modes contradict each other")
+        }
+        let editing =
+            limitOptions.contains { $0.value != nil } || !deny.isEmpty || !allow.isEmpty
+            || backgroundModes != nil || noBackground
+        if reset && editing {
+            throw ValidationError("--reset removes the whole section: give it alone")
+        }
+        if show && (editing || reset) {
+            throw ValidationError("--show changes nothing: give it alone")
+        }
+    }
+
+    func run() throws {
+        try options.run {
+            _ = try BundleIdentifier(validating: id)
+            let path = options.configurationSource.path
+            var result = try AppdConfiguration.withEditLock(path) { try edit(path) }
+            if result.changes.isEmpty || show {
+                print(result)
+                return
+            }
+            try reload(&result)
+            print(result)
+        }
+    }
+
+    /// Reads, checks, rewrites the file; the daemon is asked afterwards, outside the lock.
+    private func edit(_ path: String) throws -> Result {
+        let exists = FileManager.default.fileExists(atPath: path)
+        if !exists && options.configurationSource.explicit {
+            throw AppdError(.invalidConfig, "config file \(path) does not exist")
+        }
+        let text: String
+        if exists {
+            guard let data = FileManager.default.contents(atPath: path),
+                let decoded = String(data: data, encoding: .utf8)
+            else {
+                throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8")
+            }
+            text = decoded
+        } else {
+            text = ""
+        }
+        let config: AppdConfiguration
+        do {
+            config = try AppdConfiguration.parse(text, file: path)
+        } catch let error as AppdError {
+            throw AppdError(
+                .invalidConfig, "\(path) has an error, so it is left as it is: \(error.message)",
+                hint: error.hint ?? "fix the file first")
+        }
+        let old = config.override(for: id) ?? AppOverride()
+        var new = old
+        var warnings: [String] = []
+        var installed: Bool?
+        do {
+            let store = try options.openStore(.readOnly)
+            installed = (try? store.app(id)) != nil
+            if installed == false {
+                warnings.append(
+                    "\(id) is not installed in \(store.root.path): the section applies once it is")
+            }
+        } catch let error as AppdError {
+            warnings.append("cannot check that \(id) is installed: \(error.message)")
+        }
+
+        if reset {
+            new = AppOverride()
+        } else {
+            for (key, flag, value) in limitOptions {
+                guard let value else { continue }
+                if value == "default" {
+                    new.unset(key: key)
+                    continue
+                }
+                try set(&new, key, value, flag: flag, host: config.sandbox)
+            }
+            if noBackground {
+                try set(&new, "BackgroundModes", "", flag: "--no-background", host: config.sandbox)
+            }
+            if let backgroundModes {
+                if backgroundModes == "default" {
+                    new.unset(key: "BackgroundModes")
+                } else {
+                    try set(
+                        &new, "BackgroundModes", backgroundModes, flag: "--background-modes",
+                        host: config.sandbox)
+                }
+            }
+            for entitlement in deny where !new.revokedEntitlements.contains(entitlement) {
+                guard SigningPolicy.validPatterns(entitlement) == [entitlement] else {
+                    throw AppdError(
+                        .invalidConfig,
+                        "--deny \(entitlement) is not an entitlement key or pattern (exact, a prefix ending in *, or *)"
+                    )
+                }
+                new.revokedEntitlements.append(entitlement)
+            }
+            for entitlement in allow {
+                if let index = new.revokedEntitlements.firstIndex(of: entitlement) {
+                    new.revokedEntitlements.remove(at: index)
+                } else if let pattern = new.revokedEntitlements.first(where: {
+                    SigningPolicy.matches($0, entitlement, ignoringCase: false)
+                }) {
+                    throw AppdError(
+                        .invalidConfig,
+                        "--allow \(entitlement): it is denied by the pattern '\(pattern)'",
+                        hint:
+                            "remove the pattern with --allow '\(pattern)', then deny what should stay denied"
+                    )
+                } else {
+                    warnings.append(
+                        "\(entitlement) was not denied: --allow only removes a --deny, it never grants what the signer did not"
+                    )
+                }
+            }
+        }
+
+        let changes = Self.changes(from: old, to: new)
+        var result = Result(
+            app: id, config: path,
+            settings: Dictionary(new.lines.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 }),
+            changes: changes, installed: installed, warnings: warnings)
+        guard !changes.isEmpty, !show else { return result }
+        if geteuid() != 0, access(path, W_OK) != 0 {
+            throw AppdError(
+                .permissionDenied, "changing \(path) needs root", hint: "run it with sudo")
+        }
+        let edited = AppdConfiguration.replacingApp(id, with: new.lines, in: text)
+        // The file as written must read back as exactly this section, everything else unchanged.
+        let check = try AppdConfiguration.parse(edited, file: path)
+        var expected = config
+        expected.apps[id.lowercased()] = new.lines.isEmpty ? nil : new
+        if reset { expected.apps[id.lowercased()] = nil }
+        guard check == expected else {
+            throw AppdError(
+                .conflict, "the edited \(path) would not say what was asked; it is left as it is")
+        }
+        try AppdConfiguration.writeAtomically(edited, to: path)
+        result.warnings = warnings
+        return result
+    }
+
+    private func set(
+        _ override: inout AppOverride, _ key: String, _ value: String, flag: String,
+        host: SandboxSettings
+    ) throws {
+        switch override.set(key: key, value: value, host: host) {
+        case .ok: break
+        case .invalid(let expected):
+            throw AppdError(
+                .invalidConfig, "\(flag) \(value.isEmpty ? "''" : value) is not \(expected)")
+        case .unknownKey:
+            throw AppdError(.conflict, "\(key) is not a key of [App ID]")
+        }
+    }
+
+    static func changes(from old: AppOverride, to new: AppOverride) -> [String] {
+        // An empty value (BackgroundModes=) reads as "(none)".
+        func settings(_ override: AppOverride) -> [String: String] {
+            Dictionary(
+                override.lines.map { ($0.key, $0.value.isEmpty ? "(none)" : $0.value) },
+                uniquingKeysWith: { $1 })
+        }
+        let before = settings(old)
+        let after = settings(new)
+        var changes: [String] = []
+        for key in AppOverride.keys {
+            switch (before[key], after[key]) {
+            case (nil, let value?): changes.append("\(key)=\(value)")
+            case (let was?, let value?) where was != value:
+                changes.append("\(key)=\(value) (was \(was))")
+            case (let was?, nil):
+                changes.append("\(key) removed (was \(was); the host's value applies)")
+            default: break
+            }
+        }
+        return changes
+    }
+
+    /// Asks the daemon to read the file again, if one runs.
+    private func reload(_ result: inout Result) throws {
+        let answer: APIReloadResult
+        do {
+            answer = try options.client.post("/v1/reload", as: APIReloadResult.self)
+        } catch {
+            if error.code == "unavailable" && (error.errno == ENOENT || error.errno == ECONNREFUSED)
+            {
+                result.reloaded = false
+                return
+            }
+            print(result)
+            var failure = error
+            failure.message =
+                "\(result.config) is written, but the daemon did not reload it: \(error.message)"
+            throw failure
+        }
+        result.reloaded = true
+        result.applied = answer.applied ?? []
+        var mine = result.config
+        if let resolved = realpath(result.config, nil) {
+            mine = String(cString: resolved)
+            free(resolved)
+        }
+        if answer.config != mine && answer.config != result.config {
+            result.warnings.append(
+                "the daemon reads \(answer.config ?? "no file (built-in defaults)"), not \(result.config): this change is not in force there"
+            )
+        }
+    }
+
+    private func print(_ result: Result) {
+        if options.json {
+            Output.json(result)
+            return
+        }
+        for warning in result.warnings {
+            FileHandle.standardError.write(Data("appd: warning: \(warning)\n".utf8))
+        }
+        let header = "[App \(result.app)] in \(result.config)"
+        if result.changes.isEmpty || show {
+            let lines = AppOverride.keys.compactMap { key in
+                result.settings[key].map { "  \(key)=\($0)" }
+            }
+            Swift.print(
+                lines.isEmpty ? "\(header): none (the host's settings apply)" : "\(header):")
+            for line in lines { Swift.print(line) }
+            return
+        }
+        Swift.print("\(header): " + result.changes.joined(separator: ", "))
+        switch result.reloaded {
+        case true?:
+            let applied = result.applied ?? []
+            Swift.print(
+                applied.isEmpty
+                    ? "appd reloaded it: in force from the app's next launch"
+                    : "appd reloaded it; applied at once: " + applied.joined(separator: "; "))
+        case false?:
+            Swift.print("appd is not running: it reads the file when it starts")
+        case nil:
+            break
+        }
+    }
+}
