@@ -204,6 +204,9 @@ public struct APIEvent: Codable, Sendable, Equatable {
         /// A lifecycle message to or from the app (`detail`: `-> didEnterBackground`,
         /// `<- ready`), or something the daemon decided about it (`detail`: `memory warning`).
         case message
+        /// Not an event: events a client asked for (`since=`) or should have had are gone;
+        /// `detail` says which, `seq` is the last one missed, `app` is empty.
+        case gap
     }
 
     /// Increases by one per event for the life of the daemon.

@@ -93,7 +93,7 @@ final class Router: Sendable {
             return try .json(APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
-        Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
+        Route(method: .GET, pattern: ["events"], right: .read) { r, q, _ in try r.events(q) },
         Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in try .json(try await r.reloader.reload()) },
     ]
 

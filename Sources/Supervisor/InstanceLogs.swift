@@ -6,7 +6,8 @@ import Glibc
 /// written and rotated (by rename) by the instance's output relay in `appd-exec`
 /// (docs/app-output.md), never by the app, which holds only a pipe. The daemon makes the pipe
 /// and opens the folder for the relay, reads the files for `appctl logs`, and keeps the logs of
-/// the last `KeepExited` instances.
+/// the last `KeepExited` instances. Beside each file the relay keeps its time index
+/// (`.log.idx`, `.log.1.idx`; LogTimeIndex), which counts against the same bound.
 struct InstanceLogs: Sendable {
     let directory: String
     let maxBytes: Int64
@@ -42,8 +43,8 @@ struct InstanceLogs: Sendable {
         return (fds[0], fds[1])
     }
 
+    /// The log, its rotated part and their time indexes.
     func remove(_ path: String) {
-        unlink(path)
-        unlink(path + ".1")
+        for name in [path, path + ".1", path + ".idx", path + ".1.idx"] { unlink(name) }
     }
 }
