@@ -47,6 +47,8 @@ public actor Supervisor {
     var stopping = false
     /// Memory pressure seen so far (Jetsam.swift).
     var jetsam = JetsamState()
+    /// CPU seconds of ended instances per app (Supervisor+Usage.swift, the metrics).
+    var endedCPU: [String: Double] = [:]
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 

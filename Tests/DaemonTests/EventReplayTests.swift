@@ -32,9 +32,9 @@ struct EventReplayTests {
     func replayAfterReconnect() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.replay")
-        // Connected: sees the first launch, then goes away.
+        // Connected (the install replayed first): sees the first launch, then goes away.
         var first: APIInstance?
-        let seen = try Self.collect(daemon, "/v1/events") { events in
+        let seen = try Self.collect(daemon, "/v1/events?since=0") { events in
             if first == nil { first = try? daemon.launch("com.example.replay", ["exit", "0"]) }
             return events.contains { $0.kind == .launched }
         }

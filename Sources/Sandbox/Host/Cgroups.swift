@@ -99,6 +99,9 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     func kill(timeoutSeconds: Double) throws
     func events() throws -> CgroupEvents
     func memory() throws -> CgroupMemory
+    /// CPU time of every process in it so far (`cpu.stat` usage_usec of the v2 directory, else
+    /// v1 `cpuacct.usage`), in microseconds; nil where neither is kept.
+    func cpuMicroseconds() throws -> Int64?
     /// Removes every directory; the instance must be empty. Missing directories are fine.
     func remove() throws
 }
