@@ -14,6 +14,9 @@ extension Router {
         let tail = try Self.tailLines(request.query["tail"])
         let since = try Self.sinceTime(request.query["since"])
         let timestamps = request.flag("timestamps")
+        // What the app wrote before this request is in the log before the files are opened.
+        let instance = try await supervisor.instance(id)
+        if instance.state != .exited, let launcher = instance.pid { await InstanceLogs.settle(launcher: launcher) }
         let files = try await supervisor.logFiles(id)
         let follow = request.flag("follow")
         let supervisor = supervisor

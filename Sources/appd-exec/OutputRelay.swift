@@ -97,6 +97,17 @@ struct OutputRelay {
         var buffer = [UInt8](repeating: 0, count: Self.readSize + Self.maxLine)
         var filled = 0
         while true {
+            // Wait for output unlocked, then hold the pipe's flock from the read until the bytes
+            // are in the log: the daemon, once the pipe is empty, takes the lock shared before it
+            // reads the log, so output written before a request is in the answer
+            // (InstanceLogs.settle).
+            var poller = pollfd(fd: settings.readFD, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            while flock(settings.readFD, LOCK_EX) != 0 && errno == EINTR {}
+            defer { _ = flock(settings.readFD, LOCK_UN) }
             let count = buffer.withUnsafeMutableBytes {
                 read(settings.readFD, $0.baseAddress! + filled, Self.readSize)
             }

@@ -113,6 +113,37 @@ struct LogTimeTests {
         _ = try daemon.wait(instance.id)
     }
 
+    @Test("a relay slow to take the app's output (stopped here) holds the answer until the line is in the log")
+    func waitsForTheRelay() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.slowrelay")
+        let home = try daemon.client.get("/v1/apps/com.example.slowrelay/containers/data", as: APIContainer.self).path
+        let instance = try daemon.launch("com.example.slowrelay", ["output-marked", "40"])
+        let launcher = try #require(instance.pid)
+        // The relay: the launcher's child in the host's pid namespace (the sandbox's PID 1 is
+        // the other one, with a second NSpid).
+        let children = (try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8))
+            .split(separator: " ").compactMap { pid_t($0) }
+        let relay = try #require(children.first { child in
+            let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
+            return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
+        })
+        #expect(try daemon.eventually { access("\(home)/marker-0", F_OK) == 0 })
+        kill(relay, SIGSTOP)
+        defer { kill(relay, SIGCONT) }
+        // Line 3 goes into the pipe while the relay sleeps; the request starts, the relay wakes
+        // 300 ms later.
+        #expect(try daemon.eventually { access("\(home)/marker-3", F_OK) == 0 })
+        let waker = Thread {
+            usleep(300_000)
+            kill(relay, SIGCONT)
+        }
+        waker.start()
+        let text = try daemon.logs(instance.id)
+        #expect(text.contains("marked line 3\n"), "line 3 missing:\n\(text)")
+        _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+    }
+
     @Test("attack: an app writing tiny lines cannot make the time index outgrow the log's bound")
     func tinyLinesStayBounded() throws {
         let logMax = 16 << 10
