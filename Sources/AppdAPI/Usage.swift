@@ -23,7 +23,8 @@ public struct APIInstanceUsage: Codable, Sendable, Equatable {
     public var cpuSeconds: Double?
 
     public init(
-        id: String, app: String, state: InstanceState, startedAt: Date, memoryBytes: Int64?, cpuSeconds: Double?
+        id: String, app: String, state: InstanceState, startedAt: Date, memoryBytes: Int64?,
+        cpuSeconds: Double?
     ) {
         self.id = id
         self.app = app

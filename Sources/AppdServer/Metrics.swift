@@ -26,7 +26,8 @@ final class DaemonMetrics: Sendable {
     let denials = Mutex<(@Sendable () async -> [String: Int])?>(nil)
 
     static let installBuckets: [Duration] = [
-        .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250),
+        .milliseconds(500),
         .seconds(1), .seconds(2.5), .seconds(5), .seconds(10), .seconds(30), .seconds(60),
     ]
 
@@ -34,8 +35,15 @@ final class DaemonMetrics: Sendable {
 
     init() {
         installDurations = registry.makeDurationHistogram(
-            name: "appd_install_duration_seconds", labels: [], buckets: Self.installBuckets,
-            help: "Time to install or upgrade an app through the API, from the request to the answer")
+            descriptor: Self.named(
+                "install_duration", "seconds",
+                "Time to install or upgrade an app through the API, from the request to the answer"),
+            buckets: Self.installBuckets)
+    }
+
+    /// `appd_<name>_<unit>` (no unit: `appd_<name>`), as swift-prometheus describes a name.
+    static func named(_ name: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "appd", metricName: name, unitName: unit, helpText: help)
     }
 
     // MARK: Counted as it happens
@@ -43,12 +51,16 @@ final class DaemonMetrics: Sendable {
     func record(_ event: APIEvent) {
         switch event.kind {
         case .launched:
-            appCounter("appd_launches_total", app: event.app, labels: [],
-                help: "Instances launched").increment()
+            appCounter(
+                Self.named("launches", "total", "Instances launched"), app: event.app, labels: []
+            ).increment()
         case .exited:
             let reason = event.exit?.reason.rawValue ?? "unknown"
-            appCounter("appd_exits_total", app: event.app, labels: [("reason", reason)],
-                help: "Instances that ended, by exit reason").increment()
+            appCounter(
+                Self.named("exits", "total", "Instances that ended, by exit reason"),
+                app: event.app,
+                labels: [("reason", reason)]
+            ).increment()
         case .uninstalled:
             let counters = perApp.withLock { $0.removeValue(forKey: event.app.lowercased()) } ?? []
             for counter in counters { registry.unregisterCounter(counter) }
@@ -59,24 +71,31 @@ final class DaemonMetrics: Sendable {
 
     func recordInstall(_ duration: Duration, succeeded: Bool) {
         registry.makeCounter(
-            name: "appd_installs_total", labels: [("result", succeeded ? "ok" : "failed")],
-            help: "Installs and upgrades through the API, by result"
+            descriptor: Self.named(
+                "installs", "total", "Installs and upgrades through the API, by result"),
+            labels: [("result", succeeded ? "ok" : "failed")]
         ).increment()
         if succeeded { installDurations.record(duration) }
     }
 
     func recordRequest(route: String, status: Int) {
         registry.makeCounter(
-            name: "appd_api_requests_total", labels: [("route", route), ("status", String(status))],
-            help: "API requests answered, by route (the router's pattern) and HTTP status"
+            descriptor: Self.named(
+                "api_requests", "total",
+                "API requests answered, by route (the router's pattern) and HTTP status"),
+            labels: [("route", route), ("status", String(status))]
         ).increment()
     }
 
-    private func appCounter(_ name: String, app: String, labels: [(String, String)], help: String) -> Counter {
-        let counter = registry.makeCounter(name: name, labels: [("app", app)] + labels, help: help)
+    private func appCounter(
+        _ descriptor: MetricNameDescriptor, app: String, labels: [(String, String)]
+    ) -> Counter {
+        let counter = registry.makeCounter(descriptor: descriptor, labels: [("app", app)] + labels)
         perApp.withLock { counters in
             let key = app.lowercased()
-            if !(counters[key] ?? []).contains(where: { $0 === counter }) { counters[key, default: []].append(counter) }
+            if !(counters[key] ?? []).contains(where: { $0 === counter }) {
+                counters[key, default: []].append(counter)
+            }
         }
         return counter
     }
@@ -84,17 +103,24 @@ final class DaemonMetrics: Sendable {
     // MARK: Read when scraped
 
     /// The whole exposition: the counters, then what the scrape read.
-    func render(usage: [InstanceUsage], installed: [String], endedCPU: [String: Double]) async -> [UInt8] {
+    func render(usage: [InstanceUsage], installed: [String], endedCPU: [String: Double]) async
+        -> [UInt8]
+    {
         let now = PrometheusCollectorRegistry()
-        now.makeGauge(name: "appd_start_time_seconds", labels: [], help: "When this daemon started (Unix time)")
-            .set(startedAt.timeIntervalSince1970)
-        now.makeGauge(name: "appd_apps_installed", labels: [], help: "Apps installed")
+        now.makeGauge(
+            descriptor: Self.named("start_time", "seconds", "When this daemon started (Unix time)"),
+            labels: []
+        )
+        .set(startedAt.timeIntervalSince1970)
+        now.makeGauge(descriptor: Self.named("apps_installed", "", "Apps installed"), labels: [])
             .set(Double(installed.count))
         var byState: [InstanceState: Int] = [:]
         for instance in usage { byState[instance.state, default: 0] += 1 }
         for state in InstanceState.allCases where state != .exited && state != .running {
-            now.makeGauge(name: "appd_instances", labels: [("state", state.rawValue)],
-                help: "Live instances, by state").set(Double(byState[state] ?? 0))
+            now.makeGauge(
+                descriptor: Self.named("instances", "", "Live instances, by state"),
+                labels: [("state", state.rawValue)]
+            ).set(Double(byState[state] ?? 0))
         }
         // Per installed app (label values come from the registry, never from the instances).
         var memory: [String: Int64] = [:]
@@ -111,20 +137,32 @@ final class DaemonMetrics: Sendable {
         for app in installed {
             let key = app.lowercased()
             if counted.contains(key) || usage.contains(where: { $0.app.lowercased() == key }) {
-                now.makeGauge(name: "appd_app_memory_bytes", labels: [("app", app)],
-                    help: "Memory charged to the app's live instances (cgroup memory.current / memory.usage_in_bytes)")
-                    .set(Double(memory[key] ?? 0))
+                now.makeGauge(
+                    descriptor: Self.named(
+                        "app_memory", "bytes",
+                        "Memory charged to the app's live instances (cgroup memory.current / memory.usage_in_bytes)"
+                    ), labels: [("app", app)]
+                )
+                .set(Double(memory[key] ?? 0))
             }
             if let seconds = cpu[key] {
-                now.makeCounter(name: "appd_app_cpu_seconds_total", labels: [("app", app)],
-                    help: "CPU time of the app's instances since this daemon started (cgroup cpu.stat usage_usec)")
-                    .increment(by: max(0, seconds))
+                now.makeCounter(
+                    descriptor: Self.named(
+                        "app_cpu", "seconds_total",
+                        "CPU time of the app's instances since this daemon started (cgroup cpu.stat usage_usec)"
+                    ), labels: [("app", app)]
+                )
+                .increment(by: max(0, seconds))
             }
         }
         if let source = denials.withLock({ $0 }) {
-            for (app, count) in await source() where installed.contains(where: { $0.caseInsensitiveCompare(app) == .orderedSame }) {
-                now.makeCounter(name: "appd_denials_total", labels: [("app", app)],
-                    help: "Operations the sandbox refused, per app").increment(by: Int64(max(0, count)))
+            for (app, count) in await source()
+            where installed.contains(where: { $0.caseInsensitiveCompare(app) == .orderedSame }) {
+                now.makeCounter(
+                    descriptor: Self.named(
+                        "denials", "total", "Operations the sandbox refused, per app"),
+                    labels: [("app", app)]
+                ).increment(by: Int64(max(0, count)))
             }
         }
         var buffer: [UInt8] = []

@@ -8,7 +8,8 @@ extension Router {
     /// with `since=TIME` (RFC 3339) those at or after TIME; a `gap` event says when some asked
     /// for are gone, or when this client read so slowly that some were dropped.
     func events(_ request: Request) throws -> Reply {
-        let start = try Self.eventStart(request.query["since"] ?? request.headers.first(name: "Last-Event-ID"))
+        let start = try Self.eventStart(
+            request.query["since"] ?? request.headers.first(name: "Last-Event-ID"))
         let (replay, stream) = supervisor.events(after: start)
         return .stream(contentType: "application/x-ndjson") { writer in
             let encoder = APICoding.encoder()
@@ -34,7 +35,9 @@ extension Router {
 
     /// `since`: a seq (0 and up), or an RFC 3339 time; absent: from now.
     static func eventStart(_ value: String?) throws -> EventHub.Start {
-        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return .now }
+        guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else {
+            return .now
+        }
         if value.utf8.allSatisfy({ (48...57).contains($0) }) {
             guard let seq = Int(value) else {
                 throw APIFailure.badRequest("since '\(value.prefix(40))' is not an event seq")
@@ -43,10 +46,13 @@ extension Router {
         }
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        guard let date = formatter.date(from: value) ?? ISO8601DateFormatter().date(from: value) else {
+        guard let date = formatter.date(from: value) ?? ISO8601DateFormatter().date(from: value)
+        else {
             throw APIFailure(
                 400, "badRequest", "since '\(value.prefix(40))' is neither an event seq nor a time",
-                hint: "give the seq of the last event seen (as Last-Event-ID) or RFC 3339 (2026-11-24T10:00:00Z)")
+                hint:
+                    "give the seq of the last event seen (as Last-Event-ID) or RFC 3339 (2026-11-24T10:00:00Z)"
+            )
         }
         return .time(date)
     }

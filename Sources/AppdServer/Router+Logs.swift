@@ -16,7 +16,9 @@ extension Router {
         let timestamps = request.flag("timestamps")
         // What the app wrote before this request is in the log before the files are opened.
         let instance = try await supervisor.instance(id)
-        if instance.state != .exited, let launcher = instance.pid { await InstanceLogs.settle(launcher: launcher) }
+        if instance.state != .exited, let launcher = instance.pid {
+            await InstanceLogs.settle(launcher: launcher)
+        }
         let files = try await supervisor.logFiles(id)
         let follow = request.flag("follow")
         let supervisor = supervisor
@@ -49,30 +51,35 @@ extension Router {
                 stamper.index = indexes[index]
                 stamper.atLineStart = true
                 _ = try await Self.copy(
-                    fd, from: index == start.file ? start.offset : 0, limit: limit, into: writer, buffer: &buffer,
+                    fd, from: index == start.file ? start.offset : 0, limit: limit, into: writer,
+                    buffer: &buffer,
                     stamper: &stamper)
             }
             var currentIndex = indexes.last ?? nil
             stamper.index = currentIndex
             stamper.atLineStart = true
             var offset = try await Self.copy(
-                log.fd, from: start.file == older.count ? start.offset : 0, limit: limit, into: writer,
+                log.fd, from: start.file == older.count ? start.offset : 0, limit: limit,
+                into: writer,
                 buffer: &buffer, stamper: &stamper)
             guard follow else { return }
             while true {
                 let exited = try await supervisor.instance(id).state == .exited
                 if currentIndex == nil {
                     // The relay makes the index right after the file: take it once it is there.
-                    currentIndex = LogTimeIndex(forLog: log.fd, candidates: [currentPath + ".idx", currentPath + ".1.idx"])
+                    currentIndex = LogTimeIndex(
+                        forLog: log.fd, candidates: [currentPath + ".idx", currentPath + ".1.idx"])
                     stamper.index = currentIndex
                 }
                 offset = try await Self.copy(
-                    log.fd, from: offset, limit: limit, into: writer, buffer: &buffer, stamper: &stamper)
+                    log.fd, from: offset, limit: limit, into: writer, buffer: &buffer,
+                    stamper: &stamper)
                 if log.replaced() {
                     // Renamed to .1 by the relay, which writes only the new file from then on:
                     // the rest of the old one, then the new one from its start.
                     offset = try await Self.copy(
-                        log.fd, from: offset, limit: limit, into: writer, buffer: &buffer, stamper: &stamper)
+                        log.fd, from: offset, limit: limit, into: writer, buffer: &buffer,
+                        stamper: &stamper)
                     log.reopen()
                     offset = 0
                     currentIndex = LogTimeIndex(forLog: log.fd, candidates: [currentPath + ".idx"])
@@ -121,7 +128,8 @@ extension Router {
     static func tailLines(_ value: String?) throws -> Int? {
         guard let value else { return nil }
         guard let lines = Int(value), (0...100_000).contains(lines) else {
-            throw APIFailure.badRequest("tail '\(value.prefix(20))' is not a number of lines from 0 to 100000")
+            throw APIFailure.badRequest(
+                "tail '\(value.prefix(20))' is not a number of lines from 0 to 100000")
         }
         return lines
     }
@@ -162,7 +170,9 @@ extension Router {
         }
         let last = max(0, fds.count - 1)
         var info = stat()
-        let size = fds.last.map { $0 >= 0 && fstat($0, &info) == 0 ? min(Int64(info.st_size), limit) : 0 } ?? 0
+        let size =
+            fds.last.map { $0 >= 0 && fstat($0, &info) == 0 ? min(Int64(info.st_size), limit) : 0 }
+            ?? 0
         return (last, size)
     }
 
@@ -174,9 +184,13 @@ extension Router {
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while position < size {
             let wanted = Int(min(Int64(buffer.count), size - position))
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(position)) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress, wanted, off_t(position))
+            }
             guard count > 0 else { return size }
-            if let newline = buffer[..<count].firstIndex(of: 0x0A) { return position + Int64(newline) + 1 }
+            if let newline = buffer[..<count].firstIndex(of: 0x0A) {
+                return position + Int64(newline) + 1
+            }
             position += Int64(count)
         }
         return size
@@ -201,7 +215,9 @@ extension Router {
             while end > 0 {
                 let start = max(0, end - Int64(buffer.count))
                 let wanted = Int(end - start)
-                let count = buffer.withUnsafeMutableBytes { pread(fds[index], $0.baseAddress, wanted, off_t(start)) }
+                let count = buffer.withUnsafeMutableBytes {
+                    pread(fds[index], $0.baseAddress, wanted, off_t(start))
+                }
                 guard count == wanted else { return (0, 0) }
                 for position in stride(from: count - 1, through: 0, by: -1) {
                     defer { atVeryEnd = false }
@@ -218,14 +234,17 @@ extension Router {
     /// Sends `fd` from `offset` to its end, or to `limit`; returns the new offset. No file
     /// (-1) is empty.
     static func copy(
-        _ fd: Int32, from offset: Int64, limit: Int64, into writer: StreamWriter, buffer: inout [UInt8],
+        _ fd: Int32, from offset: Int64, limit: Int64, into writer: StreamWriter,
+        buffer: inout [UInt8],
         stamper: inout LineStamper
     ) async throws -> Int64 {
         guard fd >= 0 else { return offset }
         var position = offset
         while position < limit {
             let wanted = Int(min(Int64(buffer.count), limit - position))
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, wanted, off_t(position)) }
+            let count = buffer.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress, wanted, off_t(position))
+            }
             guard count > 0 else { return position }
             if stamper.timestamps {
                 try await writer.write(stamper.stamp(buffer[..<count], at: position))

@@ -11,7 +11,9 @@ extension Router {
         let ended = await supervisor.endedCPUSeconds(installed: installed)
         let text = await metrics.render(usage: usage, installed: installed, endedCPU: ended)
         // A body made whole before it is sent, as one chunk.
-        return .stream(contentType: "text/plain; version=0.0.4; charset=utf-8") { writer in try await writer.write(text) }
+        return .stream(contentType: "text/plain; version=0.0.4; charset=utf-8") { writer in
+            try await writer.write(text)
+        }
     }
 
     /// `GET /v1/usage[?app=ID]`: memory and CPU time of each live instance now.
@@ -19,7 +21,9 @@ extension Router {
         if let app = request.query["app"] { _ = try store.app(app) }
         let targets = await supervisor.usageTargets(app: request.query["app"])
         let sampledAt = Date()
-        let instances = Supervisor.sampleUsage(targets).map(\.api).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+        let instances = Supervisor.sampleUsage(targets).map(\.api).sorted {
+            ($0.startedAt, $0.id) < ($1.startedAt, $1.id)
+        }
         return try .json(APIUsage(sampledAt: sampledAt, instances: instances))
     }
 

@@ -30,7 +30,9 @@ public final class EventHub: Sendable {
 
     func publish(_ make: (Int) -> APIEvent) {
         let (event, targets, observers) = state.withLock {
-            state -> (APIEvent, [AsyncStream<APIEvent>.Continuation], [@Sendable (APIEvent) -> Void]) in
+            state -> (
+                APIEvent, [AsyncStream<APIEvent>.Continuation], [@Sendable (APIEvent) -> Void]
+            ) in
             let event = make(state.next)
             state.next += 1
             let bytes = Self.size(of: event)
@@ -88,20 +90,38 @@ public final class EventHub: Sendable {
             case .after(let seq) where seq > newest:
                 // A seq this daemon never sent: the client saw another daemon (seq starts at 1
                 // with each start).
-                return [gap(upTo: oldest - 1, detail: "event \(seq) is newer than any this daemon sent (it started at \(Self.rfc3339(startedAt)) and numbers its events from 1): all it still holds follows")]
+                return [
+                    gap(
+                        upTo: oldest - 1,
+                        detail:
+                            "event \(seq) is newer than any this daemon sent (it started at \(Self.rfc3339(startedAt)) and numbers its events from 1): all it still holds follows"
+                    )
+                ]
                     + held
             case .after(let seq):
                 let missed = seq + 1 < oldest
                 let wanted = held.filter { $0.seq > seq }
                 guard missed else { return wanted }
-                return [gap(upTo: oldest - 1, detail: "events \(seq + 1) to \(oldest - 1) are no longer held (appd keeps the last \(Self.ringCount) events, at most \(Self.ringBytes >> 20) MiB): what follows is all it has")]
+                return [
+                    gap(
+                        upTo: oldest - 1,
+                        detail:
+                            "events \(seq + 1) to \(oldest - 1) are no longer held (appd keeps the last \(Self.ringCount) events, at most \(Self.ringBytes >> 20) MiB): what follows is all it has"
+                    )
+                ]
                     + wanted
             case .time(let date):
                 let wanted = held.filter { $0.time >= date }
                 // Events were dropped from the ring, and the oldest held one is already newer
                 // than the time asked for: some of those dropped may have been wanted.
                 guard oldest > 1, let first = held.first, first.time > date else { return wanted }
-                return [gap(upTo: oldest - 1, detail: "events 1 to \(oldest - 1) are no longer held; the oldest held is from \(Self.rfc3339(first.time)), after \(Self.rfc3339(date))")]
+                return [
+                    gap(
+                        upTo: oldest - 1,
+                        detail:
+                            "events 1 to \(oldest - 1) are no longer held; the oldest held is from \(Self.rfc3339(first.time)), after \(Self.rfc3339(date))"
+                    )
+                ]
                     + wanted
             }
         }
@@ -118,7 +138,9 @@ public final class EventHub: Sendable {
     public static func dropped(from: Int, to: Int) -> APIEvent {
         APIEvent(
             seq: to, time: Date(), kind: .gap, app: "",
-            detail: "events \(from) to \(to) were dropped: this client read more slowly than they came (appd holds at most \(bufferPerSubscriber) undelivered events per client)")
+            detail:
+                "events \(from) to \(to) were dropped: this client read more slowly than they came (appd holds at most \(bufferPerSubscriber) undelivered events per client)"
+        )
     }
 
     static func size(of event: APIEvent) -> Int {

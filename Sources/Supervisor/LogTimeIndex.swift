@@ -80,12 +80,29 @@ public final class LogTimeIndex {
     /// reader going through the file once). Nil before the first record.
     public func time(at offset: Int64) -> Int64? {
         if cursor + 1 >= count { refresh() }
+        if cursor < 0 || (record(cursor)?.offset ?? 0) > offset {
+            // The first lookup (a tail or since start deep in the file) finds its record by
+            // binary search; the walk goes on from there.
+            cursor = lastRecord(atOrBefore: offset)
+        }
         while let next = record(cursor + 1), next.offset <= offset,
             cursor < 0 || next.offset >= (record(cursor)?.offset ?? 0)
         {
             cursor += 1
         }
         return cursor >= 0 ? record(cursor)?.time : nil
+    }
+
+    /// The index of the last record at or before `offset` (-1: none).
+    func lastRecord(atOrBefore offset: Int64) -> Int {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = low + (high - low) / 2
+            guard let record = record(middle) else { break }
+            if record.offset <= offset { low = middle + 1 } else { high = middle }
+        }
+        return low - 1
     }
 
     /// The offset of the first record whose time is at or after `time`, or nil when every

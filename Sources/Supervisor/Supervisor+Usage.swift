@@ -13,28 +13,38 @@ public struct InstanceUsage: Sendable {
 
     public var api: APIInstanceUsage {
         APIInstanceUsage(
-            id: id, app: app, state: state, startedAt: startedAt, memoryBytes: memoryBytes, cpuSeconds: cpuSeconds)
+            id: id, app: app, state: state, startedAt: startedAt, memoryBytes: memoryBytes,
+            cpuSeconds: cpuSeconds)
     }
 }
 
 extension Supervisor {
     /// The live instances and their cgroups: taken on the actor (cheap), read off it
     /// (`sampleUsage`), so that a scrape of 1,000 instances never holds launches up.
-    public func usageTargets(app: String? = nil) -> [(instance: APIInstance, cgroup: (any InstanceCgroup)?)] {
+    public func usageTargets(app: String? = nil) -> [(
+        instance: APIInstance, cgroup: (any InstanceCgroup)?
+    )] {
         entries.values.filter { $0.record.instance.state != .exited }
-            .filter { app == nil || $0.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame }
+            .filter {
+                app == nil
+                    || $0.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame
+            }
             .map { ($0.record.instance, $0.cgroup) }
     }
 
     /// Reads two small cgroup files per instance; an instance that ends meanwhile has none.
-    public nonisolated static func sampleUsage(_ targets: [(instance: APIInstance, cgroup: (any InstanceCgroup)?)])
+    public nonisolated static func sampleUsage(
+        _ targets: [(instance: APIInstance, cgroup: (any InstanceCgroup)?)]
+    )
         -> [InstanceUsage]
     {
         targets.map { instance, cgroup in
             InstanceUsage(
-                id: instance.id, app: instance.app, state: instance.state, startedAt: instance.startedAt,
+                id: instance.id, app: instance.app, state: instance.state,
+                startedAt: instance.startedAt,
                 memoryBytes: (try? cgroup?.memory())??.current,
-                cpuSeconds: ((try? cgroup?.cpuMicroseconds()) ?? nil).map { Double($0) / 1_000_000 })
+                cpuSeconds: ((try? cgroup?.cpuMicroseconds()) ?? nil).map { Double($0) / 1_000_000 }
+            )
         }
     }
 

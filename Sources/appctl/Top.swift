@@ -73,7 +73,9 @@ struct Top: ParsableCommand {
                 let current = try client.get(path, as: APIUsage.self)
                 // Home, clear, then the table: a refreshing screen as top(1) draws it.
                 Swift.print("\u{1B}[H\u{1B}[2J", terminator: "")
-                Swift.print("appd top  \(ISO8601DateFormatter().string(from: current.sampledAt))  every \(interval)s\n")
+                Swift.print(
+                    "appd top  \(ISO8601DateFormatter().string(from: current.sampledAt))  every \(interval)s\n"
+                )
                 Self.printTable(Self.rows(previous, current))
                 fflush(nil)
                 previous = current
@@ -83,11 +85,14 @@ struct Top: ParsableCommand {
 
     /// CPU% from two samples of the same instances; busiest first, then oldest.
     static func rows(_ before: APIUsage, _ after: APIUsage) -> [Row] {
-        let earlier = Dictionary(before.instances.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        let earlier = Dictionary(
+            before.instances.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         let elapsed = after.sampledAt.timeIntervalSince(before.sampledAt)
         return after.instances.map { instance in
             var percent: Double?
-            if elapsed > 0, let now = instance.cpuSeconds, let then = earlier[instance.id]?.cpuSeconds {
+            if elapsed > 0, let now = instance.cpuSeconds,
+                let then = earlier[instance.id]?.cpuSeconds
+            {
                 percent = max(0, now - then) / elapsed * 100
             }
             return Row(
@@ -95,7 +100,9 @@ struct Top: ParsableCommand {
                 memoryBytes: instance.memoryBytes,
                 uptimeSeconds: max(0, after.sampledAt.timeIntervalSince(instance.startedAt)))
         }
-        .sorted { ($0.cpuPercent ?? -1, -$0.uptimeSeconds) > ($1.cpuPercent ?? -1, -$1.uptimeSeconds) }
+        .sorted {
+            ($0.cpuPercent ?? -1, -$0.uptimeSeconds) > ($1.cpuPercent ?? -1, -$1.uptimeSeconds)
+        }
     }
 
     static func printTable(_ rows: [Row]) {

@@ -14,15 +14,21 @@ struct LogTimeTests {
         let text = Array(line.utf8)
         guard text.count >= 28, text[19] == UInt8(ascii: "."), text[26] == UInt8(ascii: "Z"),
             text[27] == UInt8(ascii: " "), text[20..<26].allSatisfy({ (48...57).contains($0) }),
-            let seconds = ISO8601DateFormatter().date(from: String(decoding: text[0..<19], as: UTF8.self) + "Z"),
+            let seconds = ISO8601DateFormatter().date(
+                from: String(decoding: text[0..<19], as: UTF8.self) + "Z"),
             let micro = Int(String(decoding: text[20..<26], as: UTF8.self))
         else { return nil }
-        return (seconds.addingTimeInterval(Double(micro) / 1_000_000), String(decoding: text[28...], as: UTF8.self))
+        return (
+            seconds.addingTimeInterval(Double(micro) / 1_000_000),
+            String(decoding: text[28...], as: UTF8.self)
+        )
     }
 
     static func lines(_ text: String) -> [Substring] { text.split(separator: "\n") }
 
-    @Test("--timestamps puts the time each line came in front of it; --since keeps the lines from then on")
+    @Test(
+        "--timestamps puts the time each line came in front of it; --since keeps the lines from then on"
+    )
     func timestampsAndSince() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.timed")
@@ -35,16 +41,22 @@ struct LogTimeTests {
         let stamped = try daemon.run("appctl", ["logs", "--timestamps", instance.id])
         #expect(stamped.code == 0, "\(stamped.output)")
         let parsed = Self.lines(stamped.output).compactMap(Self.split)
-        #expect(parsed.count == Self.lines(stamped.output).count, "a line without its time:\n\(stamped.output)")
+        #expect(
+            parsed.count == Self.lines(stamped.output).count,
+            "a line without its time:\n\(stamped.output)")
         let numbered = parsed.filter { $0.1.hasPrefix("output line ") }
         #expect(numbered.count == 6, "\(stamped.output)")
         // Times within the run, in order, about a second apart (the app sleeps 1 s between lines).
         for (time, _) in parsed {
-            #expect(time >= before.addingTimeInterval(-1) && time <= after.addingTimeInterval(1), "\(time)")
+            #expect(
+                time >= before.addingTimeInterval(-1) && time <= after.addingTimeInterval(1),
+                "\(time)")
         }
         for (earlier, later) in zip(numbered, numbered.dropFirst()) {
             let gap = later.0.timeIntervalSince(earlier.0)
-            #expect(gap > 0.8 && gap < 3, "lines \(earlier.1.prefix(20)) and \(later.1.prefix(20)) are \(gap) s apart")
+            #expect(
+                gap > 0.8 && gap < 3,
+                "lines \(earlier.1.prefix(20)) and \(later.1.prefix(20)) are \(gap) s apart")
         }
         // Without --timestamps the bytes are the app's own.
         let plain = try daemon.run("appctl", ["logs", instance.id]).output
@@ -54,18 +66,23 @@ struct LogTimeTests {
         let cut = numbered[3].0.addingTimeInterval(-0.4)
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        let since = try daemon.run("appctl", ["logs", "--since", formatter.string(from: cut), instance.id])
+        let since = try daemon.run(
+            "appctl", ["logs", "--since", formatter.string(from: cut), instance.id])
         #expect(since.code == 0, "\(since.output)")
         let expected = parsed.filter { $0.0 >= cut }.map(\.1)
         #expect(Self.lines(since.output).map(String.init) == expected, "\(since.output)")
         #expect(expected.first?.hasPrefix("output line 00000003") == true, "\(expected)")
         // With -n: the later of the two starts.
-        let both = try daemon.run("appctl", ["logs", "--since", formatter.string(from: cut), "-n", "20", instance.id])
+        let both = try daemon.run(
+            "appctl", ["logs", "--since", formatter.string(from: cut), "-n", "20", instance.id])
         #expect(Self.lines(both.output).map(String.init) == expected)
-        let fewer = try daemon.run("appctl", ["logs", "--since", formatter.string(from: cut), "-n", "1", instance.id])
+        let fewer = try daemon.run(
+            "appctl", ["logs", "--since", formatter.string(from: cut), "-n", "1", instance.id])
         #expect(Self.lines(fewer.output).map(String.init) == Array(expected.suffix(1)))
         // Relative times: an hour ago is everything, a time after the app ended is nothing.
-        #expect(Self.lines(try daemon.run("appctl", ["logs", "--since", "1h", instance.id]).output).map(String.init) == parsed.map(\.1))
+        #expect(
+            Self.lines(try daemon.run("appctl", ["logs", "--since", "1h", instance.id]).output).map(
+                String.init) == parsed.map(\.1))
         let future = formatter.string(from: Date().addingTimeInterval(60))
         #expect(try daemon.run("appctl", ["logs", "--since", future, instance.id]).output.isEmpty)
 
@@ -76,17 +93,22 @@ struct LogTimeTests {
             try daemon.client.stream("/v1/instances/\(instance.id)/logs?since=soon") { _ in }
             Issue.record("since=soon was accepted")
         } catch let error as APIError {
-            #expect(error.code == "badRequest" && error.message.contains("since 'soon'"), "\(error)")
+            #expect(
+                error.code == "badRequest" && error.message.contains("since 'soon'"), "\(error)")
         }
     }
 
-    @Test("-f --timestamps --since: the lines from then on, then it follows with times until the app exits")
+    @Test(
+        "-f --timestamps --since: the lines from then on, then it follows with times until the app exits"
+    )
     func followStamped() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.timedf")
         let instance = try daemon.launch("com.example.timedf", ["output-paced", "8", "400"])
-        #expect(try daemon.eventually { try daemon.logs(instance.id).contains("output line 00000002") })
-        let followed = try daemon.run("appctl", ["logs", "-f", "-t", "--since", "10m", instance.id])
+        #expect(
+            try daemon.eventually { try daemon.logs(instance.id).contains("output line 00000002") })
+        let followed = try daemon.run(
+            "appctl", ["logs", "-f", "-t", "--since", "10m", instance.id])
         #expect(followed.code == 0, "\(followed.output)")
         let parsed = Self.lines(followed.output).compactMap(Self.split)
         #expect(parsed.count == Self.lines(followed.output).count, "\(followed.output)")
@@ -98,7 +120,9 @@ struct LogTimeTests {
     func nothingMissingRightAfter() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.marked")
-        let home = try daemon.client.get("/v1/apps/com.example.marked/containers/data", as: APIContainer.self).path
+        let home = try daemon.client.get(
+            "/v1/apps/com.example.marked/containers/data", as: APIContainer.self
+        ).path
         let count = 20
         let instance = try daemon.launch("com.example.marked", ["output-marked", "\(count)"])
         for index in 0..<count {
@@ -108,27 +132,39 @@ struct LogTimeTests {
             while access(marker, F_OK) != 0 && Date() < deadline { usleep(500) }
             #expect(access(marker, F_OK) == 0, "marker \(index) never came")
             let text = try daemon.logs(instance.id)
-            #expect(text.contains("marked line \(index)\n"), "line \(index) missing right after it was written:\n\(text)")
+            #expect(
+                text.contains("marked line \(index)\n"),
+                "line \(index) missing right after it was written:\n\(text)")
         }
         _ = try daemon.wait(instance.id)
     }
 
-    @Test("a relay slow to take the app's output (stopped here) holds the answer until the line is in the log")
+    @Test(
+        "a relay slow to take the app's output (stopped here) holds the answer until the line is in the log"
+    )
     func waitsForTheRelay() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.slowrelay")
-        let home = try daemon.client.get("/v1/apps/com.example.slowrelay/containers/data", as: APIContainer.self).path
+        let home = try daemon.client.get(
+            "/v1/apps/com.example.slowrelay/containers/data", as: APIContainer.self
+        ).path
         let instance = try daemon.launch("com.example.slowrelay", ["output-marked", "40"])
         let launcher = try #require(instance.pid)
-        // The relay: the launcher's child in the host's pid namespace (the sandbox's PID 1 is
-        // the other one, with a second NSpid).
-        let children = (try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8))
-            .split(separator: " ").compactMap { pid_t($0) }
-        let relay = try #require(children.first { child in
-            let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
-            return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
-        })
         #expect(try daemon.eventually { access("\(home)/marker-0", F_OK) == 0 })
+        // Once the app wrote its first line the relay is there: the launcher's child in the
+        // host's pid namespace (the sandbox's PID 1 is the other one, with a second NSpid).
+        let children =
+            (try String(
+                contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8))
+            .split(separator: " ").compactMap { pid_t($0) }
+        let relay = try #require(
+            children.first { child in
+                let status =
+                    (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
+                return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(
+                    separator: "\t"
+                ).count == 2
+            })
         kill(relay, SIGSTOP)
         defer { kill(relay, SIGCONT) }
         // Line 3 goes into the pipe while the relay sleeps; the request starts, the relay wakes

@@ -23,19 +23,29 @@ struct Exposition {
         var family: String?
         var finished: Set<String> = []
         var helps: Set<String> = []
-        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (number, raw) in text.split(separator: "\n", omittingEmptySubsequences: false)
+            .enumerated()
+        {
             let line = String(raw)
             let at = "line \(number + 1) '\(line.prefix(120))'"
             if line.isEmpty { continue }
             if line.hasPrefix("# HELP ") || line.hasPrefix("# TYPE ") {
-                let parts = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
-                guard parts.count >= 3, Self.isMetricName(parts[2]) else { throw Invalid(description: "bad comment at \(at)") }
+                let parts = line.split(
+                    separator: " ", maxSplits: 3, omittingEmptySubsequences: false
+                ).map(String.init)
+                guard parts.count >= 3, Self.isMetricName(parts[2]) else {
+                    throw Invalid(description: "bad comment at \(at)")
+                }
                 let name = parts[2]
                 if parts[1] == "HELP" {
-                    guard helps.insert(name).inserted else { throw Invalid(description: "second HELP at \(at)") }
+                    guard helps.insert(name).inserted else {
+                        throw Invalid(description: "second HELP at \(at)")
+                    }
                     continue
                 }
-                guard parts.count == 4, ["counter", "gauge", "histogram", "summary", "untyped"].contains(parts[3]) else {
+                guard parts.count == 4,
+                    ["counter", "gauge", "histogram", "summary", "untyped"].contains(parts[3])
+                else {
                     throw Invalid(description: "bad TYPE at \(at)")
                 }
                 guard types[name] == nil else { throw Invalid(description: "second TYPE at \(at)") }
@@ -47,9 +57,15 @@ struct Exposition {
             if line.hasPrefix("#") { continue }
             let (sample, value) = try Self.sample(line, at: at)
             let owner = Self.family(of: sample.name, types: types)
-            guard let owner, types[owner] != nil else { throw Invalid(description: "sample without a TYPE at \(at)") }
-            guard owner == family, !finished.contains(owner) else { throw Invalid(description: "family \(owner) not contiguous at \(at)") }
-            guard values.updateValue(value, forKey: sample) == nil else { throw Invalid(description: "series twice at \(at)") }
+            guard let owner, types[owner] != nil else {
+                throw Invalid(description: "sample without a TYPE at \(at)")
+            }
+            guard owner == family, !finished.contains(owner) else {
+                throw Invalid(description: "family \(owner) not contiguous at \(at)")
+            }
+            guard values.updateValue(value, forKey: sample) == nil else {
+                throw Invalid(description: "series twice at \(at)")
+            }
         }
         try checkHistograms()
     }
@@ -67,7 +83,11 @@ struct Exposition {
         guard let first = text.unicodeScalars.first, first.isASCII,
             first.properties.isAlphabetic || first == "_" || first == ":"
         else { return false }
-        return text.unicodeScalars.allSatisfy { $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_" || $0 == ":") }
+        return text.unicodeScalars.allSatisfy {
+            $0.isASCII
+                && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || $0 == "_"
+                    || $0 == ":")
+        }
     }
 
     static func sample(_ line: String, at: String) throws -> (Sample, Double) {
@@ -80,15 +100,23 @@ struct Exposition {
         if rest.first == "{" {
             rest = rest.dropFirst()
             while rest.first != "}" {
-                guard let equals = rest.firstIndex(of: "=") else { throw Invalid(description: "bad label at \(at)") }
+                guard let equals = rest.firstIndex(of: "=") else {
+                    throw Invalid(description: "bad label at \(at)")
+                }
                 let key = String(rest[..<equals])
-                guard isMetricName(key), !key.contains(":") else { throw Invalid(description: "bad label name at \(at)") }
+                guard isMetricName(key), !key.contains(":") else {
+                    throw Invalid(description: "bad label name at \(at)")
+                }
                 rest = rest[rest.index(after: equals)...]
-                guard rest.first == "\"" else { throw Invalid(description: "unquoted label value at \(at)") }
+                guard rest.first == "\"" else {
+                    throw Invalid(description: "unquoted label value at \(at)")
+                }
                 rest = rest.dropFirst()
                 var value = ""
                 while true {
-                    guard let character = rest.first else { throw Invalid(description: "unterminated label value at \(at)") }
+                    guard let character = rest.first else {
+                        throw Invalid(description: "unterminated label value at \(at)")
+                    }
                     rest = rest.dropFirst()
                     if character == "\"" { break }
                     if character == "\\" {
@@ -101,8 +129,12 @@ struct Exposition {
                         value.append(character)
                     }
                 }
-                guard labels.updateValue(value, forKey: key) == nil else { throw Invalid(description: "label twice at \(at)") }
-                if rest.first == "," { rest = rest.dropFirst() } else if rest.first != "}" {
+                guard labels.updateValue(value, forKey: key) == nil else {
+                    throw Invalid(description: "label twice at \(at)")
+                }
+                if rest.first == "," {
+                    rest = rest.dropFirst()
+                } else if rest.first != "}" {
                     throw Invalid(description: "bad label list at \(at)")
                 }
             }
@@ -131,23 +163,30 @@ struct Exposition {
             let groups = Dictionary(grouping: buckets) { $0.key.labels.filter { $0.key != "le" } }
             for (labels, series) in groups {
                 let sorted = try series.map { entry -> (Double, Double) in
-                    guard let le = entry.key.labels["le"], let bound = Self.value(Substring(le)) else {
+                    guard let le = entry.key.labels["le"], let bound = Self.value(Substring(le))
+                    else {
                         throw Invalid(description: "\(name) bucket without le")
                     }
                     return (bound, entry.value)
                 }.sorted { $0.0 < $1.0 }
-                guard sorted.last?.0 == .infinity else { throw Invalid(description: "\(name) has no +Inf bucket") }
+                guard sorted.last?.0 == .infinity else {
+                    throw Invalid(description: "\(name) has no +Inf bucket")
+                }
                 guard zip(sorted, sorted.dropFirst()).allSatisfy({ $0.1 <= $1.1 }) else {
                     throw Invalid(description: "\(name) buckets are not cumulative")
                 }
                 guard values[Sample(name: name + "_count", labels: labels)] == sorted.last?.1,
                     values[Sample(name: name + "_sum", labels: labels)] != nil
-                else { throw Invalid(description: "\(name): _count is not the +Inf bucket, or no _sum") }
+                else {
+                    throw Invalid(description: "\(name): _count is not the +Inf bucket, or no _sum")
+                }
             }
         }
     }
 
-    func value(_ name: String, _ labels: [String: String] = [:]) -> Double? { values[Sample(name: name, labels: labels)] }
+    func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+        values[Sample(name: name, labels: labels)]
+    }
 
     func series(_ name: String) -> [Sample: Double] { values.filter { $0.key.name == name } }
 }
@@ -160,12 +199,16 @@ struct MetricsTests {
         return try Exposition(String(decoding: text, as: UTF8.self))
     }
 
-    @Test("the exposition parses strictly, and its values follow installs, launches, exits, memory and CPU")
+    @Test(
+        "the exposition parses strictly, and its values follow installs, launches, exits, memory and CPU"
+    )
     func valuesFollowTheDaemon() throws {
         let daemon = try TestDaemon()
         let app = "com.example.metrics"
         let empty = try Self.scrape(daemon)
-        #expect(empty.types["appd_instances"] == "gauge" && empty.types["appd_install_duration_seconds"] == "histogram")
+        #expect(
+            empty.types["appd_instances"] == "gauge"
+                && empty.types["appd_install_duration_seconds"] == "histogram")
         #expect(empty.value("appd_apps_installed") == 0)
         #expect(empty.value("appd_instances", ["state": "active"]) == 0)
         #expect(empty.series("appd_launches_total").isEmpty)
@@ -179,15 +222,22 @@ struct MetricsTests {
 
         let hog = try daemon.launch(app, ["alloc", "24"])
         let spinner = try daemon.launch(app, ["spin", "2"])
-        #expect(try daemon.eventually { try daemon.logs(hog.id).contains("alloc: value 24 MiB touched") })
+        #expect(
+            try daemon.eventually {
+                try daemon.logs(hog.id).contains("alloc: value 24 MiB touched")
+            })
         usleep(500_000)
         let running = try Self.scrape(daemon)
         let cpuRunning = running.value("appd_app_cpu_seconds_total", ["app": app]) ?? 0
         #expect(cpuRunning > 0.05, "\(running.series("appd_app_cpu_seconds_total"))")
         #expect(running.value("appd_launches_total", ["app": app]) == 2)
-        let live = ["inactive", "active", "background"].compactMap { running.value("appd_instances", ["state": $0]) }.reduce(0, +)
+        let live = ["inactive", "active", "background"].compactMap {
+            running.value("appd_instances", ["state": $0])
+        }.reduce(0, +)
         #expect(live == 2, "\(running.series("appd_instances"))")
-        #expect((running.value("appd_app_memory_bytes", ["app": app]) ?? 0) >= 24 * 1_048_576, "\(running.series("appd_app_memory_bytes"))")
+        #expect(
+            (running.value("appd_app_memory_bytes", ["app": app]) ?? 0) >= 24 * 1_048_576,
+            "\(running.series("appd_app_memory_bytes"))")
 
         _ = try daemon.wait(spinner.id)
         let spun = try Self.scrape(daemon)
@@ -195,36 +245,52 @@ struct MetricsTests {
         // The spinner's CPU stays counted after its cgroup is gone (a counter never goes down).
         // How much it got depends on the machine's load: two busy seconds at most.
         let cpuAfter = spun.value("appd_app_cpu_seconds_total", ["app": app]) ?? 0
-        #expect(cpuAfter >= cpuRunning && cpuAfter <= 2.5 + cpuRunning, "\(cpuRunning) then \(cpuAfter)")
+        #expect(
+            cpuAfter >= cpuRunning && cpuAfter <= 2.5 + cpuRunning, "\(cpuRunning) then \(cpuAfter)"
+        )
 
         _ = try daemon.client.post("/v1/instances/\(hog.id)/kill", as: APIInstance.self)
         _ = try daemon.wait(hog.id)
         let ended = try Self.scrape(daemon)
         #expect(ended.value("appd_exits_total", ["app": app, "reason": "killed"]) == 1)
-        #expect(ended.value("appd_instances", ["state": "active"]) == 0 && ended.value("appd_instances", ["state": "inactive"]) == 0)
-        #expect(ended.series("appd_app_memory_bytes").isEmpty, "an app with no live instance has no memory series")
-        #expect((ended.value("appd_api_requests_total", ["route": "GET /v1/metrics", "status": "200"]) ?? 0) >= 4)
-        #expect((ended.value("appd_api_requests_total", ["route": "POST /v1/apps/{id}/launch", "status": "201"]) ?? 0) == 2)
+        #expect(
+            ended.value("appd_instances", ["state": "active"]) == 0
+                && ended.value("appd_instances", ["state": "inactive"]) == 0)
+        #expect(
+            ended.series("appd_app_memory_bytes").isEmpty,
+            "an app with no live instance has no memory series")
+        #expect(
+            (ended.value("appd_api_requests_total", ["route": "GET /v1/metrics", "status": "200"])
+                ?? 0) >= 4)
+        #expect(
+            (ended.value(
+                "appd_api_requests_total", ["route": "POST /v1/apps/{id}/launch", "status": "201"])
+                ?? 0) == 2)
         // Not wired yet (the per-app denial count): absent, never a made-up value.
         #expect(ended.types["appd_denials_total"] == nil)
 
         // Uninstalled: the app's series go with it.
         #expect(try daemon.run("appd", ["uninstall", app]).code == 0)
         let gone = try Self.scrape(daemon)
-        #expect(!gone.values.keys.contains { $0.labels["app"] != nil }, "\(gone.values.keys.filter { $0.labels["app"] != nil })")
+        #expect(
+            !gone.values.keys.contains { $0.labels["app"] != nil },
+            "\(gone.values.keys.filter { $0.labels["app"] != nil })")
         #expect(gone.value("appd_apps_installed") == 0)
     }
 
-    @Test("attack: nothing an app writes or a client sends becomes a label; the series stay bounded")
+    @Test(
+        "attack: nothing an app writes or a client sends becomes a label; the series stay bounded")
     func labelsAreAppdsOwn() throws {
         let daemon = try TestDaemon()
         let app = "com.example.labels"
         try daemon.installProbe(app)
         // A hostile app: garbage on the lifecycle channel and its output, metric-looking lines.
-        let hostile = try daemon.launch(app, ["attack-channel", "flood", "1", "0", "appd_launches_total{app=\"evil\"} 1e9"])
+        let hostile = try daemon.launch(
+            app, ["attack-channel", "flood", "1", "0", "appd_launches_total{app=\"evil\"} 1e9"])
         let flood = try daemon.launch(app, ["output-flood", "2000"])
         _ = try daemon.wait(flood.id)
-        #expect(try daemon.eventually { try daemon.logs(hostile.id).contains("attack-channel: value") })
+        #expect(
+            try daemon.eventually { try daemon.logs(hostile.id).contains("attack-channel: value") })
         _ = try daemon.client.post("/v1/instances/\(hostile.id)/kill", as: APIInstance.self)
         _ = try daemon.wait(hostile.id)
         let before = try Self.scrape(daemon)
@@ -233,20 +299,30 @@ struct MetricsTests {
             _ = try? daemon.client.get("/v1/nothing-\(index)", as: APIDaemonInfo.self)
         }
         let after = try Self.scrape(daemon)
-        let routes = Set(after.series("appd_api_requests_total").keys.compactMap { $0.labels["route"] })
+        let routes = Set(
+            after.series("appd_api_requests_total").keys.compactMap { $0.labels["route"] })
         let known = Set(["unmatched", "invalid"])
         for route in routes where !known.contains(route) {
-            #expect(route.hasPrefix("GET /v1/") || route.hasPrefix("POST /v1/") || route.hasPrefix("DELETE /v1/"), "\(route)")
+            #expect(
+                route.hasPrefix("GET /v1/") || route.hasPrefix("POST /v1/")
+                    || route.hasPrefix("DELETE /v1/"), "\(route)")
             #expect(!route.contains("nothing-"), "a path became a label: \(route)")
         }
-        #expect(after.value("appd_api_requests_total", ["route": "unmatched", "status": "404"]) == 300)
+        #expect(
+            after.value("appd_api_requests_total", ["route": "unmatched", "status": "404"]) == 300)
         // Every app label is the installed id; every reason one of the API's.
         for key in after.values.keys {
             if let label = key.labels["app"] { #expect(label == app, "\(key)") }
-            if let reason = key.labels["reason"] { #expect(ExitReason(rawValue: reason) != nil, "\(key)") }
-            if let state = key.labels["state"] { #expect(InstanceState(rawValue: state) != nil, "\(key)") }
+            if let reason = key.labels["reason"] {
+                #expect(ExitReason(rawValue: reason) != nil, "\(key)")
+            }
+            if let state = key.labels["state"] {
+                #expect(InstanceState(rawValue: state) != nil, "\(key)")
+            }
         }
-        #expect(after.values.count <= before.values.count + 2, "\(before.values.count) → \(after.values.count) series")
+        #expect(
+            after.values.count <= before.values.count + 2,
+            "\(before.values.count) → \(after.values.count) series")
     }
 
     @Test("appctl top --once: CPU% and memory per instance; --json for scripts")
@@ -259,8 +335,11 @@ struct MetricsTests {
         usleep(300_000)
         let json = try daemon.run("appctl", ["top", "--json", "--interval", "1"])
         #expect(json.code == 0, "\(json.output)")
-        let rows = try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]] ?? []
-        let byID = Dictionary(uniqueKeysWithValues: rows.compactMap { row in (row["id"] as? String).map { ($0, row) } })
+        let rows =
+            try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]] ?? []
+        let byID = Dictionary(
+            uniqueKeysWithValues: rows.compactMap { row in (row["id"] as? String).map { ($0, row) }
+            })
         let busy = try #require(byID[spinner.id]?["cpuPercent"] as? Double)
         let quiet = try #require(byID[idle.id]?["cpuPercent"] as? Double)
         // The machine may be busy (CI shares its 2 cores): the spinner gets what it gets, the
@@ -273,9 +352,14 @@ struct MetricsTests {
         let text = try daemon.run("appctl", ["top", "--once", "--interval", "0.5", app])
         #expect(text.code == 0)
         let lines = text.output.split(separator: "\n")
-        #expect(lines.first?.split(separator: " ", omittingEmptySubsequences: true) == ["INSTANCE", "APP", "STATE", "CPU%", "MEM", "UPTIME"])
+        #expect(
+            lines.first?.split(separator: " ", omittingEmptySubsequences: true) == [
+                "INSTANCE", "APP", "STATE", "CPU%", "MEM", "UPTIME",
+            ])
         #expect(lines.count == 3, "\(text.output)")
         let bad = try daemon.run("appctl", ["top", "--once", "--interval", "0"])
-        #expect(bad.code != 0 && bad.output.contains("--interval takes 0.2 to 60 seconds"), "\(bad.output)")
+        #expect(
+            bad.code != 0 && bad.output.contains("--interval takes 0.2 to 60 seconds"),
+            "\(bad.output)")
     }
 }

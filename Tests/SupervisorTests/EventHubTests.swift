@@ -10,7 +10,10 @@ import Testing
 struct EventHubTests {
     static func publish(_ hub: EventHub, count: Int, detail: String = "", time: Date = Date()) {
         for _ in 0..<count {
-            hub.publish { APIEvent(seq: $0, time: time, kind: .message, app: "com.example.ring", detail: detail) }
+            hub.publish {
+                APIEvent(
+                    seq: $0, time: time, kind: .message, app: "com.example.ring", detail: detail)
+            }
         }
     }
 
@@ -31,7 +34,9 @@ struct EventHubTests {
         let (replay, _) = hub.subscribe(after: .after(seq: 0))
         #expect(replay.first?.kind == .gap)
         #expect(replay.first?.seq == 500)
-        #expect(replay.first?.detail?.hasPrefix("events 1 to 500 are no longer held") == true, "\(replay.first?.detail ?? "")")
+        #expect(
+            replay.first?.detail?.hasPrefix("events 1 to 500 are no longer held") == true,
+            "\(replay.first?.detail ?? "")")
         #expect(replay.count == EventHub.ringCount + 1)
         #expect(replay.dropFirst().map(\.seq) == Array(501...(EventHub.ringCount + 500)))
     }
@@ -49,7 +54,9 @@ struct EventHubTests {
         #expect(replay.first?.kind == .gap)
     }
 
-    @Test("by time: the held events at or after it; a gap when older ones were dropped and might have been wanted")
+    @Test(
+        "by time: the held events at or after it; a gap when older ones were dropped and might have been wanted"
+    )
     func byTime() {
         let hub = EventHub()
         let early = Date(timeIntervalSince1970: 1_000_000)
@@ -69,7 +76,8 @@ struct EventHubTests {
         let hub = EventHub()
         Self.publish(hub, count: 3)
         let (replay, _) = hub.subscribe(after: .after(seq: 9000))
-        #expect(replay.first?.kind == .gap && replay.first?.detail?.contains("newer than any") == true)
+        #expect(
+            replay.first?.kind == .gap && replay.first?.detail?.contains("newer than any") == true)
         #expect(replay.dropFirst().map(\.seq) == [1, 2, 3])
     }
 }
