@@ -116,6 +116,29 @@ struct LogTimeTests {
         #expect(zip(parsed, parsed.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "times out of order")
     }
 
+    @Test("-f -t across rotations: every line once, in order, each with its time")
+    func followStampedAcrossRotations() throws {
+        let daemon = try TestDaemon(config: "LogMaxBytes=8192\n")
+        try daemon.installProbe("com.example.timedrot")
+        // 400 lines of 100 bytes, 2 ms apart: 40 KB, some five rotations of 8 KiB.
+        let instance = try daemon.launch("com.example.timedrot", ["output-paced", "400", "2"])
+        var followed = Data()
+        try daemon.client.stream("/v1/instances/\(instance.id)/logs?follow=1&timestamps=1") {
+            followed.append(contentsOf: $0)
+        }
+        let text = String(decoding: followed, as: UTF8.self)
+        let parsed = Self.lines(text).compactMap(Self.split)
+        #expect(parsed.count == Self.lines(text).count, "a line without its time")
+        let numbered = parsed.map(\.1).filter { $0.hasPrefix("output line ") }
+        let expected = (0..<400).map {
+            String(format: "output line %08d ", $0) + String(repeating: ".", count: 78)
+        }
+        #expect(numbered == expected, "followed \(numbered.count) lines")
+        #expect(zip(parsed, parsed.dropFirst()).allSatisfy { $0.0 <= $1.0 }, "times out of order")
+        var info = stat()
+        #expect(stat(instance.log + ".1", &info) == 0, "the log never rotated")
+    }
+
     @Test("a line the app wrote before the request is in the answer, every time")
     func nothingMissingRightAfter() throws {
         let daemon = try TestDaemon()
