@@ -11,6 +11,11 @@
 //   probe output-paced LINES MS   LINES numbered lines, one every MS milliseconds
 //   probe output-burst LINES SEC  LINES numbered lines at once, SEC seconds of quiet, then
 //                                 three `after burst N` lines
+//   probe output-marked COUNT     COUNT times: `marked line N` on stdout, then the file
+//                                 $HOME/marker-N (the test's sign that the line was written),
+//                                 then 100 ms of quiet
+//   probe output-tiny COUNT US    COUNT 1-byte lines, each its own write, US microseconds
+//                                 apart (the most time records per byte an app can cause)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -85,6 +90,25 @@ int attack_output(int argc, char **argv) {
         struct timespec pause = {ms / 1000, (ms % 1000) * 1000000};
         for (long i = 0, n = atol(argv[2]); i < n; i++) {
             numbered(i);
+            nanosleep(&pause, NULL);
+        }
+    } else if (!strcmp(mode, "output-marked") && argc > 2) {
+        const char *home = getenv("HOME");
+        for (long i = 0, n = atol(argv[2]); i < n; i++) {
+            char line[64], marker[4096];
+            int length = snprintf(line, sizeof line, "marked line %ld\n", i);
+            write_all(line, (size_t)length);
+            snprintf(marker, sizeof marker, "%s/marker-%ld", home ? home : "/tmp", i);
+            int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+            if (fd >= 0) close(fd);
+            struct timespec pause = {0, 100 * 1000000};
+            nanosleep(&pause, NULL);
+        }
+    } else if (!strcmp(mode, "output-tiny") && argc > 3) {
+        long us = atol(argv[3]);
+        struct timespec pause = {us / 1000000, (us % 1000000) * 1000};
+        for (long i = 0, n = atol(argv[2]); i < n; i++) {
+            write_all("x\n", 2);
             nanosleep(&pause, NULL);
         }
     } else {

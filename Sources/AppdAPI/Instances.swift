@@ -210,6 +210,9 @@ public struct APIEvent: Codable, Sendable, Equatable {
         case message
         /// The sandbox or appd refused it something (`denial` says what).
         case denial
+        /// Not an event: events a client asked for (`since=`) or should have had are gone;
+        /// `detail` says which, `seq` is the last one missed, `app` is empty.
+        case gap
     }
 
     /// Increases by one per event for the life of the daemon.

@@ -130,12 +130,15 @@ final class HTTPServer: Sendable {
                     }
                     let body = RequestBody(reader)
                     let reply: Reply
+                    var route = "invalid"
                     do {
                         let request = try Request(head: head, caller: caller, body: body)
+                        route = Router.routeLabel(request)
                         reply = try await router.handle(request)
                     } catch {
                         reply = .failure(APIFailure.from(error))
                     }
+                    router.metrics.recordRequest(route: route, status: reply.status)
                     var keepAlive = head.isKeepAlive
                     do {
                         try await body.drain(limit: 1 << 20)

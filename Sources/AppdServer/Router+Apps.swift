@@ -23,7 +23,15 @@ extension Router {
     }
 
     func install(_ request: Request) async throws -> Reply {
-        let result = try await installer.install(request)
+        let began = ContinuousClock.now
+        let result: InstallResult
+        do {
+            result = try await installer.install(request)
+        } catch {
+            metrics.recordInstall(ContinuousClock.now - began, succeeded: false)
+            throw error
+        }
+        metrics.recordInstall(ContinuousClock.now - began, succeeded: true)
         appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
         supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)

@@ -15,6 +15,7 @@ final class Router: Sendable {
     let startedAt = Date()
     let appList: AppListCache
     let limits: ConnectionLimits
+    let metrics = DaemonMetrics()
 
     init(store: AppStore, supervisor: Supervisor, installer: Installer, reloader: ConfigurationReloader) {
         self.store = store
@@ -27,6 +28,11 @@ final class Router: Sendable {
             Authorizer(settings: store.config.api).rights(of: $0).contains(.admin)
         }
         appList = AppListCache(registryPath: store.root.registryPath)
+        supervisor.observeEvents { [metrics] in metrics.record($0) }
+        // appd_denials_total: the denial log's per-app counts (every denial seen, kept or
+        // dropped over the rate limit), read at scrape time.
+        let denialLog = supervisor.denials
+        metrics.denials.withLock { $0 = { denialLog.perAppCounts() } }
     }
 
     /// `[API]` as last (re)loaded: who may do what, and how large a request may be.
@@ -93,9 +99,11 @@ final class Router: Sendable {
             return try .json(APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
-        Route(method: .GET, pattern: ["events"], right: .read) { r, _, _ in r.events() },
+        Route(method: .GET, pattern: ["events"], right: .read) { r, q, _ in try r.events(q) },
         Route(method: .GET, pattern: ["denials"], right: .read) { r, q, _ in try await r.denials(q) },
         Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in try .json(try await r.reloader.reload()) },
+        Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in try await r.metricsText() },
+        Route(method: .GET, pattern: ["usage"], right: .read) { r, q, _ in try await r.usage(q) },
     ]
 
     func handle(_ request: Request) async throws -> Reply {

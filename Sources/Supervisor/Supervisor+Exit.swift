@@ -19,6 +19,7 @@ extension Supervisor {
         }
         let statusText = records.readStatus(id)
         let oomKills = (try? entry.cgroup?.events())??.oomKills ?? 0
+        noteEnded(entry)
         if let cgroup = entry.cgroup {
             // Whatever the app left behind (daemons it forked, a frozen tree) dies with it.
             try? cgroup.kill(timeoutSeconds: 2)

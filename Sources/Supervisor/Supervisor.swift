@@ -50,6 +50,8 @@ public actor Supervisor {
     var stopping = false
     /// Memory pressure seen so far (Jetsam.swift).
     var jetsam = JetsamState()
+    /// CPU seconds of ended instances per app (Supervisor+Usage.swift, the metrics).
+    var endedCPU: [String: Double] = [:]
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 
@@ -243,6 +245,15 @@ public actor Supervisor {
     }
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
+
+    /// The events after `start` the daemon still holds (a `gap` event first if some are gone),
+    /// then the stream of new ones (`GET /v1/events?since=`).
+    public nonisolated func events(after start: EventHub.Start) -> (replay: [APIEvent], live: AsyncStream<APIEvent>) {
+        hub.subscribe(after: start)
+    }
+
+    /// Calls `observer` with every event as it is published (the metrics).
+    public nonisolated func observeEvents(_ observer: @escaping @Sendable (APIEvent) -> Void) { hub.observe(observer) }
 
     func publish(_ kind: APIEvent.Kind, _ instance: APIInstance, detail: String? = nil) {
         hub.publish { seq in

@@ -38,7 +38,7 @@ struct AppctlCommand: ParsableCommand {
             Launch.self, Activate.self, Background.self, Terminate.self, Kill.self, Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
-            Container.self, Logs.self, Events.self, Denials.self, Version.self, System.self,
+            Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self, System.self,
         ]
     )
 

@@ -15,18 +15,49 @@ struct Events: ParsableCommand {
             what the sandbox refused it (denial). With --json each event is the \
             daemon's JSON object on one line, as received (NDJSON), for 'jq -c' and friends.
 
+            --since replays what appd still holds (its last 4096 events) before following: \
+            give the seq of the last event you saw (a reconnecting client) or a time. A 'gap' \
+            line says when events asked for are no longer held, or were dropped because the \
+            client read too slowly.
+
             Examples:
               appctl events
+              appctl events --since 1200
+              appctl events --since 10m
               appctl events --json | jq -c 'select(.kind == "message")'
               appctl events --json | jq -c 'select(.kind == "exited")'
             """)
 
     @OptionGroup var options: GlobalOptions
 
+    @Option(
+        help: ArgumentHelp(
+            "Replay from here first: the seq of the last event seen, RFC 3339, or a time ago (10m, 2h).",
+            valueName: "SEQ|TIME"))
+    var since: String?
+
+    func validate() throws {
+        guard let since else { return }
+        if Self.isSeq(since) {
+            guard Int(since) != nil else { throw ValidationError("--since '\(since)' is too large for an event seq") }
+        } else if SinceArgument(argument: since) == nil {
+            throw ValidationError(
+                "--since '\(since)' is neither an event seq nor a time (RFC 3339, or a time ago: 90s, 10m, 2h, 1d)")
+        }
+    }
+
+    static func isSeq(_ text: String) -> Bool { !text.isEmpty && text.utf8.allSatisfy { (48...57).contains($0) } }
+
+    /// What the API takes: a seq as it is, a time as RFC 3339.
+    var sinceQuery: String? {
+        guard let since else { return nil }
+        return Self.isSeq(since) ? since : SinceArgument(argument: since)?.rfc3339
+    }
+
     func run() throws {
         try options.run {
             let dates = ISO8601DateFormatter()
-            try options.client.streamLines(AppdClient.path("events")) { line in
+            try options.client.streamLines(AppdClient.path("events", query: ["since": sinceQuery])) { line in
                 guard !line.isEmpty else { return }
                 if options.json {
                     try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }
@@ -52,11 +83,12 @@ struct Events: ParsableCommand {
             case .message: event.detail ?? ""
             case .denial: event.denial.map { "\($0.source.rawValue): \($0.summary)" } ?? event.detail ?? ""
             case .uninstalled: ""
+            case .gap: event.detail ?? ""
             }
         let fields = [
             dates.string(from: event.time),
             event.kind.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0),
-            event.app, event.instance ?? "-", detail,
+            event.app.isEmpty ? "-" : event.app, event.instance ?? "-", detail,
         ]
         return fields.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
     }

@@ -9,12 +9,16 @@ struct Logs: ParsableCommand {
         discussion: """
             An app id means its most recent instance, running or ended. With -f the output \
             keeps coming as the app writes it, until the instance exits; with -n only the last \
-            N lines are printed first (as tail -n and journalctl -n). The bytes are the app's \
-            own: --json changes only how errors are printed.
+            N lines are printed first (as tail -n and journalctl -n); with --since only the \
+            lines that came at or after a time. --timestamps puts the time appd read each line \
+            (RFC 3339, UTC, microseconds) in front of it. The bytes are the app's own: --json \
+            changes only how errors are printed.
 
             Examples:
               appctl logs com.example.notes
               appctl logs -n 20 -f 3f2a9c01d4e7
+              appctl logs --since 10m --timestamps com.example.notes
+              appctl logs --since 2026-11-24T10:00:00Z -n 50 -f com.example.notes
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -26,6 +30,12 @@ struct Logs: ParsableCommand {
         name: [.customShort("n"), .customLong("lines")],
         help: ArgumentHelp("Print only the last N lines first.", valueName: "N"))
     var lines: Int?
+
+    @Option(help: SinceArgument.help)
+    var since: SinceArgument?
+
+    @Flag(name: [.customShort("t"), .long], help: "Put the time each line came in front of it.")
+    var timestamps = false
 
     func validate() throws {
         if let lines, !(0...100_000).contains(lines) {
@@ -46,7 +56,10 @@ struct Logs: ParsableCommand {
             try client.stream(
                 AppdClient.path(
                     "instances", id, "logs",
-                    query: ["follow": follow ? "1" : nil, "tail": lines.map(String.init)])
+                    query: [
+                        "follow": follow ? "1" : nil, "tail": lines.map(String.init),
+                        "since": since?.rfc3339, "timestamps": timestamps ? "1" : nil,
+                    ])
             ) { bytes in
                 try Output.raw(bytes)
             }

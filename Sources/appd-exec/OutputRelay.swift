@@ -26,16 +26,37 @@ struct OutputSettings {
 /// `NAME` + `NAME.1` never hold more than twice `logMaxBytes`. The journal is best effort: a
 /// journal that does not take a line within 250 ms makes the relay drop lines (counted, and
 /// said in one entry once it takes lines again) rather than stall the app.
+///
+/// Beside each log file the relay keeps its time index `NAME.idx` (`NAME.1.idx` after a
+/// rotation): 16-byte records (offset in the log, when the relay read the bytes from there on),
+/// one per read that brought lines, at most one per millisecond. The log stays the app's bytes;
+/// `appctl logs --timestamps/--since` read the times from the index. A file and its index share
+/// the log's bound: when the next line and its record would take them past `logMaxBytes`
+/// together, the log rotates, so an app writing 1-byte lines gets a shorter history, never more
+/// disk.
 struct OutputRelay {
     static let readSize = 64 << 10
     static let maxLine = 16 << 10
     static let journalWaitMilliseconds: Int32 = 250
+    /// A time record: the offset (u64) and the time in microseconds since the epoch (i64),
+    /// both little-endian.
+    static let recordSize = 16
+    /// Reads closer together than this share a record.
+    static let recordSpacingMicroseconds: Int64 = 1000
 
     let settings: OutputSettings
     /// The outer launcher's pid: the one the daemon records for the instance.
     let launcherPID: pid_t
     private var logFD: Int32 = -1
     private var logSize = 0
+    /// The current file's time index, its size, and the time of its last record (nil: none yet).
+    private var indexFD: Int32 = -1
+    private var indexSize = 0
+    private var lastRecordTime: Int64?
+    /// When the relay read the lines it is writing now (microseconds since the epoch).
+    private var batchTime: Int64 = 0
+    /// Below 4 records' worth of bound there is no index (times unknown).
+    private let indexing: Bool
     /// Pieces longer than this are cut: at most `maxLine`, and never more than the log's bound.
     private let pieceLimit: Int
     /// Lines the journal did not take since it last took one.
@@ -45,7 +66,9 @@ struct OutputRelay {
     init(settings: OutputSettings, launcherPID: pid_t) {
         self.settings = settings
         self.launcherPID = launcherPID
-        pieceLimit = max(1, min(Self.maxLine, settings.logMaxBytes))
+        indexing = settings.logMaxBytes >= 4 * Self.recordSize
+        // A piece, the index's header and one record fit in a fresh file.
+        pieceLimit = max(1, min(Self.maxLine, settings.logMaxBytes - (indexing ? 2 * Self.recordSize : 0)))
         var common = ""
         for field in settings.journalFields { common += field + "\n" }
         common += "PRIORITY=6\nAPPD_PID=\(launcherPID)\nSYSLOG_PID=\(launcherPID)\n"
@@ -74,6 +97,17 @@ struct OutputRelay {
         var buffer = [UInt8](repeating: 0, count: Self.readSize + Self.maxLine)
         var filled = 0
         while true {
+            // Wait for output unlocked, then hold the pipe's flock from the read until the bytes
+            // are in the log: the daemon, once the pipe is empty, takes the lock shared before it
+            // reads the log, so output written before a request is in the answer
+            // (InstanceLogs.settle).
+            var poller = pollfd(fd: settings.readFD, events: Int16(POLLIN), revents: 0)
+            if poll(&poller, 1, -1) < 0 {
+                if errno == EINTR { continue }
+                break
+            }
+            while flock(settings.readFD, LOCK_EX) != 0 && errno == EINTR {}
+            defer { _ = flock(settings.readFD, LOCK_UN) }
             let count = buffer.withUnsafeMutableBytes {
                 read(settings.readFD, $0.baseAddress! + filled, Self.readSize)
             }
@@ -83,6 +117,7 @@ struct OutputRelay {
             }
             if count == 0 { break }
             filled += count
+            batchTime = Self.now()
             var start = 0
             while start < filled {
                 let end = min(filled, start + pieceLimit)
@@ -116,6 +151,7 @@ struct OutputRelay {
         // A last line without a newline is written as it is.
         if filled > 0 { emit(buffer, 0, filled, hasNewline: false) }
         if logFD >= 0 { close(logFD) }
+        if indexFD >= 0 { close(indexFD) }
         _exit(0)
     }
 
@@ -131,8 +167,14 @@ struct OutputRelay {
     private mutating func writeLog(_ buffer: [UInt8], _ start: Int, _ end: Int) {
         let length = end - start
         if logFD < 0 { openLog() }
-        if logFD >= 0, logSize > 0, logSize + length > settings.logMaxBytes { rotate() }
+        if logFD >= 0, logSize > 0,
+            logSize + indexSize + length + recordCost() > settings.logMaxBytes
+        {
+            rotate()
+        }
         guard logFD >= 0 else { return }
+        // The record goes first: a reader that sees the bytes finds their time.
+        if recordCost() > 0 { writeRecord() }
         var offset = start
         while offset < end {
             let written = buffer.withUnsafeBytes {
@@ -152,14 +194,103 @@ struct OutputRelay {
             O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
         guard logFD >= 0 else { return }
         var info = stat()
-        logSize = fstat(logFD, &info) == 0 ? Int(info.st_size) : 0
+        guard fstat(logFD, &info) == 0 else {
+            logSize = 0
+            return
+        }
+        logSize = Int(info.st_size)
+        openIndex(logInode: UInt64(info.st_ino))
+    }
+
+    // MARK: The time index
+
+    /// The bytes the next write adds to the index: a record when this read has none yet in
+    /// this file and the last one is at least a millisecond older.
+    private func recordCost() -> Int {
+        guard indexing, indexFD >= 0 else { return 0 }
+        if let lastRecordTime, batchTime - lastRecordTime < Self.recordSpacingMicroseconds { return 0 }
+        return Self.recordSize
+    }
+
+    /// Opens `NAME.idx` and, when it is new, writes its header: `APPDIDX1` and the log file's
+    /// inode, which a reader checks so that it never pairs a log with another file's index
+    /// across a rotation.
+    private mutating func openIndex(logInode: UInt64) {
+        guard indexing else { return }
+        if indexFD >= 0 { close(indexFD) }
+        indexFD = openat(
+            settings.logDirectoryFD, settings.logName + ".idx",
+            O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
+        lastRecordTime = nil
+        indexSize = 0
+        guard indexFD >= 0 else { return }
+        var info = stat()
+        indexSize = fstat(indexFD, &info) == 0 ? Int(info.st_size) : 0
+        let magic = Array("APPDIDX1".utf8).withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
+        // An index left from another file (a rename that failed) or a torn record (a relay
+        // started again on an existing file; never today) starts over rather than mislead.
+        var header = [UInt64](repeating: 0, count: 2)
+        let headerRead = header.withUnsafeMutableBytes { pread(indexFD, $0.baseAddress, 16, 0) }
+        if indexSize % Self.recordSize != 0 || (indexSize > 0
+            && (headerRead != 16 || UInt64(littleEndian: header[0]) != magic
+                || UInt64(littleEndian: header[1]) != logInode))
+        {
+            _ = ftruncate(indexFD, 0)
+            indexSize = 0
+        }
+        if indexSize == 0 {
+            guard append(magic, logInode) else {
+                close(indexFD)
+                indexFD = -1
+                return
+            }
+        }
+    }
+
+    private mutating func writeRecord() {
+        guard append(UInt64(logSize), UInt64(bitPattern: batchTime)) else { return }
+        lastRecordTime = batchTime
+    }
+
+    /// Two little-endian u64s as one write.
+    private mutating func append(_ first: UInt64, _ second: UInt64) -> Bool {
+        var record = [UInt8](repeating: 0, count: Self.recordSize)
+        for byte in 0..<8 {
+            record[byte] = UInt8(truncatingIfNeeded: first >> (8 * UInt64(byte)))
+            record[8 + byte] = UInt8(truncatingIfNeeded: second >> (8 * UInt64(byte)))
+        }
+        let written = record.withUnsafeBytes { write(indexFD, $0.baseAddress, $0.count) }
+        // A record is one write of 16 bytes to a file opened O_APPEND: all or (disk full)
+        // nothing; without it the lines take the previous record's time.
+        guard written == Self.recordSize else {
+            if written > 0 { _ = ftruncate(indexFD, off_t(indexSize)) }
+            return false
+        }
+        indexSize += written
+        return true
+    }
+
+    /// Microseconds since the epoch (CLOCK_REALTIME: the times are shown as dates).
+    static func now() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1_000_000 + Int64(spec.tv_nsec) / 1000
     }
 
     /// `NAME` becomes `NAME.1` (replacing the old one) and a new `NAME` starts: a reader that
     /// holds the old file reads it to its end, then reopens by name.
+    /// The index moves first: a reader pairs `NAME` with `NAME.idx` and checks that the
+    /// records fit the file (docs/app-output.md).
     private mutating func rotate() {
         close(logFD)
         logFD = -1
+        if indexFD >= 0 {
+            close(indexFD)
+            indexFD = -1
+            _ = renameat(
+                settings.logDirectoryFD, settings.logName + ".idx", settings.logDirectoryFD,
+                settings.logName + ".1.idx")
+        }
         _ = renameat(
             settings.logDirectoryFD, settings.logName, settings.logDirectoryFD,
             settings.logName + ".1")

@@ -103,6 +103,9 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     /// changed). A memory limit below what the instance uses makes the kernel reclaim, then
     /// OOM-kill inside the instance, as at any limit.
     func setLimits(_ limits: CgroupLimits) throws
+    /// CPU time of every process in it so far (`cpu.stat` usage_usec of the v2 directory, else
+    /// v1 `cpuacct.usage`), in microseconds; nil where neither is kept.
+    func cpuMicroseconds() throws -> Int64?
     /// Removes every directory; the instance must be empty. Missing directories are fine.
     func remove() throws
 }

@@ -276,6 +276,11 @@ struct HybridInstanceCgroup: InstanceCgroup {
         return CgroupMemory(current: current, peak: try memory.number("memory.max_usage_in_bytes"))
     }
 
+    func cpuMicroseconds() throws -> Int64? {
+        if let unified, let usage = try unified.counters("cpu.stat")["usage_usec"] { return usage }
+        return try member("cpuacct")?.number("cpuacct.usage").map { $0 / 1000 }
+    }
+
     /// Removes every directory even if one fails, then reports the first failure.
     func remove() throws {
         var failure: Error?

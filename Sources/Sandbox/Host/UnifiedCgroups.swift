@@ -230,6 +230,8 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
         return CgroupMemory(current: current, peak: try directory.number("memory.peak"))
     }
 
+    func cpuMicroseconds() throws -> Int64? { try directory.counters("cpu.stat")["usage_usec"] }
+
     func remove() throws {
         try directory.remove()
         appDirectory.removeIfUnused()

@@ -1,0 +1,64 @@
+import AppdAPI
+import Foundation
+import Sandbox
+
+/// What one live instance uses now: its cgroup's memory and CPU time.
+public struct InstanceUsage: Sendable {
+    public var id: String
+    public var app: String
+    public var state: InstanceState
+    public var startedAt: Date
+    public var memoryBytes: Int64?
+    public var cpuSeconds: Double?
+
+    public var api: APIInstanceUsage {
+        APIInstanceUsage(
+            id: id, app: app, state: state, startedAt: startedAt, memoryBytes: memoryBytes,
+            cpuSeconds: cpuSeconds)
+    }
+}
+
+extension Supervisor {
+    /// The live instances and their cgroups: taken on the actor (cheap), read off it
+    /// (`sampleUsage`), so that a scrape of 1,000 instances never holds launches up.
+    public func usageTargets(app: String? = nil) -> [(
+        instance: APIInstance, cgroup: (any InstanceCgroup)?
+    )] {
+        entries.values.filter { $0.record.instance.state != .exited }
+            .filter {
+                app == nil
+                    || $0.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame
+            }
+            .map { ($0.record.instance, $0.cgroup) }
+    }
+
+    /// Reads two small cgroup files per instance; an instance that ends meanwhile has none.
+    public nonisolated static func sampleUsage(
+        _ targets: [(instance: APIInstance, cgroup: (any InstanceCgroup)?)]
+    )
+        -> [InstanceUsage]
+    {
+        targets.map { instance, cgroup in
+            InstanceUsage(
+                id: instance.id, app: instance.app, state: instance.state,
+                startedAt: instance.startedAt,
+                memoryBytes: (try? cgroup?.memory())??.current,
+                cpuSeconds: ((try? cgroup?.cpuMicroseconds()) ?? nil).map { Double($0) / 1_000_000 }
+            )
+        }
+    }
+
+    /// CPU seconds of the instances that ended under this daemon, per app (lowercased), for
+    /// `appd_app_cpu_seconds_total`; apps no longer installed are forgotten.
+    public func endedCPUSeconds(installed: [String]) -> [String: Double] {
+        let keep = Set(installed.map { $0.lowercased() })
+        endedCPU = endedCPU.filter { keep.contains($0.key) }
+        return endedCPU
+    }
+
+    /// Called as an instance ends, before its cgroup goes: what it used stays counted.
+    func noteEnded(_ entry: Entry) {
+        guard let micro = (try? entry.cgroup?.cpuMicroseconds()) ?? nil, micro > 0 else { return }
+        endedCPU[entry.record.instance.app.lowercased(), default: 0] += Double(micro) / 1_000_000
+    }
+}
