@@ -210,23 +210,7 @@ extension IPAArchive {
                 totalBytes += size64
                 items.append(Item(entry: entry, path: path, type: .file, mode: mode, size: size64, link: []))
             case .symlink:
-                // ZIPFoundation reads a link's target in one piece, as long as the local header
-                // says: that size is checked too, or a forged one allocates gigabytes.
-                let local = IPAArchive.localHeaderSize(entry)
-                guard size64 > 0, size64 < Int64(PATH_MAX), let local, local == size else {
-                    throw refuse(name, "is a symlink with a target of \(size) bytes (\(local.map(String.init) ?? "unknown") in its local header)")
-                }
-                var target: [UInt8] = []
-                do {
-                    _ = try archive.extract(entry, bufferSize: Int(PATH_MAX)) { data in
-                        guard target.count + data.count <= Int(size64) else {
-                            throw AppdError(.invalidBundle, "inflates past its declared size")
-                        }
-                        target += data
-                    }
-                } catch {
-                    throw refuse(name, "is a symlink whose target cannot be read: \(error)")
-                }
+                let target = try IPAArchive.linkTarget(entry, size: size64, in: archive) { refuse(name, $0) }
                 try checkLink(name, path: path, target: target)
                 items.append(Item(entry: entry, path: path, type: .symlink, mode: 0o777, size: 0, link: target))
             }
@@ -282,6 +266,51 @@ extension IPAArchive {
             if flags & 1 != 0 { return true }
         }
         return false
+    }
+
+    /// A symlink's target. ZIPFoundation hands over a link's stored bytes as they are, read in
+    /// one piece of the size its local header declares (a forged size would allocate
+    /// gigabytes), without inflating them: both sizes are checked first, and a deflated target
+    /// is inflated here, bounded by its declared size, and checked against the entry's CRC.
+    static func linkTarget(
+        _ entry: Entry, size: Int64, in archive: Archive, refuse: (String) -> AppdError
+    ) throws -> [UInt8] {
+        let stored = entry.compressedSize
+        let local = localHeaderSize(entry)
+        guard size > 0, size < Int64(PATH_MAX), stored <= UInt64(PATH_MAX) + 64, local == stored else {
+            throw refuse(
+                "is a symlink whose target declares \(size) bytes (\(stored) stored, \(local.map(String.init) ?? "unknown") in its local header)")
+        }
+        var raw = Data()
+        var target: [UInt8] = []
+        do {
+            _ = try archive.extract(entry, bufferSize: Int(PATH_MAX), skipCRC32: true) { raw.append($0) }
+            let checksum: CRC32
+            if entry.isCompressed {
+                checksum = try Data.decompress(
+                    size: Int64(raw.count), bufferSize: 4096, skipCRC32: false,
+                    provider: { position, count in
+                        let start = raw.startIndex + Int(position)
+                        return raw.subdata(in: start..<min(raw.endIndex, start + count))
+                    },
+                    consumer: { data in
+                        guard target.count + data.count <= Int(size) else {
+                            throw AppdError(.invalidBundle, "inflates past its declared size")
+                        }
+                        target += data
+                    })
+            } else {
+                target = Array(raw)
+                checksum = raw.crc32(checksum: 0)
+            }
+            guard checksum == entry.checksum else { throw AppdError(.invalidBundle, "its CRC does not match") }
+        } catch {
+            throw refuse("is a symlink whose target cannot be read: \((error as? AppdError)?.message ?? "\(error)")")
+        }
+        guard target.count == Int(size) else {
+            throw refuse("is a symlink whose target holds \(target.count) bytes but declares \(size)")
+        }
+        return target
     }
 
     /// The compressed size the entry's local header declares (what ZIPFoundation reads a
