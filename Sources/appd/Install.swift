@@ -59,10 +59,13 @@ struct Install: ParsableCommand {
     func run() throws {
         try options.run {
             let progress = !options.json && isatty(STDERR_FILENO) == 1
+            // A --config the daemon would ignore is refused before anything is read.
+            let client = local.noDaemon ? nil : try options.daemonClient()
             let limits = local.noDaemon ? try options.loadConfiguration().bundleLimits : BundleLimits()
             let source = try InstallSource.open(bundle, name: name, limits: limits, countFolder: progress)
             defer { source.close() }
-            let result = try local.noDaemon ? installInProcess(source) : installThroughDaemon(source, progress: progress)
+            let result = try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
+                ?? installInProcess(source)
             if options.json {
                 Output.json(result)
                 return
@@ -91,7 +94,9 @@ struct Install: ParsableCommand {
     }
 
     /// POST /v1/apps with the bundle as a tar stream; the daemon installs what arrives.
-    private func installThroughDaemon(_ source: InstallSource, progress: Bool) throws -> APIInstallResult {
+    private func installThroughDaemon(_ source: InstallSource, client: AppdClient, progress: Bool) throws
+        -> APIInstallResult
+    {
         let path = AppdClient.path(
             "apps",
             query: [
@@ -101,7 +106,7 @@ struct Install: ParsableCommand {
         let display = progress ? UploadProgress(totals: source.totals) : nil
         defer { display?.finish() }
         do {
-            return try options.daemonClient().upload(
+            return try client.upload(
                 path, contentType: "application/x-tar", as: APIInstallResult.self
             ) { write in
                 try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
@@ -172,7 +177,8 @@ struct Install: ParsableCommand {
         if case .folder(let path) = source.kind {
             result = try store.install(bundleAt: path, options: installOptions)
         } else {
-            result = try Self.installArchive(source, into: store, options: installOptions)
+            let display = installOptions.progress == nil ? nil : UploadProgress(totals: source.totals, verb: "extracting")
+            result = try Self.installArchive(source, into: store, options: installOptions, progress: display)
         }
         if let warning = result.signing.warning {
             FileHandle.standardError.write(Data("appd: WARNING: \(warning)\n".utf8))
@@ -189,9 +195,9 @@ extension Install {
     /// `--no-daemon` with an archive: what the daemon does, in-process. The stream is extracted
     /// into `<root>/incoming/<uuid>/Name.app` (root-only) by the daemon's own extractor, each
     /// file hashed as it is written, and that tree is renamed into staging and checked.
-    static func installArchive(_ source: InstallSource, into store: AppStore, options: InstallOptions) throws
-        -> InstallResult
-    {
+    static func installArchive(
+        _ source: InstallSource, into store: AppStore, options: InstallOptions, progress: UploadProgress? = nil
+    ) throws -> InstallResult {
         let incoming = "\(store.root.path)/incoming"
         guard mkdir(incoming, 0o700) == 0 || errno == EEXIST else { throw AppdError.system("mkdir \(incoming)") }
         let folder = "\(incoming)/\(UUID().uuidString)"
@@ -201,8 +207,12 @@ extension Install {
         guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
         do {
             var extractor = try BundleArchiveExtractor(into: bundle, limits: store.config.bundleLimits)
-            try source.write(onFile: nil) { bytes in try extractor.consume(bytes) }
+            try source.write(onFile: progress.map { progress in { progress.file($0) } }) { bytes in
+                try extractor.consume(bytes)
+                progress?.sent(bytes.count)
+            }
             try extractor.finish()
+            progress?.uploaded()
             return try store.install(extractedBundleAt: bundle, digests: extractor.fileDigests, options: options)
         } catch let error as AppdError {
             throw error.naming(bundle, as: source.shown).naming(folder + "/", as: "")

@@ -99,7 +99,7 @@ struct InstallSource {
             var template = Array("\(directory)/appd-install-XXXXXX.ipa".utf8CString)
             let fd = template.withUnsafeMutableBufferPointer { mkstemps($0.baseAddress!, 4) }
             guard fd >= 0 else { throw AppdError.system("create a temporary file in \(directory)") }
-            let path = String(cString: template)
+            let path = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let remove = { _ = unlink(path) }
             do {
                 defer { Glibc.close(fd) }

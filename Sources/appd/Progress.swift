@@ -50,13 +50,18 @@ enum Progress {
 /// known (a folder is counted first, an .ipa lists its own; a tar on stdin counts up).
 final class UploadProgress {
     private let totals: (files: Int, bytes: Int64)?
+    /// `sending` (to the daemon), `extracting` (--no-daemon with an archive).
+    private let verb: String
     private var files = 0
     private var fileBytes: Int64 = 0
     private var sent: Int64 = 0
     private var lastDraw: UInt64 = 0
     private let start = DispatchTime.now().uptimeNanoseconds
 
-    init(totals: (files: Int, bytes: Int64)?) { self.totals = totals }
+    init(totals: (files: Int, bytes: Int64)?, verb: String = "sending") {
+        self.totals = totals
+        self.verb = verb
+    }
 
     func file(_ size: Int64) {
         files += 1
@@ -74,11 +79,11 @@ final class UploadProgress {
     private func draw(now: UInt64) {
         if totals == nil && files == 0 {
             // A tar stream: what it holds is known only to the daemon.
-            Progress.draw(Progress.line("sending", files: 0, of: nil, bytes: sent, of: nil, since: start, now: now)
-                .replacingOccurrences(of: "sending 0 files, ", with: "sending "))
+            Progress.draw(Progress.line(verb, files: 0, of: nil, bytes: sent, of: nil, since: start, now: now)
+                .replacingOccurrences(of: "\(verb) 0 files, ", with: "\(verb) "))
         } else {
             Progress.draw(
-                Progress.line("sending", files: files, of: totals?.files, bytes: fileBytes, of: totals?.bytes,
+                Progress.line(verb, files: files, of: totals?.files, bytes: fileBytes, of: totals?.bytes,
                     since: start, now: now))
         }
     }
@@ -89,7 +94,7 @@ final class UploadProgress {
         draw(now: DispatchTime.now().uptimeNanoseconds)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         Progress.draw(
-            "sent \(totals == nil && files == 0 ? "" : "\(files) files, ")\(Output.bytes(totals == nil && files == 0 ? sent : fileBytes)) in \(String(format: "%.1f", seconds)) s; appd is verifying and sealing the bundle...")
+            "\(verb == "sending" ? "sent" : "extracted") \(totals == nil && files == 0 ? "" : "\(files) files, ")\(Output.bytes(totals == nil && files == 0 ? sent : fileBytes)) in \(String(format: "%.1f", seconds)) s; appd is verifying and sealing the bundle...")
     }
 
     func finish() { Progress.finish() }
