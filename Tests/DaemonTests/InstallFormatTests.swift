@@ -192,3 +192,33 @@ struct InstallFormatTests {
         #expect(try daemon.wait(instance.id).exit?.code == 0)
     }
 }
+
+@Suite("install progress on a terminal", .serialized, rootOnly)
+struct InstallProgressTests {
+    @Test("one progress line on a terminal (files, bytes, percent), erased at the end; none with --json or into a pipe")
+    func progressOnTerminalOnly() throws {
+        let daemon = try TestDaemon()
+        let bundle = try daemon.makeProbe("com.example.progress")
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let environment = ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin", "TERM": "dumb"]
+        // script(1) gives appd a terminal as stdout and stderr.
+        func onTerminal(_ arguments: String) throws -> (code: Int32, output: String) {
+            try runTool(
+                "/usr/bin/script", ["-qec", "\(builtExecutable("appd")) install \(arguments)", "/dev/null"],
+                environment: environment)
+        }
+        let tty = try onTerminal(bundle)
+        #expect(tty.code == 0, "\(tty.output)")
+        #expect(tty.output.contains("\r\u{1B}[Ksending 5/5 files"), "\(tty.output.debugDescription)")
+        #expect(tty.output.contains("(100%)"), "\(tty.output.debugDescription)")
+        #expect(tty.output.contains("sent 5 files"), "\(tty.output.debugDescription)")
+        #expect(tty.output.contains("appd is verifying and sealing the bundle"), "\(tty.output.debugDescription)")
+
+        let json = try onTerminal("--json \(bundle)")
+        #expect(json.code == 0, "\(json.output)")
+        #expect(!json.output.contains("sending"), "\(json.output.debugDescription)")
+        let pipe = try daemon.run("appd", ["install", bundle])
+        #expect(pipe.code == 0, "\(pipe.output)")
+        #expect(!pipe.output.contains("sending") && !pipe.output.contains("\u{1B}"), "\(pipe.output.debugDescription)")
+    }
+}
