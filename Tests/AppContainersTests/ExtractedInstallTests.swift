@@ -61,6 +61,19 @@ struct ExtractedInstallTests {
         try expectConsistent(scratch.path)
     }
 
+    @Test("two names that are one string to Swift (é composed and decomposed) are refused as a clash, by name")
+    func normalizationClash() throws {
+        let scratch = Scratch()
+        let store = try store(scratch.path)
+        let bundle = try extracted(scratch.path, id: "com.example.clash")
+        try "one".write(toFile: "\(bundle)/Resources/caf\u{E9}.txt", atomically: false, encoding: .utf8)
+        try "two".write(toFile: "\(bundle)/Resources/cafe\u{301}.txt", atomically: false, encoding: .utf8)
+        let error = failure { _ = try store.install(extractedBundleAt: bundle, digests: try digests(of: bundle)) }
+        #expect(error?.message.contains("names that clash") == true, "\(String(describing: error))")
+        #expect(try store.apps().isEmpty)
+        try expectConsistent(scratch.path)
+    }
+
     @Test("a file the extractor did not hash is refused")
     func unhashedFileRefused() throws {
         let scratch = Scratch()

@@ -120,7 +120,7 @@ struct InstallFormatTests {
         arguments: [
             ("traversal", "'..' component"), ("absolute", "absolute path"), ("symlink-out", "leads out of the app"),
             ("two-apps", "more than one app"), ("no-payload", "no Payload/Name.app"), ("duplicate", "appears twice"),
-            ("encrypted", "encrypted"), ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
+            ("encrypted", "is encrypted; appd installs only plain archives"), ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
         ])
     func hostileIPAs(_ hostile: String, _ expected: String) throws {
         let daemon = try TestDaemon()
