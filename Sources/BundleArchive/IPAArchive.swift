@@ -64,9 +64,22 @@ public struct IPAArchive {
             throw AppdError(.invalidBundle, "\(shown) is not a zip archive (\(error))",
                 hint: "an .ipa is a zip holding Payload/Name.app")
         }
+        // ZIPFoundation's iteration ends without a word at an entry it cannot read (an encrypted
+        // one, a corrupt record): what it lists is compared with what the archive declares.
+        guard let declared = declaredEntryCount(archive) else {
+            throw AppdError(.invalidBundle, "\(shown): cannot tell how many entries the zip declares")
+        }
+        guard declared <= UInt64(limits.maxFiles + 16) else {
+            throw AppdError(.invalidBundle, "\(shown) declares \(declared) entries, over \(limits.maxFiles) (MaxFiles)")
+        }
         var reader = Reader(shown: shown, limits: limits)
         for entry in archive {
             try reader.take(entry, from: archive)
+        }
+        guard UInt64(reader.entryCount) == declared else {
+            throw AppdError(.invalidBundle,
+                "\(shown): entry \(reader.entryCount + 1) of \(declared) is encrypted or its central directory is corrupt; appd installs only plain, whole archives",
+                hint: "an .ipa is a zip holding Payload/Name.app")
         }
         return try reader.finish(archive)
     }
@@ -311,6 +324,22 @@ extension IPAArchive {
             throw refuse("is a symlink whose target holds \(target.count) bytes but declares \(size)")
         }
         return target
+    }
+
+    /// The number of entries the end of central directory record (or its ZIP64 form) declares,
+    /// reached by reflection like `isEncrypted`'s flags.
+    static func declaredEntryCount(_ archive: Archive) -> UInt64? {
+        func child(_ value: Any, _ label: String) -> Any? {
+            Mirror(reflecting: value).children.first { $0.label == label }?.value
+        }
+        guard let zip64 = child(archive, "zip64EndOfCentralDirectory") else { return nil }
+        if let some = Mirror(reflecting: zip64).children.first?.value {  // Optional's `some`
+            return child(child(some, "record") as Any, "totalNumberOfEntriesInCentralDirectory") as? UInt64
+        }
+        guard let record = child(archive, "endOfCentralDirectoryRecord"),
+            let count = child(record, "totalNumberOfEntriesInCentralDirectory") as? UInt16
+        else { return nil }
+        return UInt64(count)
     }
 
     /// The compressed size the entry's local header declares (what ZIPFoundation reads a

@@ -11,12 +11,11 @@ func makeIPA(from bundle: String, to ipa: String, hostile: String = "") throws {
         import os, struct, sys, zipfile
         bundle, ipa, hostile = sys.argv[1:4]
         app = "Payload/" + os.path.basename(bundle.rstrip("/"))
-        def add(z, name, data, mode=0o644, kind=0o100000, flags=0, compress=zipfile.ZIP_DEFLATED):
+        def add(z, name, data, mode=0o644, kind=0o100000, compress=zipfile.ZIP_DEFLATED):
             info = zipfile.ZipInfo(name)
             info.external_attr = (kind | mode) << 16
             info.create_system = 3
             info.compress_type = compress
-            info.flag_bits |= flags
             z.writestr(info, data)
         with zipfile.ZipFile(ipa, "w") as z:
             add(z, "iTunesMetadata.plist", b"<plist/>")
@@ -42,28 +41,36 @@ func makeIPA(from bundle: String, to ipa: String, hostile: String = "") throws {
             elif hostile == "duplicate":
                 add(z, app + "/Info.plist", b"<plist/>")
             elif hostile == "encrypted":
-                add(z, app + "/secret", b"x" * 100, flags=1, compress=zipfile.ZIP_STORED)
+                add(z, app + "/secret", b"x" * 100, compress=zipfile.ZIP_STORED)
             elif hostile in ("bomb-declared", "bomb-ratio"):
                 add(z, app + "/zeros", b"\0" * (8 << 20))
         if hostile == "no-payload":
             with zipfile.ZipFile(ipa, "w") as z:
                 add(z, "Probe.app/Info.plist", b"<plist/>")
-        if hostile in ("bomb-declared", "bomb-ratio"):
-            # Forge the uncompressed size of "zeros" in both headers: smaller than what it
-            # inflates to, or absurdly larger than what deflate can reach.
+        def patch(entry, local, central, change):
+            # Rewrites a field of one entry in its local header and its central directory record.
             data = bytearray(open(ipa, "rb").read())
-            forged = 4096 if hostile == "bomb-declared" else 0xFFFFFF00
-            name = (app + "/zeros").encode()
-            for signature, offset in ((b"PK\x03\x04", 22), (b"PK\x01\x02", 24)):
+            name = (app + "/" + entry).encode()
+            for signature, offset in ((b"PK\x03\x04", local), (b"PK\x01\x02", central)):
                 at = 0
                 while True:
                     at = data.find(signature, at)
                     if at < 0: break
                     name_at = at + (30 if signature == b"PK\x03\x04" else 46)
                     if data[name_at:name_at + len(name)] == name:
-                        struct.pack_into("<I", data, at + offset, forged)
+                        change(data, at + offset)
                     at += 4
             open(ipa, "wb").write(bytes(data))
+        if hostile in ("bomb-declared", "bomb-ratio"):
+            # The uncompressed size of "zeros": smaller than what it inflates to, or absurdly
+            # larger than what deflate can reach.
+            forged = 4096 if hostile == "bomb-declared" else 0xFFFFFF00
+            patch("zeros", 22, 24, lambda data, at: struct.pack_into("<I", data, at, forged))
+        if hostile == "encrypted":
+            # Bit 0 of the general purpose flags (Python's zipfile clears what it is given).
+            def encrypt(data, at):
+                data[at] |= 1
+            patch("secret", 6, 8, encrypt)
         """#
     let result = try runTool("/usr/bin/python3", ["-c", script, bundle, ipa, hostile])
     guard result.code == 0 else { throw DaemonFailure("making \(ipa): \(result.output)") }
@@ -120,7 +127,7 @@ struct InstallFormatTests {
         arguments: [
             ("traversal", "'..' component"), ("absolute", "absolute path"), ("symlink-out", "leads out of the app"),
             ("two-apps", "more than one app"), ("no-payload", "no Payload/Name.app"), ("duplicate", "appears twice"),
-            ("encrypted", "is encrypted; appd installs only plain archives"), ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
+            ("encrypted", "is encrypted or its central directory is corrupt"), ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
         ])
     func hostileIPAs(_ hostile: String, _ expected: String) throws {
         let daemon = try TestDaemon()
