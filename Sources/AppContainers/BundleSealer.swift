@@ -32,8 +32,10 @@ struct BundleSealer: BundleVisitor {
 
     mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
         guard let digest = digests[entry.relativePath] else {
-            throw AppdError(.invalidBundle,
-                "\(entry.relativePath) is in the staged bundle but was not extracted from the archive")
+            throw AppdError(
+                .invalidBundle,
+                "\(entry.relativePath) is in the staged bundle but was not extracted from the archive"
+            )
         }
         guard fchmod(fd, entry.isExecutable ? 0o555 : 0o444) == 0 else {
             throw AppdError.system("chmod \(entry.relativePath)")
@@ -53,8 +55,10 @@ struct BundleSealer: BundleVisitor {
     /// canonical equivalence); the manifest refuses such a clash by name right after.
     func checkComplete(bundle: String) throws {
         guard filesSealed >= digests.count else {
-            throw AppdError(.invalidBundle,
-                "\(bundle): \(digests.count) files were extracted from the archive but \(filesSealed) are in the staged bundle")
+            throw AppdError(
+                .invalidBundle,
+                "\(bundle): \(digests.count) files were extracted from the archive but \(filesSealed) are in the staged bundle"
+            )
         }
     }
 }

@@ -51,33 +51,40 @@ public struct IPAArchive {
             throw AppdError.system("stat \(shown)")
         }
         guard info.st_mode & S_IFMT == S_IFREG else {
-            throw AppdError(.invalidBundle, "\(shown) is not a regular file; an .ipa is a zip archive")
+            throw AppdError(
+                .invalidBundle, "\(shown) is not a regular file; an .ipa is a zip archive")
         }
         guard access(path, R_OK) == 0 else {
-            throw AppdError(.permissionDenied, "cannot read \(shown): \(errnoName(errno))",
+            throw AppdError(
+                .permissionDenied, "cannot read \(shown): \(errnoName(errno))",
                 hint: "the archive is read with your permissions")
         }
         let archive: Archive
         do {
             archive = try Archive(url: URL(fileURLWithPath: path), accessMode: .read)
         } catch {
-            throw AppdError(.invalidBundle, "\(shown) is not a zip archive (\(error))",
+            throw AppdError(
+                .invalidBundle, "\(shown) is not a zip archive (\(error))",
                 hint: "an .ipa is a zip holding Payload/Name.app")
         }
         // ZIPFoundation's iteration ends without a word at an entry it cannot read (an encrypted
         // one, a corrupt record): what it lists is compared with what the archive declares.
         guard let declared = declaredEntryCount(archive) else {
-            throw AppdError(.invalidBundle, "\(shown): cannot tell how many entries the zip declares")
+            throw AppdError(
+                .invalidBundle, "\(shown): cannot tell how many entries the zip declares")
         }
         guard declared <= UInt64(limits.maxFiles + 16) else {
-            throw AppdError(.invalidBundle, "\(shown) declares \(declared) entries, over \(limits.maxFiles) (MaxFiles)")
+            throw AppdError(
+                .invalidBundle,
+                "\(shown) declares \(declared) entries, over \(limits.maxFiles) (MaxFiles)")
         }
         var reader = Reader(shown: shown, limits: limits)
         for entry in archive {
             try reader.take(entry, from: archive)
         }
         guard UInt64(reader.entryCount) == declared else {
-            throw AppdError(.invalidBundle,
+            throw AppdError(
+                .invalidBundle,
                 "\(shown): entry \(reader.entryCount + 1) of \(declared) is encrypted or its central directory is corrupt; appd installs only plain, whole archives",
                 hint: "an .ipa is a zip holding Payload/Name.app")
         }
@@ -90,7 +97,9 @@ public struct IPAArchive {
     public func write(
         onFile: ((Int64) -> Void)? = nil, to sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        try withoutActuallyEscaping(sink) { sink in try write(onFile: onFile, output: TarOutput(sink: sink)) }
+        try withoutActuallyEscaping(sink) { sink in
+            try write(onFile: onFile, output: TarOutput(sink: sink))
+        }
     }
 
     private func write(onFile: ((Int64) -> Void)?, output: TarOutput) throws {
@@ -98,11 +107,15 @@ public struct IPAArchive {
             switch item.type {
             case .directory:
                 guard !item.path.isEmpty else { continue }
-                try output.header(item.path + "/", mode: item.mode, size: 0, type: Tar.EntryType.directory)
+                try output.header(
+                    item.path + "/", mode: item.mode, size: 0, type: Tar.EntryType.directory)
             case .symlink:
-                try output.header(item.path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: item.link[...])
+                try output.header(
+                    item.path, mode: 0o777, size: 0, type: Tar.EntryType.symlink,
+                    link: item.link[...])
             case .file:
-                try output.header(item.path, mode: item.mode, size: item.size, type: Tar.EntryType.regular)
+                try output.header(
+                    item.path, mode: item.mode, size: item.size, type: Tar.EntryType.regular)
                 var written: Int64 = 0
                 let what = "\(shown): Payload/\(appName)/\(item.path)"
                 do {
@@ -110,8 +123,10 @@ public struct IPAArchive {
                         // A bomb that inflates past what it declared stops here, at the size the
                         // header already promised.
                         guard Int64(data.count) <= item.size - written else {
-                            throw AppdError(.invalidBundle,
-                                "\(what) inflates to more than the \(item.size) bytes it declares; refusing a zip bomb")
+                            throw AppdError(
+                                .invalidBundle,
+                                "\(what) inflates to more than the \(item.size) bytes it declares; refusing a zip bomb"
+                            )
                         }
                         written += Int64(data.count)
                         try data.withUnsafeBytes { try output.append($0) }
@@ -122,7 +137,8 @@ public struct IPAArchive {
                     throw AppdError(.invalidBundle, "\(what) cannot be read: \(error)")
                 }
                 guard written == item.size else {
-                    throw AppdError(.invalidBundle,
+                    throw AppdError(
+                        .invalidBundle,
                         "\(what) holds \(written) bytes but declares \(item.size)")
                 }
                 try output.append(zeros: Tar.padding(for: item.size))
@@ -152,7 +168,9 @@ extension IPAArchive {
         }
 
         func refuse(_ name: String, _ problem: String) -> AppdError {
-            AppdError(.invalidBundle, "\(shown): entry '\(Tar.shown(Array(name.utf8.prefix(300))))' \(problem)",
+            AppdError(
+                .invalidBundle,
+                "\(shown): entry '\(Tar.shown(Array(name.utf8.prefix(300))))' \(problem)",
                 hint: "an .ipa is a zip holding Payload/Name.app and nothing hostile")
         }
 
@@ -162,13 +180,18 @@ extension IPAArchive {
             // Everything counts, inside Payload/ or not: a directory of millions of entries is
             // refused before they are all read.
             guard entryCount <= limits.maxFiles + 16 else {
-                throw AppdError(.invalidBundle,
+                throw AppdError(
+                    .invalidBundle,
                     "\(shown) holds more than \(limits.maxFiles) entries (MaxFiles)")
             }
-            if IPAArchive.isEncrypted(entry) { throw refuse(name, "is encrypted; appd installs only plain archives") }
+            if IPAArchive.isEncrypted(entry) {
+                throw refuse(name, "is encrypted; appd installs only plain archives")
+            }
             let bytes = Array(name.utf8)
             guard !bytes.contains(0) else { throw refuse(name, "has a NUL byte in its name") }
-            guard bytes.first != UInt8(ascii: "/") else { throw refuse(name, "is an absolute path") }
+            guard bytes.first != UInt8(ascii: "/") else {
+                throw refuse(name, "is an absolute path")
+            }
             guard !bytes.contains(UInt8(ascii: "\\")) else {
                 throw refuse(name, "has a backslash in its name (a Windows path?)")
             }
@@ -189,7 +212,8 @@ extension IPAArchive {
             if !apps.contains(app) {
                 apps.append(app)
                 guard apps.count == 1 else {
-                    throw AppdError(.invalidBundle,
+                    throw AppdError(
+                        .invalidBundle,
                         "\(shown) holds more than one app (Payload/\(apps[0]) and Payload/\(app)); an .ipa holds exactly one",
                         hint: "install each app from an .ipa of its own")
                 }
@@ -198,34 +222,51 @@ extension IPAArchive {
                 throw refuse(name, "is where the app folder should be, and is not a directory")
             }
             let path = parts.dropFirst(2).joined(separator: "/")
-            guard seen.insert(path).inserted else { throw refuse(name, "appears twice in the archive") }
+            guard seen.insert(path).inserted else {
+                throw refuse(name, "appears twice in the archive")
+            }
 
             let size = entry.uncompressedSize
             let stored = entry.compressedSize
-            guard let size64 = Int64(exactly: size), size64 <= limits.maxTotalBytes - totalBytes else {
-                throw refuse(name,
-                    "declares \(size) bytes, bringing the app past \(limits.maxTotalBytes) bytes (MaxTotalBytes); refusing a zip bomb")
+            guard let size64 = Int64(exactly: size), size64 <= limits.maxTotalBytes - totalBytes
+            else {
+                throw refuse(
+                    name,
+                    "declares \(size) bytes, bringing the app past \(limits.maxTotalBytes) bytes (MaxTotalBytes); refusing a zip bomb"
+                )
             }
             if entry.isCompressed {
-                guard size <= 4096 || (stored > 0 && size / stored <= IPAArchive.maxCompressionRatio) else {
-                    throw refuse(name,
-                        "declares \(size) bytes from \(stored) compressed, a ratio deflate cannot produce; refusing a zip bomb")
+                guard
+                    size <= 4096 || (stored > 0 && size / stored <= IPAArchive.maxCompressionRatio)
+                else {
+                    throw refuse(
+                        name,
+                        "declares \(size) bytes from \(stored) compressed, a ratio deflate cannot produce; refusing a zip bomb"
+                    )
                 }
             } else if size != stored {
-                throw refuse(name, "is stored uncompressed but declares \(size) bytes from \(stored)")
+                throw refuse(
+                    name, "is stored uncompressed but declares \(size) bytes from \(stored)")
             }
             let mode = IPAArchive.mode(of: entry)
             switch entry.type {
             case .directory:
-                items.append(Item(entry: entry, path: path, type: .directory, mode: mode, size: 0, link: []))
+                items.append(
+                    Item(entry: entry, path: path, type: .directory, mode: mode, size: 0, link: []))
             case .file:
                 fileCount += 1
                 totalBytes += size64
-                items.append(Item(entry: entry, path: path, type: .file, mode: mode, size: size64, link: []))
+                items.append(
+                    Item(entry: entry, path: path, type: .file, mode: mode, size: size64, link: []))
             case .symlink:
-                let target = try IPAArchive.linkTarget(entry, size: size64, in: archive) { refuse(name, $0) }
+                let target = try IPAArchive.linkTarget(entry, size: size64, in: archive) {
+                    refuse(name, $0)
+                }
                 try checkLink(name, path: path, target: target)
-                items.append(Item(entry: entry, path: path, type: .symlink, mode: 0o777, size: 0, link: target))
+                items.append(
+                    Item(
+                        entry: entry, path: path, type: .symlink, mode: 0o777, size: 0, link: target
+                    ))
             }
         }
 
@@ -236,7 +277,9 @@ extension IPAArchive {
                 throw refuse(name, "is a symlink whose target holds a NUL or is not UTF-8")
             }
             guard !text.hasPrefix("/") else {
-                throw refuse(name, "is a symlink to the absolute path \(text); links must stay inside the app")
+                throw refuse(
+                    name,
+                    "is a symlink to the absolute path \(text); links must stay inside the app")
             }
             var depth = path.split(separator: "/").count - 1
             for part in text.split(separator: "/") {
@@ -253,8 +296,11 @@ extension IPAArchive {
 
         func finish(_ archive: Archive) throws -> IPAArchive {
             guard let app = apps.first else {
-                throw AppdError(.invalidBundle, "\(shown) holds no Payload/Name.app folder",
-                    hint: "an .ipa is a zip holding Payload/Name.app; to install a folder, name the folder")
+                throw AppdError(
+                    .invalidBundle, "\(shown) holds no Payload/Name.app folder",
+                    hint:
+                        "an .ipa is a zip holding Payload/Name.app; to install a folder, name the folder"
+                )
             }
             guard items.contains(where: { $0.type == .file }) else {
                 throw AppdError(.invalidBundle, "\(shown): Payload/\(app) holds no files")
@@ -271,7 +317,9 @@ extension IPAArchive {
     static func isEncrypted(_ entry: Entry) -> Bool {
         for structure in ["centralDirectoryStructure", "localFileHeader"] {
             guard
-                let header = Mirror(reflecting: entry).children.first(where: { $0.label == structure })?.value,
+                let header = Mirror(reflecting: entry).children.first(where: {
+                    $0.label == structure
+                })?.value,
                 let flags = Mirror(reflecting: header).children.first(where: {
                     $0.label == "generalPurposeBitFlag"
                 })?.value as? UInt16
@@ -290,14 +338,18 @@ extension IPAArchive {
     ) throws -> [UInt8] {
         let stored = entry.compressedSize
         let local = localHeaderSize(entry)
-        guard size > 0, size < Int64(PATH_MAX), stored <= UInt64(PATH_MAX) + 64, local == stored else {
+        guard size > 0, size < Int64(PATH_MAX), stored <= UInt64(PATH_MAX) + 64, local == stored
+        else {
             throw refuse(
-                "is a symlink whose target declares \(size) bytes (\(stored) stored, \(local.map(String.init) ?? "unknown") in its local header)")
+                "is a symlink whose target declares \(size) bytes (\(stored) stored, \(local.map(String.init) ?? "unknown") in its local header)"
+            )
         }
         var raw = Data()
         var target: [UInt8] = []
         do {
-            _ = try archive.extract(entry, bufferSize: Int(PATH_MAX), skipCRC32: true) { raw.append($0) }
+            _ = try archive.extract(entry, bufferSize: Int(PATH_MAX), skipCRC32: true) {
+                raw.append($0)
+            }
             let checksum: CRC32
             if entry.isCompressed {
                 checksum = try Data.decompress(
@@ -316,12 +368,17 @@ extension IPAArchive {
                 target = Array(raw)
                 checksum = raw.crc32(checksum: 0)
             }
-            guard checksum == entry.checksum else { throw AppdError(.invalidBundle, "its CRC does not match") }
+            guard checksum == entry.checksum else {
+                throw AppdError(.invalidBundle, "its CRC does not match")
+            }
         } catch {
-            throw refuse("is a symlink whose target cannot be read: \((error as? AppdError)?.message ?? "\(error)")")
+            throw refuse(
+                "is a symlink whose target cannot be read: \((error as? AppdError)?.message ?? "\(error)")"
+            )
         }
         guard target.count == Int(size) else {
-            throw refuse("is a symlink whose target holds \(target.count) bytes but declares \(size)")
+            throw refuse(
+                "is a symlink whose target holds \(target.count) bytes but declares \(size)")
         }
         return target
     }
@@ -334,7 +391,8 @@ extension IPAArchive {
         }
         guard let zip64 = child(archive, "zip64EndOfCentralDirectory") else { return nil }
         if let some = Mirror(reflecting: zip64).children.first?.value {  // Optional's `some`
-            return child(child(some, "record") as Any, "totalNumberOfEntriesInCentralDirectory") as? UInt64
+            return child(child(some, "record") as Any, "totalNumberOfEntriesInCentralDirectory")
+                as? UInt64
         }
         guard let record = child(archive, "endOfCentralDirectoryRecord"),
             let count = child(record, "totalNumberOfEntriesInCentralDirectory") as? UInt16
@@ -346,8 +404,12 @@ extension IPAArchive {
     /// symlink's target by), reached like `isEncrypted`'s flags.
     static func localHeaderSize(_ entry: Entry) -> UInt64? {
         guard
-            let header = Mirror(reflecting: entry).children.first(where: { $0.label == "localFileHeader" })?.value,
-            let size = Mirror(reflecting: header).children.first(where: { $0.label == "compressedSize" })?.value
+            let header = Mirror(reflecting: entry).children.first(where: {
+                $0.label == "localFileHeader"
+            })?.value,
+            let size = Mirror(reflecting: header).children.first(where: {
+                $0.label == "compressedSize"
+            })?.value
                 as? UInt32
         else { return nil }
         return UInt64(size)
@@ -358,7 +420,8 @@ extension IPAArchive {
     static func mode(of entry: Entry) -> mode_t {
         let fallback: mode_t = entry.type == .directory ? 0o755 : 0o644
         let value = entry.fileAttributes[.posixPermissions]
-        guard let raw = (value as? NSNumber)?.int64Value ?? (value as? UInt16).map(Int64.init) else {
+        guard let raw = (value as? NSNumber)?.int64Value ?? (value as? UInt16).map(Int64.init)
+        else {
             return fallback
         }
         let bits = mode_t(truncatingIfNeeded: raw) & 0o7777

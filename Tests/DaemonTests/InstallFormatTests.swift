@@ -77,7 +77,9 @@ func makeIPA(from bundle: String, to ipa: String, hostile: String = "") throws {
 }
 
 /// Runs a built tool with `input` as its stdin.
-func runTool(_ tool: String, _ arguments: [String], stdin input: String, environment: [String: String])
+func runTool(
+    _ tool: String, _ arguments: [String], stdin input: String, environment: [String: String]
+)
     throws -> (code: Int32, output: String)
 {
     let process = Process()
@@ -97,12 +99,19 @@ func runTool(_ tool: String, _ arguments: [String], stdin input: String, environ
 @Suite("install formats: .ipa, tar, stdin", .serialized, rootOnly)
 struct InstallFormatTests {
     /// Nothing of a refused install anywhere in the state root.
-    static func expectNothingInstalled(_ daemon: TestDaemon, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    static func expectNothingInstalled(
+        _ daemon: TestDaemon, _ what: String, sourceLocation: SourceLocation = #_sourceLocation
+    ) throws {
         for directory in ["Containers/Bundle", "Containers/Data", "staging", "incoming"] {
-            let left = (try? FileManager.default.contentsOfDirectory(atPath: "\(daemon.root)/\(directory)")) ?? []
-            #expect(left.isEmpty, "\(what): \(directory) holds \(left)", sourceLocation: sourceLocation)
+            let left =
+                (try? FileManager.default.contentsOfDirectory(atPath: "\(daemon.root)/\(directory)"))
+                ?? []
+            #expect(
+                left.isEmpty, "\(what): \(directory) holds \(left)", sourceLocation: sourceLocation)
         }
-        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty, "\(what)", sourceLocation: sourceLocation)
+        #expect(
+            try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty, "\(what)",
+            sourceLocation: sourceLocation)
     }
 
     @Test("a signed .ipa installs through the daemon and its app launches")
@@ -118,16 +127,22 @@ struct InstallFormatTests {
         let app = try daemon.client.get("/v1/apps/com.example.ipa", as: APIApp.self)
         #expect(app.bundlePath?.hasSuffix("/Probe.app") == true)
         // Outside Payload/: not part of the app.
-        #expect(!FileManager.default.fileExists(atPath: "\(try #require(app.bundlePath))/iTunesMetadata.plist"))
+        #expect(
+            !FileManager.default.fileExists(
+                atPath: "\(try #require(app.bundlePath))/iTunesMetadata.plist"))
         let instance = try daemon.launch("com.example.ipa", ["exit", "0"])
         #expect(try daemon.wait(instance.id).exit?.code == 0)
     }
 
-    @Test("hostile .ipas are refused, naming the file and the problem, and leave nothing in the state root",
+    @Test(
+        "hostile .ipas are refused, naming the file and the problem, and leave nothing in the state root",
         arguments: [
-            ("traversal", "'..' component"), ("absolute", "absolute path"), ("symlink-out", "leads out of the app"),
-            ("two-apps", "more than one app"), ("no-payload", "no Payload/Name.app"), ("duplicate", "appears twice"),
-            ("encrypted", "is encrypted or its central directory is corrupt"), ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
+            ("traversal", "'..' component"), ("absolute", "absolute path"),
+            ("symlink-out", "leads out of the app"),
+            ("two-apps", "more than one app"), ("no-payload", "no Payload/Name.app"),
+            ("duplicate", "appears twice"),
+            ("encrypted", "is encrypted or its central directory is corrupt"),
+            ("bomb-declared", "zip bomb"), ("bomb-ratio", "zip bomb"),
         ])
     func hostileIPAs(_ hostile: String, _ expected: String) throws {
         let daemon = try TestDaemon()
@@ -148,24 +163,32 @@ struct InstallFormatTests {
         daemon.stop()
         let bundle = try daemon.makeProbe("com.example.local")
         try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
-        let environment = ["APPD_ROOT": daemon.root, "APPD_CONFIG": daemon.configPath, "PATH": "/usr/bin:/bin"]
+        let environment = [
+            "APPD_ROOT": daemon.root, "APPD_CONFIG": daemon.configPath, "PATH": "/usr/bin:/bin",
+        ]
         let hostile = "\(daemon.directory)/Hostile.ipa"
         try makeIPA(from: bundle, to: hostile, hostile: "symlink-out")
-        let refused = try TestDaemon.run("appd", ["install", "--no-daemon", hostile], environment: environment)
+        let refused = try TestDaemon.run(
+            "appd", ["install", "--no-daemon", hostile], environment: environment)
         #expect(refused.code == 1, "\(refused.output)")
         #expect(refused.output.contains("leads out of the app"), "\(refused.output)")
 
         let ipa = "\(daemon.directory)/Probe.ipa"
         try makeIPA(from: bundle, to: ipa)
-        let result = try TestDaemon.run("appd", ["install", "--no-daemon", ipa], environment: environment)
+        let result = try TestDaemon.run(
+            "appd", ["install", "--no-daemon", ipa], environment: environment)
         #expect(result.code == 0, "\(result.output)")
         let list = try TestDaemon.run("appd", ["list", "--no-daemon"], environment: environment)
         #expect(list.output.contains("com.example.local"), "\(list.output)")
-        #expect(((try? FileManager.default.contentsOfDirectory(atPath: "\(daemon.root)/incoming")) ?? []).isEmpty)
+        #expect(
+            ((try? FileManager.default.contentsOfDirectory(atPath: "\(daemon.root)/incoming")) ?? [])
+                .isEmpty)
         try daemon.start()
     }
 
-    @Test("a tar of the bundle's contents installs from a file and from stdin; stdin takes an .ipa as well")
+    @Test(
+        "a tar of the bundle's contents installs from a file and from stdin; stdin takes an .ipa as well"
+    )
     func tarAndStdin() throws {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.tar")
@@ -175,26 +198,32 @@ struct InstallFormatTests {
         #expect(made.code == 0, "\(made.output)")
         let fromFile = try daemon.run("appd", ["install", tar])
         #expect(fromFile.code == 0, "\(fromFile.output)")
-        #expect(try daemon.client.get("/v1/apps/com.example.tar", as: APIApp.self).bundlePath?.hasSuffix("/Probe.app") == true)
+        #expect(
+            try daemon.client.get("/v1/apps/com.example.tar", as: APIApp.self).bundlePath?
+                .hasSuffix("/Probe.app") == true)
 
         let environment = ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin"]
         let noName = try runTool("appd", ["install", "-"], stdin: tar, environment: environment)
         #expect(noName.code != 0)
         #expect(noName.output.contains("--name"), "\(noName.output)")
-        let fromStdin = try runTool("appd", ["install", "--name", "Probe.app", "-"], stdin: tar, environment: environment)
+        let fromStdin = try runTool(
+            "appd", ["install", "--name", "Probe.app", "-"], stdin: tar, environment: environment)
         #expect(fromStdin.code == 0, "\(fromStdin.output)")
         #expect(fromStdin.output.contains("Reinstalled com.example.tar"), "\(fromStdin.output)")
 
         let ipa = "\(daemon.directory)/Probe.ipa"
         try makeIPA(from: bundle, to: ipa)
-        let ipaFromStdin = try runTool("appd", ["install", "-"], stdin: ipa, environment: environment)
+        let ipaFromStdin = try runTool(
+            "appd", ["install", "-"], stdin: ipa, environment: environment)
         #expect(ipaFromStdin.code == 0, "\(ipaFromStdin.output)")
 
         let junk = "\(daemon.directory)/junk.bin"
         try Data(repeating: 7, count: 4096).write(to: URL(fileURLWithPath: junk))
         let refused = try daemon.run("appd", ["install", junk])
         #expect(refused.code == 1)
-        #expect(refused.output.contains("neither a folder, nor a zip (.ipa), nor a tar"), "\(refused.output)")
+        #expect(
+            refused.output.contains("neither a folder, nor a zip (.ipa), nor a tar"),
+            "\(refused.output)")
         let instance = try daemon.launch("com.example.tar", ["exit", "0"])
         #expect(try daemon.wait(instance.id).exit?.code == 0)
     }
@@ -202,7 +231,9 @@ struct InstallFormatTests {
 
 @Suite("install progress on a terminal", .serialized, rootOnly)
 struct InstallProgressTests {
-    @Test("one progress line on a terminal (files, bytes, percent), erased at the end; none with --json or into a pipe")
+    @Test(
+        "one progress line on a terminal (files, bytes, percent), erased at the end; none with --json or into a pipe"
+    )
     func progressOnTerminalOnly() throws {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.progress")
@@ -211,21 +242,27 @@ struct InstallProgressTests {
         // script(1) gives appd a terminal as stdout and stderr.
         func onTerminal(_ arguments: String) throws -> (code: Int32, output: String) {
             try runTool(
-                "/usr/bin/script", ["-qec", "\(builtExecutable("appd")) install \(arguments)", "/dev/null"],
+                "/usr/bin/script",
+                ["-qec", "\(builtExecutable("appd")) install \(arguments)", "/dev/null"],
                 environment: environment)
         }
         let tty = try onTerminal(bundle)
         #expect(tty.code == 0, "\(tty.output)")
-        #expect(tty.output.contains("\r\u{1B}[Ksending 5/5 files"), "\(tty.output.debugDescription)")
+        #expect(
+            tty.output.contains("\r\u{1B}[Ksending 5/5 files"), "\(tty.output.debugDescription)")
         #expect(tty.output.contains("(100%)"), "\(tty.output.debugDescription)")
         #expect(tty.output.contains("sent 5 files"), "\(tty.output.debugDescription)")
-        #expect(tty.output.contains("appd is verifying and sealing the bundle"), "\(tty.output.debugDescription)")
+        #expect(
+            tty.output.contains("appd is verifying and sealing the bundle"),
+            "\(tty.output.debugDescription)")
 
         let json = try onTerminal("--json \(bundle)")
         #expect(json.code == 0, "\(json.output)")
         #expect(!json.output.contains("sending"), "\(json.output.debugDescription)")
         let pipe = try daemon.run("appd", ["install", bundle])
         #expect(pipe.code == 0, "\(pipe.output)")
-        #expect(!pipe.output.contains("sending") && !pipe.output.contains("\u{1B}"), "\(pipe.output.debugDescription)")
+        #expect(
+            !pipe.output.contains("sending") && !pipe.output.contains("\u{1B}"),
+            "\(pipe.output.debugDescription)")
     }
 }
