@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         // GET /v1/metrics: the Prometheus text exposition (offline set: 2.4.1).
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        // .ipa installs (the client reads the zip; pinned: IPAArchive reads three of its internals).
+        .package(url: "https://github.com/weichsel/ZIPFoundation", exact: "0.9.20"),
     ],
     targets: [
         // C shims for syscalls Swift's Glibc module does not export.
@@ -47,7 +49,12 @@ let package = Package(
         .target(name: "AppdCLI", dependencies: ["AppdAPI"]),
         // A bundle folder as a tar stream: written by the client with the caller's permissions,
         // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
-        .target(name: "BundleArchive", dependencies: ["AppBundle"]),
+        // An .ipa (zip) is turned into that same stream on the client's side (ZIPFoundation), so
+        // the daemon's extractor stays the one reader of hostile archives it trusts.
+        .target(
+            name: "BundleArchive",
+            dependencies: ["AppBundle", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+        ),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",

@@ -46,6 +46,37 @@ extension AppStore {
     /// unnamed containers that recovery removes; after (6), an old container that recovery
     /// removes. No step ever touches the contents of an existing data container.
     public func install(bundleAt path: String, options: InstallOptions = .init()) throws -> InstallResult {
+        try install(.folder(path), options: options)
+    }
+
+    /// Installs or upgrades a bundle that was extracted from an archive (the daemon's
+    /// `incoming/<uuid>/Name.app`, root-only, written by this process and by nothing else),
+    /// with `digests` the SHA-256 of every regular file taken as its bytes were written.
+    ///
+    /// The same steps as `install(bundleAt:)`, except (2): the tree is not copied but moved into
+    /// staging by one rename (it is on the state root's filesystem), and the walk that seals it
+    /// (modes 0444/0555, the same as a copy gets) takes each file's hash from `digests` instead
+    /// of reading it again. So the bytes of an install through the daemon are written once. The
+    /// tree must be a directory of the state root's filesystem that no one else can write;
+    /// it is gone (moved or removed) when this returns or throws.
+    public func install(
+        extractedBundleAt path: String, digests: [String: [UInt8]], options: InstallOptions = .init()
+    ) throws -> InstallResult {
+        try install(.extracted(path, digests), options: options)
+    }
+
+    enum InstallSource {
+        case folder(String)
+        case extracted(String, [String: [UInt8]])
+
+        var path: String {
+            switch self {
+            case .folder(let path), .extracted(let path, _): path
+            }
+        }
+    }
+
+    private func install(_ input: InstallSource, options: InstallOptions) throws -> InstallResult {
         let (lock, recovered) = try lockAndRecover(onWait: options.onWait)
         var recovery = recovered
         defer { withExtendedLifetime(lock) {} }
@@ -55,7 +86,7 @@ extension AppStore {
         let config = self.config
         let limits = config.bundleLimits
 
-        let source = try AppBundle.open(at: path, limits: limits)
+        let source = try AppBundle.open(at: input.path, limits: limits)
         let id = source.info.identifier.rawValue
         let signature = try CodeSignature.read(bundleAt: source.path, layout: source.layout)
         let signing = try config.signing.authorize(
@@ -87,27 +118,57 @@ extension AppStore {
 
         let bundleUUID = UUID().uuidString
         let bundleContainer = try txn.makeDirectory("bundle")
-        let stagedBundle = try bundleContainer.makeDirectory(source.directoryName)
-        var copier = BundleCopier(into: stagedBundle, limits: limits, layout: source.layout)
-        if let progress = options.progress {
+        let manifest: ManifestBuilder
+        let stagedBundle: FileDescriptor
+        let staged: AppBundle
+        let copiedTree: (manifest: BundleManifest, executableHash: Data?)
+        let progress = options.progress.map { progress in
             let (totalFiles, totalBytes) = (source.fileCount, source.totalBytes)
-            copier.progress = { files, bytes in progress(files, bytes, totalFiles, totalBytes) }
+            return { @Sendable (files: Int, bytes: Int64) in progress(files, bytes, totalFiles, totalBytes) }
         }
-        let copied = try BundleWalker.walk(source.path, limits: limits, visitor: &copier)
-        guard copied.problems.isEmpty else {
-            throw AppdError(.invalidBundle, "\(source.path) changed while it was being installed",
-                problems: copied.problems)
-        }
-        CrashPoint.reach("install.copied")
+        do {
+            switch input {
+            case .folder:
+                stagedBundle = try bundleContainer.makeDirectory(source.directoryName)
+                var copier = BundleCopier(into: stagedBundle, limits: limits, layout: source.layout)
+                copier.progress = progress
+                let copied = try BundleWalker.walk(source.path, limits: limits, visitor: &copier)
+                guard copied.problems.isEmpty else {
+                    throw AppdError(.invalidBundle, "\(source.path) changed while it was being installed",
+                        problems: copied.problems)
+                }
+                manifest = copier.manifest
+            case .extracted(let path, let digests):
+                // One rename: the extracted tree becomes the staged bundle, its bytes stay where
+                // they were written.
+                let parent = try FileDescriptor.directory((path as NSString).deletingLastPathComponent)
+                try parent.rename(source.directoryName, to: bundleContainer, as: source.directoryName)
+                stagedBundle = try bundleContainer.openDirectory(source.directoryName)
+                var sealer = BundleSealer(digests: digests, layout: source.layout)
+                sealer.progress = progress
+                let sealed = try BundleWalker.walk(stagedBundle.path, limits: limits, visitor: &sealer)
+                guard sealed.problems.isEmpty else {
+                    throw AppdError(.invalidBundle, "\(source.directoryName) changed while it was being installed",
+                        problems: sealed.problems)
+                }
+                try sealer.checkComplete(bundle: source.directoryName)
+                manifest = sealer.manifest
+            }
+            CrashPoint.reach("install.copied")
 
-        let staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
-        guard staged.info.identifier == source.info.identifier, staged.info.version == source.info.version,
-            staged.entitlements == source.entitlements
-        else {
-            throw AppdError(.invalidBundle,
-                "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)")
+            staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
+            guard staged.info.identifier == source.info.identifier, staged.info.version == source.info.version,
+                staged.entitlements == source.entitlements
+            else {
+                throw AppdError(.invalidBundle,
+                    "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)")
+            }
+            copiedTree = try Self.checkCopy(manifest, staged: staged, signature: signature)
+        } catch let error as AppdError {
+            // An extracted bundle is named where its caller put it, not where staging has it.
+            guard case .extracted(let path, _) = input else { throw error }
+            throw error.naming(bundleContainer.path + "/", as: (path as NSString).deletingLastPathComponent + "/")
         }
-        let copiedTree = try Self.checkCopy(copier.manifest, staged: staged, signature: signature)
 
         let uid = try existing?.uid ?? UIDAllocator(range: config.uidRange).allocate(excluding: registry.usedUIDs())
         let gid = uid

@@ -8,8 +8,9 @@ import Logging
 import NIOCore
 
 /// Installs from a tar stream (docs/api.md, "Installing through the daemon"): extracted into
-/// `<root>/incoming/<uuid>/<Name.app>` (root-only) as it arrives, then handed to the same
-/// installer `appd install --no-daemon` runs. File I/O runs on a queue of its own, never on
+/// `<root>/incoming/<uuid>/<Name.app>` (root-only) as it arrives, each file hashed as it is
+/// written, then handed to the installer, which renames that tree into staging and checks it
+/// as `appd install --no-daemon` checks its copy. File I/O runs on a queue of its own, never on
 /// the event loop or the cooperative pool.
 final class Installer: Sendable {
     let store: AppStore
@@ -65,8 +66,10 @@ final class Installer: Sendable {
                 try await onQueue { try extractor.consume(chunk) }
             }
             try await onQueue { try extractor.finish() }
+            // The extracted tree is renamed into staging, not copied: its bytes, hashed as
+            // they were written, are written once.
             result = try await onQueue { [store] in
-                try store.install(bundleAt: bundle, options: options)
+                try store.install(extractedBundleAt: bundle, digests: extractor.digests, options: options)
             }
         } catch let error as AppdError {
             // The client names the bundle as it sent it (`name=`), never this folder; it puts
@@ -119,4 +122,6 @@ final class ExtractorBox: @unchecked Sendable {
     }
 
     func finish() throws { try extractor.finish() }
+
+    var digests: [String: [UInt8]] { extractor.fileDigests }
 }

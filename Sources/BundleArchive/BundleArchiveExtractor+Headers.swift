@@ -64,11 +64,14 @@ extension BundleArchiveExtractor {
                 throw AppdError.archive(shown, "is a GNU sparse file; store it whole")
             }
             try Self.checkMode(header.mode, of: shown, isDirectory: false)
-            let fd = try tree.makeFile(name, mode: header.mode, size: size)
+            let (fd, path) = try tree.makeFile(name, mode: header.mode, size: size)
             if size == 0 {
                 close(fd)
+                digests[path] = ContentHasher().finish()
             } else {
                 file = (fd, shown, size)
+                filePath = path
+                hasher = ContentHasher()
                 phase = .data(remaining: size)
             }
 

@@ -35,6 +35,14 @@ public struct BundleArchiveExtractor: ~Copyable {
     var pending = PendingMetadata()
     var sawZeroBlock = false
     var file: (fd: Int32, entry: String, size: Int64)?
+    /// The file being written, as `digests` names it, and the SHA-256 of its bytes so far.
+    var filePath = ""
+    var hasher = ContentHasher()
+    /// The SHA-256 of every regular file extracted, by its path relative to the directory (no
+    /// `./`): the installer checks these against CodeResources instead of reading the files a
+    /// second time. Bounded by `MaxFiles`.
+    var digests: [String: [UInt8]] = [:]
+    var bytesWritten: Int64 = 0
     var lastEntry: String?
     /// Bytes consumed so far, for messages about where things went wrong.
     var position: Int64 = 0
@@ -116,6 +124,7 @@ public struct BundleArchiveExtractor: ~Copyable {
                 position += Int64(count)
                 if remaining == Int64(count) {
                     let size = file?.size ?? 0
+                    digests[filePath] = hasher.finish()
                     closeFile()
                     phase = .skip(remaining: Int64(Tar.padding(for: size)))
                 } else {
@@ -153,8 +162,17 @@ public struct BundleArchiveExtractor: ~Copyable {
         if case .skip(0) = phase { phase = .header }
     }
 
+    /// The SHA-256 of each regular file extracted, by its path relative to the directory, as
+    /// the installer's walker names it. Complete once `finish` has returned.
+    public var fileDigests: [String: [UInt8]] { digests }
+
+    /// Regular files completed so far, and the bytes of file data written.
+    public var progress: (files: Int, bytes: Int64) { (digests.count, bytesWritten) }
+
     private mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard let file, let base = bytes.baseAddress else { return }
+        hasher.update(bytes)
+        bytesWritten += Int64(bytes.count)
         var offset = 0
         while offset < bytes.count {
             let written = Glibc.write(file.fd, base + offset, bytes.count - offset)

@@ -17,8 +17,10 @@ public enum BundleArchiveWriter {
     /// How much is handed to the sink at a time (the last piece may be shorter).
     public static let chunkSize = 64 << 10
 
+    /// `onFile` is called after each regular file with its size, for a progress display.
     public static func write(
-        bundleAt path: String, to sink: (UnsafeRawBufferPointer) throws -> Void
+        bundleAt path: String, onFile: ((Int64) -> Void)? = nil,
+        to sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         var info = stat()
         guard lstat(path, &info) == 0 else {
@@ -40,7 +42,9 @@ public enum BundleArchiveWriter {
         }
         try withoutActuallyEscaping(sink) { sink in
             let output = TarOutput(sink: sink)
-            try TarWalk(root: path, output: output).directory(fd, path: "")
+            try withoutActuallyEscaping(onFile ?? { _ in }) { onFile in
+                try TarWalk(root: path, output: output, onFile: onFile).directory(fd, path: "")
+            }
             // The end-of-archive marker.
             try output.append(zeros: 2 * Tar.blockSize)
             try output.flush()
@@ -82,6 +86,7 @@ public enum BundleArchiveWriter {
 private struct TarWalk {
     let root: String
     let output: TarOutput
+    let onFile: (Int64) -> Void
 
     /// For messages: the path as the caller named it.
     func shown(_ relative: String) -> String {
@@ -119,6 +124,7 @@ private struct TarWalk {
                     throw changed(entry)
                 }
                 try output.append(zeros: Tar.padding(for: size))
+                onFile(size)
             case S_IFLNK:
                 var buffer = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
                 let count = readlinkat(fd, name, &buffer, buffer.count)
@@ -142,26 +148,10 @@ private struct TarWalk {
         }
     }
 
-    /// A ustar header, after a pax record for whatever does not fit in it.
     func header(
         _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []
     ) throws {
-        var pax: [UInt8] = []
-        if path.utf8.count > Tar.nameFieldBytes { pax += Pax.record("path", Array(path.utf8)) }
-        if link.count > Tar.nameFieldBytes { pax += Pax.record("linkpath", link) }
-        if size > Tar.maxOctalSize { pax += Pax.record("size", Array(String(size).utf8)) }
-        if !pax.isEmpty {
-            try output.append(
-                TarHeader.encode(
-                    name: "././@PaxHeader".utf8, mode: 0o644, size: Int64(pax.count),
-                    type: Tar.EntryType.paxEntry))
-            try output.append(pax)
-            try output.append(zeros: Tar.padding(for: Int64(pax.count)))
-        }
-        try output.append(
-            TarHeader.encode(
-                name: path.utf8, mode: Int64(mode & 0o7777), size: size, type: type,
-                linkName: link))
+        try output.header(path, mode: mode, size: size, type: type, link: link)
     }
 
     /// Names sorted by their bytes, so the same folder always gives the same stream.
@@ -207,7 +197,7 @@ private struct TarWalk {
 
 /// The writer's one buffer: headers and file data gather here and go to the sink a chunk at a
 /// time, so memory stays at `BundleArchiveWriter.chunkSize` whatever the bundle holds.
-private final class TarOutput {
+final class TarOutput {
     private let sink: (UnsafeRawBufferPointer) throws -> Void
     private let base: UnsafeMutableRawPointer
     private let capacity = BundleArchiveWriter.chunkSize
@@ -262,6 +252,40 @@ private final class TarOutput {
             left -= Int64(got)
         }
         return true
+    }
+
+    /// A ustar header, after a pax record for whatever does not fit in it.
+    func header(
+        _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []
+    ) throws {
+        var pax: [UInt8] = []
+        if path.utf8.count > Tar.nameFieldBytes { pax += Pax.record("path", Array(path.utf8)) }
+        if link.count > Tar.nameFieldBytes { pax += Pax.record("linkpath", link) }
+        if size > Tar.maxOctalSize { pax += Pax.record("size", Array(String(size).utf8)) }
+        if !pax.isEmpty {
+            try append(
+                TarHeader.encode(
+                    name: "././@PaxHeader".utf8, mode: 0o644, size: Int64(pax.count),
+                    type: Tar.EntryType.paxEntry))
+            try append(pax)
+            try append(zeros: Tar.padding(for: Int64(pax.count)))
+        }
+        try append(
+            TarHeader.encode(
+                name: path.utf8, mode: Int64(mode & 0o7777), size: size, type: type,
+                linkName: link))
+    }
+
+    func append(_ bytes: UnsafeRawBufferPointer) throws {
+        var offset = 0
+        while offset < bytes.count {
+            if count == capacity { try flush() }
+            let step = min(capacity - count, bytes.count - offset)
+            UnsafeMutableRawBufferPointer(start: base + count, count: step)
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[offset..<(offset + step)]))
+            count += step
+            offset += step
+        }
     }
 
     func flush() throws {

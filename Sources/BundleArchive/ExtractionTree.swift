@@ -61,8 +61,9 @@ struct ExtractionTree: ~Copyable {
         open.append((name, try openDirectory(name, in: parent, path: path, made: made)))
     }
 
-    /// Creates the file and returns its fd, open for writing; the caller closes it.
-    mutating func makeFile(_ raw: [UInt8], mode: Int64, size: Int64) throws -> Int32 {
+    /// Creates the file and returns its fd, open for writing (the caller closes it), and its
+    /// path relative to the root as the installer's walker will name it.
+    mutating func makeFile(_ raw: [UInt8], mode: Int64, size: Int64) throws -> (fd: Int32, path: String) {
         let shown = Tar.shown(raw)
         let (path, parts) = try checked(raw, isDirectory: false, shown)
         guard size <= limits.maxTotalBytes - totalBytes else {
@@ -84,7 +85,7 @@ struct ExtractionTree: ~Copyable {
             close(fd)
             throw error
         }
-        return fd
+        return (fd, path)
     }
 
     /// Targets are stored as given: the installer's walker judges where they lead. Absolute

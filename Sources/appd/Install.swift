@@ -12,6 +12,13 @@ struct Install: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Validate a bundle and install it; installing an installed id upgrades it.",
         discussion: """
+            The bundle is a Name.app folder, an .ipa (a zip holding Payload/Name.app, as iOS \
+            apps travel), a tar of a bundle folder's contents (tar -C Name.app -cf Name.tar .; \
+            --name says what the folder is called if the file's name does not), or - for an .ipa \
+            or a tar on stdin. Archives are recognized by their first bytes. An .ipa is checked \
+            like a hostile folder (zip bombs, '..' and absolute names, links out of the app, \
+            duplicates, encrypted entries are refused) and sent as the same tar stream.
+
             The bundle is read with your permissions and streamed to the daemon, which copies \
             it into Containers/Bundle/<UUID>/ (root-owned, read-only) and gives it a data \
             container Containers/Data/<UUID>/ owned by its own uid. An upgrade gets a new \
@@ -36,13 +43,29 @@ struct Install: ParsableCommand {
     @Flag(help: "Allow an upgrade signed by another key than the installed version (admins only).")
     var allowSignerChange = false
 
+    @Option(
+        help: ArgumentHelp(
+            "The bundle folder's name, for a tar archive (default: the archive's file name, .tar → .app).",
+            valueName: "Name.app"))
+    var name: String?
+
     @Argument(
-        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
+        help: ArgumentHelp(
+            "A bundle folder, an .ipa (zip with Payload/Name.app), a tar of a bundle folder's contents, or - for an .ipa or tar on stdin.",
+            valueName: "Name.app|Name.ipa|Name.tar|-"),
+        completion: .file())
     var bundle: String
 
     func run() throws {
         try options.run {
-            let result = try local.noDaemon ? installInProcess() : installThroughDaemon()
+            let progress = !options.json && isatty(STDERR_FILENO) == 1
+            // A --config the daemon would ignore is refused before anything is read.
+            let client = local.noDaemon ? nil : try options.daemonClient()
+            let limits = local.noDaemon ? try options.loadConfiguration().bundleLimits : BundleLimits()
+            let source = try InstallSource.open(bundle, name: name, limits: limits, countFolder: progress)
+            defer { source.close() }
+            let result = try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
+                ?? installInProcess(source)
             if options.json {
                 Output.json(result)
                 return
@@ -71,21 +94,30 @@ struct Install: ParsableCommand {
     }
 
     /// POST /v1/apps with the bundle as a tar stream; the daemon installs what arrives.
-    private func installThroughDaemon() throws -> APIInstallResult {
-        // The folder's own name (`Hello.app`), however the path was written (`Hello.app/`, `.`).
-        let name = URL(fileURLWithPath: bundle).standardizedFileURL.lastPathComponent
+    private func installThroughDaemon(_ source: InstallSource, client: AppdClient, progress: Bool) throws
+        -> APIInstallResult
+    {
         let path = AppdClient.path(
             "apps",
             query: [
-                "name": name, "allowDowngrade": allowDowngrade ? "1" : nil,
+                "name": source.name, "allowDowngrade": allowDowngrade ? "1" : nil,
                 "allowSignerChange": allowSignerChange ? "1" : nil,
             ])
-        let progress = !options.json && isatty(STDERR_FILENO) == 1 ? UploadProgress() : nil
-        defer { progress?.finish() }
+        let display = progress ? UploadProgress(totals: source.totals) : nil
+        defer { display?.finish() }
         do {
-            return try upload(path, progress: progress)
+            return try client.upload(
+                path, contentType: "application/x-tar", as: APIInstallResult.self
+            ) { write in
+                try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
+                    try write(bytes)
+                    display?.sent(bytes.count)
+                }
+                display?.uploaded()
+            }
         } catch let error as APIError {
-            throw Self.naming(error, bundle: name, as: bundle)
+            if case .folder = source.kind { throw Self.naming(error, bundle: source.name, as: bundle) }
+            throw Self.rewriting(error, name: source.name, shown: source.shown)
         }
     }
 
@@ -99,6 +131,11 @@ struct Install: ParsableCommand {
         if (shown as NSString).lastPathComponent != name {
             shown = URL(fileURLWithPath: typed).standardizedFileURL.path
         }
+        return rewriting(error, name: name, shown: shown)
+    }
+
+    /// Each mention of `name` that starts a path becomes `shown` (`Notes.ipa:Payload/Notes.app`).
+    static func rewriting(_ error: APIError, name: String, shown: String) -> APIError {
         guard shown != name else { return error }
         func rewrite(_ text: String) -> String {
             var out = ""
@@ -126,20 +163,7 @@ struct Install: ParsableCommand {
         return copy
     }
 
-    private func upload(_ path: String, progress: UploadProgress?) throws -> APIInstallResult {
-        try options.daemonClient().upload(
-            path, contentType: "application/x-tar", as: APIInstallResult.self
-        ) { write in
-            // Read with the caller's permissions, never following a symlink (BundleArchiveWriter).
-            try BundleArchiveWriter.write(bundleAt: bundle) { bytes in
-                try write(bytes)
-                progress?.sent(bytes.count)
-            }
-            progress?.uploaded()
-        }
-    }
-
-    private func installInProcess() throws -> APIInstallResult {
+    private func installInProcess(_ source: InstallSource) throws -> APIInstallResult {
         let store = try options.openStore(.readWrite)
         var installOptions = InstallOptions()
         installOptions.allowDowngrade = allowDowngrade
@@ -149,7 +173,13 @@ struct Install: ParsableCommand {
             installOptions.progress = Progress.copying
         }
         defer { Progress.finish() }
-        let result = try store.install(bundleAt: bundle, options: installOptions)
+        let result: InstallResult
+        if case .folder(let path) = source.kind {
+            result = try store.install(bundleAt: path, options: installOptions)
+        } else {
+            let display = installOptions.progress == nil ? nil : UploadProgress(totals: source.totals, verb: "extracting")
+            result = try Self.installArchive(source, into: store, options: installOptions, progress: display)
+        }
         if let warning = result.signing.warning {
             FileHandle.standardError.write(Data("appd: WARNING: \(warning)\n".utf8))
         }
@@ -158,5 +188,34 @@ struct Install: ParsableCommand {
             app: APIApp(result.app, root: store.root, withEntitlements: true),
             previousVersion: result.previousVersion, reusedData: result.reusedData,
             warnings: result.warnings.map(APIProblem.init))
+    }
+}
+
+extension Install {
+    /// `--no-daemon` with an archive: what the daemon does, in-process. The stream is extracted
+    /// into `<root>/incoming/<uuid>/Name.app` (root-only) by the daemon's own extractor, each
+    /// file hashed as it is written, and that tree is renamed into staging and checked.
+    static func installArchive(
+        _ source: InstallSource, into store: AppStore, options: InstallOptions, progress: UploadProgress? = nil
+    ) throws -> InstallResult {
+        let incoming = "\(store.root.path)/incoming"
+        guard mkdir(incoming, 0o700) == 0 || errno == EEXIST else { throw AppdError.system("mkdir \(incoming)") }
+        let folder = "\(incoming)/\(UUID().uuidString)"
+        guard mkdir(folder, 0o700) == 0 else { throw AppdError.system("mkdir \(folder)") }
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let bundle = "\(folder)/\(source.name)"
+        guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
+        do {
+            var extractor = try BundleArchiveExtractor(into: bundle, limits: store.config.bundleLimits)
+            try source.write(onFile: progress.map { progress in { progress.file($0) } }) { bytes in
+                try extractor.consume(bytes)
+                progress?.sent(bytes.count)
+            }
+            try extractor.finish()
+            progress?.uploaded()
+            return try store.install(extractedBundleAt: bundle, digests: extractor.fileDigests, options: options)
+        } catch let error as AppdError {
+            throw error.naming(bundle, as: source.shown).naming(folder + "/", as: "")
+        }
     }
 }

@@ -107,7 +107,7 @@ struct AppdThroughDaemonTests {
         }
         let result = try run(["install", "--socket", server.socketPath, "/nonexistent/Hello.app"])
         #expect(result.status == 1)
-        #expect(result.stderr == "appd: /nonexistent/Hello.app: no such bundle directory\n")
+        #expect(result.stderr == "appd: /nonexistent/Hello.app: no such bundle folder or archive\n")
         // Whatever reached the daemon is a body without its end, which it drops.
         #expect(server.finish().allSatisfy { !$0.complete })
     }
