@@ -21,6 +21,8 @@ public actor Supervisor {
     let logs: InstanceLogs
     let hub = EventHub()
     let exitQueue = DispatchQueue(label: "appd.supervisor.exits")
+    /// The one thread that waits for the kernel: launcher pidfds, memory-pressure triggers.
+    let kernelEvents: KernelEvents
 
     struct Entry {
         var record: InstanceRecord
@@ -34,7 +36,17 @@ public actor Supervisor {
         var life = LifecycleState()
     }
 
-    var entries: [String: Entry] = [:]
+    /// Every change to an instance (a field of its record included) passes through here:
+    /// `listingVersion` tells GET /v1/instances' cache that its answer is stale.
+    var entries: [String: Entry] = [:] {
+        didSet {
+            listingVersion &+= 1
+            listing = nil
+        }
+    }
+    var listingVersion: UInt64 = 0
+    /// Every instance sorted by start, and the live ones, kept until `entries` changes.
+    var listing: (all: [APIInstance], live: [APIInstance])?
     /// Compiled seccomp filters by rule set: every app with the same entitlements shares one,
     /// so libseccomp runs once per rule set, not once per launch.
     var bpfCache: [SeccompRules: [UInt8]] = [:]
@@ -62,6 +74,7 @@ public actor Supervisor {
         try driver.prepare()
         records = try RecordStore(runtimeDirectory: runtimeDirectory)
         logs = try InstanceLogs(stateRoot: store.root.path, maxBytes: settings.logMaxBytes)
+        kernelEvents = try KernelEvents()
     }
 
     // MARK: Launch
@@ -152,7 +165,7 @@ public actor Supervisor {
     }
 
     func watch(id: String, pid: pid_t) -> ExitWatcher? {
-        let watcher = ExitWatcher(pid: pid, queue: exitQueue) { [weak self] in
+        let watcher = ExitWatcher(pid: pid, events: kernelEvents, queue: exitQueue) { [weak self] in
             guard let self else { return }
             Task { await self.launcherEnded(id) }
         }
@@ -180,10 +193,24 @@ public actor Supervisor {
     // MARK: Queries
 
     public func instances(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
-        entries.values.map(\.record.instance)
-            .filter { includeExited || $0.state != .exited }
-            .filter { app == nil || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame }
-            .sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+        listed(app: app, includeExited: includeExited).instances
+    }
+
+    /// The instances as `instances(app:includeExited:)` lists them, with the version of
+    /// `entries` they were taken from (the same version, the same answer): GET /v1/instances
+    /// encodes each version once. Sorted once per change, not once per request.
+    public func listed(app: String? = nil, includeExited: Bool = false) -> (version: UInt64, instances: [APIInstance]) {
+        let current: (all: [APIInstance], live: [APIInstance])
+        if let listing {
+            current = listing
+        } else {
+            let all = entries.values.map(\.record.instance).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+            current = (all, all.filter { $0.state != .exited })
+            listing = current
+        }
+        let chosen = includeExited ? current.all : current.live
+        guard let app else { return (listingVersion, chosen) }
+        return (listingVersion, chosen.filter { $0.app.caseInsensitiveCompare(app) == .orderedSame })
     }
 
     public func instance(_ id: String) throws -> APIInstance { try entry(id).record.instance }
