@@ -18,6 +18,8 @@
 //   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
 //   probe chatter LINES         (prints LINES numbered lines of 100 bytes, then sleeps 3 s: logs)
 //   probe procs N SECONDS       (N processes in all, sleeping: for freezing many)
+//   probe oom-loop N            (N times: forks a child that allocates until the OOM killer
+//                               ends it, and waits: memory pressure and fork/exit churn)
 //   probe lifecycle [OPTION...] speaks the lifecycle channel (docs/lifecycle.md) on the fd
 //                               APPD_LIFECYCLE_FD names: hello, ready, then prints each message
 //                               it gets as `lifecycle: event TYPE at NANOSECONDS JSON`. Options:
@@ -591,6 +593,23 @@ int main(int argc, char **argv) {
         printf("alloc: value %s MiB touched\n", argv[2]);
         fflush(stdout);
         sleep(30);
+    }
+    else if (!strcmp(mode, "oom-loop") && argc > 2) {
+        int killed = 0;
+        for (int i = 0, n = atoi(argv[2]); i < n; i++) {
+            pid_t child = fork();
+            if (child == 0) {
+                for (;;) {
+                    char *block = malloc(1 << 20);
+                    if (!block) _exit(1);
+                    memset(block, 1, 1 << 20);
+                }
+            }
+            int status = 0;
+            if (child > 0 && waitpid(child, &status, 0) == child && WIFSIGNALED(status)) killed++;
+        }
+        printf("oom-loop: value %d killed\n", killed);
+        fflush(stdout);
     }
     else if (!strcmp(mode, "procs") && argc > 3) {
         forked_children(atoi(argv[2]) - 1, 0);

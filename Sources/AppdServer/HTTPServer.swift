@@ -160,7 +160,15 @@ final class HTTPServer: Sendable {
                         try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
                     }
                     if case .stream = reply { return }
-                    if !keepAlive { return }
+                    if !keepAlive {
+                        // NIO closes the channel when this closure returns without waiting for
+                        // writes still queued behind a full socket buffer (apple/swift-nio#2795):
+                        // a large answer (GET /v1/instances with 1,000 entries, ~700 KB, to
+                        // `appctl ps`) lost its end. The client closes once it has read
+                        // Content-Length bytes; the idle deadline ends one that never does.
+                        while try await reader.next() != nil {}
+                        return
+                    }
                 }
             }
         } catch {

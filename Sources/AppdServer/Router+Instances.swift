@@ -15,8 +15,18 @@ extension Router {
             status: 201)
     }
 
+    /// GET /v1/instances: the answer for a version of the supervisor's instances is encoded
+    /// once (InstanceListCache); 1,000 idle instances are one cached body.
     func listInstances(_ request: Request) async throws -> Reply {
-        if let app = request.query["app"] { _ = try store.app(app) }
-        return try .json(await supervisor.instances(app: request.query["app"], includeExited: request.flag("all")))
+        let app = request.query["app"]
+        if let app { _ = try store.app(app) }
+        let all = request.flag("all")
+        let listed = await supervisor.listed(app: app, includeExited: all)
+        let data = try instanceList.data(version: listed.version, app: app?.lowercased(), all: all) {
+            var data = try APICoding.encoder().encode(listed.instances.map(supervisor.withDenials))
+            data.append(0x0A)
+            return data
+        }
+        return .json(status: 200, data)
     }
 }

@@ -14,6 +14,7 @@ final class Router: Sendable {
     let reloader: ConfigurationReloader
     let startedAt = Date()
     let appList: AppListCache
+    let instanceList = InstanceListCache()
     let limits: ConnectionLimits
     let metrics = DaemonMetrics()
 

@@ -2,6 +2,7 @@
 #include "clinux_host.h"
 
 #include <malloc.h>
+#include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -28,4 +29,27 @@ int appd_pidfd_open(pid_t pid, unsigned int flags) {
 
 int appd_tune_malloc(int mmap_threshold, int arenas) {
     return mallopt(M_MMAP_THRESHOLD, mmap_threshold) == 1 && mallopt(M_ARENA_MAX, arenas) == 1;
+}
+
+int appd_epoll_create(void) { return epoll_create1(EPOLL_CLOEXEC); }
+
+int appd_epoll_add(int epfd, int fd, uint32_t events, uint64_t token) {
+    struct epoll_event event = {.events = events, .data.u64 = token};
+    return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &event);
+}
+
+int appd_epoll_remove(int epfd, int fd) {
+    struct epoll_event event = {0};
+    return epoll_ctl(epfd, EPOLL_CTL_DEL, fd, &event);
+}
+
+int appd_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms) {
+    struct epoll_event ready[64];
+    if (max > 64) max = 64;
+    int count = epoll_wait(epfd, ready, max, timeout_ms);
+    for (int i = 0; i < count; i++) {
+        tokens[i] = ready[i].data.u64;
+        events[i] = ready[i].events;
+    }
+    return count;
 }

@@ -50,6 +50,9 @@ public final class DenialLog: Sendable {
 
     struct State {
         var next = 1
+        /// One more on each change of any instance's counts: the instance listing's cache
+        /// (GET /v1/instances) is kept per value.
+        var changes: UInt64 = 0
         /// Instance id, or `app:<bundle id>` for refusals before an instance existed.
         var tracked: [String: Tracked] = [:]
         /// Landlock domain id → instance, learned from a record whose process was still there.
@@ -333,6 +336,7 @@ public final class DenialLog: Sendable {
         let count = max(1, count)
         let key = instance ?? "app:\(app.lowercased())"
         let recorded = state.withLock { state -> APIDenial? in
+            state.changes &+= 1
             state.perApp[app, default: 0] += count
             if state.perApp.count > limits.maximumTracked * 4 { state.perApp.removeAll() }
             var tracked =
@@ -420,6 +424,9 @@ public final class DenialLog: Sendable {
     public func counts(instance: String) -> (total: Int, dropped: Int)? {
         state.withLock { state in state.tracked[instance].map { ($0.total, $0.dropped) } }
     }
+
+    /// Changes so far to the counts `counts(instance:)` reports.
+    public var changes: UInt64 { state.withLock { $0.changes } }
 
     /// Denials per app since the daemon started, recorded or dropped: for `/v1/metrics`.
     public func perAppCounts() -> [String: Int] { state.withLock { $0.perApp } }

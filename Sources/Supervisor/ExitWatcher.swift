@@ -2,43 +2,50 @@ import CLinux
 import Dispatch
 import Foundation
 import Glibc
+import Synchronization
 
-/// Learns that a launcher ended through its pidfd (readable once the process exits). One
-/// Dispatch read source per instance, all on one serial queue; `hasExited` lets the
-/// Supervisor's log loop look at the same pidfd as a safety net (twice, in full test runs on a
-/// loaded machine, an exit went unhandled for 20 s: its cgroup was left behind, empty).
-final class ExitWatcher: @unchecked Sendable {
-    private let source: DispatchSourceRead
+/// Learns that a launcher ended through its pidfd (readable once the process exits), registered
+/// one-shot with the supervisor's single epoll thread (KernelEvents): nothing runs for a live
+/// instance. `onExit` runs on `queue`, once. `hasExited` lets the Supervisor's slow sweep look at
+/// the same pidfd as a safety net.
+final class ExitWatcher: Sendable {
     let pidfd: Int32
-    private let lock = NSLock()
-    private var closed = false
+    private let events: KernelEvents
+    /// Set once the event was taken from the kernel (or the watch cancelled): the exit is being
+    /// handled, or nobody wants it any more.
+    private let fired: Fired
+    private let token: KernelEvents.Token?
+
+    private final class Fired: Sendable {
+        let flag = Atomic<Bool>(false)
+        /// True for the first caller only.
+        func take() -> Bool { !flag.exchange(true, ordering: .acquiringAndReleasing) }
+        var isSet: Bool { flag.load(ordering: .acquiring) }
+    }
 
     /// nil when the process is already gone (pidfd_open fails with ESRCH).
-    init?(pid: pid_t, queue: DispatchQueue, onExit: @escaping @Sendable () -> Void) {
+    init?(pid: pid_t, events: KernelEvents, queue: DispatchQueue, onExit: @escaping @Sendable () -> Void) {
         let fd = appd_pidfd_open(pid, 0)
         guard fd >= 0 else { return nil }
         pidfd = fd
-        source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        source.setEventHandler { [source] in
-            source.cancel()
-            onExit()
+        self.events = events
+        // The handler holds the flag, not the watcher: dropping the watcher unregisters it.
+        let fired = Fired()
+        self.fired = fired
+        // A registration that fails (ENOMEM) leaves the exit to the sweep, which still sees it.
+        token = try? events.add(fd, events: KernelEvents.readable | KernelEvents.oneShot) { _ in
+            if fired.take() { queue.async(execute: onExit) }
         }
-        source.setCancelHandler { [lock] in
-            lock.lock()
-            defer { lock.unlock() }
-            close(fd)
-        }
-        source.resume()
     }
 
-    /// Whether the process has ended (its pidfd is readable), asked without waiting. After the
-    /// source fired, its exit is being handled: false.
-    var hasExited: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !source.isCancelled else { return false }
-        return appd_pidfd_exited(pidfd) == 1
-    }
+    /// Whether the process has ended (its pidfd is readable) and the event loop has not
+    /// reported it, asked without waiting.
+    var hasExited: Bool { !fired.isSet && appd_pidfd_exited(pidfd) == 1 }
 
-    func cancel() { source.cancel() }
+    func cancel() { _ = fired.take() }
+
+    deinit {
+        if let token { events.remove(token, fd: pidfd) }
+        close(pidfd)
+    }
 }

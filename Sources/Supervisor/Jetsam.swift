@@ -29,12 +29,56 @@ struct MemoryPressure: Equatable {
     }
 }
 
+/// A PSI trigger on `/proc/pressure/memory`: the kernel makes the fd ready (POLLPRI) when tasks
+/// were stalled on memory for more than `stall` µs of a `window` µs window, at most once per
+/// window. Jetsam learns of pressure from it instead of reading the file every check.
+struct PressureTrigger {
+    let fd: Int32
+    let token: KernelEvents.Token
+
+    /// `kind` is `some` or `full`; nil when the kernel offers no PSI or refuses the trigger.
+    /// A 1 s window needs CAP_SYS_RESOURCE; without it the kernel takes only multiples of 2 s.
+    static func open(
+        _ kind: String, percent: Double, events: KernelEvents, path: String = "/proc/pressure/memory",
+        handler: @escaping KernelEvents.Handler
+    ) -> PressureTrigger? {
+        guard percent.isFinite, percent > 0, percent <= 100 else { return nil }
+        for window in [1_000_000.0, 2_000_000.0] {
+            let fd = Glibc.open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { return nil }
+            let stall = max(1, min(window, (percent / 100 * window).rounded()))
+            // The kernel overwrites the last byte of the write with NUL: it must be one.
+            let text = "\(kind) \(Int64(stall)) \(Int64(window))\0"
+            let written = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+            let failure = errno
+            if written > 0, let token = try? events.add(fd, events: KernelEvents.priority, handler: handler) {
+                return PressureTrigger(fd: fd, token: token)
+            }
+            Glibc.close(fd)
+            guard written < 0, failure == EINVAL else { return nil }
+        }
+        return nil
+    }
+
+    func close(events: KernelEvents) {
+        events.remove(token, fd: fd)
+        Glibc.close(fd)
+    }
+}
+
 /// What jetsam remembers between two checks.
 struct JetsamState {
     /// Apps were warned in this episode of pressure; kills may follow on the next check. Cleared
     /// when the pressure is gone, so the next episode warns again.
     var warned = false
     var running = false
+    /// The PSI triggers armed, for the thresholds they were armed with (a reload may change
+    /// them). Empty: none is wanted, or the kernel offers none; then the file is read each check.
+    var triggers: [PressureTrigger] = []
+    var armedFor: (warning: Double, critical: Double)?
+    /// A trigger fired: every check reads the pressure until then (avg10 follows the stall
+    /// the trigger saw over a few seconds).
+    var episodeUntil = Date.distantPast
 }
 
 /// Jetsam: reclaims memory the way iOS does. Over the budget (`[Lifecycle] MemoryBudget`, the
@@ -43,18 +87,81 @@ struct JetsamState {
 /// are killed (least recently used first, without a word to them), then background and
 /// inactive ones, and the active app only when it alone uses more than `ActiveMemoryLimit`.
 /// Every kill is recorded with reason `jetsam` and why that instance was chosen.
+///
+/// What it costs with many idle instances: pressure arrives as PSI trigger events on the
+/// supervisor's epoll thread (KernelEvents); the budget is watched through the apps' parent
+/// cgroup, one file read per `MemoryCheckInterval` whatever the number of instances. Only when
+/// one of them says memory is short does a check read every live instance's usage.
 extension Supervisor {
     func startJetsam() {
         guard !jetsam.running else { return }
         jetsam.running = true
+        armPressureTriggers()
         let interval = lifecycle.memoryCheckInterval
         Task { [weak self] in
             while let self, !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(interval * 1e9))
                 guard await !self.stopping else { return }
-                await self.checkMemory()
+                await self.memoryTick()
             }
         }
+    }
+
+    /// (Re)arms the PSI triggers for the thresholds of `[Lifecycle]` now in force.
+    func armPressureTriggers() {
+        let settings = lifecycle
+        if let armed = jetsam.armedFor, armed == (settings.memoryPressureWarning, settings.memoryPressureCritical) { return }
+        for trigger in jetsam.triggers { trigger.close(events: kernelEvents) }
+        jetsam.triggers = []
+        jetsam.armedFor = (settings.memoryPressureWarning, settings.memoryPressureCritical)
+        let raised: KernelEvents.Handler = { [weak self] _ in
+            guard let self else { return }
+            Task { await self.pressureRaised() }
+        }
+        for (kind, percent) in [("some", settings.memoryPressureWarning), ("full", settings.memoryPressureCritical)] where percent > 0 {
+            guard let trigger = PressureTrigger.open(kind, percent: percent, events: kernelEvents, handler: raised) else {
+                // One missing: read the file every check instead, for both.
+                for trigger in jetsam.triggers { trigger.close(events: kernelEvents) }
+                jetsam.triggers = []
+                return
+            }
+            jetsam.triggers.append(trigger)
+        }
+    }
+
+    /// Whether PSI triggers watch every pressure threshold that is on.
+    var pressureWatched: Bool {
+        let settings = lifecycle
+        let wanted = (settings.memoryPressureWarning > 0 ? 1 : 0) + (settings.memoryPressureCritical > 0 ? 1 : 0)
+        return jetsam.triggers.count == wanted
+    }
+
+    func pressureRaised() {
+        guard !stopping else { return }
+        jetsam.episodeUntil = Date().addingTimeInterval(10)
+        checkMemory()
+    }
+
+    /// Every `MemoryCheckInterval`: nothing, or one read of the parent cgroup's usage, unless
+    /// memory is short (near the budget, a trigger fired lately, apps were warned), when
+    /// `checkMemory` reads each live instance.
+    func memoryTick() {
+        armPressureTriggers()
+        let settings = lifecycle
+        var suspect = jetsam.warned || jetsam.episodeUntil > Date()
+        var pressure: MemoryPressure?
+        if !suspect, !pressureWatched {
+            pressure = MemoryPressure.read()
+            suspect = (settings.memoryPressureWarning > 0 && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning)
+                || (settings.memoryPressureCritical > 0 && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical)
+        }
+        if !suspect, let budget = settings.memoryBudget {
+            // The parent holds every instance; nil (no accounting there): ask each instance.
+            let used = try? driver.appsMemory()
+            suspect = used.map { $0 > budget / 10 * 9 } ?? true
+        }
+        guard suspect else { return }
+        checkMemory(pressure: pressure ?? MemoryPressure.read())
     }
 
     func checkMemory(pressure: MemoryPressure? = MemoryPressure.read()) {

@@ -29,8 +29,8 @@ extension Supervisor {
 
     /// Re-adopts what the previous daemon left: a record whose launcher is still the same
     /// process (pid and start time match) is watched again through a new pidfd; one whose
-    /// launcher is gone is closed with the status the launcher wrote. Then starts the loop
-    /// that catches exits a watcher missed. Call once, before serving.
+    /// launcher is gone is closed with the status the launcher wrote. Then starts the slow sweep
+    /// that would catch an exit the event loop missed. Call once, before serving.
     public func start() -> AdoptionReport {
         var report = AdoptionReport()
         let loaded = records.loadAll()
@@ -71,7 +71,8 @@ extension Supervisor {
         pruneExited()
         Task { [weak self] in
             while let self, !Task.isCancelled {
-                try? await Task.sleep(nanoseconds: 250_000_000)
+                try? await Task.sleep(nanoseconds: UInt64(Self.exitSweepInterval * 1e9))
+                guard await !self.stopping else { return }
                 await self.checkExits()
                 self.denials.pollBindCounters()
             }

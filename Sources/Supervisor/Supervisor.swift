@@ -24,6 +24,8 @@ public actor Supervisor {
     public nonisolated let denials: DenialLog
     let auditReader: AuditReader
     let exitQueue = DispatchQueue(label: "appd.supervisor.exits")
+    /// The one thread that waits for the kernel: launcher pidfds, memory-pressure triggers.
+    let kernelEvents: KernelEvents
 
     struct Entry {
         var record: InstanceRecord
@@ -37,7 +39,17 @@ public actor Supervisor {
         var life = LifecycleState()
     }
 
-    var entries: [String: Entry] = [:]
+    /// Every change to an instance (a field of its record included) passes through here:
+    /// `listingVersion` tells GET /v1/instances' cache that its answer is stale.
+    var entries: [String: Entry] = [:] {
+        didSet {
+            listingVersion &+= 1
+            listing = nil
+        }
+    }
+    var listingVersion: UInt64 = 0
+    /// Every instance sorted by start, and the live ones, kept until `entries` changes.
+    var listing: (all: [APIInstance], live: [APIInstance])?
     /// Compiled seccomp filters by rule set: every app with the same entitlements shares one,
     /// so libseccomp runs once per rule set, not once per launch.
     var bpfCache: [SeccompRules: [UInt8]] = [:]
@@ -70,6 +82,7 @@ public actor Supervisor {
         try driver.prepare()
         records = try RecordStore(runtimeDirectory: runtimeDirectory)
         logs = try InstanceLogs(stateRoot: store.root.path, maxBytes: settings.logMaxBytes)
+        kernelEvents = try KernelEvents()
     }
 
     // MARK: Launch
@@ -172,7 +185,7 @@ public actor Supervisor {
     }
 
     func watch(id: String, pid: pid_t) -> ExitWatcher? {
-        let watcher = ExitWatcher(pid: pid, queue: exitQueue) { [weak self] in
+        let watcher = ExitWatcher(pid: pid, events: kernelEvents, queue: exitQueue) { [weak self] in
             guard let self else { return }
             Task { await self.launcherEnded(id) }
         }
@@ -200,16 +213,33 @@ public actor Supervisor {
     // MARK: Queries
 
     public func instances(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
-        entries.values.map { withDenials($0.record.instance) }
-            .filter { includeExited || $0.state != .exited }
-            .filter { app == nil || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame }
-            .sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+        listed(app: app, includeExited: includeExited).instances.map(withDenials)
+    }
+
+    /// The instances as `instances(app:includeExited:)` lists them, with the version of
+    /// `entries` they were taken from (the same version, the same answer): GET /v1/instances
+    /// encodes each version once. Sorted once per change, not once per request. Their denial
+    /// counts are not filled in (`withDenials`, on a cache miss only); `version` changes with
+    /// them too.
+    public func listed(app: String? = nil, includeExited: Bool = false) -> (version: ListingVersion, instances: [APIInstance]) {
+        let current: (all: [APIInstance], live: [APIInstance])
+        if let listing {
+            current = listing
+        } else {
+            let all = entries.values.map(\.record.instance).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+            current = (all, all.filter { $0.state != .exited })
+            listing = current
+        }
+        let chosen = includeExited ? current.all : current.live
+        let version = ListingVersion(entries: listingVersion, denials: denials.changes)
+        guard let app else { return (version, chosen) }
+        return (version, chosen.filter { $0.app.caseInsensitiveCompare(app) == .orderedSame })
     }
 
     public func instance(_ id: String) throws -> APIInstance { withDenials(try entry(id).record.instance) }
 
     /// The instance with its denial counts (kept by the denial log, not in the record).
-    nonisolated func withDenials(_ instance: APIInstance) -> APIInstance {
+    public nonisolated func withDenials(_ instance: APIInstance) -> APIInstance {
         var instance = instance
         let counts = denials.counts(instance: instance.id)
         instance.denials = counts?.total ?? 0
@@ -276,5 +306,21 @@ public actor Supervisor {
             entries[id]?.waiters = []
         }
         hub.finishAll()
+    }
+}
+
+/// Which instance listing an answer shows: the supervisor's entries and the denial counts both
+/// only grow their counters, so a listing is newer when neither went back.
+public struct ListingVersion: Sendable, Equatable {
+    public var entries: UInt64
+    public var denials: UInt64
+
+    public init(entries: UInt64, denials: UInt64) {
+        self.entries = entries
+        self.denials = denials
+    }
+
+    public func isNewer(than other: ListingVersion) -> Bool {
+        self != other && entries >= other.entries && denials >= other.denials
     }
 }

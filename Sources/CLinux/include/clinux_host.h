@@ -19,6 +19,24 @@ int appd_prctl_get_seccomp(void);
 /// pidfd_open(2) (Linux 5.3); -1/ENOSYS on older kernels.
 int appd_pidfd_open(pid_t pid, unsigned int flags);
 
+/// epoll(7) for the supervisor's one event thread (KernelEvents): sys/epoll.h is not in Swift's
+/// Glibc module. A registration carries a 64-bit token, which appd_epoll_wait hands back with
+/// the events the kernel reported.
+#define APPD_EPOLLIN 0x001u
+#define APPD_EPOLLPRI 0x002u
+#define APPD_EPOLLERR 0x008u
+#define APPD_EPOLLHUP 0x010u
+#define APPD_EPOLLONESHOT (1u << 30)
+/// epoll_create1(EPOLL_CLOEXEC).
+int appd_epoll_create(void);
+/// epoll_ctl(EPOLL_CTL_ADD) of `fd` for `events`, with `token`.
+int appd_epoll_add(int epfd, int fd, uint32_t events, uint64_t token);
+/// epoll_ctl(EPOLL_CTL_DEL).
+int appd_epoll_remove(int epfd, int fd);
+/// epoll_wait for at most `max` events (at most 64), `timeout_ms` as epoll_wait's; fills
+/// `tokens` and `events`, returns how many (or -1 with errno).
+int appd_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int timeout_ms);
+
 /// mallopt(3) for a long-lived daemon (malloc.h is not in Swift's Glibc module): a fixed
 /// M_MMAP_THRESHOLD of `mmap_threshold` bytes (which turns off glibc's dynamic threshold) and
 /// M_ARENA_MAX of `arenas`. Returns 1 when both were taken.

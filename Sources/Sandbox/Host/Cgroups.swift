@@ -133,6 +133,10 @@ public protocol CgroupDriver: Sendable {
     func create(instance: String, app: String, limits: CgroupLimits?) throws -> any InstanceCgroup
     /// The cgroup of an instance created earlier (after a daemon restart), if it exists.
     func open(instance: String, app: String) throws -> (any InstanceCgroup)?
+    /// Bytes charged to the parent, that is to every instance together (memory is accounted
+    /// hierarchically): one file read however many instances run. nil when the parent has no
+    /// memory accounting (v2 without the memory controller enabled above it).
+    func appsMemory() throws -> Int64?
 }
 
 extension CgroupDriver {

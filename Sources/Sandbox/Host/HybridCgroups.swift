@@ -49,6 +49,12 @@ struct HybridCgroups: CgroupDriver {
 
     var parentDirectories: [String] { v1.map(\.parent) + (unified.map { [$0.parent] } ?? []) }
 
+    /// v1 charges a child to its ancestors too (use_hierarchy is always on since Linux 5.x).
+    func appsMemory() throws -> Int64? {
+        guard let place = v1.first(where: { $0.controllers.contains("memory") }) else { return nil }
+        return try CgroupDirectory(place.parent).number("memory.usage_in_bytes")
+    }
+
     /// Creates the parent in every hierarchy; v1 needs nothing enabled.
     func prepare() throws {
         for parent in parentDirectories where !CgroupFS.isDirectory(parent) {

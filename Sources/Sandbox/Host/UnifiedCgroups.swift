@@ -48,6 +48,8 @@ struct UnifiedCgroups: CgroupDriver {
 
     var parentDirectories: [String] { [parent.path] }
 
+    func appsMemory() throws -> Int64? { try parent.number("memory.current") }
+
     func prepare() throws {
         var directory: CgroupDirectory
         let below = Self.isBelow(parentPath, hierarchy.ownCgroup)
