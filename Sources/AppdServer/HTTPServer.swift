@@ -173,7 +173,8 @@ final class HTTPServer: Sendable {
         var headers = HTTPHeaders()
         headers.add(name: "Server", value: "appd")
         switch reply {
-        case .json(let status, let data):
+        case .json(let status, let data, let extra):
+            for (name, value) in extra { headers.add(name: name, value: value) }
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: "\(data.count)")
             headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")

@@ -32,10 +32,10 @@ extension Supervisor {
         entry.record.instance.endedAt = Date()
         entry.watcher = nil
         let waiters = entry.waiters
-        entry.waiters = []
+        entry.waiters = [:]
         save(entry)
         publish(.exited, entry.record.instance)
-        for waiter in waiters { waiter.resume(returning: entry.record.instance) }
+        for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
         pruneExited()
     }
 
