@@ -156,14 +156,24 @@ final class HTTPServer: Sendable {
                     } else {
                         try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
                     }
-                    if case .stream = reply { return }
-                    if !keepAlive { return }
+                    if case .stream = reply { return await flushed(channel) }
+                    if !keepAlive { return await flushed(channel) }
                 }
             }
         } catch {
             // The client went away or sent garbage: NIO already answered a parse error with
             // 400; there is nothing left to tell it.
         }
+    }
+
+    /// Returns once what was written has reached the socket: closing drops writes still
+    /// pending, and an answer larger than the socket's buffer (`GET /v1/instances` with 1,000
+    /// instances, 270 KB) is still pending when the handler returns — the client saw it break
+    /// off. A client that stops reading is closed after the idle timeout.
+    private func flushed(_ channel: Channel) async {
+        let timer = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        try? await channel.close(mode: .output).get()
     }
 
     private func write(
