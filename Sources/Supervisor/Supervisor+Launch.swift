@@ -27,8 +27,11 @@ public struct LaunchTimings: Sendable, Equatable {
 
     /// `Server-Timing` (W3C): `name;dur=MILLISECONDS` entries.
     public var serverTiming: String {
-        [("app", app), ("check", check), ("profile", profile), ("files", files), ("spawn", spawn), ("record", record)]
-            .map { "\($0.0);dur=\(String(format: "%.3f", $0.1 * 1000))" }.joined(separator: ", ")
+        [
+            ("app", app), ("check", check), ("profile", profile), ("files", files),
+            ("spawn", spawn), ("record", record),
+        ]
+        .map { "\($0.0);dur=\(String(format: "%.3f", $0.1 * 1000))" }.joined(separator: ", ")
     }
 }
 
@@ -48,10 +51,13 @@ extension Supervisor {
         var modes: [String]
     }
 
-    public func launch(_ appID: String, arguments: [String], caller: UInt32, background: Bool = false) async throws
+    public func launch(
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+    ) async throws
         -> APIInstance
     {
-        try await launchTimed(appID, arguments: arguments, caller: caller, background: background).instance
+        try await launchTimed(appID, arguments: arguments, caller: caller, background: background)
+            .instance
     }
 
     /// Launches an instance. Only admission and the bookkeeping run on the actor: loading the
@@ -59,7 +65,9 @@ extension Supervisor {
     /// spawning the launcher happen off it, so that launches run side by side (and a slow one,
     /// a big bundle to hash, holds up no other request). Until it is recorded, a launch counts
     /// in `launching`: an uninstall waits for no launch, it refuses while one is under way.
-    public func launchTimed(_ appID: String, arguments: [String], caller: UInt32, background: Bool = false)
+    public func launchTimed(
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+    )
         async throws -> (instance: APIInstance, timings: LaunchTimings)
     {
         let key = appID.lowercased()
@@ -76,10 +84,12 @@ extension Supervisor {
         var timings = LaunchTimings()
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, context: context, timings: &timings,
-            store: store, kernel: kernel, driver: driver, records: records, logs: logs, bpfCache: bpfCache)
+            store: store, kernel: kernel, driver: driver, records: records, logs: logs,
+            bpfCache: bpfCache)
         let recording = ContinuousClock.now
         var record = spawned.record
-        record.instance.backgroundModes = spawned.modes.filter(lifecycle.allowedBackgroundModes.contains)
+        record.instance.backgroundModes = spawned.modes.filter(
+            lifecycle.allowedBackgroundModes.contains)
         var entry = Entry(record: record, cgroup: spawned.started.cgroup, isChild: true)
         if stopping {
             // appd stops: nobody watches any more; the record lets the next daemon adopt it.
@@ -107,8 +117,10 @@ extension Supervisor {
     /// Everything of a launch that does not touch the actor's state: runs on the global
     /// executor, many at once. On failure nothing is left (no record, no cgroup, no fd).
     nonisolated static func spawnInstance(
-        _ appID: String, arguments: [String], caller: UInt32, context: LaunchContext, timings: inout LaunchTimings,
-        store: AppStore, kernel: KernelLayers, driver: any CgroupDriver, records: RecordStore, logs: InstanceLogs,
+        _ appID: String, arguments: [String], caller: UInt32, context: LaunchContext,
+        timings: inout LaunchTimings,
+        store: AppStore, kernel: KernelLayers, driver: any CgroupDriver, records: RecordStore,
+        logs: InstanceLogs,
         bpfCache: BPFCache
     ) async throws -> SpawnedInstance {
         var clock = ContinuousClock.now
@@ -127,9 +139,12 @@ extension Supervisor {
         timings.profile = lap()
         let modes = backgroundModes(of: app, root: store.root)
         let id = newInstanceID()
-        var record = InstanceRecord(instance: APIInstance(
-            id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid, arguments: arguments,
-            launchedBy: caller, startedAt: Date(), log: logs.path(app: app.bundleID, instance: id)))
+        var record = InstanceRecord(
+            instance: APIInstance(
+                id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid,
+                arguments: arguments,
+                launchedBy: caller, startedAt: Date(),
+                log: logs.path(app: app.bundleID, instance: id)))
         record.instance.channel = .silent
         // The record exists before the process does: a crash in between leaves a record
         // without a pid, which the next start closes as failed, and a cgroup it removes.
@@ -157,21 +172,24 @@ extension Supervisor {
         }
         let journal = context.journalSocket.flatMap(connectJournal)
         if let journal { opened.append(journal) }
-        var launch = SandboxLaunch(profile: profile, launcher: context.launcher, cgroups: driver.settings,
+        var launch = SandboxLaunch(
+            profile: profile, launcher: context.launcher, cgroups: driver.settings,
             limits: profile.cgroupLimits, output: output.write)
         launch.channel = channel.app
         launch.relay = .init(
             readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
             logMaxBytes: min(context.logMaxBytes, Int64(Int32.max)), journalFD: journal,
             journalFields: [
-                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)", "APPD_INSTANCE=\(id)",
+                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",
+                "APPD_INSTANCE=\(id)",
                 "APPD_UID=\(app.uid)",
             ])
         launch.bpf = bpf
         timings.files = lap()
         let started: SandboxLaunch.Started
         do {
-            started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
+            started = try launch.start(
+                instance: id, driver: driver, statusFD: status, newSession: true)
         } catch {
             close(channel.daemon)
             records.remove(id)
@@ -184,7 +202,8 @@ extension Supervisor {
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         timings.spawn = lap()
-        return SpawnedInstance(record: record, started: started, channel: channel.daemon, modes: modes)
+        return SpawnedInstance(
+            record: record, started: started, channel: channel.daemon, modes: modes)
     }
 
     /// `UIBackgroundModes` of the installed bundle's Info.plist (the caller keeps those the
@@ -193,7 +212,8 @@ extension Supervisor {
         guard let bundle = app.bundlePath(in: root) else { return [] }
         let plist = app.layout == "macos" ? "\(bundle)/Contents/Info.plist" : "\(bundle)/Info.plist"
         guard let data = FileManager.default.contents(atPath: plist),
-            let info = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
+            let info = try? PropertyListSerialization.propertyList(from: data, format: nil)
+                as? [String: Any],
             let modes = info["UIBackgroundModes"] as? [String]
         else { return [] }
         return modes

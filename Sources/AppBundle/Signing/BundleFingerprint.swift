@@ -27,9 +27,13 @@ public enum BundleFingerprint {
         /// An fstat failed: no fingerprint (the caller hashes instead).
         var failed = false
 
-        mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws { add(entry.relativePath, "d", fd) }
+        mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws {
+            add(entry.relativePath, "d", fd)
+        }
         mutating func leaveDirectory(_ entry: BundleEntry, fd: Int32) throws {}
-        mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws { add(entry.relativePath, "f", fd) }
+        mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
+            add(entry.relativePath, "f", fd)
+        }
 
         mutating func visitSymlink(_ entry: BundleEntry) throws {
             // A symlink is changed only by replacing it, which changes its directory's times.
