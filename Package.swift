@@ -92,13 +92,18 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The daemon's command-line client, in the spirit of `xcrun simctl`.
+        // The daemon's command-line client, in the spirit of `xcrun simctl`. Release builds link
+        // the Swift runtime and Foundation in (as scripts/package ships it): loading them as
+        // shared libraries was most of appctl's start-up (scripts/bench-launch prints it).
+        // Debug builds stay dynamic: the test bundles link this module with the shared runtime.
         .executableTarget(
             name: "appctl",
             dependencies: [
                 "AppdAPI", "AppdClient", "AppdCLI",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ]
+            ],
+            swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
         ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
         // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and

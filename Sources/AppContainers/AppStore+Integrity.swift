@@ -1,6 +1,7 @@
 import AppBundle
 import Foundation
 import Glibc
+import Synchronization
 
 extension AppStore {
     /// Checks, just before a launch, that the bundle container is what was installed: the whole
@@ -27,10 +28,29 @@ extension AppStore {
         let layout = app.layout.flatMap(BundleLayout.init(rawValue:)) ?? .ios
         let wholeTree =
             app.treeHash != nil && (app.totalBytes ?? .max) <= config.signing.launchCheckMaxBytes
+        // Hashed once, then trusted while nothing in the tree changed: the fingerprint is taken
+        // before the hash, so a change during or after hashing makes the next launch hash again.
+        let expected = (wholeTree ? app.treeHash : nil) ?? executableHash
+        let fingerprint = try BundleFingerprint.read(bundleAt: bundlePath, limits: config.bundleLimits)
+        if let fingerprint, launchChecks.isIntact(bundlePath, expected: expected, fingerprint: fingerprint) {
+            return
+        }
+        launchChecks.hashed()
+        try checkByHashing(
+            app, bundlePath: bundlePath, executable: executable, executableHash: executableHash, layout: layout,
+            wholeTree: wholeTree)
+        if let fingerprint { launchChecks.remember(bundlePath, expected: expected, fingerprint: fingerprint) }
+    }
+
+    private func checkByHashing(
+        _ app: InstalledApp, bundlePath: String, executable: String, executableHash: Data, layout: BundleLayout,
+        wholeTree: Bool
+    ) throws {
         if wholeTree, let treeHash = app.treeHash {
             let (manifest, problems) = try BundleManifest.read(
                 bundleAt: bundlePath, layout: layout, limits: config.bundleLimits)
-            guard problems.isEmpty, Data(manifest.digest) != treeHash else { return }
+            // A problem (an entry added that no bundle may hold) is a change too.
+            guard !problems.isEmpty || Data(manifest.digest) != treeHash else { return }
             throw AppdError(
                 .corruptState,
                 "\(app.bundleID): the installed bundle \(bundlePath) was changed after it was installed; refusing to launch it",
@@ -70,5 +90,34 @@ extension AppStore {
         defer { close(fd) }
         var buffer = [UInt8](repeating: 0, count: 1 << 18)
         return try ContentHasher.sha256(of: fd, what: path, buffer: &buffer)
+    }
+}
+
+/// The bundles the launch-time check found intact: by bundle path, the hash it compared with
+/// and the tree's fingerprint just before. Bounded (an entry per installed bundle; it starts
+/// over past 4,096, as after an upgrade of every app).
+final class LaunchCheckCache: Sendable {
+    private struct Verified {
+        var expected: Data
+        var fingerprint: [UInt8]
+    }
+
+    private let verified = Mutex<[String: Verified]>([:])
+    /// How many checks hashed (the rest trusted a fingerprint): what the tests look at.
+    private let hashes = Mutex(0)
+
+    var hashCount: Int { hashes.withLock { $0 } }
+
+    func hashed() { hashes.withLock { $0 += 1 } }
+
+    func isIntact(_ bundle: String, expected: Data, fingerprint: [UInt8]) -> Bool {
+        verified.withLock { $0[bundle].map { $0.expected == expected && $0.fingerprint == fingerprint } ?? false }
+    }
+
+    func remember(_ bundle: String, expected: Data, fingerprint: [UInt8]) {
+        verified.withLock { verified in
+            if verified[bundle] == nil, verified.count >= 4096 { verified.removeAll() }
+            verified[bundle] = Verified(expected: expected, fingerprint: fingerprint)
+        }
     }
 }

@@ -21,6 +21,9 @@ public final class AppStore: @unchecked Sendable {
     let registry: Registry?
     /// A full recovery ran since this store was opened (lockAndRecover).
     let recoveredOnce = Mutex(false)
+    /// Bundles the launch-time check hashed and found intact, with their fingerprint then
+    /// (AppStore+Integrity.swift).
+    let launchChecks = LaunchCheckCache()
 
     public enum Access { case readOnly, readWrite }
 

@@ -159,22 +159,24 @@ final class HTTPServer: Sendable {
                     } else {
                         try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
                     }
-                    if case .stream = reply { return }
-                    if !keepAlive {
-                        // NIO closes the channel when this closure returns without waiting for
-                        // writes still queued behind a full socket buffer (apple/swift-nio#2795):
-                        // a large answer (GET /v1/instances with 1,000 entries, ~700 KB, to
-                        // `appctl ps`) lost its end. The client closes once it has read
-                        // Content-Length bytes; the idle deadline ends one that never does.
-                        while try await reader.next() != nil {}
-                        return
-                    }
+                    if case .stream = reply { return await flushed(channel) }
+                    if !keepAlive { return await flushed(channel) }
                 }
             }
         } catch {
             // The client went away or sent garbage: NIO already answered a parse error with
             // 400; there is nothing left to tell it.
         }
+    }
+
+    /// Returns once what was written has reached the socket: closing drops writes still
+    /// pending, and an answer larger than the socket's buffer (`GET /v1/instances` with 1,000
+    /// instances, 270 KB) is still pending when the handler returns — the client saw it break
+    /// off. A client that stops reading is closed after the idle timeout.
+    private func flushed(_ channel: Channel) async {
+        let timer = channel.eventLoop.scheduleTask(in: idleTimeout) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        try? await channel.close(mode: .output).get()
     }
 
     private func write(
@@ -184,7 +186,8 @@ final class HTTPServer: Sendable {
         var headers = HTTPHeaders()
         headers.add(name: "Server", value: "appd")
         switch reply {
-        case .json(let status, let data):
+        case .json(let status, let data, let extra):
+            for (name, value) in extra { headers.add(name: name, value: value) }
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: "\(data.count)")
             headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")

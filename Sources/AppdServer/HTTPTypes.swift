@@ -122,15 +122,16 @@ final class RequestBody {
 
 /// What a handler answers.
 enum Reply: Sendable {
-    case json(status: Int, Data)
+    /// `headers`: besides Content-Type, Content-Length, Connection and Server.
+    case json(status: Int, Data, headers: [(String, String)] = [])
     /// A chunked body written as it comes (logs, events, long polls); the connection closes
     /// after it.
     case stream(contentType: String, @Sendable (StreamWriter) async throws -> Void)
 
-    static func json(_ value: some Encodable, status: Int = 200) throws -> Reply {
+    static func json(_ value: some Encodable, status: Int = 200, headers: [(String, String)] = []) throws -> Reply {
         var data = try APICoding.encoder().encode(value)
         data.append(0x0A)
-        return .json(status: status, data)
+        return .json(status: status, data, headers: headers)
     }
 
     static func failure(_ failure: APIFailure) -> Reply {

@@ -176,7 +176,7 @@ extension Reply {
     /// What the client is told first: a stream starts with 200.
     var status: Int {
         switch self {
-        case .json(let status, _): status
+        case .json(let status, _, _): status
         case .stream: 200
         }
     }

@@ -31,7 +31,7 @@ final class RefusalHandler: ChannelInboundHandler, RemovableChannelHandler {
         switch unwrapInboundIn(data) {
         case .head(let head) where !answered:
             answered = true
-            guard case .json(let status, let body) = Reply.failure(failure) else { return }
+            guard case .json(let status, let body, _) = Reply.failure(failure) else { return }
             var headers = HTTPHeaders()
             headers.add(name: "Server", value: "appd")
             headers.add(name: "Content-Type", value: "application/json")

@@ -10,9 +10,11 @@ extension Router {
         guard body.arguments.count <= 4096, body.arguments.allSatisfy({ !$0.contains("\0") }) else {
             throw APIFailure.badRequest("arguments: at most 4096, none containing NUL")
         }
-        return try .json(
-            try await supervisor.launch(id, arguments: body.arguments, caller: request.caller.uid, background: body.background),
-            status: 201)
+        let (instance, timings) = try await supervisor.launchTimed(
+            id, arguments: body.arguments, caller: request.caller.uid, background: body.background)
+        // The daemon's stages of the launch (scripts/bench-launch prints them): cheap to measure,
+        // free to ignore.
+        return try .json(instance, status: 201, headers: [("Server-Timing", timings.serverTiming)])
     }
 
     /// GET /v1/instances: the answer for a version of the supervisor's instances is encoded

@@ -88,7 +88,11 @@ extension Router {
                     continue
                 }
                 if exited { return }
-                try await Task.sleep(nanoseconds: 50_000_000)
+                // New output is looked for every 50 ms; the exit ends the wait at once, so the
+                // stream ends as soon as the instance has (a console's client learns of the
+                // exit when it happens, not up to a poll later).
+                await supervisor.waitForExit(id, atMost: .milliseconds(50))
+                try Task.checkCancellation()
             }
         }
     }

@@ -20,7 +20,7 @@ extension Supervisor {
             denials.record(
                 app: app.bundleID, instance: instance, source: .appd, what: "entitlement",
                 detail:
-                    "\(key) revoked by [\(app.bundleID)] RevokeEntitlements=")
+                    "\(key) revoked by [App \(app.bundleID)] RevokeEntitlements=")
         }
     }
 }

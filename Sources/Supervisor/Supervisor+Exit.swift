@@ -34,10 +34,10 @@ extension Supervisor {
         denials.ended(instance: id)
         entry.watcher = nil
         let waiters = entry.waiters
-        entry.waiters = []
+        entry.waiters = [:]
         save(entry)
         publish(.exited, entry.record.instance)
-        for waiter in waiters { waiter.resume(returning: entry.record.instance) }
+        for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
         pruneExited()
     }
 

@@ -192,18 +192,6 @@ extension Supervisor {
         save(entry)
     }
 
-    /// The `UIBackgroundModes` of the app's Info.plist that the admin allows (`[Lifecycle]`
-    /// AllowedBackgroundModes, narrowed by the app's `[App ID]` BackgroundModes).
-    func allowedBackgroundModes(of app: InstalledApp) -> [String] {
-        guard let bundle = app.bundlePath(in: store.root) else { return [] }
-        let plist = app.layout == "macos" ? "\(bundle)/Contents/Info.plist" : "\(bundle)/Info.plist"
-        guard let data = FileManager.default.contents(atPath: plist),
-            let info = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String: Any],
-            let modes = info["UIBackgroundModes"] as? [String]
-        else { return [] }
-        let allowed = modes.filter(lifecycle.allowedBackgroundModes.contains)
-        return store.config.override(for: app.bundleID)?.narrowedBackgroundModes(allowed) ?? allowed
-    }
 
     // MARK: Termination and exit
 

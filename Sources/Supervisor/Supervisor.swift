@@ -34,7 +34,9 @@ public actor Supervisor {
         /// Our own child (spawned by this daemon): reaped with waitpid. Adopted launchers are
         /// reaped by init; their status file is all there is.
         var isChild: Bool
-        var waiters: [CheckedContinuation<APIInstance, Never>] = []
+        /// Who waits for its exit, by a token of `waitForExit`'s, so that a waiter that gives up
+        /// (its client went away) takes its continuation out again.
+        var waiters: [UInt64: CheckedContinuation<APIInstance, Never>] = [:]
         /// The lifecycle channel, background tasks, what the app was told (Supervisor+Lifecycle).
         var life = LifecycleState()
     }
@@ -50,11 +52,15 @@ public actor Supervisor {
     var listingVersion: UInt64 = 0
     /// Every instance sorted by start, and the live ones, kept until `entries` changes.
     var listing: (all: [APIInstance], live: [APIInstance])?
-    /// Compiled seccomp filters by rule set: every app with the same entitlements shares one,
-    /// so libseccomp runs once per rule set, not once per launch.
-    var bpfCache: [SeccompRules: [UInt8]] = [:]
+    /// The last token `waitForExit` handed out.
+    var lastWaiter: UInt64 = 0
+    /// Compiled seccomp filters by rule set, shared by the launches running off the actor.
+    let bpfCache = BPFCache()
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
+    /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
+    /// refuses while there are any, as it refuses while instances run.
+    var launching: [String: Int] = [:]
     /// journald's native socket: each instance's relay sends its output there too (under
     /// systemd); nil: the log files only.
     var journalSocket: String?
@@ -85,99 +91,7 @@ public actor Supervisor {
         kernelEvents = try KernelEvents()
     }
 
-    // MARK: Launch
-
-    public func launch(_ appID: String, arguments: [String], caller: UInt32, background: Bool = false) throws -> APIInstance {
-        let app = try store.app(appID)
-        guard !closedApps.contains(app.bundleID.lowercased()) else {
-            throw AppdError(.conflict, "\(app.bundleID) is being uninstalled")
-        }
-        var profile: SandboxProfile
-        do {
-            try store.checkInstalledBundle(app)
-            profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
-        } catch {
-            // appd's own refusal: the admin sees it next to the kernel's.
-            denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
-            throw error
-        }
-        profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
-        let id = Self.newInstanceID()
-        var record = InstanceRecord(instance: APIInstance(
-            id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid, arguments: arguments,
-            launchedBy: caller, startedAt: Date(), log: logs.path(app: app.bundleID, instance: id)))
-        record.instance.channel = .silent
-        record.instance.backgroundModes = allowedBackgroundModes(of: app)
-        // The record exists before the process does: a crash in between leaves a record
-        // without a pid, which the next start closes as failed, and a cgroup it removes.
-        try records.save(record)
-        // The app's stdout and stderr are a pipe whose read end goes to the launcher's output
-        // relay (docs/app-output.md): the daemon never reads it and the app never holds a file.
-        var opened: [Int32] = []
-        defer { for fd in opened { close(fd) } }
-        let output: (read: Int32, write: Int32)
-        let folder: Int32
-        let status: Int32
-        let channel: (daemon: Int32, app: Int32)
-        do {
-            output = try logs.pipe()
-            opened += [output.read, output.write]
-            folder = try logs.openFolder(app: app.bundleID)
-            opened.append(folder)
-            status = try records.openStatus(id)
-            opened.append(status)
-            channel = try LifecycleChannel.pair()
-            opened.append(channel.app)
-        } catch {
-            records.remove(id)
-            throw error
-        }
-        let journal = journalSocket.flatMap(Self.connectJournal)
-        if let journal { opened.append(journal) }
-        var launch = SandboxLaunch(profile: profile, launcher: launcher, cgroups: driver.settings,
-            limits: profile.cgroupLimits, output: output.write)
-        launch.channel = channel.app
-        launch.relay = .init(
-            readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
-            logMaxBytes: min(settings.logMaxBytes, Int64(Int32.max)), journalFD: journal,
-            journalFields: [
-                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)", "APPD_INSTANCE=\(id)",
-                "APPD_UID=\(app.uid)",
-            ])
-        if profile.seccomp.required {
-            if bpfCache[profile.seccomp] == nil, bpfCache.count > 256 { bpfCache.removeAll() }
-            launch.bpf = try bpfCache[profile.seccomp] ?? SeccompCompiler.bpf(for: profile.seccomp)
-            bpfCache[profile.seccomp] = launch.bpf
-        } else {
-            launch.bpf = []
-        }
-        let started: SandboxLaunch.Started
-        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
-        do {
-            started = try launch.start(instance: id, driver: driver, statusFD: status, newSession: true)
-        } catch {
-            denials.forget(instance: id)
-            close(channel.daemon)
-            records.remove(id)
-            logs.remove(record.instance.log)
-            throw error
-        }
-        record.instance.pid = started.pid
-        record.instance.state = .inactive
-        record.instance.stateSince = Date()
-        record.instance.cgroup = started.cgroup.directories.first
-        record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
-        try? records.save(record)
-        denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
-        if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
-        recordRevokedEntitlements(app, instance: id)
-        var entry = Entry(record: record, cgroup: started.cgroup, isChild: true)
-        entry.watcher = watch(id: id, pid: started.pid)
-        entry.life.channel = openChannel(id: id, fd: channel.daemon)
-        entries[id] = entry
-        publish(.launched, record.instance)
-        return try launched(id, background: background)
-    }
+    // MARK: Launch (Supervisor+Launch.swift)
 
     static func newInstanceID() -> String {
         var generator = SystemRandomNumberGenerator()
@@ -201,6 +115,10 @@ public actor Supervisor {
     public func whileNotRunning<T: Sendable>(_ appID: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let key = appID.lowercased()
         let running = instances(app: appID)
+        if running.isEmpty, let count = launching[key], count > 0 {
+            throw AppdError(.conflict, "\(appID) is being launched (\(count) launch(es) under way)",
+                hint: "terminate its instances once they run, then uninstall it")
+        }
         guard running.isEmpty else {
             throw AppdError(.conflict, "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
                 hint: "terminate them first: appctl terminate \(appID)")
@@ -257,12 +175,43 @@ public actor Supervisor {
     }
 
     /// Returns once the instance has exited (at once if it has), or when appd stops: then the
-    /// instance is still running.
+    /// instance is still running. A cancelled wait returns at once with the instance as it is
+    /// (still running), and leaves nothing behind: a client that gives up a wait, however
+    /// often, costs nothing once it is gone.
     public func waitForExit(_ id: String) async throws -> APIInstance {
         let current = try entry(id)
+        let key = current.record.instance.id
         if current.record.instance.state == .exited || stopping { return current.record.instance }
-        return await withCheckedContinuation { continuation in
-            entries[current.record.instance.id]?.waiters.append(continuation)
+        lastWaiter &+= 1
+        let token = lastWaiter
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                // Runs on the actor, before the caller suspends: a cancellation that came
+                // earlier is seen here, a later one finds the token in `waiters`.
+                guard !Task.isCancelled, entries[key] != nil else {
+                    continuation.resume(returning: entries[key]?.record.instance ?? current.record.instance)
+                    return
+                }
+                entries[key]?.waiters[token] = continuation
+            }
+        } onCancel: {
+            Task { await self.cancelWait(key, token: token) }
+        }
+    }
+
+    private func cancelWait(_ id: String, token: UInt64) {
+        guard let entry = entries[id], let waiter = entries[id]?.waiters.removeValue(forKey: token) else { return }
+        waiter.resume(returning: entry.record.instance)
+    }
+
+    /// Returns when the instance has exited or after `duration`, whichever comes first (a
+    /// followed log reads what was written meanwhile, and ends as soon as the instance has).
+    public nonisolated func waitForExit(_ id: String, atMost duration: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { _ = try? await self.waitForExit(id) }
+            group.addTask { try? await Task.sleep(for: duration) }
+            await group.next()
+            group.cancelAll()
         }
     }
 
@@ -302,8 +251,8 @@ public actor Supervisor {
         stopping = true
         for entry in entries.values { entry.watcher?.cancel() }
         for (id, entry) in entries {
-            for waiter in entry.waiters { waiter.resume(returning: entry.record.instance) }
-            entries[id]?.waiters = []
+            for waiter in entry.waiters.values { waiter.resume(returning: entry.record.instance) }
+            entries[id]?.waiters = [:]
         }
         hub.finishAll()
     }

@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Activate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "activate",
         abstract: "Make an instance (or each of an app's) the active app.",
         discussion: """
             It comes to the foreground as on iOS: a suspended one is thawed, then it goes \

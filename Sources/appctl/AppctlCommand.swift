@@ -44,6 +44,10 @@ struct AppctlCommand: ParsableCommand {
 
     /// Accepts the global options on either side of the subcommand, as `appd` does:
     /// `appctl --json ps` and `appctl ps --json` mean the same.
+    ///
+    /// Every subcommand names itself (`commandName:`): otherwise ArgumentParser derives the name
+    /// with `String(describing: Type.self)`, whose dynamic casts scan every protocol conformance
+    /// of this static binary (Foundation's included) — about 1 ms of each appctl run.
     static func main() {
         Output.program = "appctl"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))

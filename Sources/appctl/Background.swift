@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Background: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "background",
         abstract: "Send an instance (or each of an app's) to the background.",
         discussion: """
             active → inactive → background, the app told each step (willResignActive, \

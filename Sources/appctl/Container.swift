@@ -5,6 +5,7 @@ import ArgumentParser
 
 struct Container: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "container",
         abstract: "Print the path of an app's container: data, bundle, or an app group's.",
         discussion: """
             Like 'xcrun simctl get_app_container': only the path, for scripts. 'data' is the \

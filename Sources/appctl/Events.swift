@@ -6,6 +6,7 @@ import Foundation
 
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "events",
         abstract:
             "Print lifecycle events as they happen: installs, launches, state changes, messages, exits.",
         discussion: """

@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Kill: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "kill",
         abstract:
             "Kill an instance (or each of an app's) at once: its whole cgroup, no grace period.",
         discussion: """

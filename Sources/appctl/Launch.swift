@@ -6,6 +6,7 @@ import Foundation
 
 struct Launch: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "launch",
         abstract: "Launch an app in its sandbox; prints the instance id.",
         discussion: """
             The daemon builds the app's sandbox (see 'appd profile ID'), starts it as the app's \

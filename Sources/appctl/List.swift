@@ -5,6 +5,7 @@ import ArgumentParser
 
 struct List: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "list",
         abstract: "List installed apps (and uninstalled apps whose data was kept).",
         discussion: "The same table as 'appd list': BUNDLE ID NAME VERSION STATE UID.")
 
@@ -30,6 +31,7 @@ struct List: ParsableCommand {
 
 struct Info: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "info",
         abstract: "Show an app: containers, uid, version, requested entitlements, install time.",
         discussion: """
             As 'appd info' prints it, plus how many instances run. Requested entitlements are \

@@ -5,6 +5,7 @@ import ArgumentParser
 
 struct Logs: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "logs",
         abstract: "Print an instance's output (stdout and stderr) from its start.",
         discussion: """
             An app id means its most recent instance, running or ended. With -f the output \

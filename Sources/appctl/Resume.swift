@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Resume: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "resume",
         abstract: "Thaw a suspended instance (or each of an app's) and make it the active app.",
         discussion: """
             A suspended instance comes back through background and inactive to active, as \

@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Suspend: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "suspend",
         abstract: "Freeze an instance (or each of an app's): no CPU until 'appctl resume'.",
         discussion: """
             The instance goes to the background (an app on the lifecycle channel gets \

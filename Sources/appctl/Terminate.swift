@@ -4,6 +4,7 @@ import ArgumentParser
 
 struct Terminate: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "terminate",
         abstract: "Stop an instance (or each of an app's): SIGTERM, a grace period, then SIGKILL.",
         discussion: """
             The app gets SIGTERM; if it is still running when the grace period ends, its whole \

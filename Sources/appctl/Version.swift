@@ -6,6 +6,7 @@ import Foundation
 
 struct Version: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "version",
         abstract: "Show the daemon: its version, pid, state root, and what you may do.",
         discussion: """
             Who you are is what the kernel tells the daemon about this connection (uid, gid), \

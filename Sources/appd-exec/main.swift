@@ -71,12 +71,38 @@ enum Launcher {
             dup2(null, 2)
             close(null)
         }
-        for _ in 0..<500 {
-            var status: Int32 = 0
+        // Waited for through a pidfd, not by polling: the relay ends within a fraction of a
+        // millisecond of the EOF, and a 10 ms sleep here was most of the time between the app's
+        // exit and the daemon learning of it (issue 15). The pidfd is opened only while the
+        // relay is our unreaped child, so its pid cannot have been reused.
+        var status: Int32 = 0
+        let first = waitpid(relay, &status, WNOHANG)
+        // ECHILD: reaped already by the supervising loop (it ended before the app).
+        if first == relay || (first < 0 && errno != EINTR) { return }
+        let pidfd = appd_pidfd_open(relay, 0)
+        if pidfd >= 0 {
+            defer { close(pidfd) }
+            var start = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &start)
+            while true {
+                var now = timespec()
+                clock_gettime(CLOCK_MONOTONIC, &now)
+                let elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1_000_000
+                let left = 5000 - elapsed
+                if left <= 0 { break }
+                var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)
+                let ready = poll(&entry, 1, Int32(left))
+                if ready > 0 || (ready < 0 && errno != EINTR) { break }
+                if ready == 0 { break }
+            }
+            _ = waitpid(relay, &status, WNOHANG)
+            return
+        }
+        // No pidfd (a kernel before 5.3): the same bound, polled.
+        for _ in 0..<5000 {
             let result = waitpid(relay, &status, WNOHANG)
-            // ECHILD: reaped already by the supervising loop (it ended before the app).
             if result == relay || (result < 0 && errno != EINTR) { return }
-            usleep(10_000)
+            usleep(1000)
         }
     }
 

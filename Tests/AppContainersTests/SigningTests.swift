@@ -271,6 +271,55 @@ struct SigningTests {
                 "the executable \(installed)/Hello was changed after it was installed") == true)
     }
 
+    @Test(
+        "the launch check hashes a bundle once and then trusts its fingerprint; any change to the tree, even with its mtime put back, makes it hash again and refuse"
+    )
+    func launchCheckFingerprint() throws {
+        let scratch = Scratch()
+        let dev = try Signer()
+        let bundle = try dev.sign(
+            makeBundle(at: scratch.sub("src/Hello.app"), extraFiles: ["Resources/data.txt": "data"])
+        )
+        let policy = config(trusting: [try dev.trusted()])
+        let appStore = try store(scratch.sub("root"), config: policy)
+        let app = try appStore.install(bundleAt: bundle).app
+        let installed = try #require(app.bundlePath(in: StateRoot(path: scratch.sub("root"))))
+        try appStore.checkInstalledBundle(app)
+        try appStore.checkInstalledBundle(app)
+        try appStore.checkInstalledBundle(app)
+        #expect(appStore.launchChecks.hashCount == 1)
+
+        // Same size, same mtime as before: only the change time and the bytes differ.
+        let path = "\(installed)/Resources/data.txt"
+        var before = stat()
+        #expect(stat(path, &before) == 0)
+        try overwrite(path, with: "evil")
+        var times = [before.st_atim, before.st_mtim]
+        #expect(utimensat(AT_FDCWD, path, &times, 0) == 0)
+        chmod(path, before.st_mode & 0o7777)
+        for _ in 0..<2 {
+            let error = failure { try appStore.checkInstalledBundle(app) }
+            #expect(error?.code == .corruptState)
+            #expect(
+                error?.problems.map(\.description) == [
+                    "Resources/data.txt: was changed after signing (its SHA-256 differs from CodeResources)"
+                ])
+        }
+        #expect(appStore.launchChecks.hashCount == 3)
+
+        // Put back as it was (the bytes; the change time moves again): one hash, then trusted.
+        try overwrite(path, with: "data")
+        try appStore.checkInstalledBundle(app)
+        try appStore.checkInstalledBundle(app)
+        #expect(appStore.launchChecks.hashCount == 4)
+
+        // A file added is a change too, also one no bundle may hold (a FIFO).
+        #expect(mkfifo("\(installed)/Resources/pipe", 0o444) == 0)
+        let added = failure { try appStore.checkInstalledBundle(app) }
+        #expect(added?.code == .corruptState)
+        #expect(added?.problems.map(\.description) == ["Resources/pipe: is a FIFO"])
+    }
+
     /// Root may write the read-only installed files, as an attacker with root or the disk could.
     func overwrite(_ path: String, with text: String) throws {
         chmod(path, 0o644)

@@ -61,4 +61,58 @@ struct LogTailTests {
         #expect(lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
         #expect(try daemon.instance(instance.id).state == .exited, "-f returned before the app ended")
     }
+
+    @Test(
+        "an answer larger than the socket's buffer reaches a client that reads slowly, to its last chunk, before the connection closes"
+    )
+    func slowReaderGetsEverything() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.slowreader")
+        let instance = try daemon.launch("com.example.slowreader", ["chatter", "5000"])
+        _ = try daemon.wait(instance.id)
+        // 500 KB of log, asked for on a connection that closes after the answer, with a small
+        // receive buffer, read only once the daemon has written all it could and returned.
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0)
+        defer { close(fd) }
+        var small: Int32 = 4096
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(daemon.socket.utf8) + [0]) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        try #require(connected == 0)
+        let request = Array(
+            "GET /v1/instances/\(instance.id)/logs HTTP/1.1\r\nHost: appd\r\nConnection: close\r\n\r\n".utf8)
+        #expect(send(fd, request, request.count, 0) == request.count)
+        usleep(500_000)
+        var answer: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = recv(fd, &buffer, buffer.count, 0)
+            if count <= 0 { break }
+            answer += buffer[..<count]
+        }
+        let text = String(decoding: answer, as: UTF8.self)
+        #expect(text.hasPrefix("HTTP/1.1 200"))
+        #expect(text.hasSuffix("\r\n0\r\n\r\n"), "the answer broke off after \(answer.count) bytes")
+        #expect(Self.dechunked(text).split(separator: "\n").count == 5000)
+    }
+
+    /// The body of a chunked answer (the test's own reading of it; malformed: what came before).
+    static func dechunked(_ answer: String) -> String {
+        guard let start = answer.range(of: "\r\n\r\n") else { return "" }
+        var rest = Substring(answer[start.upperBound...])
+        var body = ""
+        while let line = rest.range(of: "\r\n"), let size = Int(rest[..<line.lowerBound], radix: 16), size > 0 {
+            let chunk = rest[line.upperBound...].utf8.prefix(size)
+            body += String(decoding: chunk, as: UTF8.self)
+            rest = Substring(String(decoding: rest[line.upperBound...].utf8.dropFirst(size + 2), as: UTF8.self))
+        }
+        return body
+    }
 }

@@ -1,0 +1,258 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import CLinux
+import Foundation
+import Glibc
+import Sandbox
+import Synchronization
+
+/// How long each stage of a launch took on the daemon's side, in seconds: what the API answers
+/// in its `Server-Timing` header and scripts/bench-launch prints as the launch's breakdown.
+public struct LaunchTimings: Sendable, Equatable {
+    /// Loading the app from the registry.
+    public var app: Double = 0
+    /// The launch-time bundle check (a fingerprint of the bundle container, or its hash).
+    public var check: Double = 0
+    /// Compiling the sandbox profile and its seccomp filter (cached per rule set).
+    public var profile: Double = 0
+    /// The instance record, the output pipe, the log folder, the status file, the channel.
+    public var files: Double = 0
+    /// The instance cgroup, the memfds and posix_spawn of appd-exec.
+    public var spawn: Double = 0
+    /// On the Supervisor actor: waiting for it, then recording the instance and its state.
+    public var record: Double = 0
+
+    public init() {}
+
+    /// `Server-Timing` (W3C): `name;dur=MILLISECONDS` entries.
+    public var serverTiming: String {
+        [
+            ("app", app), ("check", check), ("profile", profile), ("files", files),
+            ("spawn", spawn), ("record", record),
+        ]
+        .map { "\($0.0);dur=\(String(format: "%.3f", $0.1 * 1000))" }.joined(separator: ", ")
+    }
+}
+
+extension Supervisor {
+    /// What a launch reads from the actor before it leaves it: the settings as they are now.
+    struct LaunchContext: Sendable {
+        var launcher: String
+        var logMaxBytes: Int64
+        var journalSocket: String?
+    }
+
+    /// A launcher spawned off the actor, still to be recorded on it.
+    struct SpawnedInstance: Sendable {
+        var record: InstanceRecord
+        var started: SandboxLaunch.Started
+        var channel: Int32
+        var modes: [String]
+        var app: InstalledApp
+    }
+
+    public func launch(
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+    ) async throws
+        -> APIInstance
+    {
+        try await launchTimed(appID, arguments: arguments, caller: caller, background: background)
+            .instance
+    }
+
+    /// Launches an instance. Only admission and the bookkeeping run on the actor: loading the
+    /// app, checking its bundle, compiling its profile, creating files and the cgroup and
+    /// spawning the launcher happen off it, so that launches run side by side (and a slow one,
+    /// a big bundle to hash, holds up no other request). Until it is recorded, a launch counts
+    /// in `launching`: an uninstall waits for no launch, it refuses while one is under way.
+    public func launchTimed(
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+    )
+        async throws -> (instance: APIInstance, timings: LaunchTimings)
+    {
+        let key = appID.lowercased()
+        guard !closedApps.contains(key) else {
+            throw AppdError(.conflict, "\(appID) is being uninstalled")
+        }
+        launching[key, default: 0] += 1
+        defer {
+            launching[key, default: 1] -= 1
+            if launching[key] == 0 { launching[key] = nil }
+        }
+        let context = LaunchContext(
+            launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket)
+        var timings = LaunchTimings()
+        let spawned = try await Self.spawnInstance(
+            appID, arguments: arguments, caller: caller, context: context, timings: &timings,
+            store: store, kernel: kernel, driver: driver, records: records, logs: logs,
+            bpfCache: bpfCache, denials: denials)
+        let recording = ContinuousClock.now
+        var record = spawned.record
+        // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
+        // app's [App ID] BackgroundModes.
+        let allowed = spawned.modes.filter(lifecycle.allowedBackgroundModes.contains)
+        record.instance.backgroundModes =
+            store.config.override(for: record.instance.app)?.narrowedBackgroundModes(allowed) ?? allowed
+        var entry = Entry(record: record, cgroup: spawned.started.cgroup, isChild: true)
+        if stopping {
+            // appd stops: nobody watches any more; the record lets the next daemon adopt it.
+            try? records.save(record)
+            close(spawned.channel)
+            entries[record.instance.id] = entry
+            timings.record = Self.seconds(since: recording)
+            return (record.instance, timings)
+        }
+        recordRevokedEntitlements(spawned.app, instance: record.instance.id)
+        entry.watcher = watch(id: record.instance.id, pid: spawned.started.pid)
+        entry.life.channel = openChannel(id: record.instance.id, fd: spawned.channel)
+        entries[record.instance.id] = entry
+        publish(.launched, record.instance)
+        // Its first state change saves the record, with the pid and the background modes.
+        let instance = try launched(record.instance.id, background: background)
+        timings.record = Self.seconds(since: recording)
+        return (instance, timings)
+    }
+
+    static func seconds(since start: ContinuousClock.Instant) -> Double {
+        let elapsed = ContinuousClock.now - start
+        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+    }
+
+    /// Everything of a launch that does not touch the actor's state: runs on the global
+    /// executor, many at once. On failure nothing is left (no record, no cgroup, no fd).
+    nonisolated static func spawnInstance(
+        _ appID: String, arguments: [String], caller: UInt32, context: LaunchContext,
+        timings: inout LaunchTimings,
+        store: AppStore, kernel: KernelLayers, driver: any CgroupDriver, records: RecordStore,
+        logs: InstanceLogs,
+        bpfCache: BPFCache, denials: DenialLog
+    ) async throws -> SpawnedInstance {
+        var clock = ContinuousClock.now
+        func lap() -> Double {
+            let elapsed = seconds(since: clock)
+            clock = ContinuousClock.now
+            return elapsed
+        }
+        let app = try store.app(appID)
+        timings.app = lap()
+        var profile: SandboxProfile
+        let bpf: [UInt8]
+        do {
+            try store.checkInstalledBundle(app)
+            timings.check = lap()
+            profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
+            bpf = profile.seccomp.required ? try bpfCache.filter(for: profile.seccomp) : []
+        } catch {
+            // appd's own refusal: the admin sees it next to the kernel's.
+            denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
+            throw error
+        }
+        profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
+        timings.profile = lap()
+        let modes = backgroundModes(of: app, root: store.root)
+        let id = newInstanceID()
+        var record = InstanceRecord(
+            instance: APIInstance(
+                id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid,
+                arguments: arguments,
+                launchedBy: caller, startedAt: Date(),
+                log: logs.path(app: app.bundleID, instance: id)))
+        record.instance.channel = .silent
+        // The record exists before the process does: a crash in between leaves a record
+        // without a pid, which the next start closes as failed, and a cgroup it removes.
+        try records.save(record)
+        // The app's stdout and stderr are a pipe whose read end goes to the launcher's output
+        // relay (docs/app-output.md): the daemon never reads it and the app never holds a file.
+        var opened: [Int32] = []
+        defer { for fd in opened { close(fd) } }
+        let output: (read: Int32, write: Int32)
+        let folder: Int32
+        let status: Int32
+        let channel: (daemon: Int32, app: Int32)
+        do {
+            output = try logs.pipe()
+            opened += [output.read, output.write]
+            folder = try logs.openFolder(app: app.bundleID)
+            opened.append(folder)
+            status = try records.openStatus(id)
+            opened.append(status)
+            channel = try LifecycleChannel.pair()
+            opened.append(channel.app)
+        } catch {
+            records.remove(id)
+            throw error
+        }
+        let journal = context.journalSocket.flatMap(connectJournal)
+        if let journal { opened.append(journal) }
+        var launch = SandboxLaunch(
+            profile: profile, launcher: context.launcher, cgroups: driver.settings,
+            limits: profile.cgroupLimits, output: output.write)
+        launch.channel = channel.app
+        launch.relay = .init(
+            readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
+            logMaxBytes: min(context.logMaxBytes, Int64(Int32.max)), journalFD: journal,
+            journalFields: [
+                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",
+                "APPD_INSTANCE=\(id)",
+                "APPD_UID=\(app.uid)",
+            ])
+        launch.bpf = bpf
+        timings.files = lap()
+        let started: SandboxLaunch.Started
+        // Registered before the launcher starts: an app quicker than the launch's return
+        // (a denial at its first instruction) is not missed.
+        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
+        do {
+            started = try launch.start(
+                instance: id, driver: driver, statusFD: status, newSession: true)
+        } catch {
+            denials.forget(instance: id)
+            close(channel.daemon)
+            records.remove(id)
+            logs.remove(record.instance.log)
+            throw error
+        }
+        record.instance.pid = started.pid
+        record.instance.state = .inactive
+        record.instance.stateSince = Date()
+        record.instance.cgroup = started.cgroup.directories.first
+        record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
+        denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
+        if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
+        timings.spawn = lap()
+        return SpawnedInstance(
+            record: record, started: started, channel: channel.daemon, modes: modes, app: app)
+    }
+
+    /// `UIBackgroundModes` of the installed bundle's Info.plist (the caller keeps those the
+    /// lifecycle settings allow).
+    nonisolated static func backgroundModes(of app: InstalledApp, root: StateRoot) -> [String] {
+        guard let bundle = app.bundlePath(in: root) else { return [] }
+        let plist = app.layout == "macos" ? "\(bundle)/Contents/Info.plist" : "\(bundle)/Info.plist"
+        guard let data = FileManager.default.contents(atPath: plist),
+            let info = try? PropertyListSerialization.propertyList(from: data, format: nil)
+                as? [String: Any],
+            let modes = info["UIBackgroundModes"] as? [String]
+        else { return [] }
+        return modes
+    }
+}
+
+/// Compiled seccomp filters by rule set: every app with the same entitlements shares one, so
+/// libseccomp runs once per rule set, not once per launch. Shared by launches running side by
+/// side off the actor; at most 256 rule sets are kept (then it starts over).
+final class BPFCache: Sendable {
+    private let filters = Mutex<[SeccompRules: [UInt8]]>([:])
+
+    func filter(for rules: SeccompRules) throws -> [UInt8] {
+        if let cached = filters.withLock({ $0[rules] }) { return cached }
+        // Compiled outside the lock: two launches may both compile a new rule set once.
+        let compiled = try SeccompCompiler.bpf(for: rules)
+        filters.withLock { filters in
+            if filters.count >= 256 { filters.removeAll() }
+            filters[rules] = compiled
+        }
+        return compiled
+    }
+}
