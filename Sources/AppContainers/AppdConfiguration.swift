@@ -168,6 +168,12 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Supervisor", "LogMaxBytes"): supervisor.logMaxBytes = try bytes()
         case ("Supervisor", "KeepExited"): supervisor.keepExited = try count()
         case ("Supervisor", "CgroupParent"): supervisor.cgroupParent = value
+        case ("Supervisor", "DenialLog"):
+            switch value.lowercased() {
+            case "yes", "true", "1", "on": supervisor.denialLog = true
+            case "no", "false", "0", "off": supervisor.denialLog = false
+            default: throw bad("yes or no")
+            }
         case ("Supervisor", _):
             throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
                 hint: "known keys: " + SupervisorSettings.keys.joined(separator: ", "))

@@ -76,8 +76,12 @@ public struct SupervisorSettings: Sendable, Equatable {
     /// on cgroup v2 and `apps` below appd's own cgroup on hybrid/v1 hosts; `/appd` from the
     /// root of each hierarchy without systemd (`Cgroups.defaultParent`).
     public var cgroupParent = ""
+    /// The denial log (docs/denials.md): appd turns audit on, asks the kernel to audit each
+    /// app's Landlock and seccomp refusals and reads them. `no`: only appd's own refusals are
+    /// logged and audit is left as it is.
+    public var denialLog = true
 
     public init() {}
 
-    static let keys = ["TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent"]
+    static let keys = ["TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog"]
 }

@@ -70,7 +70,7 @@ public final class Daemon: Service {
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         let report = await supervisor.start()
-        supervisor.startDenialLog()
+        await supervisor.startDenialLog()
         if let reason = supervisor.denials.kernelStatus.reason {
             logger.warning("denial log: \(reason)")
         }

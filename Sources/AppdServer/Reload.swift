@@ -122,6 +122,8 @@ actor ConfigurationReloader {
         keep("[API] MaxStreamsPerUser", \.api.maxStreamsPerUser)
         // Running instances' cgroups are below the parent: moving it would lose them.
         keep("[Supervisor] CgroupParent", \.supervisor.cgroupParent)
+        // The audit reader starts (and turns audit on) with the daemon, or not at all.
+        keep("[Supervisor] DenialLog", \.supervisor.denialLog)
         // Each instance's log writer was started with it.
         keep("[Supervisor] LogMaxBytes", \.supervisor.logMaxBytes)
         return changed

@@ -177,12 +177,14 @@ int appd_landlock_restrict_self(int ruleset_fd, uint32_t flags) {
     return (int)syscall(SYS_landlock_restrict_self, ruleset_fd, flags);
 }
 
-int appd_seccomp_set_filter(const void *instructions, unsigned short count) {
+int appd_seccomp_set_filter(const void *instructions, unsigned short count, int log_denials) {
     struct sock_fprog program = {.len = count, .filter = (struct sock_filter *)instructions};
     // SECCOMP_FILTER_FLAG_LOG: the kernel audits the filter's errno actions (when
     // kernel.seccomp.actions_logged lists errno), which is how the daemon's denial log learns
-    // of them (docs/denials.md). Without the flag only kill actions are audited.
-    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_LOG, &program);
+    // of them (docs/denials.md). Without the flag only kill actions are audited. The profile's
+    // log-denials record asks for it (the daemon leaves it out when audit would panic the host).
+    unsigned int flags = log_denials ? SECCOMP_FILTER_FLAG_LOG : 0;
+    return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &program);
 }
 
 int appd_pidfd_exited(int pidfd) {

@@ -46,6 +46,7 @@ extension SandboxProfile {
             for scope in landlock.scopes { record("landlock-scope", scope.rawValue) }
         }
         record("seccomp", seccomp.required ? "required" : "optional")
+        if logDenials { record("log-denials") }
         record("chdir", workingDirectory)
         for variable in environment { record("env", "\(variable.name)=\(variable.value)") }
         record("exec", executable)

@@ -51,6 +51,10 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// What the admin's `[App ID]` section changed for this app (limits, revoked
     /// entitlements), as `appd profile` shows it; nil without one. Not read by appd-exec.
     public var adminOverride: String? = nil
+    /// Asks the kernel to audit what Landlock and seccomp refuse the app (the `log-denials`
+    /// record): set by the daemon, whose denial log reads the records (docs/denials.md); off
+    /// for `appd run` and when audit's failure mode would panic the host.
+    public var logDenials = false
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

@@ -19,13 +19,22 @@ final class AuditReader: Sendable {
 
     /// Opens the socket and starts the thread; on failure the log says why the kernel's
     /// denials cannot be reported, and only appd's own refusals are.
-    func start() {
+    func start(enabled: Bool = true) {
         guard
             started.withLock({ started in
                 defer { started = true }
                 return !started
             })
         else { return }
+        guard enabled else {
+            log.setKernelStatus(
+                reports: false,
+                reason:
+                    "[Supervisor] DenialLog=no: the kernel's Landlock and seccomp denials are not asked for"
+                    + " nor read (audit is left as it is), only appd's own refusals are logged")
+            done.signal()
+            return
+        }
         let status = KernelDenialReporting.check(enableAudit: true)
         let fd = appd_audit_open_readlog(1 << 20, 500)
         guard fd >= 0 else {

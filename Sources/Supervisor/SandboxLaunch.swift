@@ -159,9 +159,24 @@ public struct SandboxLaunch {
         public var bindCounter: Int32?
     }
 
-    /// Creates the instance cgroup and spawns the launcher into it; returns at once. The
-    /// launcher writes the app's fate to `statusFD` (a pipe, or a file that outlives the
-    /// caller, as the daemon uses). `newSession` puts the launcher in a session of its own, so
+    /// Puts the launcher into its instance cgroup before the launch returns. The launcher joins
+    /// it too, as its first step (the `cgroup` records), but a kill that came between the
+    /// launch's answer and that step found the cgroup empty and left the instance running, in
+    /// state terminating, for good (a client that kills at once: SystemdTests). Whichever write
+    /// comes second is a no-op; a launcher already gone (ESRCH) is the exit watcher's business.
+    static func place(_ pid: pid_t, in procsFiles: [String]) {
+        let line = Array("\(pid)\n".utf8)
+        for file in procsFiles {
+            let fd = open(file, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            close(fd)
+        }
+    }
+
+    /// Creates the instance cgroup and spawns the launcher into it; returns once the launcher is
+    /// in it (not waiting for the sandbox). The launcher writes the app's fate to `statusFD` (a
+    /// pipe, or a file that outlives the caller, as the daemon uses). `newSession` puts the launcher in a session of its own, so
     /// a terminal's Ctrl-C for the daemon never reaches the apps. If anything fails the cgroup
     /// is removed again.
     public func start(instance: String, driver: any CgroupDriver, statusFD: Int32, newSession: Bool = false)
@@ -183,6 +198,7 @@ public struct SandboxLaunch {
             defer { close(bpfFD) }
             let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
             spawned = true
+            Self.place(pid, in: cgroup.procsFiles)
             return Started(pid: pid, cgroup: cgroup, bindCounter: bindCounter)
         } catch {
             try? cgroup.remove()

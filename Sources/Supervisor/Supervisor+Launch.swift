@@ -41,6 +41,7 @@ extension Supervisor {
         var launcher: String
         var logMaxBytes: Int64
         var journalSocket: String?
+        var logDenials: Bool
     }
 
     /// A launcher spawned off the actor, still to be recorded on it.
@@ -81,7 +82,8 @@ extension Supervisor {
             if launching[key] == 0 { launching[key] = nil }
         }
         let context = LaunchContext(
-            launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket)
+            launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket,
+            logDenials: logDenials)
         var timings = LaunchTimings()
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, context: context, timings: &timings,
@@ -149,6 +151,7 @@ extension Supervisor {
             throw error
         }
         profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
+        profile.logDenials = context.logDenials
         timings.profile = lap()
         let modes = backgroundModes(of: app, root: store.root)
         let id = newInstanceID()

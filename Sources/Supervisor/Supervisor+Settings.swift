@@ -9,6 +9,8 @@ extension Supervisor {
     public func applySettings(_ config: AppdConfiguration) throws {
         launcher = try SandboxLaunch.findLauncher(configured: config.sandbox.launcher)
         settings = config.supervisor
+        // Audit's failure mode may have changed since the start (DenialLog itself is restart-only).
+        logDenials = Self.shouldLogDenials(settings)
     }
 }
 

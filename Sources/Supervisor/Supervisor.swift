@@ -56,6 +56,9 @@ public actor Supervisor {
     var lastWaiter: UInt64 = 0
     /// Compiled seccomp filters by rule set, shared by the launches running off the actor.
     let bpfCache = BPFCache()
+    /// Whether launches ask the kernel to audit their denials (Supervisor+Denials.swift); off
+    /// until the denial log starts.
+    var logDenials = false
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
     /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall

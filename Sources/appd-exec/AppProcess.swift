@@ -53,7 +53,7 @@ enum AppProcess {
         let envp = cStrings(profile.environment)
 
         try Landlock.apply(profile)
-        try launch.seccomp.install()
+        try launch.seccomp.install(logDenials: profile.logDenials)
         execve(executable, argv, envp)
         throw LaunchFailure.system("execve", executable)
     }

@@ -60,9 +60,10 @@ enum Landlock {
                 appd_landlock_add_port_rule(ruleset, port, bit), "landlock",
                 "cannot allow TCP \(right.rawValue) on port \(port)")
         }
-        // From ABI 7 the kernel audits the domain's denials; asked to, also after the execve of
-        // the app (the daemon's denial log reads them, docs/denials.md).
-        let flags: UInt32 = abi >= 7 ? APPD_LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0
+        // From ABI 7 the kernel audits the domain's denials; asked to (`log-denials`), also
+        // after the execve of the app (the daemon's denial log reads them, docs/denials.md).
+        let flags: UInt32 =
+            abi >= 7 && profile.logDenials ? APPD_LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON : 0
         try sys(appd_landlock_restrict_self(ruleset, flags), "landlock", "cannot restrict self")
     }
 

@@ -25,6 +25,8 @@ struct Profile {
     var landlockScopes: [LandlockScope] = []
     var landlockMinABI: Int?
     var seccompRequired = true
+    /// `log-denials`: ask the kernel to audit what Landlock and seccomp refuse the app.
+    var logDenials = false
     var directory: String?
     var environment: [String] = []
     var executable: String?

@@ -172,6 +172,10 @@ struct ProfileParser {
             case "optional": profile.seccompRequired = false
             default: throw LaunchFailure("profile", "seccomp is 'required' or 'optional'")
             }
+        case "log-denials":
+            try fields(0)
+            try once()
+            profile.logDenials = true
         case "chdir":
             try fields(1)
             try once()

@@ -27,12 +27,12 @@ struct SeccompProgram {
 
     /// After this, the app's own filter decides which syscalls work, so it comes last.
     /// Single-threaded, so no TSYNC.
-    func install() throws {
+    func install(logDenials: Bool) throws {
         guard !bytes.isEmpty else { return }
         let count = UInt16(bytes.count / Self.instructionSize)
         _ = try bytes.withUnsafeBytes { raw in
             try sys(
-                appd_seccomp_set_filter(raw.baseAddress, count), "seccomp",
+                appd_seccomp_set_filter(raw.baseAddress, count, logDenials ? 1 : 0), "seccomp",
                 "cannot install the filter")
         }
     }

@@ -76,6 +76,17 @@ struct ProfileErrorTests {
         expectRefused(try launch(profile: profile), mentioning: "'groups' may appear only once")
     }
 
+    @Test("log-denials takes no field and may appear once")
+    func logDenialsRecord() throws {
+        expectRefused(
+            try launch(profile: profileText(sandboxRecords() + ["log-denials yes"], command: Self.app)),
+            mentioning: "log-denials")
+        expectRefused(
+            try launch(
+                profile: profileText(sandboxRecords() + ["log-denials", "log-denials"], command: Self.app)),
+            mentioning: "'log-denials' may appear only once")
+    }
+
     @Test("mounts without a mount namespace are refused")
     func mountsNeedNamespace() throws {
         let profile = profileText(

@@ -112,7 +112,7 @@ int appd_landlock_restrict_self(int ruleset_fd, uint32_t flags);
 
 /// seccomp(2) SECCOMP_SET_MODE_FILTER with SECCOMP_FILTER_FLAG_LOG, without TSYNC (the launcher is single-threaded) with a
 /// raw `struct sock_filter` array of `count` instructions. No glibc wrapper.
-int appd_seccomp_set_filter(const void *instructions, unsigned short count);
+int appd_seccomp_set_filter(const void *instructions, unsigned short count, int log_denials);
 
 /// A non-blocking check whether the process of a pidfd (appd_pidfd_open, clinux_host.h) has
 /// exited: 1 exited, 0 running, -1 error.

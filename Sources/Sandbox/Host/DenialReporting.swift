@@ -15,6 +15,13 @@ public enum KernelDenialReporting {
         public var notes: [String] = []
     }
 
+    /// Audit's failure mode is panic (`auditctl -f 2`): a lost record panics the host. Then no
+    /// app's denials may be audited (an app could flood them). False where audit cannot be asked.
+    public static func auditFailurePanics() -> Bool {
+        var status = appd_audit_status()
+        return appd_audit_get_status(&status) == 0 && status.failure == 2
+    }
+
     /// With `enableAudit`, turns audit on when it is off (the kernel drops Landlock's records
     /// while it is off); the daemon does, doctor only looks.
     public static func check(enableAudit: Bool = false) -> Status {
@@ -46,8 +53,9 @@ public enum KernelDenialReporting {
         }
         if status.failure == 2 {
             result.problems.append(
-                "audit failure mode is panic (auditctl -f 2): an app that floods denials faster than the"
-                    + " audit backlog (\(status.backlog_limit)) drains could panic the host; hint: auditctl -f 1"
+                "audit failure mode is panic (auditctl -f 2): appd does not ask the kernel to audit apps'"
+                    + " denials, since an app flooding them past the audit backlog (\(status.backlog_limit))"
+                    + " would panic the host; only appd's own refusals are logged; hint: auditctl -f 1"
             )
         }
         result.notes.append(
