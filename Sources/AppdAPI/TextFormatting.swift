@@ -1,12 +1,12 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// What appctl prints with, on FoundationEssentials alone: Foundation's formatters
@@ -18,7 +18,9 @@ public enum TextFormatting {
     /// `2026-11-24T10:00:00Z`: what `ISO8601DateFormatter().string(from:)` printed (UTC,
     /// whole seconds of the time rounded to milliseconds, as ICU did).
     public static func iso8601(_ date: Date) -> String {
-        guard let (seconds, _) = roundedMilliseconds(date) else { return date.formatted(Date.ISO8601FormatStyle()) }
+        guard let (seconds, _) = roundedMilliseconds(date) else {
+            return date.formatted(Date.ISO8601FormatStyle())
+        }
         return civil(seconds) + "Z"
     }
 
@@ -26,7 +28,9 @@ public enum TextFormatting {
     /// milliseconds rounded to the nearest (the API's encoder truncates instead; this is what
     /// `--since` has always sent).
     public static func rfc3339(_ date: Date) -> String {
-        guard let (seconds, millis) = roundedMilliseconds(date) else { return date.formatted(APICoding.fractional) }
+        guard let (seconds, millis) = roundedMilliseconds(date) else {
+            return date.formatted(APICoding.fractional)
+        }
         return civil(seconds) + printf(".%03lldZ", millis)
     }
 
@@ -36,7 +40,9 @@ public enum TextFormatting {
     static func roundedMilliseconds(_ date: Date) -> (Int64, Int64)? {
         let milliseconds = (date.timeIntervalSince1970 * 1000).rounded()
         // 1583-01-01 and 10000-01-01.
-        guard milliseconds.isFinite, milliseconds >= -12_212_553_600_000, milliseconds < 253_402_300_800_000 else {
+        guard milliseconds.isFinite, milliseconds >= -12_212_553_600_000,
+            milliseconds < 253_402_300_800_000
+        else {
             return nil
         }
         let total = Int64(milliseconds)
@@ -86,7 +92,8 @@ public enum TextFormatting {
             index += 1
             return true
         }
-        guard let year = number(4), expect(0x2D), let month = number(2), expect(0x2D), let day = number(2),
+        guard let year = number(4), expect(0x2D), let month = number(2), expect(0x2D),
+            let day = number(2),
             expect(0x54), let hour = number(2), expect(0x3A), let minute = number(2), expect(0x3A),
             let second = number(2)
         else { return nil }
@@ -152,7 +159,8 @@ public enum TextFormatting {
                     }
                 }
             }
-            return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            return String(
+                decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         }
     }
 
@@ -259,7 +267,9 @@ public enum TextFormatting {
             let character = Character(Unicode.Scalar(48 + digit))
             if index < exponent { integer.append(character) } else { fraction.append(character) }
         }
-        if exponent > digits.count { integer += String(repeating: "0", count: exponent - digits.count) }
+        if exponent > digits.count {
+            integer += String(repeating: "0", count: exponent - digits.count)
+        }
         if exponent < 0 { fraction = String(repeating: "0", count: -exponent) + fraction }
         if integer.isEmpty { integer = "0" }
         while fraction.last == "0" { fraction.removeLast() }
