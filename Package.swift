@@ -92,9 +92,13 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
-        // The daemon's command-line client, in the spirit of `xcrun simctl`. Release builds link
-        // the Swift runtime and Foundation in (as scripts/package ships it): loading them as
-        // shared libraries was most of appctl's start-up (scripts/bench-launch prints it).
+        // The daemon's command-line client, in the spirit of `xcrun simctl`. Release builds are
+        // linked fully statically (as scripts/package ships it): loading the Swift runtime as
+        // shared libraries, then libstdc++/libm/libgcc_s, was most of appctl's start-up
+        // (scripts/bench-launch prints it). Its closure uses FoundationEssentials, not Foundation
+        // (no ICU: 27 MB, not 77). The one NSS use, user and group names in the socket's
+        // permission hint, loads the host's libnss_files as appd-exec's static glibc would
+        // (same Debian glibc as the .deb's build; a lookup that fails prints the number).
         // Debug builds stay dynamic: the test bundles link this module with the shared runtime.
         .executableTarget(
             name: "appctl",
@@ -103,7 +107,7 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]
+            linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]
         ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
         // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and

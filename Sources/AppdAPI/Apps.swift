@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// An installed app as `GET /v1/apps` and `GET /v1/apps/{id}` return it (and `appd list`,
 /// `appd info`, `appctl list`, `appctl info` print it).

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The JSON of the API: ISO 8601 dates, sorted keys (stable output for diffs and tests).
 public enum APICoding {

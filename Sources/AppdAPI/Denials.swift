@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// One thing the sandbox or appd refused an app (`GET /v1/denials`, `appctl denials`,
 /// docs/denials.md).

@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The body of every error response, and what the client throws: `{"error": {...}}` with the
 /// same fields `appd --json` has always printed, so scripts read one shape.

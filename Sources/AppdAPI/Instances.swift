@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where an instance is in its life (docs/lifecycle.md): iOS's states, plus the daemon's own
 /// `launching`, `terminating` and `exited`.

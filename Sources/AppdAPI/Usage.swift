@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `GET /v1/usage`: what each live instance uses now (`appctl top`). CPU is a running total:
 /// two samples give a rate.

@@ -1,5 +1,12 @@
 import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Apps as `appd list`/`appd info` have always printed them, from the API's types, so that
 /// appd (through the daemon or not) and appctl print one way.
@@ -15,9 +22,8 @@ extension APIApp {
         if let fileCount, let totalBytes {
             rows.append(("files", "\(fileCount) (\(Output.bytes(totalBytes)))"))
         }
-        let dates = ISO8601DateFormatter()
-        rows.append(("installed", dates.string(from: installedAt)))
-        rows.append(("updated", dates.string(from: updatedAt)))
+        rows.append(("installed", TextFormatting.iso8601(installedAt)))
+        rows.append(("updated", TextFormatting.iso8601(updatedAt)))
         if let adminOverride, !adminOverride.isEmpty {
             rows.append(("override", Self.overrideText(adminOverride)))
         }
@@ -26,7 +32,7 @@ extension APIApp {
         }
         if let denials, denials > 0 { rows.append(("denials", "\(denials) (appctl denials \(bundleId))")) }
         for (label, value) in rows {
-            print("  \(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+            print("  \(label.padded(toLength: 11)) \(value)")
         }
         entitlements?.printText(indent: "  ")
     }

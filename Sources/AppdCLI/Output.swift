@@ -1,5 +1,12 @@
 import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// How appd and appctl print: text for people on stdout, JSON with `--json`, errors on stderr
 /// (or as a JSON `{"error": ...}` object on stdout with `--json`, so scripts read one stream).
@@ -11,7 +18,9 @@ public enum Output {
         do {
             var data = try APICoding.encoder(pretty: true).encode(value)
             data.append(0x0A)
-            FileHandle.standardOutput.write(data)
+            // Errors writing to stdout are as FileHandle left them: not reported (a closed pipe
+            // has already ended the process with SIGPIPE).
+            try? data.withUnsafeBytes { try raw($0) }
         } catch {
             note("\(program): cannot encode output: \(error)")
         }
@@ -36,7 +45,18 @@ public enum Output {
     }
 
     public static func note(_ text: String) {
-        FileHandle.standardError.write(Data("\(text)\n".utf8))
+        var bytes = Array("\(text)\n".utf8)
+        bytes.withUnsafeMutableBytes { buffer in
+            guard var base = buffer.baseAddress else { return }
+            var remaining = buffer.count
+            while remaining > 0 {
+                let written = write(STDERR_FILENO, base, remaining)
+                if written < 0, errno == EINTR { continue }
+                if written <= 0 { return }
+                remaining -= written
+                base += written
+            }
+        }
     }
 
     /// Straight to fd 1, not through stdio's buffer: streamed output (a followed log, events
@@ -63,6 +83,6 @@ public enum Output {
     }
 
     public static func bytes(_ count: Int64) -> String {
-        ByteCountFormatter.string(fromByteCount: count, countStyle: .file)
+        TextFormatting.byteCount(count)
     }
 }

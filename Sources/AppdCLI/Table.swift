@@ -1,4 +1,12 @@
+import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Columns padded to their widest cell, two spaces apart, as `appd list` has always printed.
 public enum Table {
@@ -9,10 +17,10 @@ public enum Table {
         }
         for row in rows {
             let line = zip(row, widths).map {
-                $0.padding(toLength: $1, withPad: " ", startingAt: 0)
+                $0.padded(toLength: $1)
             }
             .joined(separator: "  ")
-            Swift.print(line.trimmingCharacters(in: .whitespaces))
+            Swift.print(line.trimmingWhitespace())
         }
     }
 
@@ -22,9 +30,9 @@ public enum Table {
         let (days, hours, minutes, secs) = (
             total / 86400, total / 3600 % 24, total / 60 % 60, total % 60
         )
-        if days > 0 { return "\(days)d" + String(format: "%02dh", hours) }
-        if hours > 0 { return "\(hours)h" + String(format: "%02dm", minutes) }
-        if minutes > 0 { return "\(minutes)m" + String(format: "%02ds", secs) }
+        if days > 0 { return "\(days)d" + TextFormatting.printf("%02ldh", hours) }
+        if hours > 0 { return "\(hours)h" + TextFormatting.printf("%02ldm", minutes) }
+        if minutes > 0 { return "\(minutes)m" + TextFormatting.printf("%02lds", secs) }
         return "\(secs)s"
     }
 }

@@ -1,5 +1,12 @@
 import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 extension AppdClient {
     /// Connects, sends `request`, reads the answer's head and lets `handle` read the rest.
@@ -92,7 +99,7 @@ extension AppdClient {
     func transportFailure(_ error: TransportError, _ request: HTTPRequest) -> APIError {
         switch error {
         case .timedOut:
-            let seconds = timeout.map { String(format: "%g", $0) } ?? "?"
+            let seconds = timeout.map { TextFormatting.printf("%g", $0) } ?? "?"
             return APIError(
                 code: "unavailable",
                 message: "appd did not answer \(request.summary) within \(seconds) s",

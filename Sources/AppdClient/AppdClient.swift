@@ -1,5 +1,12 @@
 import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The daemon's client: blocking HTTP/1.1 with JSON over its Unix socket (docs/api.md), one
 /// connection per request. Every failure is an `APIError`: the daemon's own (decoded from its

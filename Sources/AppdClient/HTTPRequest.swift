@@ -1,4 +1,11 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Produces a request body piece by piece: it calls `write` as often as it likes, with buffers
 /// valid only during the call. Whatever it throws aborts the request.

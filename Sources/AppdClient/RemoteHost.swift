@@ -1,5 +1,12 @@
 import AppdAPI
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 #if canImport(Glibc)
     import Glibc
@@ -205,7 +212,7 @@ final class RemoteProcess: @unchecked Sendable {
             bytes += buffer[..<count]
         }
         let text = String(decoding: bytes, as: UTF8.self)
-        return text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter {
+        return text.split(separator: "\n").map { $0.trimmingWhitespace() }.filter {
             !$0.isEmpty
         }
         .suffix(3).joined(separator: "; ")

@@ -1,7 +1,14 @@
 import AppdAPI
 import AppdCLI
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 @main
 struct AppctlCommand: ParsableCommand {

@@ -1,7 +1,15 @@
 import AppdAPI
 import AppdCLI
 import AppdClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
 
 /// `appctl launch --console`: launch, stream the output until the instance exits, return it
 /// as ended. Ctrl-C (or SIGTERM) asks the daemon to terminate the instance, a second one to
@@ -9,7 +17,7 @@ import Foundation
 /// and its last words are not lost. A third one leaves without waiting.
 final class ConsoleSession: @unchecked Sendable {
     private let client: AppdClient
-    private let lock = NSLock()
+    private let lock = Mutex(())
     /// Guarded by `lock`: the signal thread may come before the launch has answered.
     private var instance: String?
     private var interrupts = 0
@@ -27,16 +35,14 @@ final class ConsoleSession: @unchecked Sendable {
         sigaddset(&signals, SIGTERM)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         let blocked = signals
-        Thread.detachNewThread { [self] in
-            var set = blocked
-            var signal: Int32 = 0
-            while sigwait(&set, &signal) == 0 { interrupted() }
-        }
+        // A plain pthread (Foundation's Thread is not in FoundationEssentials), never joined.
+        let waiter = SignalWaiter(signals: blocked) { [self] in interrupted() }
+        waiter.start()
 
         let launched = try client.post(
             AppdClient.path("apps", app, "launch"), body: LaunchRequest(arguments: arguments),
             as: APIInstance.self)
-        let early = lock.withLock {
+        let early = lock.withLock { _ in
             instance = launched.id
             return interrupts
         }
@@ -51,7 +57,7 @@ final class ConsoleSession: @unchecked Sendable {
     }
 
     private func interrupted() {
-        let (id, count) = lock.withLock {
+        let (id, count) = lock.withLock { _ in
             interrupts += 1
             return (instance, interrupts)
         }
@@ -80,6 +86,38 @@ final class ConsoleSession: @unchecked Sendable {
             // Already gone: the stream ends by itself.
         } catch {
             Output.note("appctl: \(Output.text(of: error))")
+        }
+    }
+}
+
+/// The thread that takes SIGINT/SIGTERM with sigwait and hands each to `handler`. Lives as long
+/// as the process (the session ends with it), so it is detached and never joined.
+private final class SignalWaiter: @unchecked Sendable {
+    private let signals: sigset_t
+    private let handler: @Sendable () -> Void
+
+    init(signals: sigset_t, handler: @escaping @Sendable () -> Void) {
+        self.signals = signals
+        self.handler = handler
+    }
+
+    func start() {
+        var thread = pthread_t()
+        let context = Unmanaged.passRetained(self).toOpaque()
+        let started = pthread_create(&thread, nil, { context in
+            guard let context else { return nil }
+            let waiter = Unmanaged<SignalWaiter>.fromOpaque(context).takeRetainedValue()
+            var set = waiter.signals
+            var signal: Int32 = 0
+            while sigwait(&set, &signal) == 0 { waiter.handler() }
+            return nil
+        }, context)
+        if started == 0 {
+            pthread_detach(thread)
+        } else {
+            // No thread: Ctrl-C stays blocked; say so rather than hang on it silently.
+            Unmanaged<SignalWaiter>.fromOpaque(context).release()
+            Output.note("appctl: cannot start the signal thread: \(String(cString: strerror(started)))")
         }
     }
 }

@@ -2,7 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Denials: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -50,7 +57,6 @@ struct Denials: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let dates = ISO8601DateFormatter()
             if follow {
                 try options.client.streamLines(path(follow: true)) { line in
                     guard !line.isEmpty else { return }
@@ -59,7 +65,7 @@ struct Denials: ParsableCommand {
                     } else if let denial = try? APICoding.decoder().decode(
                         APIDenial.self, from: line)
                     {
-                        try Output.raw(Self.text(denial, dates: dates) + "\n")
+                        try Output.raw(Self.text(denial) + "\n")
                     }
                 }
                 return
@@ -75,7 +81,7 @@ struct Denials: ParsableCommand {
             if answer.denials.isEmpty {
                 print("No denials.")
             } else {
-                for denial in answer.denials { print(Self.text(denial, dates: dates)) }
+                for denial in answer.denials { print(Self.text(denial)) }
             }
             if answer.dropped > 0 {
                 print("(\(answer.dropped) more over the rate limit, counted but not kept)")
@@ -84,10 +90,10 @@ struct Denials: ParsableCommand {
     }
 
     /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_dir / (openat)`
-    static func text(_ denial: APIDenial, dates: ISO8601DateFormatter) -> String {
+    static func text(_ denial: APIDenial) -> String {
         [
-            dates.string(from: denial.time), denial.app, denial.instance ?? "-",
-            denial.source.rawValue.padding(toLength: 8, withPad: " ", startingAt: 0),
+            TextFormatting.iso8601(denial.time), denial.app, denial.instance ?? "-",
+            denial.source.rawValue.padded(toLength: 8),
             denial.summary,
         ].joined(separator: "  ")
     }

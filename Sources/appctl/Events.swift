@@ -2,7 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Events: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -57,13 +64,12 @@ struct Events: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let dates = ISO8601DateFormatter()
             try options.client.streamLines(AppdClient.path("events", query: ["since": sinceQuery])) { line in
                 guard !line.isEmpty else { return }
                 if options.json {
                     try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }
                 } else if let event = try? APICoding.decoder().decode(APIEvent.self, from: line) {
-                    try Output.raw(Self.text(event, dates: dates) + "\n")
+                    try Output.raw(Self.text(event) + "\n")
                 } else {
                     Output.note(
                         "appctl: skipped an event it cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))"
@@ -74,7 +80,7 @@ struct Events: ParsableCommand {
     }
 
     /// `2026-11-23T11:32:03Z  exited     com.example.notes  3f2a9c01d4e7  exited with code 0`
-    static func text(_ event: APIEvent, dates: ISO8601DateFormatter) -> String {
+    static func text(_ event: APIEvent) -> String {
         let detail =
             switch event.kind {
             case .exited: event.exit?.description ?? "exited"
@@ -87,10 +93,10 @@ struct Events: ParsableCommand {
             case .gap: event.detail ?? ""
             }
         let fields = [
-            dates.string(from: event.time),
-            event.kind.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0),
+            TextFormatting.iso8601(event.time),
+            event.kind.rawValue.padded(toLength: 11),
             event.app.isEmpty ? "-" : event.app, event.instance ?? "-", detail,
         ]
-        return fields.joined(separator: "  ").trimmingCharacters(in: .whitespaces)
+        return fields.joined(separator: "  ").trimmingWhitespace()
     }
 }

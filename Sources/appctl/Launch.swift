@@ -2,7 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Launch: ParsableCommand {
     static let configuration = CommandConfiguration(

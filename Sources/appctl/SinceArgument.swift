@@ -1,5 +1,13 @@
+import AppdAPI
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// `--since`: an RFC 3339 time (`2026-11-24T10:00:00Z`, `2026-11-24T10:00:00.5+01:00`), or a
 /// duration ago as journalctl and docker take it (`90s`, `10m`, `2h`, `1d`, `1h30m`). Relative
@@ -14,9 +22,7 @@ struct SinceArgument: ExpressibleByArgument {
 
     static func parse(_ text: String, now: Date) -> Date? {
         if let seconds = duration(text) { return now.addingTimeInterval(-seconds) }
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return fractional.date(from: text) ?? ISO8601DateFormatter().date(from: text)
+        return TextFormatting.parseRFC3339(text)
     }
 
     /// `1h30m` → 5400; nil unless every part is a number and one of s, m, h, d (and the total is
@@ -42,9 +48,7 @@ struct SinceArgument: ExpressibleByArgument {
 
     /// What the API takes.
     var rfc3339: String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        TextFormatting.rfc3339(date)
     }
 
     static let help = ArgumentHelp(

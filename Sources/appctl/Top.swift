@@ -2,7 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Top: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -74,7 +81,7 @@ struct Top: ParsableCommand {
                 // Home, clear, then the table: a refreshing screen as top(1) draws it.
                 Swift.print("\u{1B}[H\u{1B}[2J", terminator: "")
                 Swift.print(
-                    "appd top  \(ISO8601DateFormatter().string(from: current.sampledAt))  every \(interval)s\n"
+                    "appd top  \(TextFormatting.iso8601(current.sampledAt))  every \(interval)s\n"
                 )
                 Self.printTable(Self.rows(previous, current))
                 fflush(nil)
@@ -115,7 +122,7 @@ struct Top: ParsableCommand {
                 + rows.map { row in
                     [
                         row.id, row.app, row.state.rawValue,
-                        row.cpuPercent.map { String(format: "%.1f", $0) } ?? "-",
+                        row.cpuPercent.map { TextFormatting.printf("%.1f", $0) } ?? "-",
                         row.memoryBytes.map(Output.bytes) ?? "-",
                         Table.duration(row.uptimeSeconds),
                     ]

@@ -2,7 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
 
 struct Version: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -33,7 +40,7 @@ struct Version: ParsableCommand {
                 return
             }
             let caller = info.caller
-            let since = ISO8601DateFormatter().string(from: info.startedAt)
+            let since = TextFormatting.iso8601(info.startedAt)
             let rows = [
                 ("appctl", AppdVersion.current),
                 (
@@ -48,7 +55,7 @@ struct Version: ParsableCommand {
                 ),
             ]
             for (label, value) in rows {
-                print("\(label.padding(toLength: 11, withPad: " ", startingAt: 0)) \(value)")
+                print("\(label.padded(toLength: 11)) \(value)")
             }
         }
     }

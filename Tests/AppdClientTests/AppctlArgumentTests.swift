@@ -145,18 +145,17 @@ struct AppctlOutputTests {
     @Test("an event reads as time, kind, app, instance and what happened")
     func eventLine() {
         let time = Date(timeIntervalSince1970: 1_700_000_000)
-        let dates = ISO8601DateFormatter()
         let exited = APIEvent(
             seq: 4, time: time, kind: .exited, app: "com.example.notes", instance: "3f2a9c01d4e7",
             exit: APIExit(reason: .exited, code: 0))
         #expect(
-            Events.text(exited, dates: dates)
+            Events.text(exited)
                 == "2023-11-14T22:13:20Z  exited       com.example.notes  3f2a9c01d4e7  exited with code 0"
         )
         let installed = APIEvent(
             seq: 5, time: time, kind: .installed, app: "com.example.notes", version: "3")
         #expect(
-            Events.text(installed, dates: dates)
+            Events.text(installed)
                 == "2023-11-14T22:13:20Z  installed    com.example.notes  -  version 3")
     }
 }
