@@ -103,7 +103,7 @@ final class DaemonMetrics: Sendable {
     // MARK: Read when scraped
 
     /// The whole exposition: the counters, then what the scrape read.
-    func render(usage: [InstanceUsage], installed: [String], endedCPU: [String: Double]) async
+    func render(usage: [APIInstanceUsage], installed: [String], endedCPU: [String: Double]) async
         -> [UInt8]
     {
         let now = PrometheusCollectorRegistry()

@@ -21,7 +21,7 @@ extension Router {
         if let app = request.query["app"] { _ = try store.app(app) }
         let targets = await supervisor.usageTargets(app: request.query["app"])
         let sampledAt = Date()
-        let instances = Supervisor.sampleUsage(targets).map(\.api).sorted {
+        let instances = Supervisor.sampleUsage(targets).sorted {
             ($0.startedAt, $0.id) < ($1.startedAt, $1.id)
         }
         return try .json(APIUsage(sampledAt: sampledAt, instances: instances))

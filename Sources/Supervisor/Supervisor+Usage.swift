@@ -2,22 +2,6 @@ import AppdAPI
 import Foundation
 import Sandbox
 
-/// What one live instance uses now: its cgroup's memory and CPU time.
-public struct InstanceUsage: Sendable {
-    public var id: String
-    public var app: String
-    public var state: InstanceState
-    public var startedAt: Date
-    public var memoryBytes: Int64?
-    public var cpuSeconds: Double?
-
-    public var api: APIInstanceUsage {
-        APIInstanceUsage(
-            id: id, app: app, state: state, startedAt: startedAt, memoryBytes: memoryBytes,
-            cpuSeconds: cpuSeconds)
-    }
-}
-
 extension Supervisor {
     /// The live instances and their cgroups: taken on the actor (cheap), read off it
     /// (`sampleUsage`), so that a scrape of 1,000 instances never holds launches up.
@@ -32,14 +16,15 @@ extension Supervisor {
             .map { ($0.record.instance, $0.cgroup) }
     }
 
-    /// Reads two small cgroup files per instance; an instance that ends meanwhile has none.
+    /// What each live instance uses now (its cgroup's memory and CPU time): two small cgroup
+    /// files per instance; an instance that ends meanwhile has none.
     public nonisolated static func sampleUsage(
         _ targets: [(instance: APIInstance, cgroup: (any InstanceCgroup)?)]
     )
-        -> [InstanceUsage]
+        -> [APIInstanceUsage]
     {
         targets.map { instance, cgroup in
-            InstanceUsage(
+            APIInstanceUsage(
                 id: instance.id, app: instance.app, state: instance.state,
                 startedAt: instance.startedAt,
                 memoryBytes: (try? cgroup?.memory())??.current,

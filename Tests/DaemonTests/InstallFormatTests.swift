@@ -76,25 +76,6 @@ func makeIPA(from bundle: String, to ipa: String, hostile: String = "") throws {
     guard result.code == 0 else { throw DaemonFailure("making \(ipa): \(result.output)") }
 }
 
-/// Runs a built tool with `input` as its stdin.
-func runTool(
-    _ tool: String, _ arguments: [String], stdin input: String, environment: [String: String]
-)
-    throws -> (code: Int32, output: String)
-{
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: builtExecutable(tool))
-    process.arguments = arguments
-    process.environment = environment
-    process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
-}
 
 @Suite("install formats: .ipa, tar, stdin", .serialized, rootOnly)
 struct InstallFormatTests {

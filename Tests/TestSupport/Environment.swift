@@ -29,14 +29,18 @@ public let rootOnly = Testing.ConditionTrait.enabled(
 
 /// Runs a built tool (a name next to the test binary) or a program (an absolute path) and
 /// returns its exit code with its stdout and stderr together. `environment` replaces the
-/// tests' own when given.
-public func runTool(_ tool: String, _ arguments: [String], environment: [String: String]? = nil)
+/// tests' own when given; `input` names a file for its stdin.
+public func runTool(
+    _ tool: String, _ arguments: [String], stdin input: String? = nil,
+    environment: [String: String]? = nil
+)
     throws -> (code: Int32, output: String)
 {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
     process.arguments = arguments
     if let environment { process.environment = environment }
+    if let input { process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input)) }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe
