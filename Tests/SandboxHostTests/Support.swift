@@ -163,24 +163,29 @@ final class Child {
 
     /// Waits up to `seconds` for the exit and returns the wait status; nil if it had not
     /// exited by then (it is SIGKILLed and reaped, so a broken kill() fails a test instead of
-    /// hanging the run).
+    /// hanging the run). A process in a v1 freezer stuck in FREEZING cannot die until it is
+    /// thawed: the reaping wait is bounded too (10 s), and the test's cgroup cleanup thaws and
+    /// kills what is left — a blocking waitpid here once hung a CI run for ten minutes.
     @discardableResult
     func wait(seconds: Double = 10) -> Int32? {
         if let status { return status }
         var raw: Int32 = 0
-        let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
-        while ContinuousClock.now < end {
-            let result = waitpid(pid, &raw, WNOHANG)
-            if result == pid {
-                status = raw
-                return raw
+        func reaped(within seconds: Double) -> Bool {
+            let end = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+            while ContinuousClock.now < end {
+                let result = waitpid(pid, &raw, WNOHANG)
+                if result == pid { return true }
+                if result < 0 && errno != EINTR { return false }
+                usleep(1000)
             }
-            if result < 0 && errno != EINTR { return nil }
-            usleep(1000)
+            return false
+        }
+        if reaped(within: seconds) {
+            status = raw
+            return raw
         }
         Glibc.kill(pid, SIGKILL)
-        while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
-        status = raw
+        if reaped(within: 10) { status = raw }
         return nil
     }
 

@@ -219,6 +219,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
         let deadline = Deadline(seconds: timeoutSeconds)
         while !(try freezer.read("freezer.state").hasPrefix(state)) {
             guard !deadline.passed else {
+                // A freeze that does not complete (seen on 6.18 with a fork loop under load:
+                // FREEZING for good) must not leave the instance half frozen: back to THAWED.
+                if state == "FROZEN" { try? freezer.write("THAWED", "freezer.state") }
                 throw AppdError(
                     .io,
                     "timed out after \(timeoutSeconds)s setting "
@@ -252,7 +255,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
                     "timed out after \(timeoutSeconds)s killing \(self): "
                         + "pids \(pids.map(String.init).joined(separator: " ")) remain")
             }
-            try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
+            // Frozen, nothing forks while we signal; a freeze that does not complete in time is
+            // no reason to stop killing (SIGKILL reaches what is not frozen, the loop repeats).
+            try? setV1Freezer(freezer, "FROZEN", timeoutSeconds: min(timeoutSeconds, 0.5))
             for pid in try processes() { _ = Glibc.kill(pid, SIGKILL) }
             try setV1Freezer(freezer, "THAWED", timeoutSeconds: timeoutSeconds)
             usleep(1000)
