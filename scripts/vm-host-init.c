@@ -55,8 +55,27 @@ int main(void) {
     mkdir("/newroot", 0755);
     must(mount("hostroot", "/newroot", "9p", MS_RDONLY,
         "trans=virtio,version=9p2000.L,msize=524288,cache=loose") == 0, "mount hostroot");
+    // The repository (/vmrepo: its path) stays visible where it is, also when it lies under one
+    // of the tmpfs mounts below (a clone in /tmp or /var/tmp): bound aside first, moved back.
+    char repo[4096] = "", kept[4200] = "";
+    strncpy(repo, slurp("/vmrepo"), sizeof repo - 1);
+    if (repo[0] == '/') {
+        snprintf(kept, sizeof kept, "/newroot%s", repo);
+        mkdir("/keep", 0755);
+        must(mount(kept, "/keep", NULL, MS_BIND | MS_REC, NULL) == 0, "bind the repository aside");
+    }
     const char *tmpfs[] = {"/newroot/tmp", "/newroot/var/tmp", "/newroot/run"};
     for (int i = 0; i < 3; i++) must(mount("tmpfs", tmpfs[i], "tmpfs", 0, "mode=1777") == 0, tmpfs[i]);
+    if (repo[0] == '/') {
+        for (char *p = kept + strlen("/newroot") + 1; *p; p++) {
+            if (*p != '/') continue;
+            *p = 0;
+            mkdir(kept, 0755);
+            *p = '/';
+        }
+        mkdir(kept, 0755);
+        must(mount("/keep", kept, NULL, MS_MOVE, NULL) == 0, "put the repository back");
+    }
     must(mount("proc", "/newroot/proc", "proc", 0, NULL) == 0, "proc");
     must(mount("sysfs", "/newroot/sys", "sysfs", 0, NULL) == 0, "sysfs");
     must(mount("cgroup2", "/newroot/sys/fs/cgroup", "cgroup2", 0, NULL) == 0, "cgroup2");
