@@ -84,7 +84,7 @@ public final class Daemon: Service {
         let reloader = ConfigurationReloader(
             source: .init(path: options.configPath, explicit: options.configExplicit), store: store,
             supervisor: supervisor, systemd: systemd, logger: logger,
-            statusLine: { "serving on \(shown); \(await supervisor.instances().count) running instance(s)" })
+            statusLine: { "serving on \(shown); \(await supervisor.runningCount()) running instance(s)" })
         let router = Router(store: store, supervisor: supervisor, installer: try Installer(store: store, logger: logger),
             reloader: reloader)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
@@ -117,7 +117,7 @@ public final class Daemon: Service {
                 Task { await supervisor.shutdown() }
             }
         } catch is CancellationError {}
-        let running = await supervisor.instances().count
+        let running = await supervisor.runningCount()
         logger.info("stopping: \(running) running instance(s) keep running")
         systemd.stopping(status: "stopping; \(running) running instance(s) keep running")
         watchdog?.cancel()
@@ -137,7 +137,7 @@ public final class Daemon: Service {
         let events = supervisor.events()
         let line: @Sendable (Int) -> String = { "serving on \(serving); \($0) running instance(s)" }
         return Task {
-            systemd.ready(status: line(await supervisor.instances().count))
+            systemd.ready(status: line(await supervisor.runningCount()))
             for await event in events where event.kind == .launched || event.kind == .exited || event.kind == .denial {
                 if event.kind == .denial, let denial = event.denial {
                     logDenial(denial, logger: logger)
@@ -153,7 +153,7 @@ public final class Daemon: Service {
                     let exit = event.exit.map { "\($0.reason.rawValue)" + ($0.code.map { " \($0)" } ?? "") + ($0.signal.map { " signal \($0)" } ?? "") }
                     logger.info("\(event.app) instance \(id) ended: \(exit ?? "unknown")", metadata: metadata)
                 }
-                systemd.status(line(await supervisor.instances().count))
+                systemd.status(line(await supervisor.runningCount()))
             }
         }
     }

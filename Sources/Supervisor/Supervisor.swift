@@ -117,7 +117,7 @@ public actor Supervisor {
     /// launches of it out until `body` is done.
     public func whileNotRunning<T: Sendable>(_ appID: String, _ body: @Sendable () async throws -> T) async throws -> T {
         let key = appID.lowercased()
-        let running = instances(app: appID)
+        let running = listed(app: appID).instances
         if running.isEmpty, let count = launching[key], count > 0 {
             throw AppdError(.conflict, "\(appID) is being launched (\(count) launch(es) under way)",
                 hint: "terminate its instances once they run, then uninstall it")
@@ -168,7 +168,9 @@ public actor Supervisor {
         return instance
     }
 
-    public func runningCount(app: String) -> Int { instances(app: app).count }
+    /// Live instances (of `app`, or all): counted from the cached listing, without the denial
+    /// counts `instances` fills in for each.
+    public func runningCount(app: String? = nil) -> Int { listed(app: app).instances.count }
 
     func entry(_ id: String) throws -> Entry {
         guard let entry = entries[id.lowercased()] else {
