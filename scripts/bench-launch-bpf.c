@@ -94,6 +94,13 @@ int main(int argc, char **argv) {
         rule("ioctl", EPERM, 1, &request);
     }
 
+    // FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR: the data container's project quota.
+    static const scmp_datum_t quota_requests[] = {0x40086602, 0x40046602, 0x401C5820};
+    for (size_t i = 0; i < 3; i++) {
+        struct scmp_arg_cmp request = ARG(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, quota_requests[i]);
+        rule("ioctl", EPERM, 1, &request);
+    }
+
     // Address families: only unix (1), inet (2), inet6 (10) and netlink (16), below AF_MAX 46.
     for (scmp_datum_t family = 0; family < 46; family++) {
         if (family == 1 || family == 2 || family == 10 || family == 16) continue;
