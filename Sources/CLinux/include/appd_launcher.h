@@ -38,6 +38,19 @@ int appd_mount_setattr_recursive(const char *path, uint64_t attr_set);
 /// _GNU_SOURCE-only. Returns -1 with errno on failure.
 long appd_locked_mount_flags(const char *path);
 
+/// The same for a mount fd (an open_tree clone, attached or not), read with fstatvfs(2).
+long appd_locked_mount_flags_fd(int fd);
+
+/// open_tree(2) with OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC: a detached copy of the mount at
+/// `path` (resolved from the caller's root and working directory, trailing symlink followed),
+/// with every mount below it when `recursive`. The copy stays valid whatever happens to the
+/// caller's mount tree afterwards. -1 with errno ENOSYS before Linux 5.2.
+int appd_open_tree_clone(const char *path, int recursive);
+
+/// move_mount(2) of the detached tree `fd` onto `target` (a trailing symlink followed, as
+/// mount(2) does).
+int appd_move_mount_onto(int fd, const char *target);
+
 /// Brings the loopback interface of the current net namespace up (SIOCGIFFLAGS/SIOCSIFFLAGS):
 /// struct ifreq's union is not usable from Swift.
 int appd_loopback_up(void);
