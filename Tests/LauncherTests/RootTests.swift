@@ -38,7 +38,7 @@ struct RootTests {
         try FileManager.default.createSymbolicLink(
             atPath: host.sub("file-link"), withDestinationPath: host.sub("real/file"))
         let result = try run(
-            shell("cat /data/plain/file /data/dir/file /data/file; test -L /data/file && echo link"),
+            shell("cat /data/plain/file /data/dir/file /data/file; if test -L /data/file; then echo link; fi"),
             extra: [
                 "mount ro-bind \(host.sub("real")) /data/plain",
                 "mount ro-bind \(host.sub("dir-link")) /data/dir",
@@ -102,5 +102,60 @@ struct RootTests {
                 #expect(created.isEmpty, "\(record) created \(created) on the host")
             }
         }
+    }
+
+    /// Runs its arguments with the listed syscalls failing ENOSYS, as on an older kernel: a
+    /// seccomp filter installed by python3 (ctypes, prctl) before it execs appd-exec.
+    static let olderKernel = """
+        import ctypes, os, struct, sys
+        def ins(code, jt, jf, k): return struct.pack("<HBBI", code, jt, jf, k)
+        prog = ins(0x20, 0, 0, 0)
+        for nr in sys.argv[1].split(","):
+            prog += ins(0x15, 0, 1, int(nr)) + ins(0x06, 0, 0, 0x00050000 | 38)
+        prog += ins(0x06, 0, 0, 0x7FFF0000)
+        buf = ctypes.create_string_buffer(prog)
+        class fprog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+        p = fprog(len(prog) // 8, ctypes.cast(buf, ctypes.c_void_p))
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.byref(p), 0, 0) != 0:
+            sys.exit("prctl: errno %d" % ctypes.get_errno())
+        os.execv(sys.argv[2], sys.argv[2:])
+        """
+
+    @Test(
+        "without open_tree (two pivots) or mount_setattr (remounts), the sandbox is the same",
+        rootOnly, arguments: [
+            // x86_64 numbers: open_tree 428, mount_setattr 442. Before 5.2 both are missing.
+            ("before Linux 5.2", "428,442"), ("Linux 5.2 to 5.11", "442"),
+        ])
+    func olderKernels(kernel: String, missing: String) throws {
+        #if !arch(x86_64)
+            return
+        #endif
+        let host = try HostTemporary("appd-root-older")
+        chmod(host.path, 0o777)  // only the mount's read-only flag may refuse the write
+        try "from-host\n".write(toFile: host.sub("file"), atomically: false, encoding: .utf8)
+        chmod(host.sub("file"), 0o644)
+        try Self.olderKernel.write(toFile: host.sub("older-kernel.py"), atomically: false, encoding: .utf8)
+        let command = shell(
+            "cat /data/file; echo x > /data/new 2>/dev/null || echo read-only;"
+                + " test -e /oldroot -o -e /newroot && echo host-left;"
+                + " grep ' /data ' /proc/self/mountinfo | cut -d' ' -f6;"
+                + " grep -c ' / / .* - tmpfs ' /proc/self/mountinfo")
+        let result = try launch(
+            profile: profileText(
+                sandboxRecords() + ["mount ro-bind \(host.path) /data", "landlock-fs rw /data"],
+                command: command),
+            launcherPrefix: "/usr/bin/python3 \(host.sub("older-kernel.py")) \(missing)")
+        #expect(result.status == 0, "\(kernel): \(result.stderr)")
+        let lines = result.stdoutLines
+        #expect(lines.count == 4 && lines.first == "from-host" && lines.last == "1", "\(kernel): \(lines)")
+        #expect(!lines.contains("host-left"), "\(kernel): \(lines)")
+        #expect(lines.contains("read-only"), "\(kernel): \(lines)")
+        let flags = lines.count == 4 ? lines[2].split(separator: ",").map(String.init) : []
+        #expect(
+            flags.contains("ro") && flags.contains("nosuid") && flags.contains("nodev"),
+            "\(kernel): the bind's flags \(flags)")
     }
 }
