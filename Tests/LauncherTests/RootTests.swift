@@ -15,7 +15,8 @@ struct RootTests {
             var template = Array("/tmp/\(label).XXXXXX".utf8CString)
             let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
             try #require(made != nil, "mkdtemp: errno \(errno)")
-            path = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            path = String(
+                decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
             chmod(path, 0o755)
         }
 
@@ -38,7 +39,9 @@ struct RootTests {
         try FileManager.default.createSymbolicLink(
             atPath: host.sub("file-link"), withDestinationPath: host.sub("real/file"))
         let result = try run(
-            shell("cat /data/plain/file /data/dir/file /data/file; if test -L /data/file; then echo link; fi"),
+            shell(
+                "cat /data/plain/file /data/dir/file /data/file; if test -L /data/file; then echo link; fi"
+            ),
             extra: [
                 "mount ro-bind \(host.sub("real")) /data/plain",
                 "mount ro-bind \(host.sub("dir-link")) /data/dir",
@@ -79,7 +82,8 @@ struct RootTests {
         let container = host.sub("container")
         let target = host.sub("target")
         for directory in [container, target] {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: false)
             chmod(directory, 0o777)
         }
         // What the app wrote at its last run: one link relative (up through the root it was
@@ -91,13 +95,17 @@ struct RootTests {
             extra: ["mount rw-bind \(container) /data", "landlock-fs rw /data"])
         #expect(first.stdoutLines == ["planted"], "\(first.stderr)")
         for link in ["relative", "absolute"] {
-            for record in ["mount dir /data/\(link)/escaped 755", "mount file /data/\(link)/escaped 644 x"] {
+            for record in [
+                "mount dir /data/\(link)/escaped 755", "mount file /data/\(link)/escaped 644 x",
+            ] {
                 let result = try run(
                     shell("echo APP-RAN"),
                     extra: ["mount rw-bind \(container) /data", record, "landlock-fs rw /data"])
                 // Refused (the link leads nowhere in the new root) or made inside it: either way
                 // the host directory stays empty.
-                #expect(result.status == 0 || result.stderr.contains("appd-exec: mount:"), "\(result.stderr)")
+                #expect(
+                    result.status == 0 || result.stderr.contains("appd-exec: mount:"),
+                    "\(result.stderr)")
                 let created = try FileManager.default.contentsOfDirectory(atPath: target)
                 #expect(created.isEmpty, "\(record) created \(created) on the host")
             }
@@ -125,7 +133,8 @@ struct RootTests {
 
     @Test(
         "without open_tree (two pivots) or mount_setattr (remounts), the sandbox is the same",
-        rootOnly, arguments: [
+        rootOnly,
+        arguments: [
             // x86_64 numbers: open_tree 428, mount_setattr 442. Before 5.2 both are missing.
             ("before Linux 5.2", "428,442"), ("Linux 5.2 to 5.11", "442"),
         ])
@@ -137,7 +146,8 @@ struct RootTests {
         chmod(host.path, 0o777)  // only the mount's read-only flag may refuse the write
         try "from-host\n".write(toFile: host.sub("file"), atomically: false, encoding: .utf8)
         chmod(host.sub("file"), 0o644)
-        try Self.olderKernel.write(toFile: host.sub("older-kernel.py"), atomically: false, encoding: .utf8)
+        try Self.olderKernel.write(
+            toFile: host.sub("older-kernel.py"), atomically: false, encoding: .utf8)
         let command = shell(
             "cat /data/file; echo x > /data/new 2>/dev/null || echo read-only;"
                 + " test -e /oldroot -o -e /newroot && echo host-left;"
@@ -150,7 +160,9 @@ struct RootTests {
             launcherPrefix: "/usr/bin/python3 \(host.sub("older-kernel.py")) \(missing)")
         #expect(result.status == 0, "\(kernel): \(result.stderr)")
         let lines = result.stdoutLines
-        #expect(lines.count == 4 && lines.first == "from-host" && lines.last == "1", "\(kernel): \(lines)")
+        #expect(
+            lines.count == 4 && lines.first == "from-host" && lines.last == "1",
+            "\(kernel): \(lines)")
         #expect(!lines.contains("host-left"), "\(kernel): \(lines)")
         #expect(lines.contains("read-only"), "\(kernel): \(lines)")
         let flags = lines.count == 4 ? lines[2].split(separator: ",").map(String.init) : []
