@@ -142,6 +142,14 @@ int appd_rlimit_resource(const char *name) {
     return -1;
 }
 
+int appd_getrlimit(int resource, uint64_t *soft, uint64_t *hard) {
+    struct rlimit limit;
+    if (getrlimit((__rlimit_resource_t)resource, &limit) != 0) return -1;
+    *soft = limit.rlim_cur;
+    *hard = limit.rlim_max;
+    return 0;
+}
+
 int appd_setrlimit(int resource, uint64_t soft, uint64_t hard) {
     struct rlimit limit = {
         .rlim_cur = soft == APPD_RLIM_INFINITY ? RLIM_INFINITY : (rlim_t)soft,

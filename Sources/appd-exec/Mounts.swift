@@ -47,6 +47,17 @@ struct Mounts {
         // A raw allocation, not an Array: each new Array element type is a runtime metadata
         // lookup, paid on every launch.
         let count = profile.mounts.count
+        // Every clone stays an open fd until its record is applied: make room for them (a
+        // `dev` record takes 6), and give the app process the limit PID 1 had.
+        let nofile = appd_rlimit_resource("nofile")
+        var soft: UInt64 = 0
+        var hard: UInt64 = 0
+        let needed = UInt64(count) * UInt64(Self.deviceNodes.count) + 64
+        var raised = false
+        if appd_getrlimit(nofile, &soft, &hard) == 0, soft < needed, soft < hard {
+            raised = appd_setrlimit(nofile, min(needed, hard), hard) == 0
+        }
+        defer { if raised { _ = appd_setrlimit(nofile, soft, hard) } }
         let sources = UnsafeMutablePointer<Source>.allocate(capacity: count)
         sources.initialize(repeating: .none, count: count)
         defer {

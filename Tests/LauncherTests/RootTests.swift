@@ -170,4 +170,21 @@ struct RootTests {
             flags.contains("ro") && flags.contains("nosuid") && flags.contains("nodev"),
             "\(kernel): the bind's flags \(flags)")
     }
+
+    /// Every bind source is held open (a clone) until its record is applied: more binds than
+    /// the launcher's fd limit must still build, and the app gets the limit it would have had.
+    @Test("more binds than the fd limit are built, and the app keeps the limit", rootOnly)
+    func moreBindsThanDescriptors() throws {
+        let host = try HostTemporary("appd-root-many")
+        try "many\n".write(toFile: host.sub("file"), atomically: false, encoding: .utf8)
+        chmod(host.sub("file"), 0o644)
+        let binds = (0..<400).map { "mount ro-bind \(host.sub("file")) /many/\($0)" }
+        let result = try launch(
+            profile: profileText(
+                sandboxRecords() + binds + ["landlock-fs ro /many"],
+                command: shell("ulimit -n; cat /many/0 /many/399")),
+            launcherPrefix: "/usr/bin/prlimit --nofile=256:")  // the soft limit; the hard one stays
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["256", "many", "many"])
+    }
 }

@@ -84,6 +84,8 @@ int appd_close_range(unsigned int first, unsigned int last);
 /// differ between architectures, so C maps them rather than Swift.
 int appd_rlimit_resource(const char *name);
 int appd_setrlimit(int resource, uint64_t soft, uint64_t hard);
+/// getrlimit(2) of an RLIMIT_* number; 0, or -1 with errno.
+int appd_getrlimit(int resource, uint64_t *soft, uint64_t *hard);
 #define APPD_RLIM_INFINITY 0xFFFFFFFFFFFFFFFFULL
 
 /// Landlock (linux/landlock.h in Debian 12 stops at ABI 2; the definitions up to ABI 7 are
