@@ -40,17 +40,42 @@ int appd_mount_setattr_recursive(const char *path, uint64_t attr_set) {
                         &attr, sizeof attr);
 }
 
+static long locked_flags(const struct statvfs *st) {
+    long flags = 0;
+    if (st->f_flag & ST_NOSUID) flags |= MS_NOSUID;
+    if (st->f_flag & ST_NODEV) flags |= MS_NODEV;
+    if (st->f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
+    if (st->f_flag & ST_NOATIME) flags |= MS_NOATIME;
+    if (st->f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
+    if (st->f_flag & ST_RELATIME) flags |= MS_RELATIME;
+    return flags;
+}
+
 long appd_locked_mount_flags(const char *path) {
     struct statvfs st;
     if (statvfs(path, &st) != 0) return -1;
-    long flags = 0;
-    if (st.f_flag & ST_NOSUID) flags |= MS_NOSUID;
-    if (st.f_flag & ST_NODEV) flags |= MS_NODEV;
-    if (st.f_flag & ST_NOEXEC) flags |= MS_NOEXEC;
-    if (st.f_flag & ST_NOATIME) flags |= MS_NOATIME;
-    if (st.f_flag & ST_NODIRATIME) flags |= MS_NODIRATIME;
-    if (st.f_flag & ST_RELATIME) flags |= MS_RELATIME;
-    return flags;
+    return locked_flags(&st);
+}
+
+long appd_locked_mount_flags_fd(int fd) {
+    struct statvfs st;
+    if (fstatvfs(fd, &st) != 0) return -1;
+    return locked_flags(&st);
+}
+
+// From <linux/mount.h> (which conflicts with <sys/mount.h> in glibc 2.36).
+#define APPD_OPEN_TREE_CLONE 1
+#define APPD_MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#define APPD_MOVE_MOUNT_T_SYMLINKS 0x00000010
+
+int appd_open_tree_clone(const char *path, int recursive) {
+    unsigned flags = APPD_OPEN_TREE_CLONE | O_CLOEXEC | (recursive ? AT_RECURSIVE : 0);
+    return (int)syscall(SYS_open_tree, AT_FDCWD, path, flags);
+}
+
+int appd_move_mount_onto(int fd, const char *target) {
+    return (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, target,
+                        APPD_MOVE_MOUNT_F_EMPTY_PATH | APPD_MOVE_MOUNT_T_SYMLINKS);
 }
 
 int appd_loopback_up(void) {
@@ -115,6 +140,14 @@ int appd_rlimit_resource(const char *name) {
         if (strcmp(table[i].name, name) == 0) return table[i].resource;
     }
     return -1;
+}
+
+int appd_getrlimit(int resource, uint64_t *soft, uint64_t *hard) {
+    struct rlimit limit;
+    if (getrlimit((__rlimit_resource_t)resource, &limit) != 0) return -1;
+    *soft = limit.rlim_cur;
+    *hard = limit.rlim_max;
+    return 0;
 }
 
 int appd_setrlimit(int resource, uint64_t soft, uint64_t hard) {

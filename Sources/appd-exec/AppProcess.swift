@@ -86,7 +86,12 @@ enum AppProcess {
     }
 
     /// A NULL-terminated array of C strings for execve. Never freed: execve replaces the process.
-    private static func cStrings(_ strings: [String]) -> [UnsafeMutablePointer<CChar>?] {
-        strings.map { strdup($0) } + [nil]
+    /// A raw allocation, not an Array: `[UnsafeMutablePointer<CChar>?]` is a generic type the
+    /// runtime would instantiate (swift_getTypeByMangledName) on every launch.
+    private static func cStrings(_ strings: [String]) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> {
+        let array = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+        for (index, string) in strings.enumerated() { array[index] = strdup(string) }
+        array[strings.count] = nil
+        return array
     }
 }

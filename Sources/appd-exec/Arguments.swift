@@ -19,7 +19,10 @@ struct Arguments {
     /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
     /// still be reported there.
     static func parse(_ argv: [String], statusFD: inout Int32?) throws -> Arguments {
-        var fds: [String: Int32] = [:]
+        // One variable per fd option, not a [String: Int32]: a Dictionary's generic metadata
+        // and its Hashable conformance are looked up at run time, on every launch.
+        var profileFD, seccompFD, channelFD, outputFD, logDirectoryFD, journalFD: Int32?
+        var statusGiven = false
         var logName: String?
         var logMaxBytes: Int?
         var fields: [String] = []
@@ -34,14 +37,33 @@ struct Arguments {
             case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
                 "--log-dir-fd",
                 "--journal-fd":
-                guard fds[option] == nil else {
+                let given: Bool
+                switch option {
+                case "--profile-fd": given = profileFD != nil
+                case "--seccomp-fd": given = seccompFD != nil
+                case "--status-fd": given = statusGiven
+                case "--channel-fd": given = channelFD != nil
+                case "--output-fd": given = outputFD != nil
+                case "--log-dir-fd": given = logDirectoryFD != nil
+                default: given = journalFD != nil
+                }
+                guard !given else {
                     throw LaunchFailure("arguments", "\(option) given twice; \(usage)")
                 }
                 guard let fd = descriptor(value) else {
                     throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
                 }
-                fds[option] = fd
-                if option == "--status-fd" { statusFD = fd }
+                switch option {
+                case "--profile-fd": profileFD = fd
+                case "--seccomp-fd": seccompFD = fd
+                case "--status-fd":
+                    statusFD = fd
+                    statusGiven = true
+                case "--channel-fd": channelFD = fd
+                case "--output-fd": outputFD = fd
+                case "--log-dir-fd": logDirectoryFD = fd
+                default: journalFD = fd
+                }
             case "--log-name" where logName == nil:
                 guard isPlainName(value) else {
                     throw LaunchFailure(
@@ -68,15 +90,25 @@ struct Arguments {
             }
             index += 2
         }
-        guard let profileFD = fds["--profile-fd"], let seccompFD = fds["--seccomp-fd"] else {
+        guard let profileFD, let seccompFD else {
             throw LaunchFailure("arguments", "--profile-fd and --seccomp-fd are required; \(usage)")
         }
-        for fd in fds.values { try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open") }
+        func checkOpen(_ fd: Int32?) throws {
+            guard let fd else { return }
+            try sys(fcntl(fd, F_GETFD), "arguments", "fd \(fd) is not open")
+        }
+        try checkOpen(profileFD)
+        try checkOpen(seccompFD)
+        try checkOpen(statusGiven ? statusFD : nil)
+        try checkOpen(channelFD)
+        try checkOpen(outputFD)
+        try checkOpen(logDirectoryFD)
+        try checkOpen(journalFD)
         var arguments = Arguments(
             profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
-            channelFD: fds["--channel-fd"])
-        if let readFD = fds["--output-fd"] {
-            guard let directory = fds["--log-dir-fd"], let logName, let logMaxBytes else {
+            channelFD: channelFD)
+        if let readFD = outputFD {
+            guard let directory = logDirectoryFD, let logName, let logMaxBytes else {
                 throw LaunchFailure(
                     "arguments",
                     "--output-fd needs --log-dir-fd, --log-name and --log-max-bytes; \(usage)")
@@ -84,8 +116,8 @@ struct Arguments {
             arguments.output = OutputSettings(
                 readFD: readFD, logDirectoryFD: directory, logName: logName,
                 logMaxBytes: logMaxBytes,
-                journalFD: fds["--journal-fd"] ?? -1, journalFields: fields)
-        } else if fds["--log-dir-fd"] != nil || fds["--journal-fd"] != nil || logName != nil
+                journalFD: journalFD ?? -1, journalFields: fields)
+        } else if logDirectoryFD != nil || journalFD != nil || logName != nil
             || logMaxBytes != nil
             || !fields.isEmpty
         {

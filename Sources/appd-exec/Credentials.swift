@@ -11,11 +11,24 @@ enum Credentials {
         let fd = open("/proc/sys/kernel/cap_last_cap", O_RDONLY | O_CLOEXEC)
         if fd >= 0 {
             defer { close(fd) }
-            if let bytes = try? FileIO.readAll(fd, limit: 32, step: "caps"),
-                let text = String(validating: bytes, as: UTF8.self),
-                let value = Int32(text.filter { $0 != "\n" }), value >= 0
-            {
-                return value
+            // A few digits and a newline, parsed in place (no buffer to fill, no String).
+            var text: (UInt64, UInt64) = (0, 0)
+            let count = withUnsafeMutableBytes(of: &text) { read(fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                let value = withUnsafeBytes(of: &text) { bytes -> Int32? in
+                    var value: Int32 = 0
+                    var digits = 0
+                    for byte in bytes[0..<count] {
+                        if byte == UInt8(ascii: "\n") { break }
+                        guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 4 else {
+                            return nil
+                        }
+                        value = value * 10 + Int32(byte - UInt8(ascii: "0"))
+                        digits += 1
+                    }
+                    return digits > 0 ? value : nil
+                }
+                if let value { return value }
             }
         }
         var cap: Int32 = 0

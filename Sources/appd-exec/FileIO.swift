@@ -2,19 +2,30 @@ import Glibc
 
 /// Blocking reads and writes on raw fds, retried on EINTR. No Foundation in the launcher.
 enum FileIO {
-    /// Reads `fd` to end of file; refuses more than `limit` bytes.
+    /// Reads `fd` to end of file; refuses more than `limit` bytes. Reads straight into a
+    /// growing buffer that is never zero-filled (a profile is a few KiB; memset of a fixed
+    /// 16 KiB buffer per call showed in the launcher's profile).
     static func readAll(_ fd: Int32, limit: Int, step: String) throws -> [UInt8] {
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 16384)
+        var capacity = 4096
+        var count = 0
+        var buffer = UnsafeMutableRawPointer.allocate(byteCount: capacity, alignment: 1)
+        defer { buffer.deallocate() }
         while true {
-            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
+            if count == capacity {
+                let larger = UnsafeMutableRawPointer.allocate(byteCount: 2 * capacity, alignment: 1)
+                larger.copyMemory(from: buffer, byteCount: count)
+                buffer.deallocate()
+                buffer = larger
+                capacity *= 2
+            }
+            let read = Glibc.read(fd, buffer + count, capacity - count)
+            if read < 0 {
                 if errno == EINTR { continue }
                 throw LaunchFailure.system(step, "cannot read fd \(fd)")
             }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: buffer[0..<count])
-            if bytes.count > limit {
+            if read == 0 { return [UInt8](UnsafeRawBufferPointer(start: buffer, count: count)) }
+            count += read
+            if count > limit {
                 throw LaunchFailure(step, "fd \(fd) holds more than \(limit) bytes")
             }
         }
@@ -49,14 +60,27 @@ enum FileIO {
         close(fd)
     }
 
-    /// `mkdir -p`: creates every missing directory of `path` (absolute) with `mode`.
+    /// `mkdir -p`: creates every missing directory of `path` (absolute) with `mode`. Walks a C
+    /// copy of the path, cutting it at each `/` in place (no array of components: its generic
+    /// metadata is a runtime lookup on every launch).
     static func makeDirectories(_ path: String, mode: mode_t, step: String) throws {
-        var current = ""
-        for component in path.split(separator: "/") {
-            current += "/" + component
-            if mkdir(current, mode) != 0 && errno != EEXIST {
-                throw LaunchFailure.system(step, "cannot create directory \(current)")
+        guard let copy = strdup(path) else {
+            throw LaunchFailure.system(step, "cannot create directory \(path)")
+        }
+        defer { free(copy) }
+        let length = strlen(copy)
+        var index = 1
+        while index <= length {
+            // The end of a component: a slash after a non-slash, or the end of the path.
+            if (index == length || copy[index] == 0x2F) && copy[index - 1] != 0x2F {
+                let saved = copy[index]
+                copy[index] = 0
+                if mkdir(copy, mode) != 0 && errno != EEXIST {
+                    throw LaunchFailure.system(step, "cannot create directory \(String(cString: copy))")
+                }
+                copy[index] = saved
             }
+            index += 1
         }
     }
 

@@ -5,11 +5,21 @@ import Glibc
 /// is refused earlier if it mounts without `unshare mount`, so nothing here can touch the
 /// caller's mounts).
 ///
-/// Layout, as in bubblewrap: a scratch tmpfs over `/tmp` becomes the root for a moment, the host
-/// root hangs below it at `/oldroot` and the new root is built at `/newroot`. Bind sources are
-/// therefore read under `/oldroot`, where nothing hides them (not even the scratch tmpfs: the
-/// host's `/tmp` is visible again at `/oldroot/tmp`). Then the host root is detached and
-/// `/newroot` becomes `/`.
+/// One `pivot_root`, as runc does (each pivot_root walks every task on the host to move the
+/// ones rooted in the old root, `chroot_fs_refs`: at 1,000 instances that was the launcher's
+/// single largest cost). Before any mount, every bind source and /dev node is cloned with
+/// `open_tree(OPEN_TREE_CLONE)`: opened from the host root, where nothing hides it (not the
+/// tmpfs about to cover `/tmp`) and where an absolute symlink in it resolves, and kept as a
+/// detached copy that no later mount can change. Then a tmpfs on `/tmp` becomes the root
+/// (`pivot_root(".", ".")`, the host root detached at once) and the records are applied inside
+/// it, so nothing of the host is reachable while they are, and a symlink met on a destination's
+/// way (the profile's own, or one an app left in a rw-bind) resolves inside the new root. The
+/// clones are moved into place with `move_mount`.
+///
+/// Kernels before 5.2 (no open_tree) get the layout of bubblewrap: the scratch tmpfs becomes the
+/// root for a moment with the host below it at `/oldroot`, the new root is built at `/newroot`
+/// from sources read under `/oldroot`, then the host is detached and a second pivot enters
+/// `/newroot`.
 struct Mounts {
     let profile: Profile
 
@@ -18,14 +28,69 @@ struct Mounts {
     private static let newRoot = "/newroot"
     private static let deviceNodes = ["null", "zero", "full", "random", "urandom", "tty"]
 
-    func build() throws {
-        // Resolve the bind sources on the host first: an absolute symlink in a source must
-        // resolve against the host root, not against the scratch root.
-        let sources = try profile.mounts.map(resolveSource)
+    /// What a record takes from the host, taken before any mount.
+    private enum Source {
+        case none
+        /// A bind's source: a detached clone (`fd`), or the resolved host path (fallback).
+        case tree(fd: Int32, path: String)
+        case path(String)
+        /// A missing `ro-bind-try` source.
+        case missing
+        /// The host's /dev nodes, cloned, in `deviceNodes` order (the fallback binds by path).
+        case devices(UnsafeMutablePointer<Int32>)
+    }
 
+    func build() throws {
         try sys(
             mount(nil, "/", nil, UInt(MS_REC | MS_PRIVATE), nil), "mount",
             "cannot make / rprivate")
+        // A raw allocation, not an Array: each new Array element type is a runtime metadata
+        // lookup, paid on every launch.
+        let count = profile.mounts.count
+        // Every clone stays an open fd until its record is applied: make room for them (a
+        // `dev` record takes 6), and give the app process the limit PID 1 had.
+        let nofile = appd_rlimit_resource("nofile")
+        var soft: UInt64 = 0
+        var hard: UInt64 = 0
+        let needed = UInt64(count) * UInt64(Self.deviceNodes.count) + 64
+        var raised = false
+        if appd_getrlimit(nofile, &soft, &hard) == 0, soft < needed, soft < hard {
+            raised = appd_setrlimit(nofile, min(needed, hard), hard) == 0
+        }
+        defer { if raised { _ = appd_setrlimit(nofile, soft, hard) } }
+        let sources = UnsafeMutablePointer<Source>.allocate(capacity: count)
+        sources.initialize(repeating: .none, count: count)
+        defer {
+            Self.close(sources, count)
+            sources.deinitialize(count: count)
+            sources.deallocate()
+        }
+        do {
+            for index in 0..<count { sources[index] = try clone(profile.mounts[index]) }
+        } catch let failure as LaunchFailure where failure.errno == ENOSYS {
+            // Before Linux 5.2: no open_tree.
+            Self.close(sources, count)
+            return try buildWithScratchRoot(sources)
+        }
+
+        try mountTmpfs(Self.scratch, mode: 0o755, step: "root")
+        try sys(chdir(Self.scratch), "pivot_root", "chdir \(Self.scratch)")
+        // pivot_root(".", ".") stacks the host root on top of the new one; detaching "." then
+        // removes it (pivot_root(2), "NOTES").
+        try sys(appd_pivot_root(".", "."), "pivot_root", "cannot pivot into the new root")
+        try sys(umount2(".", Int32(MNT_DETACH)), "pivot_root", "cannot detach the host root")
+        try sys(chdir("/"), "pivot_root", "chdir /")
+
+        for index in 0..<count { try apply(profile.mounts[index], source: sources[index], root: "") }
+    }
+
+    /// The bubblewrap layout, for kernels without open_tree: two pivots.
+    private func buildWithScratchRoot(_ sources: UnsafeMutablePointer<Source>) throws {
+        // Resolve the bind sources on the host first: an absolute symlink in a source must
+        // resolve against the host root, not against the scratch root.
+        let count = profile.mounts.count
+        for index in 0..<count { sources[index] = try resolveSource(profile.mounts[index]) }
+
         try mountTmpfs(Self.scratch, mode: 0o755, step: "root")
         try sys(mkdir(Self.scratch + Self.oldRoot, 0o755), "root", "cannot create oldroot")
         try sys(mkdir(Self.scratch + Self.newRoot, 0o755), "root", "cannot create newroot")
@@ -35,8 +100,8 @@ struct Mounts {
             "cannot pivot into the scratch root")
         try sys(chdir("/"), "pivot_root", "chdir /")
 
-        for (record, source) in zip(profile.mounts, sources) {
-            try apply(record, source: source)
+        for index in 0..<count {
+            try apply(profile.mounts[index], source: sources[index], root: Self.newRoot)
         }
 
         // The mounts that needed the host (binds, proc) are done; nothing of the host may stay
@@ -44,52 +109,106 @@ struct Mounts {
         try sys(
             umount2(Self.oldRoot, Int32(MNT_DETACH)), "pivot_root", "cannot detach the old root")
         try sys(chdir(Self.newRoot), "pivot_root", "chdir \(Self.newRoot)")
-        // pivot_root(".", ".") stacks the scratch root on top of the new one; detaching "."
-        // then removes it (pivot_root(2), "NOTES").
         try sys(appd_pivot_root(".", "."), "pivot_root", "cannot pivot into the new root")
         try sys(umount2(".", Int32(MNT_DETACH)), "pivot_root", "cannot detach the scratch root")
         try sys(chdir("/"), "pivot_root", "chdir /")
     }
 
-    /// The host path a bind record reads from, resolved; nil for a missing `ro-bind-try`.
-    private func resolveSource(_ record: MountRecord) throws -> String? {
-        guard case .bind(let kind, let source, _) = record else { return nil }
+    /// Clones what `record` needs of the host. ENOSYS (no open_tree) is thrown as it is, for
+    /// `build` to fall back.
+    private func clone(_ record: MountRecord) throws -> Source {
+        switch record {
+        case .bind(let kind, let source, _):
+            let fd = appd_open_tree_clone(source, 1)
+            guard fd >= 0 else {
+                if errno == ENOENT && kind == .readOnlyTry { return .missing }
+                throw LaunchFailure.system("mount", "\(kind.rawValue) source \(source)")
+            }
+            return .tree(fd: fd, path: source)
+        case .dev:
+            let fds = UnsafeMutablePointer<Int32>.allocate(capacity: Self.deviceNodes.count)
+            fds.initialize(repeating: -1, count: Self.deviceNodes.count)
+            for (index, node) in Self.deviceNodes.enumerated() {
+                fds[index] = appd_open_tree_clone("/dev/" + node, 0)
+                guard fds[index] >= 0 else {
+                    let failure = LaunchFailure.system("mount", "dev: bind /dev/\(node)")
+                    var source = Source.devices(fds)
+                    Self.close(&source)
+                    throw failure
+                }
+            }
+            return .devices(fds)
+        default:
+            return .none
+        }
+    }
+
+    /// Closes the clones and frees the device lists; every entry becomes `.none`.
+    private static func close(_ sources: UnsafeMutablePointer<Source>, _ count: Int) {
+        for index in 0..<count { close(&sources[index]) }
+    }
+
+    private static func close(_ source: inout Source) {
+        switch source {
+        case .tree(let fd, _): _ = Glibc.close(fd)
+        case .devices(let fds):
+            for index in 0..<deviceNodes.count where fds[index] >= 0 { _ = Glibc.close(fds[index]) }
+            fds.deallocate()
+        default: break
+        }
+        source = .none
+    }
+
+    /// The host path a bind record reads from, resolved (fallback layout).
+    private func resolveSource(_ record: MountRecord) throws -> Source {
+        guard case .bind(let kind, let source, _) = record else { return .none }
         guard let resolved = realpath(source, nil) else {
-            if errno == ENOENT && kind == .readOnlyTry { return nil }
+            if errno == ENOENT && kind == .readOnlyTry { return .missing }
             throw LaunchFailure.system("mount", "\(kind.rawValue) source \(source)")
         }
         defer { free(resolved) }
-        return String(cString: resolved)
+        return .path(String(cString: resolved))
     }
 
-    private func apply(_ record: MountRecord, source: String?) throws {
+    /// Applies one record below `root` ("" once the new root is `/`, `/newroot` in the fallback
+    /// layout).
+    private func apply(_ record: MountRecord, source: Source, root: String) throws {
         switch record {
         case .bind(let kind, _, let destination):
-            guard let source else { return }  // ro-bind-try of a missing source
-            try bind(kind, from: Self.oldRoot + source, to: destination)
+            switch source {
+            case .tree(let fd, let path):
+                try bind(kind, tree: fd, source: path, to: destination, root: root)
+            case .path(let path):
+                try bind(kind, from: Self.oldRoot + path, to: destination, root: root)
+            default:
+                return  // ro-bind-try of a missing source
+            }
         case .tmpfs(let destination, let mode):
-            let target = try makeDirectory(destination)
+            let target = try makeDirectory(destination, root: root)
             try mountTmpfs(target, mode: mode, step: "mount")
         case .proc(let destination):
-            let target = try makeDirectory(destination)
+            let target = try makeDirectory(destination, root: root)
             try sys(
                 mount("proc", target, "proc", UInt(MS_NOSUID | MS_NODEV | MS_NOEXEC), nil),
                 "mount", "proc on \(destination)")
         case .dev(let destination):
-            try makeDev(destination)
+            guard case .devices(let fds) = source else {
+                return try makeDev(destination, root: root, nodes: nil)
+            }
+            try makeDev(destination, root: root, nodes: fds)
         case .symlink(let target, let destination):
-            let path = Self.newRoot + destination
+            let path = root + destination
             try FileIO.makeDirectories(FileIO.parent(of: path), mode: 0o755, step: "mount")
             try sys(symlink(target, path), "mount", "symlink \(destination) -> \(target)")
         case .directory(let destination, let mode):
-            let path = try makeDirectory(destination)
+            let path = try makeDirectory(destination, root: root)
             try sys(chmod(path, mode), "mount", "chmod \(destination)")
         case .file(let destination, let mode, let content):
-            let path = Self.newRoot + destination
+            let path = root + destination
             try FileIO.makeDirectories(FileIO.parent(of: path), mode: 0o755, step: "mount")
             let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o600)
             try sys(fd, "mount", "cannot create file \(destination)")
-            defer { close(fd) }
+            defer { Glibc.close(fd) }
             guard FileIO.writeAll(fd, content) else {
                 throw LaunchFailure.system("mount", "cannot write file \(destination)")
             }
@@ -97,35 +216,56 @@ struct Mounts {
         }
     }
 
-    /// A recursive bind, then the flags: read-only for ro-bind, nosuid,nodev except for
-    /// dev-bind. The mount point is a directory or an empty file, like the source.
-    private func bind(_ kind: BindKind, from source: String, to destination: String) throws {
+    /// A cloned source moved onto its mount point, then the flags as `restrict` sets them. The
+    /// mount point is a directory or an empty file, like the source.
+    private func bind(
+        _ kind: BindKind, tree: Int32, source: String, to destination: String, root: String
+    ) throws {
         var status = stat()
-        try sys(stat(source, &status), "mount", "\(kind.rawValue) source \(source)")
-        let target: String
-        if status.st_mode & S_IFMT == S_IFDIR {
-            target = try makeDirectory(destination)
-        } else {
-            target = Self.newRoot + destination
-            try FileIO.makeDirectories(FileIO.parent(of: target), mode: 0o755, step: "mount")
-            try FileIO.touch(target, mode: 0o644, step: "mount")
-        }
-        let what = "\(kind.rawValue) \(source.dropFirst(Self.oldRoot.count)) on \(destination)"
-        try sys(mount(source, target, nil, UInt(MS_BIND | MS_REC), nil), "mount", what)
+        try sys(fstat(tree, &status), "mount", "\(kind.rawValue) source \(source)")
+        let target = try mountPoint(destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
+        let what = "\(kind.rawValue) \(source) on \(destination)"
+        try sys(appd_move_mount_onto(tree, target), "mount", what)
         switch kind {
-        case .readOnly, .readOnlyTry: try restrict(target, source: source, readOnly: true, what)
-        case .readWrite: try restrict(target, source: source, readOnly: false, what)
+        case .readOnly, .readOnlyTry: try restrict(target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: true, what)
+        case .readWrite: try restrict(target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: false, what)
         case .device: break
         }
     }
 
-    /// Adds nosuid,nodev (and read-only) to the bind at `target` and every mount below it.
-    /// mount_setattr(AT_RECURSIVE) covers submounts, which a remount does not, and only ever
-    /// sets flags, so flags the kernel locked on the source (noexec on a user-namespace mount)
-    /// are kept by construction. Kernels before 5.12 get the classic remount of the top mount,
-    /// retried with the source's own flags when the kernel refuses to drop a locked one.
+    private func mountPoint(_ destination: String, root: String, directory: Bool) throws -> String {
+        if directory { return try makeDirectory(destination, root: root) }
+        let target = root + destination
+        try FileIO.makeDirectories(FileIO.parent(of: target), mode: 0o755, step: "mount")
+        try FileIO.touch(target, mode: 0o644, step: "mount")
+        return target
+    }
+
+    /// A recursive bind from a host path (fallback layout), then the flags as `restrict` sets
+    /// them. The mount point is a directory or an empty file, like the source.
+    private func bind(
+        _ kind: BindKind, from source: String, to destination: String, root: String
+    ) throws {
+        var status = stat()
+        try sys(stat(source, &status), "mount", "\(kind.rawValue) source \(source)")
+        let target = try mountPoint(destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
+        let what = "\(kind.rawValue) \(source.dropFirst(Self.oldRoot.count)) on \(destination)"
+        try sys(mount(source, target, nil, UInt(MS_BIND | MS_REC), nil), "mount", what)
+        switch kind {
+        case .readOnly, .readOnlyTry: try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: true, what)
+        case .readWrite: try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: false, what)
+        case .device: break
+        }
+    }
+
+    /// Adds nosuid,nodev (and read-only, never for dev-bind) to the bind at `target` and every
+    /// mount below it. mount_setattr(AT_RECURSIVE) covers submounts, which a remount does not,
+    /// and only ever sets flags, so flags the kernel locked on the source (noexec on a
+    /// user-namespace mount) are kept by construction. Kernels before 5.12 get the classic
+    /// remount of the top mount, retried with the source's own flags (`locked`) when the
+    /// kernel refuses to drop a locked one.
     private func restrict(
-        _ target: String, source: String, readOnly: Bool, _ what: String
+        _ target: String, locked: () -> Int, readOnly: Bool, _ what: String
     ) throws {
         let attributes =
             APPD_MOUNT_ATTR_NOSUID | APPD_MOUNT_ATTR_NODEV | (readOnly ? APPD_MOUNT_ATTR_RDONLY : 0)
@@ -137,44 +277,48 @@ struct Mounts {
         if readOnly { flags |= UInt(MS_RDONLY) }
         if mount(nil, target, nil, flags, nil) == 0 { return }
         guard errno == EPERM else { throw LaunchFailure.system("mount", "\(what): remount") }
-        let locked = appd_locked_mount_flags(source)
-        try sys(locked, "mount", "\(what): statvfs of the source")
-        try sys(mount(nil, target, nil, flags | UInt(locked), nil), "mount", "\(what): remount")
+        let lockedFlags = locked()
+        try sys(lockedFlags, "mount", "\(what): statvfs of the source")
+        try sys(mount(nil, target, nil, flags | UInt(lockedFlags), nil), "mount", "\(what): remount")
     }
 
-    /// Minimal /dev: the harmless nodes bound from the host, the /proc/self/fd links, a shm
-    /// tmpfs, and with `console` a private devpts instance.
-    private func makeDev(_ destination: String) throws {
-        let dev = try makeDirectory(destination)
+    /// Minimal /dev: the harmless nodes from the host (the clones in `nodes`, or bound from
+    /// `/oldroot/dev` in the fallback layout), the /proc/self/fd links, a shm tmpfs, and with
+    /// `console` a private devpts instance.
+    private func makeDev(
+        _ destination: String, root: String, nodes: UnsafeMutablePointer<Int32>?
+    ) throws {
+        let dev = try makeDirectory(destination, root: root)
         try mountTmpfs(dev, mode: 0o755, step: "mount")
-        for node in Self.deviceNodes {
-            let target = "\(dev)/\(node)"
+        for (index, node) in Self.deviceNodes.enumerated() {
+            let target = dev + "/" + node
             try FileIO.touch(target, mode: 0o666, step: "mount")
-            try sys(
-                mount("\(Self.oldRoot)/dev/\(node)", target, nil, UInt(MS_BIND), nil), "mount",
-                "dev: bind /dev/\(node)")
+            if let nodes {
+                try sys(appd_move_mount_onto(nodes[index], target), "mount", "dev: bind /dev/\(node)")
+            } else {
+                try sys(
+                    mount(Self.oldRoot + "/dev/" + node, target, nil, UInt(MS_BIND), nil), "mount",
+                    "dev: bind /dev/\(node)")
+            }
         }
-        let links = [
-            ("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-            ("stderr", "/proc/self/fd/2"),
-        ]
-        for (name, target) in links {
-            try sys(symlink(target, "\(dev)/\(name)"), "mount", "dev: symlink \(name)")
-        }
-        try sys(mkdir("\(dev)/shm", 0o755), "mount", "dev: mkdir shm")
-        try mountTmpfs("\(dev)/shm", mode: 0o1777, step: "mount")
+        try sys(symlink("/proc/self/fd", dev + "/fd"), "mount", "dev: symlink fd")
+        try sys(symlink("/proc/self/fd/0", dev + "/stdin"), "mount", "dev: symlink stdin")
+        try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
+        try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
+        try sys(mkdir(dev + "/shm", 0o755), "mount", "dev: mkdir shm")
+        try mountTmpfs(dev + "/shm", mode: 0o1777, step: "mount")
         if profile.console {
-            try sys(mkdir("\(dev)/pts", 0o755), "mount", "dev: mkdir pts")
+            try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts")
             try sys(
                 mount(
-                    "devpts", "\(dev)/pts", "devpts", UInt(MS_NOSUID | MS_NOEXEC),
+                    "devpts", dev + "/pts", "devpts", UInt(MS_NOSUID | MS_NOEXEC),
                     "newinstance,ptmxmode=0666,mode=620"), "mount", "dev: devpts")
-            try sys(symlink("pts/ptmx", "\(dev)/ptmx"), "mount", "dev: symlink ptmx")
+            try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
         }
     }
 
-    private func makeDirectory(_ destination: String) throws -> String {
-        let path = Self.newRoot + destination
+    private func makeDirectory(_ destination: String, root: String) throws -> String {
+        let path = root + destination
         try FileIO.makeDirectories(path, mode: 0o755, step: "mount")
         return path
     }

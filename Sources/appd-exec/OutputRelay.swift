@@ -94,7 +94,9 @@ struct OutputRelay {
             if null > 2 { close(null) }
         }
         Self.closeAll(but: [settings.readFD, settings.logDirectoryFD, settings.journalFD])
-        var buffer = [UInt8](repeating: 0, count: Self.readSize + Self.maxLine)
+        // Not zero-filled: a fresh mapping that only the pages a read reaches ever touch (a
+        // zero-filled array faulted in all 80 KiB right after the fork, for every launch).
+        let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize + Self.maxLine)
         var filled = 0
         while true {
             // Wait for output unlocked, then hold the pipe's flock from the read until the bytes
@@ -108,9 +110,7 @@ struct OutputRelay {
             }
             while flock(settings.readFD, LOCK_EX) != 0 && errno == EINTR {}
             defer { _ = flock(settings.readFD, LOCK_UN) }
-            let count = buffer.withUnsafeMutableBytes {
-                read(settings.readFD, $0.baseAddress! + filled, Self.readSize)
-            }
+            let count = read(settings.readFD, buffer + filled, Self.readSize)
             if count < 0 {
                 if errno == EINTR { continue }
                 break
@@ -121,11 +121,8 @@ struct OutputRelay {
             var start = 0
             while start < filled {
                 let end = min(filled, start + pieceLimit)
-                let newline = buffer.withUnsafeBytes { bytes -> Int? in
-                    guard let found = memchr(bytes.baseAddress! + start, 0x0A, end - start) else {
-                        return nil
-                    }
-                    return bytes.baseAddress!.distance(to: UnsafeRawPointer(found))
+                let newline = memchr(buffer + start, 0x0A, end - start).map {
+                    UnsafeRawPointer(buffer).distance(to: UnsafeRawPointer($0))
                 }
                 if let newline {
                     emit(buffer, start, newline + 1, hasNewline: true)
@@ -140,11 +137,7 @@ struct OutputRelay {
             // The unfinished line (shorter than a piece) moves to the front for the next read.
             if start > 0 {
                 let rest = filled - start
-                if rest > 0 {
-                    _ = buffer.withUnsafeMutableBytes {
-                        memmove($0.baseAddress!, $0.baseAddress! + start, rest)
-                    }
-                }
+                if rest > 0 { memmove(buffer, buffer + start, rest) }
                 filled = rest
             }
         }
@@ -156,15 +149,17 @@ struct OutputRelay {
     }
 
     /// One line (with its newline) or piece: to the log, then to the journal.
-    private mutating func emit(_ buffer: [UInt8], _ start: Int, _ end: Int, hasNewline: Bool) {
+    private mutating func emit(
+        _ buffer: UnsafeMutablePointer<UInt8>, _ start: Int, _ end: Int, hasNewline: Bool
+    ) {
         writeLog(buffer, start, end)
         guard settings.journalFD >= 0 else { return }
-        sendJournal(buffer, start, hasNewline ? end - 1 : end)
+        sendJournal(UnsafeRawBufferPointer(start: buffer + start, count: (hasNewline ? end - 1 : end) - start))
     }
 
     // MARK: The log
 
-    private mutating func writeLog(_ buffer: [UInt8], _ start: Int, _ end: Int) {
+    private mutating func writeLog(_ buffer: UnsafeMutablePointer<UInt8>, _ start: Int, _ end: Int) {
         let length = end - start
         if logFD < 0 { openLog() }
         if logFD >= 0, logSize > 0,
@@ -177,9 +172,7 @@ struct OutputRelay {
         if recordCost() > 0 { writeRecord() }
         var offset = start
         while offset < end {
-            let written = buffer.withUnsafeBytes {
-                write(logFD, $0.baseAddress! + offset, end - offset)
-            }
+            let written = write(logFD, buffer + offset, end - offset)
             if written < 0 && errno == EINTR { continue }
             // A full disk: the line is lost from the log (the journal may still get it).
             guard written > 0 else { return }
@@ -229,11 +222,11 @@ struct OutputRelay {
         let magic = Array("APPDIDX1".utf8).withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         // An index left from another file (a rename that failed) or a torn record (a relay
         // started again on an existing file; never today) starts over rather than mislead.
-        var header = [UInt64](repeating: 0, count: 2)
-        let headerRead = header.withUnsafeMutableBytes { pread(indexFD, $0.baseAddress, 16, 0) }
+        var header: (UInt64, UInt64) = (0, 0)
+        let headerRead = withUnsafeMutableBytes(of: &header) { pread(indexFD, $0.baseAddress, 16, 0) }
         if indexSize % Self.recordSize != 0 || (indexSize > 0
-            && (headerRead != 16 || UInt64(littleEndian: header[0]) != magic
-                || UInt64(littleEndian: header[1]) != logInode))
+            && (headerRead != 16 || UInt64(littleEndian: header.0) != magic
+                || UInt64(littleEndian: header.1) != logInode))
         {
             _ = ftruncate(indexFD, 0)
             indexSize = 0
@@ -254,12 +247,8 @@ struct OutputRelay {
 
     /// Two little-endian u64s as one write.
     private mutating func append(_ first: UInt64, _ second: UInt64) -> Bool {
-        var record = [UInt8](repeating: 0, count: Self.recordSize)
-        for byte in 0..<8 {
-            record[byte] = UInt8(truncatingIfNeeded: first >> (8 * UInt64(byte)))
-            record[8 + byte] = UInt8(truncatingIfNeeded: second >> (8 * UInt64(byte)))
-        }
-        let written = record.withUnsafeBytes { write(indexFD, $0.baseAddress, $0.count) }
+        var record = (first.littleEndian, second.littleEndian)
+        let written = withUnsafeBytes(of: &record) { write(indexFD, $0.baseAddress, $0.count) }
         // A record is one write of 16 bytes to a file opened O_APPEND: all or (disk full)
         // nothing; without it the lines take the previous record's time.
         guard written == Self.recordSize else {
@@ -304,24 +293,25 @@ struct OutputRelay {
 
     // MARK: The journal
 
-    private mutating func sendJournal(_ buffer: [UInt8], _ start: Int, _ end: Int) {
+    private mutating func sendJournal(_ line: UnsafeRawBufferPointer) {
         if dropped > 0 {
             // The journal fell behind: one try without waiting, first to say what was lost.
             let notice =
                 "appd: \(dropped) lines were not forwarded to the journal (journald too slow); the log has them all"
-            guard send(Array(notice.utf8)[...], wait: false) else {
+            let sent = Array(notice.utf8).withUnsafeBytes { send($0, wait: false) }
+            guard sent else {
                 dropped += 1
                 return
             }
             dropped = 0
         }
-        if !send(buffer[start..<end], wait: true) { dropped += 1 }
+        if !send(line, wait: true) { dropped += 1 }
     }
 
     /// One native-protocol datagram: `MESSAGE=...\n` and the common fields. False when the
     /// journal had no room in time (the line counts as dropped); a journal that is gone
     /// (ECONNREFUSED) takes nothing, and that is not counted.
-    private func send(_ message: ArraySlice<UInt8>, wait: Bool) -> Bool {
+    private func send(_ message: UnsafeRawBufferPointer, wait: Bool) -> Bool {
         var datagram = Array("MESSAGE=".utf8)
         datagram.reserveCapacity(message.count + commonFields.count + 16)
         datagram += message

@@ -108,6 +108,18 @@ extension Profile {
         if hostname != nil && !namespaces.contains(.uts) {
             throw refuse("hostname needs 'unshare uts'")
         }
+        for record in mounts {
+            // Mounts go inside the new root, which is made `/` before the records are applied
+            // (Mounts): something mounted on `/` would sit above the root, unseen.
+            switch record {
+            case .bind(_, _, let destination), .tmpfs(let destination, _), .proc(let destination),
+                .dev(let destination), .symlink(_, let destination), .file(let destination, _, _):
+                if Self.isRoot(destination) {
+                    throw refuse("a mount record cannot have / as its destination (the root is 'root tmpfs')")
+                }
+            case .directory: break
+            }
+        }
         guard uid != nil, gid != nil else { throw refuse("uid and gid records are required") }
         guard let executable else { throw refuse("no exec record") }
         guard executable.hasPrefix("/") else { throw refuse("exec path must be absolute") }
@@ -115,6 +127,23 @@ extension Profile {
     }
 
     var unshareFlags: Int32 { namespaces.reduce(0) { $0 | $1.cloneFlag } }
+
+    /// Whether an absolute path names `/` itself: every component empty or `.`.
+    static func isRoot(_ path: String) -> Bool {
+        var component = 0
+        var dotOnly = true
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "/") {
+                if component > 0 && !(component == 1 && dotOnly) { return false }
+                component = 0
+                dotOnly = true
+            } else {
+                component += 1
+                if byte != UInt8(ascii: ".") { dotOnly = false }
+            }
+        }
+        return component == 0 || (component == 1 && dotOnly)
+    }
 }
 
 extension Array where Element: Equatable {

@@ -8,24 +8,59 @@ struct ProfileParser {
     static let header = "appd-profile 1"
 
     static func parse(_ bytes: [UInt8]) throws -> Profile {
-        var lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false)
-        if lines.last?.isEmpty == true { lines.removeLast() }
-        guard let first = lines.first, String(decoding: first, as: UTF8.self) == header else {
-            throw LaunchFailure("profile", "line 1: expected the header '\(header)'")
-        }
+        // Lines and fields are walked by index, not split into arrays: each array of a new
+        // element type is a runtime metadata lookup, paid on every launch.
         var parser = ProfileParser()
-        for (index, line) in lines.enumerated().dropFirst() {
-            let fields = line.split(separator: 0x20, omittingEmptySubsequences: false)
-            let kind = String(decoding: fields[0], as: UTF8.self)
-            do {
-                let values = try fields.dropFirst().map(decode)
-                try parser.apply(kind, values)
-            } catch let failure as LaunchFailure {
-                throw LaunchFailure("profile", "line \(index + 1): \(failure.message)")
+        var values: [String] = []
+        var lineNumber = 0
+        var lineStart = 0
+        var headerSeen = false
+        while true {
+            let newline = bytes[lineStart...].firstIndex(of: 0x0A)
+            // The end of the bytes, or the empty piece after the final newline.
+            if newline == nil && lineStart == bytes.count { break }
+            let line = bytes[lineStart..<(newline ?? bytes.count)]
+            lineNumber += 1
+            if lineNumber == 1 {
+                guard String(decoding: line, as: UTF8.self) == header else { break }
+                headerSeen = true
+            } else {
+                try parser.parseLine(line, number: lineNumber, values: &values)
             }
+            guard let newline else { break }
+            lineStart = newline + 1
+        }
+        guard headerSeen else {
+            throw LaunchFailure("profile", "line 1: expected the header '\(header)'")
         }
         try parser.profile.validate()
         return parser.profile
+    }
+
+    /// One record: the kind, then its fields percent-decoded into `values` (reused).
+    private mutating func parseLine(_ line: ArraySlice<UInt8>, number: Int, values: inout [String]) throws {
+        values.removeAll(keepingCapacity: true)
+        var kind: String?
+        var fieldStart = line.startIndex
+        do {
+            var index = line.startIndex
+            while true {
+                if index == line.endIndex || line[index] == 0x20 {
+                    let field = line[fieldStart..<index]
+                    if kind == nil {
+                        kind = String(decoding: field, as: UTF8.self)
+                    } else {
+                        values.append(try Self.decode(field))
+                    }
+                    fieldStart = index + 1
+                }
+                if index == line.endIndex { break }
+                index += 1
+            }
+            try apply(kind ?? "", values)
+        } catch let failure as LaunchFailure {
+            throw LaunchFailure("profile", "line \(number): \(failure.message)")
+        }
     }
 
     private var profile = Profile()
@@ -244,7 +279,20 @@ struct ProfileParser {
         guard path.hasPrefix("/") else {
             throw LaunchFailure("profile", "path '\(path)' is not absolute")
         }
-        guard !path.split(separator: "/").contains("..") else {
+        // A component that is exactly "..", found without splitting the path into an array.
+        var length = 0
+        var dots = 0
+        for byte in path.utf8 {
+            if byte == UInt8(ascii: "/") {
+                if length == 2 && dots == 2 { break }
+                length = 0
+                dots = 0
+            } else {
+                length += 1
+                if byte == UInt8(ascii: ".") { dots += 1 }
+            }
+        }
+        guard !(length == 2 && dots == 2) else {
             throw LaunchFailure("profile", "path '\(path)' contains '..'")
         }
         return path

@@ -25,10 +25,21 @@ enum Outcome {
 
     /// The first error wins: a failed app process makes PID 1 report `exit 127` after it.
     init(report: [UInt8], initStatus: ExitStatus) {
-        let lines = report.split(separator: 0x0A).map { String(decoding: $0, as: UTF8.self) }
-        if let error = lines.first(where: { $0.hasPrefix("error ") }) {
+        // Walked line by line, not split into an array (a runtime metadata lookup per launch).
+        var first: String?
+        var error: String?
+        var start = 0
+        while start < report.count && error == nil {
+            let end = report[start...].firstIndex(of: 0x0A) ?? report.count
+            if end > start {
+                let line = String(decoding: report[start..<end], as: UTF8.self)
+                if line.hasPrefix("error ") { error = line } else if first == nil { first = line }
+            }
+            start = end + 1
+        }
+        if let error {
             self = .failed(String(error.dropFirst("error ".count)))
-        } else if let line = lines.first, let status = ExitStatus(line: line) {
+        } else if let line = first, let status = ExitStatus(line: line) {
             self = .ended(status)
         } else if case .signaled = initStatus {
             // PID 1 was killed (the supervisor's cgroup.kill, or SIGKILL to the launcher's

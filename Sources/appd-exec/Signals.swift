@@ -5,13 +5,18 @@ import Glibc
 /// SIGCHLD blocked and take them with sigwaitinfo, so there are no handlers and no races
 /// between a signal and the wait.
 enum Signals {
-    static let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2]
-
-    /// The set the supervising loop waits on: the forwarded signals and SIGCHLD.
+    /// The set the supervising loop waits on: the forwarded signals (SIGTERM, SIGINT, SIGHUP,
+    /// SIGUSR1, SIGUSR2) and SIGCHLD. Added one by one: an array of them would be a runtime
+    /// metadata lookup on every launch.
     static var supervised: sigset_t {
         var set = sigset_t()
         sigemptyset(&set)
-        for signo in forwarded + [SIGCHLD] { sigaddset(&set, signo) }
+        sigaddset(&set, SIGTERM)
+        sigaddset(&set, SIGINT)
+        sigaddset(&set, SIGHUP)
+        sigaddset(&set, SIGUSR1)
+        sigaddset(&set, SIGUSR2)
+        sigaddset(&set, SIGCHLD)
         return set
     }
 

@@ -95,6 +95,25 @@ struct ProfileErrorTests {
         expectRefused(try launch(profile: profile), mentioning: "need 'unshare mount'")
     }
 
+    @Test("a mount on / is refused")
+    func mountOnRoot() throws {
+        for record in ["mount tmpfs / 755", "mount ro-bind /usr /", "mount proc /./", "mount dev //"] {
+            expectRefused(
+                try launch(profile: profileText(sandboxRecords() + [record], command: Self.app)),
+                mentioning: "a mount record cannot have / as its destination")
+        }
+    }
+
+    @Test("a dir record may set the root's mode; /.x is not the root", rootOnly)
+    func directoryOnRoot() throws {
+        let result = try launch(
+            profile: profileText(
+                sandboxRecords() + ["mount dir / 0711", "mount tmpfs /.x 755"],
+                command: shell("stat -c %a /; test -d /.x && echo APP-RAN")))
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["711", "APP-RAN"])
+    }
+
     @Test("user namespaces are refused as not supported")
     func userNamespace() throws {
         let profile = profileText(sandboxRecords() + ["unshare user"], command: Self.app)

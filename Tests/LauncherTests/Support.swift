@@ -127,9 +127,10 @@ struct LaunchResult {
 /// Runs appd-exec with `profile` on fd 3, `seccomp` on fd 4 and a status file on fd 5, through
 /// `sh -c exec ...` (Foundation's Process passes no fds above 2). `extraRedirections` opens more
 /// fds for appd-exec to not pass on; `whileRunning` gets the pid and stdout once `readyMarker`
-/// was printed.
+/// was printed. `launcherPrefix` runs before appd-exec (a command that execs its arguments).
 func launch(
     profile: String, seccomp: [UInt8] = BPF.allowAll, extraRedirections: String = "",
+    launcherPrefix: String = "",
     environment: [String: String] = [:], readyMarker: String? = nil,
     whileRunning: ((pid_t) -> Void)? = nil
 ) throws -> LaunchResult {
@@ -142,7 +143,7 @@ func launch(
     process.executableURL = URL(fileURLWithPath: "/bin/sh")
     process.arguments = [
         "-c",
-        "exec \"$0\" --profile-fd 3 --seccomp-fd 4 --status-fd 5 3<\"$1\" 4<\"$2\" 5>\"$3\" "
+        "exec \(launcherPrefix) \"$0\" --profile-fd 3 --seccomp-fd 4 --status-fd 5 3<\"$1\" 4<\"$2\" 5>\"$3\" "
             + extraRedirections,
         launcherExecutable, scratch.sub("profile"), scratch.sub("filter"), scratch.sub("status"),
     ]

@@ -38,6 +38,19 @@ int appd_mount_setattr_recursive(const char *path, uint64_t attr_set);
 /// _GNU_SOURCE-only. Returns -1 with errno on failure.
 long appd_locked_mount_flags(const char *path);
 
+/// The same for a mount fd (an open_tree clone, attached or not), read with fstatvfs(2).
+long appd_locked_mount_flags_fd(int fd);
+
+/// open_tree(2) with OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC: a detached copy of the mount at
+/// `path` (resolved from the caller's root and working directory, trailing symlink followed),
+/// with every mount below it when `recursive`. The copy stays valid whatever happens to the
+/// caller's mount tree afterwards. -1 with errno ENOSYS before Linux 5.2.
+int appd_open_tree_clone(const char *path, int recursive);
+
+/// move_mount(2) of the detached tree `fd` onto `target` (a trailing symlink followed, as
+/// mount(2) does).
+int appd_move_mount_onto(int fd, const char *target);
+
 /// Brings the loopback interface of the current net namespace up (SIOCGIFFLAGS/SIOCSIFFLAGS):
 /// struct ifreq's union is not usable from Swift.
 int appd_loopback_up(void);
@@ -71,6 +84,8 @@ int appd_close_range(unsigned int first, unsigned int last);
 /// differ between architectures, so C maps them rather than Swift.
 int appd_rlimit_resource(const char *name);
 int appd_setrlimit(int resource, uint64_t soft, uint64_t hard);
+/// getrlimit(2) of an RLIMIT_* number; 0, or -1 with errno.
+int appd_getrlimit(int resource, uint64_t *soft, uint64_t *hard);
 #define APPD_RLIM_INFINITY 0xFFFFFFFFFFFFFFFFULL
 
 /// Landlock (linux/landlock.h in Debian 12 stops at ABI 2; the definitions up to ABI 7 are
