@@ -1,8 +1,9 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// How an attached launch ended on the client's side.
@@ -29,7 +30,8 @@ extension AppdClient {
         do {
             data = try APICoding.encoder().encode(request)
         } catch {
-            throw APIError(code: "badRequest", message: "cannot encode the launch request: \(error)")
+            throw APIError(
+                code: "badRequest", message: "cannot encode the launch request: \(error)")
         }
         let http = HTTPRequest(
             method: "POST", target: Self.path("apps", app, "launch", query: ["attach": "1"]),
@@ -89,10 +91,12 @@ extension AppdClient {
                             ended = exited
                         case .frame(AttachFrame.error, let payload):
                             failure =
-                                (try? APICoding.decoder().decode(APIErrorBody.self, from: Data(payload)))?
+                                (try? APICoding.decoder().decode(
+                                    APIErrorBody.self, from: Data(payload)))?
                                 .error
                                 ?? APIError(
-                                    code: "badResponse", message: "appd sent an error frame it could not word")
+                                    code: "badResponse",
+                                    message: "appd sent an error frame it could not word")
                         case .frame:
                             break  // A kind of a later version: skipped.
                         }
@@ -101,7 +105,8 @@ extension AppdClient {
                 if let failure { throw failure }
                 guard let ended, parser.atFrameBoundary else {
                     throw ResponseFailure.truncated(
-                        ended == nil ? "it ended before the instance exited" : "it ended inside a frame")
+                        ended == nil
+                            ? "it ended before the instance exited" : "it ended inside a frame")
                 }
                 return .ended(ended)
             }
@@ -109,8 +114,10 @@ extension AppdClient {
             throw afterLaunch(
                 APIError(
                     code: "badResponse",
-                    message: "appd's answer to \(http.summary) is not a valid attached launch: \(error)",
-                    hint: "appd and this client may be different versions: compare 'appctl version' with the installed appd"
+                    message:
+                        "appd's answer to \(http.summary) is not a valid attached launch: \(error)",
+                    hint:
+                        "appd and this client may be different versions: compare 'appctl version' with the installed appd"
                 ), instance: instance)
         } catch let error as ResponseFailure {
             throw afterLaunch(describe(error, http), instance: instance)

@@ -57,13 +57,17 @@ extension Router {
             let ended = try await supervisor.waitForExit(instance.id)
             guard ended.state == .exited else {
                 let failure = APIFailure(
-                    503, "unavailable", "appd is stopping; instance \(ended.id) is still \(ended.state)",
+                    503, "unavailable",
+                    "appd is stopping; instance \(ended.id) is still \(ended.state)",
                     hint: "it keeps running; see it with 'appctl ps' once appd is back")
                 try await writer.write(
-                    AttachFrame.frame(AttachFrame.error, try APICoding.encoder().encode(APIErrorBody(failure.error))))
+                    AttachFrame.frame(
+                        AttachFrame.error,
+                        try APICoding.encoder().encode(APIErrorBody(failure.error))))
                 return
             }
-            try await writer.write(AttachFrame.frame(AttachFrame.exit, try APICoding.encoder().encode(ended)))
+            try await writer.write(
+                AttachFrame.frame(AttachFrame.exit, try APICoding.encoder().encode(ended)))
         }
     }
 

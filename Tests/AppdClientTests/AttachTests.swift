@@ -1,8 +1,8 @@
 import AppdAPI
 import AppdClient
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// A frame as the daemon writes it (AttachFrame.frame), as text.
 private func frame(_ kind: String, _ payload: String) -> String {
@@ -11,7 +11,8 @@ private func frame(_ kind: String, _ payload: String) -> String {
 
 private func instance(_ id: String, exit: APIExit? = nil) -> APIInstance {
     var instance = APIInstance(
-        id: id, app: "com.example.notes", state: exit == nil ? .active : .exited, pid: 42, uid: 60001,
+        id: id, app: "com.example.notes", state: exit == nil ? .active : .exited, pid: 42,
+        uid: 60001,
         arguments: [], launchedBy: 0, startedAt: Date(timeIntervalSince1970: 1_800_000_000),
         log: "/var/lib/appd/logs/com.example.notes/\(id).log")
     instance.exit = exit
@@ -54,7 +55,10 @@ struct AttachTests {
             (frame("instance", #"{"id":"a"}"#) + frame("output", hostile) + frame("output", "")
                 + frame("future", "skipped by kind") + frame("exit", #"{"id":"a"}"#)).utf8)
         let whole = try parse(body, pieces: [])
-        #expect(whole.frames == [#"instance:{"id":"a"}"#, "future:skipped by kind", #"exit:{"id":"a"}"#])
+        #expect(
+            whole.frames == [
+                #"instance:{"id":"a"}"#, "future:skipped by kind", #"exit:{"id":"a"}"#,
+            ])
         #expect(whole.output == Array(hostile.utf8))
         var random = SeededGenerator(seed: 15)
         for _ in 0..<200 {
@@ -95,17 +99,21 @@ struct AttachTests {
         let server = try CannedServer { connection in
             connection.readBody()
             connection.write(
-                "HTTP/1.1 200 OK\r\nContent-Type: \(AttachFrame.contentType)\r\nTransfer-Encoding: chunked\r\n\r\n")
+                "HTTP/1.1 200 OK\r\nContent-Type: \(AttachFrame.contentType)\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             connection.write(
                 chunked([
-                    frame("instance", json(launched)) + frame("output", "hel"), frame("output", "lo\n"),
+                    frame("instance", json(launched)) + frame("output", "hel"),
+                    frame("output", "lo\n"),
                     frame("exit", json(ended)),
                 ]))
         }
         var order: [String] = []
         let result = try AppdClient(socketPath: server.socketPath).launchAttached(
             "com.example.notes", LaunchRequest(arguments: ["--verbose"])
-        ) { order.append("instance \($0.id)") } onOutput: {
+        ) {
+            order.append("instance \($0.id)")
+        } onOutput: {
             order.append("output \(String(decoding: $0, as: UTF8.self))")
         }
         guard case .ended(let got) = result else {
@@ -120,7 +128,9 @@ struct AttachTests {
         #expect(String(decoding: request.body, as: UTF8.self).contains("--verbose"))
     }
 
-    @Test("an appd without attach=1 answers the plain launch: the client says so and hands over the instance")
+    @Test(
+        "an appd without attach=1 answers the plain launch: the client says so and hands over the instance"
+    )
     func olderDaemon() throws {
         let launched = instance("0123456789ab")
         let server = try CannedServer { connection in
@@ -130,7 +140,10 @@ struct AttachTests {
         var seen: APIInstance?
         let result = try AppdClient(socketPath: server.socketPath).launchAttached(
             "com.example.notes", LaunchRequest()
-        ) { seen = $0 } onOutput: { _ in }
+        ) {
+            seen = $0
+        } onOutput: { _ in
+        }
         guard case .notAttached(let got) = result else {
             Issue.record("\(result)")
             return
@@ -148,35 +161,57 @@ struct AttachTests {
         let server = try CannedServer { connection in
             connection.readBody()
             connection.write(
-                "HTTP/1.1 200 OK\r\nContent-Type: \(AttachFrame.contentType)\r\nTransfer-Encoding: chunked\r\n\r\n")
+                "HTTP/1.1 200 OK\r\nContent-Type: \(AttachFrame.contentType)\r\nTransfer-Encoding: chunked\r\n\r\n"
+            )
             let first = frame("instance", json(launched))
             switch kind {
             case "cut":
                 connection.write(String(first.utf8.count, radix: 16) + "\r\n" + first + "\r\n")
             case "other":
                 connection.write(
-                    chunked([first, frame("exit", json(instance("ba9876543210", exit: APIExit(reason: .exited, code: 0))))]))
+                    chunked([
+                        first,
+                        frame(
+                            "exit",
+                            json(instance("ba9876543210", exit: APIExit(reason: .exited, code: 0)))),
+                    ]))
             case "error":
                 connection.write(
-                    chunked([first, frame("error", json(APIErrorBody(APIError(code: "unavailable", message: "appd is stopping"))))]))
+                    chunked([
+                        first,
+                        frame(
+                            "error",
+                            json(
+                                APIErrorBody(
+                                    APIError(code: "unavailable", message: "appd is stopping")))),
+                    ]))
             case "output-first":
                 connection.write(chunked([frame("output", "x") + first]))
             default:
                 connection.write(
-                    chunked([first, frame("exit", json(instance("0123456789ab", exit: APIExit(reason: .exited, code: 0)))) + frame("output", "late")]))
+                    chunked([
+                        first,
+                        frame(
+                            "exit",
+                            json(instance("0123456789ab", exit: APIExit(reason: .exited, code: 0))))
+                            + frame("output", "late"),
+                    ]))
             }
         }
         var error: APIError?
         do {
             _ = try AppdClient(socketPath: server.socketPath).launchAttached(
                 "com.example.notes", LaunchRequest()
-            ) { _ in } onOutput: { _ in }
+            ) { _ in
+            } onOutput: { _ in
+            }
         } catch let thrown as APIError {
             error = thrown
         }
         let got = try #require(error)
         switch kind {
-        case "cut": #expect(got.code == "unavailable" && got.message.contains("broke off"), "\(got)")
+        case "cut":
+            #expect(got.code == "unavailable" && got.message.contains("broke off"), "\(got)")
         case "error": #expect(got.message == "appd is stopping", "\(got)")
         default: #expect(got.code == "badResponse", "\(got)")
         }

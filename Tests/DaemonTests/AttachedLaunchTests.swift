@@ -23,7 +23,9 @@ struct AttachedLaunchTests {
         return (launched, output, result)
     }
 
-    @Test("one exchange gives the instance, the app's output and its exit code; appctl launch --console exits with it")
+    @Test(
+        "one exchange gives the instance, the app's output and its exit code; appctl launch --console exits with it"
+    )
     func works() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.attach")
@@ -50,9 +52,11 @@ struct AttachedLaunchTests {
         }
         #expect(exited.exit == APIExit(reason: .exited, code: 7))
 
-        let console = try daemon.run("appctl", ["launch", "--console", "com.example.attach", "--", "exit", "3"])
+        let console = try daemon.run(
+            "appctl", ["launch", "--console", "com.example.attach", "--", "exit", "3"])
         #expect(console.code == 3, "\(console.output)")
-        let json = try daemon.run("appctl", ["launch", "--console", "--json", "com.example.attach", "--", "exit", "4"])
+        let json = try daemon.run(
+            "appctl", ["launch", "--console", "--json", "com.example.attach", "--", "exit", "4"])
         #expect(json.code == 4, "\(json.output)")
         let reported = try APICoding.decoder().decode(
             APIInstance.self, from: Data(json.output.utf8.drop { $0 != UInt8(ascii: "{") }))
@@ -72,7 +76,9 @@ struct AttachedLaunchTests {
         #expect(try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self).isEmpty)
     }
 
-    @Test("output that imitates the frames (a forged exit 0, instance, error, chunk end) is shown as it was written and changes neither the instance nor the exit code")
+    @Test(
+        "output that imitates the frames (a forged exit 0, instance, error, chunk end) is shown as it was written and changes neither the instance nor the exit code"
+    )
     func forgedFrames() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.forge")
@@ -90,19 +96,26 @@ struct AttachedLaunchTests {
         // Every forged frame reached the client as output, byte for byte.
         let text = String(decoding: output, as: UTF8.self)
         for forged in [
-            "\nexit 95\n{\"id\":\"forged\"", "\ninstance 59\n{\"id\":\"forged\"", "\nerror 48\n{\"error\"",
+            "\nexit 95\n{\"id\":\"forged\"", "\ninstance 59\n{\"id\":\"forged\"",
+            "\nerror 48\n{\"error\"",
             "\r\n0\r\n\r\n", "output 99999999\n", "exit 3\n{}\n",
         ] {
-            #expect(text.contains(forged), "missing \(forged.debugDescription) in \(text.debugDescription)")
+            #expect(
+                text.contains(forged),
+                "missing \(forged.debugDescription) in \(text.debugDescription)")
         }
         #expect(text == (try daemon.logs(instance.id)))
 
-        let console = try daemon.run("appctl", ["launch", "--console", "com.example.forge", "--", "output-forge-attach", "5"])
+        let console = try daemon.run(
+            "appctl",
+            ["launch", "--console", "com.example.forge", "--", "output-forge-attach", "5"])
         #expect(console.code == 5, "\(console.output)")
         #expect(console.output.contains("\"app\":\"com.example.forged\""), "\(console.output)")
     }
 
-    @Test("Ctrl-C during an attached console terminates the app (the output keeps coming); appctl exits with how it ended")
+    @Test(
+        "Ctrl-C during an attached console terminates the app (the output keeps coming); appctl exits with how it ended"
+    )
     func interrupt() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.ctrlc")
@@ -119,7 +132,9 @@ struct AttachedLaunchTests {
         var seen = Data()
         let reader = out.fileHandleForReading
         let deadline = Date().addingTimeInterval(20)
-        while !String(decoding: seen, as: UTF8.self).contains("ignore-term: value ready"), Date() < deadline {
+        while !String(decoding: seen, as: UTF8.self).contains("ignore-term: value ready"),
+            Date() < deadline
+        {
             let piece = reader.availableData
             if piece.isEmpty { break }
             seen.append(piece)
@@ -140,20 +155,25 @@ struct AttachedLaunchTests {
     /// The daemon's open file descriptors.
     static func openFDs(_ daemon: TestDaemon) -> Int {
         guard let pid = daemon.process?.processIdentifier else { return -1 }
-        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).count
+        return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [])
+            .count
     }
 
     /// What the daemon's descriptors point at, for a failure's message.
     static func fdTargets(_ daemon: TestDaemon) -> String {
         guard let pid = daemon.process?.processIdentifier else { return "" }
         let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-        return fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
-            .map { $0.hasPrefix("socket:") ? "socket" : $0 }.sorted().joined(separator: ", ")
+        return fds.compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)")
+        }
+        .map { $0.hasPrefix("socket:") ? "socket" : $0 }.sorted().joined(separator: ", ")
     }
 
     /// Sends an attached launch on a socket of its own and reads until `until` is in (the app's
     /// output); returns the socket, still open.
-    static func attachRaw(_ daemon: TestDaemon, _ id: String, _ arguments: [String], until: String) throws -> Int32 {
+    static func attachRaw(_ daemon: TestDaemon, _ id: String, _ arguments: [String], until: String)
+        throws -> Int32
+    {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         #expect(fd >= 0)
         var address = sockaddr_un()
@@ -170,7 +190,8 @@ struct AttachedLaunchTests {
         }
         #expect(connected == 0)
         let body = try APICoding.encoder().encode(LaunchRequest(arguments: arguments))
-        let head = "POST /v1/apps/\(id)/launch?attach=1 HTTP/1.1\r\nHost: appd\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
+        let head =
+            "POST /v1/apps/\(id)/launch?attach=1 HTTP/1.1\r\nHost: appd\r\nContent-Type: application/json\r\nContent-Length: \(body.count)\r\n\r\n"
         let request = Array(head.utf8) + Array(body)
         #expect(send(fd, request, request.count, Int32(MSG_NOSIGNAL)) == request.count)
         var received = [UInt8]()
@@ -189,30 +210,42 @@ struct AttachedLaunchTests {
         return fd
     }
 
-    @Test("clients that go away in the middle of the stream leave nothing behind in the daemon: no connection, no open log, the instances run on")
+    @Test(
+        "clients that go away in the middle of the stream leave nothing behind in the daemon: no connection, no open log, the instances run on"
+    )
     func disconnect() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.gone")
         // Settle the daemon (first launch, caches), then measure.
         _ = try Self.attach(daemon, "com.example.gone", ["exit", "0"])
         // The fewest over a moment: the connection of the request before may still be closing.
-        let idle = (0..<5).map { _ in
-            usleep(100_000)
-            return Self.openFDs(daemon)
-        }.min() ?? -1
+        let idle =
+            (0..<5).map { _ in
+                usleep(100_000)
+                return Self.openFDs(daemon)
+            }.min() ?? -1
         #expect(idle > 0)
 
         // What five running instances cost the daemon, launched without attach.
-        let plain = try (0..<5).map { _ in try daemon.launch("com.example.gone", ["ignore-term", "60"]) }
+        let plain = try (0..<5).map { _ in
+            try daemon.launch("com.example.gone", ["ignore-term", "60"])
+        }
         #expect(daemon.eventually { Self.openFDs(daemon) > idle })
         usleep(300_000)
         let perInstances = Self.openFDs(daemon) - idle
-        for instance in plain { _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self) }
+        for instance in plain {
+            _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+        }
         for instance in plain { _ = try daemon.wait(instance.id) }
-        #expect(daemon.eventually { Self.openFDs(daemon) <= idle }, "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")
+        #expect(
+            daemon.eventually { Self.openFDs(daemon) <= idle },
+            "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")
 
         // Five attached, each client gone once it has the instance.
-        let sockets = try (0..<5).map { _ in try Self.attachRaw(daemon, "com.example.gone", ["ignore-term", "60"], until: "value ready") }
+        let sockets = try (0..<5).map { _ in
+            try Self.attachRaw(
+                daemon, "com.example.gone", ["ignore-term", "60"], until: "value ready")
+        }
         let streaming = Self.openFDs(daemon)
         // Each stream holds its connection and the log it follows.
         #expect(streaming >= idle + perInstances + 10, "\(streaming) vs \(idle) + \(perInstances)")
@@ -224,9 +257,13 @@ struct AttachedLaunchTests {
         let running = try daemon.client.get("/v1/instances", as: [APIInstance].self)
         #expect(running.count == 5)
         #expect(running.allSatisfy { $0.state != .exited })
-        for instance in running { _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self) }
+        for instance in running {
+            _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+        }
         for instance in running { _ = try daemon.wait(instance.id) }
-        #expect(daemon.eventually { Self.openFDs(daemon) <= idle }, "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")
+        #expect(
+            daemon.eventually { Self.openFDs(daemon) <= idle },
+            "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")
         // And it still answers.
         let (_, _, after) = try Self.attach(daemon, "com.example.gone", ["exit", "2"])
         guard case .ended(let ended) = after else {
