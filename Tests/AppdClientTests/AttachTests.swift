@@ -154,6 +154,41 @@ struct AttachTests {
     }
 
     @Test(
+        "appctl launch --console against an appd without attach=1: the instance, then the followed log and the wait, each on its own request"
+    )
+    func consoleFallback() throws {
+        let launched = instance("0123456789ab")
+        let ended = instance("0123456789ab", exit: APIExit(reason: .exited, code: 4))
+        let server = try CannedServer { connection in
+            let line = connection.request?.line ?? ""
+            if line.hasPrefix("POST /v1/apps/com.example.notes/launch") {
+                connection.readBody()
+                connection.respond("201 Created", json(launched))
+            } else if line.hasPrefix("GET /v1/instances/0123456789ab/logs?follow=1 ") {
+                connection.write(
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + chunked(["old daemon's output\n"]))
+            } else if line.hasPrefix("GET /v1/instances/0123456789ab/wait ") {
+                connection.respond("200 OK", json(ended))
+            } else {
+                connection.respond(
+                    "404 Not Found", json(APIErrorBody(APIError(code: "notFound", message: line))))
+            }
+        }
+        let result = try runTool(
+            "appctl", ["--socket", server.socketPath, "launch", "--console", "com.example.notes"])
+        #expect(result.code == 4, "\(result.output)")
+        #expect(result.output.contains("old daemon's output"), "\(result.output)")
+        let lines = server.finish().map(\.line)
+        #expect(
+            lines == [
+                "POST /v1/apps/com.example.notes/launch?attach=1 HTTP/1.1",
+                "GET /v1/instances/0123456789ab/logs?follow=1 HTTP/1.1",
+                "GET /v1/instances/0123456789ab/wait HTTP/1.1",
+            ], "\(lines)")
+    }
+
+    @Test(
         "a stream that breaks off, an exit of another instance, an error frame: each an error naming the launched instance",
         arguments: ["cut", "other", "error", "output-first", "after-exit"])
     func failures(_ kind: String) throws {
