@@ -272,4 +272,63 @@ struct AttachedLaunchTests {
         }
         #expect(ended.exit?.code == 2)
     }
+
+    @Test(
+        "an attached launch counts as a stream: a user at MaxStreamsPerUser gets 429 and nothing is launched"
+    )
+    func streamLimit() throws {
+        let daemon = try TestDaemon(
+            config: "[API]\nSocketMode=0666\nControlAllowed=*\nMaxStreamsPerUser=1\n")
+        try daemon.installProbe("com.example.limited")
+        let asNobody = ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/curl", "-s"]
+        let attach =
+            asNobody + [
+                "-o", "-", "-w", "\n%{http_code}", "--max-time", "20", "--unix-socket",
+                daemon.socket,
+                "-H", "Content-Type: application/json", "-d", #"{"arguments":["exit","0"]}"#,
+                "http://appd/v1/apps/com.example.limited/launch?attach=1",
+            ]
+        // The one stream nobody may hold: an attached launch of an app that runs on, held once
+        // its output has come.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        holder.arguments =
+            asNobody + [
+                "-N", "-o", "-", "--max-time", "30", "--unix-socket", daemon.socket,
+                "-H", "Content-Type: application/json", "-d",
+                #"{"arguments":["ignore-term","30"]}"#,
+                "http://appd/v1/apps/com.example.limited/launch?attach=1",
+            ]
+        let out = Pipe()
+        holder.standardOutput = out
+        try holder.run()
+        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+        var held = Data()
+        while !String(decoding: held, as: UTF8.self).contains("ignore-term: value ready") {
+            let piece = out.fileHandleForReading.availableData
+            if piece.isEmpty { break }
+            held.append(piece)
+        }
+        #expect(String(decoding: held, as: UTF8.self).contains("ignore-term: value ready"))
+        let refused = try daemon.run("/usr/bin/setpriv", attach).output
+        #expect(refused.hasSuffix("429"), "\(refused)")
+        #expect(refused.contains("MaxStreamsPerUser"), "\(refused)")
+        // Only the holder's instance: the refused one was never launched.
+        let running = try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self)
+        #expect(
+            running.count == 1 && running.first?.arguments == ["ignore-term", "30"], "\(running)")
+
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        var answered = ""
+        #expect(
+            try daemon.eventually {
+                answered = try daemon.run("/usr/bin/setpriv", attach).output
+                return answered.hasSuffix("200")
+            }, "\(answered)")
+        #expect(answered.contains("\"reason\":\"exited\""), "\(answered)")
+        let launched = try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self)
+        #expect(
+            launched.count == 2 && launched.allSatisfy { $0.launchedBy == 65534 }, "\(launched)")
+    }
 }
