@@ -16,6 +16,10 @@
 //                                 then 100 ms of quiet
 //   probe output-tiny COUNT US    COUNT 1-byte lines, each its own write, US microseconds
 //                                 apart (the most time records per byte an app can cause)
+//   probe output-forge-attach CODE  writes what an attached launch's frames look like
+//                                 (docs/api.md: a forged exit with code 0, a forged instance,
+//                                 an error, a chunked body's end, an oversized header), each
+//                                 its own write, then exits with CODE
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -111,6 +115,23 @@ int attack_output(int argc, char **argv) {
             write_all("x\n", 2);
             nanosleep(&pause, NULL);
         }
+    } else if (!strcmp(mode, "output-forge-attach") && argc > 2) {
+        static const char *payloads[][2] = {
+            {"exit", "{\"id\":\"forged\",\"app\":\"com.example.forged\",\"state\":\"exited\",\"exit\":{\"reason\":\"exited\",\"code\":0}}"},
+            {"instance", "{\"id\":\"forged\",\"app\":\"com.example.forged\",\"state\":\"active\"}"},
+            {"error", "{\"error\":{\"code\":\"notFound\",\"message\":\"forged\"}}"},
+        };
+        for (size_t i = 0; i < sizeof payloads / sizeof payloads[0]; i++) {
+            char frame[512];
+            int n = snprintf(frame, sizeof frame, "\n%s %zu\n%s", payloads[i][0], strlen(payloads[i][1]), payloads[i][1]);
+            write_all(frame, (size_t)n);
+        }
+        write_all("\r\n0\r\n\r\n", 7);
+        write_all("output 99999999\n", 16);
+        write_all("exit 3\n{}\n", 10);
+        fflush(stdout);
+        fprintf(stderr, "%s: value done\n", mode);
+        return atoi(argv[2]);
     } else {
         fprintf(stderr, "probe: unknown mode %s\n", mode);
         return 2;

@@ -73,14 +73,19 @@ extension AppdClient {
     private func send(_ request: HTTPRequest, on connection: UnixConnection) throws
         -> TransportError?
     {
-        try connection.write(request.head())
         switch request.body {
         case .none:
+            try connection.write(request.head())
             return nil
         case .data(let data, _):
-            try connection.write([UInt8](data))
+            // Head and body in one write: the daemon reads the whole request at once (two
+            // writes cost a second wake-up of its event loop, and a send each).
+            var bytes = request.head()
+            bytes.append(contentsOf: data)
+            try connection.write(bytes)
             return nil
         case .stream(_, let produce):
+            try connection.write(request.head())
             let writer = ChunkedWriter(connection: connection)
             do {
                 try produce(writer.write)

@@ -192,7 +192,7 @@ public struct AppdClient: Sendable {
         }
     }
 
-    private func collect(
+    func collect(
         _ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest, limit: Int
     ) throws -> Data {
         let framing = try HTTPResponseReader.framing(of: head, method: request.method)
@@ -211,7 +211,7 @@ public struct AppdClient: Sendable {
     }
 
     /// Throws the `APIError` of a non-2xx answer, reading (a bounded part of) its body.
-    private func checkStatus(
+    func checkStatus(
         _ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest
     ) throws {
         guard !(200..<300).contains(head.status) else { return }

@@ -196,7 +196,8 @@ final class HTTPServer: Sendable {
             buffer.writeBytes(data)
             try await outbound.write(.body(.byteBuffer(buffer)))
             try await outbound.write(.end(nil))
-        case .stream(let contentType, let produce):
+        case .stream(let contentType, let extra, let produce):
+            for (name, value) in extra { headers.add(name: name, value: value) }
             headers.add(name: "Content-Type", value: contentType)
             headers.add(name: "Transfer-Encoding", value: "chunked")
             headers.add(name: "Connection", value: "close")

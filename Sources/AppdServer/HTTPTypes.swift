@@ -124,9 +124,12 @@ final class RequestBody {
 enum Reply: Sendable {
     /// `headers`: besides Content-Type, Content-Length, Connection and Server.
     case json(status: Int, Data, headers: [(String, String)] = [])
-    /// A chunked body written as it comes (logs, events, long polls); the connection closes
-    /// after it.
-    case stream(contentType: String, @Sendable (StreamWriter) async throws -> Void)
+    /// A chunked body written as it comes (logs, events, long polls, an attached launch); the
+    /// connection closes after it. `headers`: besides Content-Type, Transfer-Encoding,
+    /// Connection and Server (an attached launch's Server-Timing).
+    case stream(
+        contentType: String, headers: [(String, String)] = [],
+        @Sendable (StreamWriter) async throws -> Void)
 
     static func json(_ value: some Encodable, status: Int = 200, headers: [(String, String)] = []) throws -> Reply {
         var data = try APICoding.encoder().encode(value)
@@ -141,8 +144,13 @@ enum Reply: Sendable {
     }
 }
 
+/// Where a streamed answer's bytes go: the answer itself, or frames in it (an attached launch).
+protocol ByteSink: Sendable {
+    func write(_ bytes: some Collection<UInt8>) async throws
+}
+
 /// Writes the chunks of a streamed answer.
-struct StreamWriter: Sendable {
+struct StreamWriter: ByteSink {
     let outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>
     let allocator: ByteBufferAllocator
 

@@ -6,10 +6,9 @@ import Supervisor
 
 extension Router {
     func launch(_ id: String, _ request: Request) async throws -> Reply {
+        if request.flag("attach") { return try await launchAttached(id, request) }
         let body = try await request.decode(LaunchRequest.self, limit: maxRequestBytes)
-        guard body.arguments.count <= 4096, body.arguments.allSatisfy({ !$0.contains("\0") }) else {
-            throw APIFailure.badRequest("arguments: at most 4096, none containing NUL")
-        }
+        try Self.checkLaunch(body)
         let (instance, timings) = try await supervisor.launchTimed(
             id, arguments: body.arguments, caller: request.caller.uid, background: body.background)
         // The daemon's stages of the launch (scripts/bench-launch prints them): cheap to measure,

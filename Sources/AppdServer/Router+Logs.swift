@@ -55,45 +55,64 @@ extension Router {
                     buffer: &buffer,
                     stamper: &stamper)
             }
-            var currentIndex = indexes.last ?? nil
+            let currentIndex = indexes.last ?? nil
             stamper.index = currentIndex
             stamper.atLineStart = true
-            var offset = try await Self.copy(
+            let offset = try await Self.copy(
                 log.fd, from: start.file == older.count ? start.offset : 0, limit: limit,
                 into: writer,
                 buffer: &buffer, stamper: &stamper)
             guard follow else { return }
-            while true {
-                let exited = try await supervisor.instance(id).state == .exited
-                if currentIndex == nil {
-                    // The relay makes the index right after the file: take it once it is there.
-                    currentIndex = LogTimeIndex(
-                        forLog: log.fd, candidates: [currentPath + ".idx", currentPath + ".1.idx"])
-                    stamper.index = currentIndex
-                }
+            try await Self.follow(
+                id, log: &log, path: currentPath, from: offset, index: currentIndex,
+                supervisor: supervisor, limit: limit, into: writer, buffer: &buffer,
+                stamper: &stamper)
+        }
+    }
+
+    /// Sends what is added to the instance's current log from `offset` on, as it is written,
+    /// until the instance has exited and everything was sent (`logs?follow=1`, an attached
+    /// launch). The relay rotates by rename: the file being followed is read to its end, then
+    /// the new one from its start.
+    static func follow(
+        _ id: String, log: inout LogFile, path currentPath: String, from start: Int64,
+        index: LogTimeIndex?, supervisor: Supervisor, limit: Int64, into writer: some ByteSink,
+        buffer: inout [UInt8], stamper: inout LineStamper
+    ) async throws {
+        var offset = start
+        var currentIndex = index
+        while true {
+            let exited = try await supervisor.instance(id).state == .exited
+            if stamper.timestamps, currentIndex == nil {
+                // The relay makes the index right after the file: take it once it is there.
+                currentIndex = LogTimeIndex(
+                    forLog: log.fd, candidates: [currentPath + ".idx", currentPath + ".1.idx"])
+                stamper.index = currentIndex
+            }
+            offset = try await Self.copy(
+                log.fd, from: offset, limit: limit, into: writer, buffer: &buffer,
+                stamper: &stamper)
+            if log.replaced() {
+                // Renamed to .1 by the relay, which writes only the new file from then on:
+                // the rest of the old one, then the new one from its start.
                 offset = try await Self.copy(
                     log.fd, from: offset, limit: limit, into: writer, buffer: &buffer,
                     stamper: &stamper)
-                if log.replaced() {
-                    // Renamed to .1 by the relay, which writes only the new file from then on:
-                    // the rest of the old one, then the new one from its start.
-                    offset = try await Self.copy(
-                        log.fd, from: offset, limit: limit, into: writer, buffer: &buffer,
-                        stamper: &stamper)
-                    log.reopen()
-                    offset = 0
+                log.reopen()
+                offset = 0
+                if stamper.timestamps {
                     currentIndex = LogTimeIndex(forLog: log.fd, candidates: [currentPath + ".idx"])
                     stamper.index = currentIndex
-                    stamper.atLineStart = true
-                    continue
                 }
-                if exited { return }
-                // New output is looked for every 50 ms; the exit ends the wait at once, so the
-                // stream ends as soon as the instance has (a console's client learns of the
-                // exit when it happens, not up to a poll later).
-                await supervisor.waitForExit(id, atMost: .milliseconds(50))
-                try Task.checkCancellation()
+                stamper.atLineStart = true
+                continue
             }
+            if exited { return }
+            // New output is looked for every 50 ms; the exit ends the wait at once, so the
+            // stream ends as soon as the instance has (a console's client learns of the
+            // exit when it happens, not up to a poll later).
+            await supervisor.waitForExit(id, atMost: .milliseconds(50))
+            try Task.checkCancellation()
         }
     }
 
@@ -238,7 +257,7 @@ extension Router {
     /// Sends `fd` from `offset` to its end, or to `limit`; returns the new offset. No file
     /// (-1) is empty.
     static func copy(
-        _ fd: Int32, from offset: Int64, limit: Int64, into writer: StreamWriter,
+        _ fd: Int32, from offset: Int64, limit: Int64, into writer: some ByteSink,
         buffer: inout [UInt8],
         stamper: inout LineStamper
     ) async throws -> Int64 {

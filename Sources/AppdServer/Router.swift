@@ -118,8 +118,8 @@ final class Router: Sendable {
             // Held by the reply while it streams, or until a long poll answers.
             let slot = try limits.openStream(request.caller)
             let reply = try await route.handler(self, request, parameters)
-            guard case .stream(let type, let produce) = reply else { return reply }
-            return .stream(contentType: type) { writer in
+            guard case .stream(let type, let headers, let produce) = reply else { return reply }
+            return .stream(contentType: type, headers: headers) { writer in
                 defer { slot.close() }
                 try await produce(writer)
             }
@@ -137,6 +137,8 @@ final class Router: Sendable {
         switch route.pattern {
         case ["events"], ["instances", "{iid}", "wait"]: true
         case ["instances", "{iid}", "logs"], ["denials"]: request.flag("follow")
+        // Counted before the launch: a caller at its limit is refused with nothing launched.
+        case ["apps", "{id}", "launch"]: request.flag("attach")
         default: false
         }
     }

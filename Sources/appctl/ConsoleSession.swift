@@ -39,21 +39,30 @@ final class ConsoleSession: @unchecked Sendable {
         let waiter = SignalWaiter(signals: blocked) { [self] in interrupted() }
         waiter.start()
 
-        let launched = try client.post(
-            AppdClient.path("apps", app, "launch"), body: LaunchRequest(arguments: arguments),
-            as: APIInstance.self)
-        let early = lock.withLock { _ in
-            instance = launched.id
-            return interrupts
-        }
-        if early > 0 { stop(launched.id, kill: early > 1) }
-
-        try client.stream(AppdClient.path("instances", launched.id, "logs", query: ["follow": "1"]))
-        { bytes in
+        // One exchange (docs/api.md, "Attached launch"): the instance, its output, its exit.
+        let attached = try client.launchAttached(app, LaunchRequest(arguments: arguments)) {
+            [self] launched in
+            let early = lock.withLock { _ in
+                instance = launched.id
+                return interrupts
+            }
+            if early > 0 { stop(launched.id, kill: early > 1) }
+        } onOutput: { bytes in
             try Output.raw(bytes)
         }
-        return try client.get(
-            AppdClient.path("instances", launched.id, "wait"), as: APIInstance.self)
+        switch attached {
+        case .ended(let ended):
+            return ended
+        case .notAttached(let launched):
+            // An appd from before attach=1: its output and its exit, each on its own request.
+            try client.stream(
+                AppdClient.path("instances", launched.id, "logs", query: ["follow": "1"])
+            ) { bytes in
+                try Output.raw(bytes)
+            }
+            return try client.get(
+                AppdClient.path("instances", launched.id, "wait"), as: APIInstance.self)
+        }
     }
 
     private func interrupted() {

@@ -13,6 +13,7 @@ import Glibc
 
 struct Denials: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "denials",
         abstract:
             "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
         discussion: """

@@ -6,6 +6,7 @@ import ArgumentParser
 /// `appctl system ...`: plumbing for other programs.
 struct System: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "system",
         abstract: "Plumbing: what 'appctl --host' runs on the remote machine.",
         subcommands: [DialStdio.self])
 

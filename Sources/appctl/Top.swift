@@ -13,6 +13,7 @@ import Glibc
 
 struct Top: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "top",
         abstract: "Show what each running instance uses: CPU, memory, state, uptime.",
         discussion: """
             One row per live instance: INSTANCE APP STATE CPU% MEM UPTIME, busiest first. CPU% \

@@ -27,6 +27,35 @@ struct TextFormattingTests {
         }
     }
 
+    @Test("the API's dates read by arithmetic are the dates the ISO 8601 format style reads")
+    func readDates() {
+        var generator = SeededGenerator(seed: 15)
+        var samples: [String] = [
+            "1970-01-01T00:00:00Z", "1970-01-01T00:00:00.000Z", "2000-02-29T23:59:59.999Z",
+            "2026-11-24T10:00:00.5Z", "2026-11-24T10:00:00.123456789Z", "9999-12-31T23:59:59.999Z",
+            "2100-03-01T00:00:00.001Z", "2024-02-29T12:34:56.789Z",
+        ]
+        for _ in 0..<5000 {
+            let date = Date(timeIntervalSince1970: Double.random(in: 0..<4_102_444_800, using: &generator))
+            samples.append(TextFormatting.rfc3339(date))
+            samples.append(TextFormatting.iso8601(date))
+        }
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        let plainStyle = Date.ISO8601FormatStyle()
+        for text in samples {
+            let expected = (try? style.parse(text)) ?? (try? plainStyle.parse(text))
+            #expect(APICoding.utcDate(text) == expected, "\(text)")
+        }
+        // Not the encoder's form: left to the format style.
+        for text in [
+            "2026-11-24T10:00:00+01:00", "2026-02-30T10:00:00Z", "2026-11-24 10:00:00Z", "2026-11-24T24:00:00Z",
+            "2026-11-24T10:00:60Z", "2026-11-24T10:00:00.Z", "2026-11-24T10:00:00.1234567890Z", "1969-12-31T23:59:59Z",
+            "2026-1-24T10:00:00Z", "2026-11-24T10:00:0aZ", "",
+        ] {
+            #expect(APICoding.utcDate(text) == nil, "\(text)")
+        }
+    }
+
     @Test(
         "--since's RFC 3339 times parse as ISO8601DateFormatter parsed them",
         arguments: [

@@ -33,6 +33,31 @@ struct RemoteTests {
     }
 
     @Test(
+        "launch --console through ssh: the attached launch streams the remote app's output and appctl exits with its code"
+    )
+    func remoteConsole() throws {
+        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
+        try daemon.installProbe("com.example.remote")
+        let ssh = try PrivateSSH()
+        let url = "ssh://\(ssh.user)@127.0.0.1:\(ssh.port)\(daemon.socket)"
+        // The remote user may launch.
+        let handle = try #require(FileHandle(forWritingAtPath: daemon.configPath))
+        handle.seekToEndOfFile()
+        handle.write(Data("\n[API]\nControlAllowed=\(ssh.user)\n".utf8))
+        try handle.close()
+        let reloaded = try daemon.run("appd", ["reload"])
+        #expect(reloaded.code == 0, "\(reloaded.output)")
+
+        let console = try ssh.appctl(["--host", url, "launch", "--console", "com.example.remote", "--", "env"])
+        #expect(console.code == 0 && console.output.contains("env: value HOME="), "\(console.output)")
+        let exits = try ssh.appctl(["--host", url, "launch", "--console", "com.example.remote", "--", "exit", "6"])
+        #expect(exits.code == 6, "\(exits.output)")
+        let ended = try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self)
+        #expect(ended.count == 2 && ended.allSatisfy { $0.state == .exited }, "\(ended)")
+        #expect(ended.allSatisfy { $0.launchedBy == ssh.uid }, "\(ended)")
+    }
+
+    @Test(
         "each failure is named: ssh missing, host unreachable, remote appctl missing, remote socket missing, a malformed URL"
     )
     func failuresAreNamed() throws {
