@@ -153,6 +153,14 @@ struct AttachedLaunchTests {
     }
 
     /// The daemon's open file descriptors.
+    /// Kills each instance and waits until it has exited.
+    static func killAll(_ instances: [APIInstance], _ daemon: TestDaemon) throws {
+        for instance in instances {
+            _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+        }
+        for instance in instances { _ = try daemon.wait(instance.id) }
+    }
+
     static func openFDs(_ daemon: TestDaemon) -> Int {
         guard let pid = daemon.process?.processIdentifier else { return -1 }
         return ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? [])
@@ -233,10 +241,7 @@ struct AttachedLaunchTests {
         #expect(daemon.eventually { Self.openFDs(daemon) > idle })
         usleep(300_000)
         let perInstances = Self.openFDs(daemon) - idle
-        for instance in plain {
-            _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
-        }
-        for instance in plain { _ = try daemon.wait(instance.id) }
+        try Self.killAll(plain, daemon)
         #expect(
             daemon.eventually { Self.openFDs(daemon) <= idle },
             "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")
@@ -257,10 +262,7 @@ struct AttachedLaunchTests {
         let running = try daemon.client.get("/v1/instances", as: [APIInstance].self)
         #expect(running.count == 5)
         #expect(running.allSatisfy { $0.state != .exited })
-        for instance in running {
-            _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
-        }
-        for instance in running { _ = try daemon.wait(instance.id) }
+        try Self.killAll(running, daemon)
         #expect(
             daemon.eventually { Self.openFDs(daemon) <= idle },
             "\(Self.openFDs(daemon)) vs \(idle): \(Self.fdTargets(daemon))")

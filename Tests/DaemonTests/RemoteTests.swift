@@ -6,14 +6,20 @@ import Testing
 /// port of 127.0.0.1 with its own host key, and a test user of its own whose key it accepts.
 @Suite("appctl --host: the daemon of another machine through ssh", .serialized, rootOnly)
 struct RemoteTests {
+    /// A daemon any local user may reach, with the Probe installed as com.example.remote, a
+    /// private sshd, and the `ssh://` URL of that daemon's socket through it.
+    static func remoteDaemon() throws -> (TestDaemon, PrivateSSH, String) {
+        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
+        try daemon.installProbe("com.example.remote")
+        let ssh = try PrivateSSH()
+        return (daemon, ssh, "ssh://\(ssh.user)@127.0.0.1:\(ssh.port)\(daemon.socket)")
+    }
+
     @Test(
         "through ssh appctl gets the remote user's answers: it may list, and launching is refused as for that uid"
     )
     func remoteUserRights() throws {
-        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
-        try daemon.installProbe("com.example.remote")
-        let ssh = try PrivateSSH()
-        let url = "ssh://\(ssh.user)@127.0.0.1:\(ssh.port)\(daemon.socket)"
+        let (daemon, ssh, url) = try Self.remoteDaemon()
 
         let list = try ssh.appctl(["--host", url, "list"])
         #expect(list.code == 0 && list.output.contains("com.example.remote"), "\(list.output)")
@@ -36,10 +42,7 @@ struct RemoteTests {
         "launch --console through ssh: the attached launch streams the remote app's output and appctl exits with its code"
     )
     func remoteConsole() throws {
-        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
-        try daemon.installProbe("com.example.remote")
-        let ssh = try PrivateSSH()
-        let url = "ssh://\(ssh.user)@127.0.0.1:\(ssh.port)\(daemon.socket)"
+        let (daemon, ssh, url) = try Self.remoteDaemon()
         // The remote user may launch.
         let handle = try #require(FileHandle(forWritingAtPath: daemon.configPath))
         handle.seekToEndOfFile()
