@@ -18,6 +18,18 @@ public final class Registry: Sendable {
             try db.execute(sql: "PRAGMA synchronous = FULL")
         }
         config.busyMode = .timeout(10)
+        // One opener at a time, across processes: GRDB's migrator reads which migrations are
+        // applied, then applies each in its own transaction, so two openers of a new or older
+        // registry both ran "v1" (the second failed: `table "apps" already exists`); and the
+        // switch to WAL takes a lock SQLite's busy handler does not wait for ("database is
+        // locked" at once). An flock on the registry's folder, held only while opening; not
+        // the state lock, which a caller may hold already.
+        let folderPath = (path as NSString).deletingLastPathComponent
+        let folder = open(folderPath.isEmpty ? "." : folderPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
+        }
+        defer { if folder >= 0 { close(folder) } }
         do {
             db = try DatabasePool(path: path, configuration: config)
             try Self.migrator.migrate(db)
