@@ -111,15 +111,21 @@ public final class DenialLog: Sendable {
     static let ownSession = readSession(getpid())
 
     static func readSession(_ pid: Int32) -> UInt32? {
-        let fd = open("/proc/\(pid)/sessionid", O_RDONLY | O_CLOEXEC)
+        procText("/proc/\(pid)/sessionid", limit: 16).flatMap {
+            UInt32($0.trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    /// The first `limit` bytes of a /proc file, in one read; nil if it cannot be read or is
+    /// empty (the process is gone).
+    static func procText(_ path: String, limit: Int) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 16)
+        var buffer = [UInt8](repeating: 0, count: limit)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
-        return UInt32(
-            String(decoding: buffer[0..<count], as: UTF8.self).trimmingCharacters(
-                in: .whitespacesAndNewlines))
+        return String(decoding: buffer[0..<count], as: UTF8.self)
     }
 
     /// The instance whose audit session `session` is, reading the sessions of launchers not
@@ -308,14 +314,7 @@ public final class DenialLog: Sendable {
 
     /// The cgroup paths of a process (one per hierarchy), or nil once it is gone.
     static func cgroupPaths(of pid: Int32) -> [String]? {
-        let fd = open("/proc/\(pid)/cgroup", O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n").compactMap
-        { line in
+        procText("/proc/\(pid)/cgroup", limit: 4096)?.split(separator: "\n").compactMap { line in
             // hierarchy-ID:controllers:path
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, parts[2].count > 1 else { return nil }
