@@ -7,6 +7,15 @@ import Testing
 /// (docs/denials.md). The denials come from a real sandboxed probe against a real daemon.
 @Suite("the denial log", .serialized, rootOnly)
 struct DenialTests {
+    /// The instance has no denial, neither in its list (shown if not) nor in its count.
+    func expectNoDenials(_ daemon: TestDaemon, instance: String) throws {
+        let listed = try denials(daemon, instance: instance).denials
+        #expect(
+            listed.isEmpty,
+            "\(listed.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
+        #expect(try daemon.instance(instance).denials == 0)
+    }
+
     func denials(_ daemon: TestDaemon, instance: String) throws -> APIDenials {
         let result = try daemon.run("appctl", ["denials", "--json", instance])
         guard result.code == 0 else { throw DaemonFailure("appctl denials: \(result.output)") }
@@ -127,11 +136,7 @@ struct DenialTests {
         let quiet = try daemon.launch("com.example.quiet", ["exit", "4"])
         _ = try daemon.wait(quiet.id)
         usleep(500_000)
-        let answer = try denials(daemon, instance: quiet.id)
-        #expect(
-            answer.denials.isEmpty,
-            "\(answer.denials.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
-        #expect(try daemon.instance(quiet.id).denials == 0)
+        try expectNoDenials(daemon, instance: quiet.id)
     }
 
     @Test(
@@ -149,11 +154,7 @@ struct DenialTests {
         print("uids: loud \(loud.uid), quiet \(quiet.uid)")
         #expect(try first.eventually { try denials(first, instance: loud.id).denials.count >= 10 })
         usleep(500_000)
-        let stolen = try denials(second, instance: quiet.id).denials
-        #expect(
-            stolen.isEmpty,
-            "\(stolen.map { "\($0.source.rawValue) \($0.summary) pid \($0.pid ?? 0)" })")
-        #expect(try second.instance(quiet.id).denials == 0)
+        try expectNoDenials(second, instance: quiet.id)
     }
 
     @Test(
