@@ -69,6 +69,7 @@ public final class Daemon: Service {
         let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
+        supervisor.templates.onFailure { [logger] message in logger.warning("\(message)") }
         let report = await supervisor.start()
         await supervisor.startDenialLog()
         if let reason = supervisor.denials.kernelStatus.reason {

@@ -21,6 +21,8 @@
 
 int appd_unshare(int flags) { return unshare(flags); }
 
+int appd_setns(int fd, int type) { return setns(fd, type); }
+
 int appd_pivot_root(const char *new_root, const char *put_old) {
     return (int)syscall(SYS_pivot_root, new_root, put_old);
 }

@@ -66,6 +66,9 @@ public struct SandboxLaunch {
     /// The output relay's fds and settings (docs/app-output.md): `output` is then the pipe's
     /// write end and the launcher's relay writes the log. nil: `output` is used as it is.
     public var relay: OutputRelayArguments?
+    /// The app's shared namespaces to join (NamespaceTemplates); the caller closes them after
+    /// the start. nil: the launcher builds its own.
+    public var namespaces: NamespaceTemplates.Lease?
 
     /// What appd-exec's output relay gets: the pipe's read end, the log folder, the journal.
     public struct OutputRelayArguments {
@@ -262,6 +265,11 @@ public struct SandboxLaunch {
             if let journal = relay.journalFD { place(journal, "--journal-fd") }
             arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
             for field in relay.journalFields { arguments += ["--journal-field", field] }
+        }
+        if let namespaces {
+            place(namespaces.mount, "--mount-ns-fd")
+            if namespaces.net >= 0 { place(namespaces.net, "--net-ns-fd") }
+            if namespaces.uts >= 0 { place(namespaces.uts, "--uts-ns-fd") }
         }
         // Nothing else: SwiftNIO opens its epoll, listening and accepted sockets without
         // close-on-exec, and a launcher holding a client's connection keeps it open after

@@ -39,6 +39,7 @@ extension Supervisor {
         publish(.exited, entry.record.instance)
         for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
         pruneExited()
+        templates.sweep()
     }
 
     /// Why it ended. What appd asked for comes first (it explains a SIGKILL or SIGTERM), then

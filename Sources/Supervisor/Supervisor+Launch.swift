@@ -88,7 +88,7 @@ extension Supervisor {
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, context: context, timings: &timings,
             store: store, kernel: kernel, driver: driver, records: records, logs: logs,
-            bpfCache: bpfCache, denials: denials)
+            bpfCache: bpfCache, denials: denials, templates: templates)
         let recording = ContinuousClock.now
         var record = spawned.record
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
@@ -128,7 +128,7 @@ extension Supervisor {
         timings: inout LaunchTimings,
         store: AppStore, kernel: KernelLayers, driver: any CgroupDriver, records: RecordStore,
         logs: InstanceLogs,
-        bpfCache: BPFCache, denials: DenialLog
+        bpfCache: BPFCache, denials: DenialLog, templates: NamespaceTemplates
     ) async throws -> SpawnedInstance {
         var clock = ContinuousClock.now
         func lap() -> Double {
@@ -202,6 +202,9 @@ extension Supervisor {
             ])
         launch.bpf = bpf
         timings.files = lap()
+        // The app's shared namespaces (built here by the first launch that finds none).
+        launch.namespaces = templates.lease(for: profile, launcher: context.launcher)
+        defer { launch.namespaces?.close() }
         let started: SandboxLaunch.Started
         // Registered before the launcher starts: an app quicker than the launch's return
         // (a denial at its first instruction) is not missed.

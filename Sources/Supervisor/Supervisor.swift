@@ -56,6 +56,8 @@ public actor Supervisor {
     var lastWaiter: UInt64 = 0
     /// Compiled seccomp filters by rule set, shared by the launches running off the actor.
     let bpfCache = BPFCache()
+    /// Each app's shared namespaces, joined by its launches (NamespaceTemplates.swift).
+    public nonisolated let templates = NamespaceTemplates()
     /// Whether launches ask the kernel to audit their denials (Supervisor+Denials.swift); off
     /// until the denial log starts.
     var logDenials = false
@@ -128,6 +130,8 @@ public actor Supervisor {
         }
         guard closedApps.insert(key).inserted else { throw AppdError(.conflict, "\(appID) is already being uninstalled") }
         defer { closedApps.remove(key) }
+        // Nothing of its containers stays held by its shared namespaces.
+        templates.forget(app: appID)
         return try await body()
     }
 

@@ -2,7 +2,10 @@ import Glibc
 
 /// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]
 ///  [--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N
-///   [--journal-fd J] [--journal-field KEY=VALUE]...]`
+///   [--journal-fd J] [--journal-field KEY=VALUE]...]
+///  [--mount-ns-fd F [--net-ns-fd F] [--uts-ns-fd F]]`, or
+/// `appd-exec --template --profile-fd N --status-fd S` (docs/launcher-protocol.md, "Shared
+/// namespaces").
 struct Arguments {
     var profileFD: Int32
     var seccompFD: Int32
@@ -11,10 +14,16 @@ struct Arguments {
     var channelFD: Int32?
     /// The output relay's settings (docs/app-output.md); nil: 0-2 pass through to the app.
     var output: OutputSettings?
+    /// `--template`: build the app's shared namespaces, say `ready` on the status fd and wait
+    /// to be killed (the daemon keeps the namespaces by fd).
+    var template = false
+    /// The app's shared namespaces to join instead of building them (nil: build them).
+    var joined: JoinedNamespaces?
 
     static let usage =
         "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C] "
-        + "[--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N [--journal-fd J] [--journal-field KEY=VALUE]...]"
+        + "[--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N [--journal-fd J] [--journal-field KEY=VALUE]...] "
+        + "[--mount-ns-fd F [--net-ns-fd F] [--uts-ns-fd F]]; or: appd-exec --template --profile-fd N --status-fd S"
 
     /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
     /// still be reported there.
@@ -22,21 +31,27 @@ struct Arguments {
         // One variable per fd option, not a [String: Int32]: a Dictionary's generic metadata
         // and its Hashable conformance are looked up at run time, on every launch.
         var profileFD, seccompFD, channelFD, outputFD, logDirectoryFD, journalFD: Int32?
+        var mountNamespaceFD, netNamespaceFD, utsNamespaceFD: Int32?
         var statusGiven = false
+        var template = false
         var logName: String?
         var logMaxBytes: Int?
         var fields: [String] = []
         var index = 1
         while index < argv.count {
             let option = argv[index]
+            if option == "--template" && !template {
+                template = true
+                index += 1
+                continue
+            }
             guard index + 1 < argv.count else {
                 throw LaunchFailure("arguments", "\(option) needs a value; \(usage)")
             }
             let value = argv[index + 1]
             switch option {
             case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
-                "--log-dir-fd",
-                "--journal-fd":
+                "--log-dir-fd", "--journal-fd", "--mount-ns-fd", "--net-ns-fd", "--uts-ns-fd":
                 let given: Bool
                 switch option {
                 case "--profile-fd": given = profileFD != nil
@@ -45,6 +60,9 @@ struct Arguments {
                 case "--channel-fd": given = channelFD != nil
                 case "--output-fd": given = outputFD != nil
                 case "--log-dir-fd": given = logDirectoryFD != nil
+                case "--mount-ns-fd": given = mountNamespaceFD != nil
+                case "--net-ns-fd": given = netNamespaceFD != nil
+                case "--uts-ns-fd": given = utsNamespaceFD != nil
                 default: given = journalFD != nil
                 }
                 guard !given else {
@@ -62,6 +80,9 @@ struct Arguments {
                 case "--channel-fd": channelFD = fd
                 case "--output-fd": outputFD = fd
                 case "--log-dir-fd": logDirectoryFD = fd
+                case "--mount-ns-fd": mountNamespaceFD = fd
+                case "--net-ns-fd": netNamespaceFD = fd
+                case "--uts-ns-fd": utsNamespaceFD = fd
                 default: journalFD = fd
                 }
             case "--log-name" where logName == nil:
@@ -90,6 +111,22 @@ struct Arguments {
             }
             index += 2
         }
+        if template {
+            guard let profileFD, statusGiven, let statusFD else {
+                throw LaunchFailure("arguments", "--template needs --profile-fd and --status-fd; \(usage)")
+            }
+            guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil, journalFD == nil,
+                logName == nil, logMaxBytes == nil, fields.isEmpty, mountNamespaceFD == nil,
+                netNamespaceFD == nil, utsNamespaceFD == nil
+            else {
+                throw LaunchFailure("arguments", "--template takes only --profile-fd and --status-fd; \(usage)")
+            }
+            try sys(fcntl(profileFD, F_GETFD), "arguments", "fd \(profileFD) is not open")
+            try sys(fcntl(statusFD, F_GETFD), "arguments", "fd \(statusFD) is not open")
+            var arguments = Arguments(profileFD: profileFD, seccompFD: -1, statusFD: statusFD)
+            arguments.template = true
+            return arguments
+        }
         guard let profileFD, let seccompFD else {
             throw LaunchFailure("arguments", "--profile-fd and --seccomp-fd are required; \(usage)")
         }
@@ -104,9 +141,18 @@ struct Arguments {
         try checkOpen(outputFD)
         try checkOpen(logDirectoryFD)
         try checkOpen(journalFD)
+        try checkOpen(mountNamespaceFD)
+        try checkOpen(netNamespaceFD)
+        try checkOpen(utsNamespaceFD)
         var arguments = Arguments(
             profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
             channelFD: channelFD)
+        if let mountNamespaceFD {
+            arguments.joined = JoinedNamespaces(
+                mount: mountNamespaceFD, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
+        } else if netNamespaceFD != nil || utsNamespaceFD != nil {
+            throw LaunchFailure("arguments", "--net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
+        }
         if let readFD = outputFD {
             guard let directory = logDirectoryFD, let logName, let logMaxBytes else {
                 throw LaunchFailure(

@@ -11,6 +11,9 @@ struct Launch {
     var launcherPidfd: Int32
     /// The app's end of the lifecycle channel, or -1: the app gets it as fd 3.
     var channelFD: Int32
+    /// The app's shared namespaces the launcher joined (their fds are closed by now): the root,
+    /// the loopback and the hostname are there already.
+    var joined: JoinedNamespaces? = nil
 }
 
 /// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
@@ -43,9 +46,15 @@ enum Init {
         // which forwards it, and would otherwise reach us a second time.
         setsid()
 
-        if profile.tmpfsRoot { try Mounts(profile: profile).build() }
-        if profile.loopback { try Network.bringUpLoopback() }
-        if let hostname = profile.hostname { try Network.setHostname(hostname) }
+        if let joined = launch.joined {
+            try Mounts(profile: profile).mountInstanceParts()
+            if profile.loopback && joined.net < 0 { try Network.bringUpLoopback() }
+            if let hostname = profile.hostname, joined.uts < 0 { try Network.setHostname(hostname) }
+        } else {
+            if profile.tmpfsRoot { try Mounts(profile: profile).build() }
+            if profile.loopback { try Network.bringUpLoopback() }
+            if let hostname = profile.hostname { try Network.setHostname(hostname) }
+        }
 
         let app = fork()
         try sys(app, "fork", "cannot fork the app process")

@@ -20,8 +20,21 @@ import Glibc
 /// root for a moment with the host below it at `/oldroot`, the new root is built at `/newroot`
 /// from sources read under `/oldroot`, then the host is detached and a second pivot enters
 /// `/newroot`.
+///
+/// Shared namespaces (docs/launcher-protocol.md): `--template` builds the same root with
+/// `phase: .template`, which leaves out what must be each instance's own (procfs, tied to the
+/// instance's pid namespace; /dev/shm; devpts) but creates their mount points, then `seal`s
+/// it. A launch that joins such a template runs `mountInstanceParts` on its private copy.
 struct Mounts {
     let profile: Profile
+    var phase = Phase.whole
+
+    enum Phase {
+        /// Everything: a launch that builds its own root.
+        case whole
+        /// The app's shared root: no procfs, no /dev/shm tmpfs, no devpts.
+        case template
+    }
 
     private static let scratch = "/tmp"
     private static let oldRoot = "/oldroot"
@@ -188,14 +201,12 @@ struct Mounts {
             try mountTmpfs(target, mode: mode, step: "mount")
         case .proc(let destination):
             let target = try makeDirectory(destination, root: root)
-            try sys(
-                mount("proc", target, "proc", UInt(MS_NOSUID | MS_NODEV | MS_NOEXEC), nil),
-                "mount", "proc on \(destination)")
+            if phase == .whole { try mountProc(target, destination) }
         case .dev(let destination):
-            guard case .devices(let fds) = source else {
-                return try makeDev(destination, root: root, nodes: nil)
-            }
-            try makeDev(destination, root: root, nodes: fds)
+            var nodes: UnsafeMutablePointer<Int32>?
+            if case .devices(let fds) = source { nodes = fds }
+            let dev = try makeDevTree(destination, root: root, nodes: nodes)
+            if phase == .whole { try mountDevInstanceParts(dev) }
         case .symlink(let target, let destination):
             let path = root + destination
             try FileIO.makeDirectories(FileIO.parent(of: path), mode: 0o755, step: "mount")
@@ -282,12 +293,59 @@ struct Mounts {
         try sys(mount(nil, target, nil, flags | UInt(lockedFlags), nil), "mount", "\(what): remount")
     }
 
+    /// The per-instance part of a joined template, on the launch's private copy of it (the
+    /// root is the app's already): procfs for this pid namespace, /dev/shm, devpts. Creates
+    /// nothing: the template holds every mount point.
+    func mountInstanceParts() throws {
+        for record in profile.mounts {
+            switch record {
+            case .proc(let destination): try mountProc(destination, destination)
+            case .dev(let destination): try mountDevInstanceParts(destination)
+            default: continue
+            }
+        }
+    }
+
+    /// Makes the template's own tmpfs mounts (the root, `tmpfs` records, /dev) read-only:
+    /// every instance's copy shares their contents. Binds keep the flags their records gave.
+    func seal() throws {
+        try remountReadOnly("/")
+        for record in profile.mounts {
+            switch record {
+            case .tmpfs(let destination, _), .dev(let destination): try remountReadOnly(destination)
+            default: continue
+            }
+        }
+    }
+
+    private func remountReadOnly(_ path: String) throws {
+        let flags = UInt(MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        try sys(mount(nil, path, nil, flags, nil), "mount", "cannot make \(path) read-only")
+    }
+
+    private func mountProc(_ target: String, _ destination: String) throws {
+        try sys(
+            mount("proc", target, "proc", UInt(MS_NOSUID | MS_NODEV | MS_NOEXEC), nil),
+            "mount", "proc on \(destination)")
+    }
+
+    /// /dev's own mounts: a shm tmpfs and, with `console`, a private devpts instance.
+    private func mountDevInstanceParts(_ dev: String) throws {
+        try mountTmpfs(dev + "/shm", mode: 0o1777, step: "mount")
+        if profile.console {
+            try sys(
+                mount(
+                    "devpts", dev + "/pts", "devpts", UInt(MS_NOSUID | MS_NOEXEC),
+                    "newinstance,ptmxmode=0666,mode=620"), "mount", "dev: devpts")
+        }
+    }
+
     /// Minimal /dev: the harmless nodes from the host (the clones in `nodes`, or bound from
-    /// `/oldroot/dev` in the fallback layout), the /proc/self/fd links, a shm tmpfs, and with
-    /// `console` a private devpts instance.
-    private func makeDev(
+    /// `/oldroot/dev` in the fallback layout), the /proc/self/fd links, and the mount points
+    /// of `mountDevInstanceParts` (with `console`, /dev/ptmx too). Returns its path.
+    private func makeDevTree(
         _ destination: String, root: String, nodes: UnsafeMutablePointer<Int32>?
-    ) throws {
+    ) throws -> String {
         let dev = try makeDirectory(destination, root: root)
         try mountTmpfs(dev, mode: 0o755, step: "mount")
         for (index, node) in Self.deviceNodes.enumerated() {
@@ -306,15 +364,11 @@ struct Mounts {
         try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
         try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
         try sys(mkdir(dev + "/shm", 0o755), "mount", "dev: mkdir shm")
-        try mountTmpfs(dev + "/shm", mode: 0o1777, step: "mount")
         if profile.console {
             try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts")
-            try sys(
-                mount(
-                    "devpts", dev + "/pts", "devpts", UInt(MS_NOSUID | MS_NOEXEC),
-                    "newinstance,ptmxmode=0666,mode=620"), "mount", "dev: devpts")
             try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
         }
+        return dev
     }
 
     private func makeDirectory(_ destination: String, root: String) throws -> String {

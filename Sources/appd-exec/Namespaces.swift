@@ -20,9 +20,48 @@ enum Namespaces {
     }
 
     /// unshare(2) in this single-threaded process. The pid namespace applies to the children
-    /// only: the next fork creates its PID 1.
-    static func unshare(_ profile: Profile) throws {
-        let flags = profile.unshareFlags
+    /// only: the next fork creates its PID 1. With `joined` (the app's shared namespaces, built
+    /// by `--template`), the launcher first enters the template's mount namespace, whose root
+    /// is the app's root already, then unshares a private copy of it with the other
+    /// namespaces, and joins the app's network and uts namespaces instead of creating them.
+    static func unshare(_ profile: Profile, joined: JoinedNamespaces? = nil) throws {
+        var flags = profile.unshareFlags
+        if let joined {
+            guard profile.namespaces.contains(.mount), profile.tmpfsRoot else {
+                throw LaunchFailure("unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
+            }
+            try enter(joined.mount, APPD_CLONE_NEWNS, "mount")
+            if joined.net >= 0 {
+                guard profile.namespaces.contains(.net) else {
+                    throw LaunchFailure("unshare", "--net-ns-fd needs 'unshare net'")
+                }
+                flags &= ~APPD_CLONE_NEWNET
+            }
+            if joined.uts >= 0 {
+                guard profile.namespaces.contains(.uts) else {
+                    throw LaunchFailure("unshare", "--uts-ns-fd needs 'unshare uts'")
+                }
+                flags &= ~APPD_CLONE_NEWUTS
+            }
+        }
+        try unshare(flags, profile)
+        if let joined {
+            if joined.net >= 0 { try enter(joined.net, APPD_CLONE_NEWNET, "net") }
+            if joined.uts >= 0 { try enter(joined.uts, APPD_CLONE_NEWUTS, "uts") }
+            joined.close()
+        }
+    }
+
+    /// setns(2) into a namespace the daemon holds; the fd's type must match `type`.
+    private static func enter(_ fd: Int32, _ type: Int32, _ name: String) throws {
+        guard appd_setns(fd, type) == 0 else {
+            let code = errno
+            let hint = code == EINVAL ? "; hint: fd \(fd) is not a \(name) namespace" : ""
+            throw LaunchFailure("unshare", "cannot join the app's \(name) namespace\(hint)", errno: code)
+        }
+    }
+
+    private static func unshare(_ flags: Int32, _ profile: Profile) throws {
         guard flags != 0 else { return }
         guard appd_unshare(flags) == 0 else {
             let code = errno
@@ -30,5 +69,21 @@ enum Namespaces {
             let hint = code == EPERM ? "; hint: appd-exec must run as root" : ""
             throw LaunchFailure("unshare", "cannot create namespaces \(names)\(hint)", errno: code)
         }
+    }
+}
+
+/// The app's shared namespaces (docs/launcher-protocol.md, "Shared namespaces"): a mount
+/// namespace whose root is the app's root without /proc and /dev's per-instance mounts, and
+/// its network and uts namespaces (-1: not shared).
+struct JoinedNamespaces {
+    var mount: Int32
+    var net: Int32
+    var uts: Int32
+
+    func close() {
+        // Not a loop over an array literal: `[Int32]` is a runtime metadata lookup per launch.
+        if mount >= 0 { _ = Glibc.close(mount) }
+        if net >= 0 { _ = Glibc.close(net) }
+        if uts >= 0 { _ = Glibc.close(uts) }
     }
 }

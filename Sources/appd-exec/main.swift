@@ -19,6 +19,7 @@ enum Launcher {
             try ensureStandardDescriptors()
             try Signals.prepareLauncher()
             let arguments = try Arguments.parse(CommandLine.arguments, statusFD: &statusFD)
+            if arguments.template { return try Template.run(arguments) }
             let profileBytes = try FileIO.readAll(
                 arguments.profileFD, limit: 1 << 20, step: "profile")
             close(arguments.profileFD)
@@ -39,12 +40,12 @@ enum Launcher {
                 relay = try OutputRelay.start(output)
                 for fd in [output.readFD, output.logDirectoryFD, output.journalFD] where fd >= 0 { close(fd) }
             }
-            try Namespaces.unshare(profile)
+            try Namespaces.unshare(profile, joined: arguments.joined)
             let outcome = try runInit(
                 Launch(
                     profile: profile, seccomp: seccomp, report: Report(fd: -1),
                     lastCapability: lastCapability, launcherPidfd: -1,
-                    channelFD: arguments.channelFD ?? -1))
+                    channelFD: arguments.channelFD ?? -1, joined: arguments.joined))
             switch outcome {
             case .ended(let status):
                 finishOutput(relay)

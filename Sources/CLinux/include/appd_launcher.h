@@ -22,6 +22,9 @@
 
 int appd_unshare(int flags);
 
+/// setns(2): joins the namespace `fd` names; `type` (a CLONE_NEW* flag) must match it.
+int appd_setns(int fd, int type);
+
 /// pivot_root(2): no glibc wrapper.
 int appd_pivot_root(const char *new_root, const char *put_old);
 
