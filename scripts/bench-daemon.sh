@@ -62,6 +62,7 @@ daemon_cleanup() {
             rmdir "$dir" 2>/dev/null || true
         done < <(find /sys/fs/cgroup/ -maxdepth 5 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
     fi
+    if [[ -n "${root:-}" ]] && mountpoint -q "$root/run"; then umount -l "$root/run" || true; fi
     [[ -z "${base:-}" ]] || rm -rf "$base"
     exit "$status"
 }
@@ -75,6 +76,13 @@ daemon_start() {
     trap 'exit 143' TERM
     root="$base/root" work="$base/work"
     mkdir -m 0755 "$root" "$work"
+    # The daemon's runtime directory (its socket, the instance records and status files) on a
+    # tmpfs, as /run is on every systemd host. Here / (and /run) is ext4 without a journal,
+    # where creating a file within minutes of many deletions (the last run's instances) scans
+    # every recently freed inode (ext4 recently_deleted): a fifth of a 1,000-launch burst's CPU.
+    mkdir -m 0755 "$root/run"
+    mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "appd-$name" "$root/run" ||
+        die "cannot mount a tmpfs on $root/run"
     socket="$root/run/appd.sock"
     cgroup_parent="/appd-$name-${base##*.}"
     {

@@ -121,4 +121,29 @@ import Testing
         #expect(try String(contentsOfFile: "/proc/\(later)/root\(shared)/marker", encoding: .utf8) == "two\n")
         #expect(try String(contentsOfFile: "/proc/\(first[0])/root\(shared)/marker", encoding: .utf8) == "one\n")
     }
+
+    /// The mount namespaces the daemon holds open (its templates).
+    static func heldMountNamespaces(_ daemon: TestDaemon) -> Int {
+        guard let pid = daemon.process?.processIdentifier,
+            let fds = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
+        else { return -1 }
+        return fds.count { fd in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.hasPrefix("mnt:") == true
+        }
+    }
+
+    @Test("uninstall drops the app's shared namespaces: nothing of its containers stays held")
+    func uninstallDrops() throws {
+        let daemon = try TestDaemon(config: "[Lifecycle]\nActivePolicy=all\n")
+        try daemon.installProbe("com.example.dropped")
+        #expect(Self.heldMountNamespaces(daemon) == 0)
+        let pids = try Self.running(daemon, "com.example.dropped", count: 2)
+        #expect(Self.heldMountNamespaces(daemon) == 1, "one template for the app")
+        for pid in pids { kill(pid, SIGKILL) }
+        #expect(try daemon.eventually { try daemon.client.get("/v1/instances", as: [APIInstance].self).isEmpty })
+        #expect(Self.heldMountNamespaces(daemon) == 1, "kept for the next launch while not idle")
+        let uninstall = try daemon.run("appd", ["uninstall", "com.example.dropped"])
+        #expect(uninstall.code == 0, "\(uninstall.output)")
+        #expect(Self.heldMountNamespaces(daemon) == 0, "dropped at uninstall")
+    }
 }
