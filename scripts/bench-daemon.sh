@@ -2,7 +2,8 @@
 # Sourced by scripts/bench-api and scripts/bench-scale after common.sh, with appd_bin (the appd
 # binary) and config (a configuration file, or empty) set; not meant to be run.
 #
-# daemon_start NAME makes a private state root under /var/tmp, starts `appd serve` on it in the
+# daemon_start NAME makes a private state root under /var/tmp (on a fresh journaled ext4 in a
+# file, its run/ on a tmpfs: a host's filesystems, see below), starts `appd serve` on it in the
 # background and waits until it answers. It sets
 #   base     /var/tmp/appd-NAME.XXXXXX: everything of this run, removed on exit
 #   root     the state root ($base/root); work: scratch files ($base/work)
@@ -63,7 +64,11 @@ daemon_cleanup() {
         done < <(find /sys/fs/cgroup/ -maxdepth 5 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
     fi
     if [[ -n "${root:-}" ]] && mountpoint -q "$root/run"; then umount -l "$root/run" || true; fi
-    [[ -z "${base:-}" ]] || rm -rf "$base"
+    if [[ -n "${base:-}" ]]; then
+        # The loop device goes with the last umount (autoclear).
+        if mountpoint -q "$base"; then umount -l "$base" || true; fi
+        rm -rf "$base" "$base.img"
+    fi
     exit "$status"
 }
 
@@ -74,12 +79,17 @@ daemon_start() {
     # A signal ends the script through exit, so that the EXIT trap runs.
     trap 'exit 130' INT
     trap 'exit 143' TERM
+    # The filesystems of a host: the state root on ext4 with a journal (a fresh one, in a file),
+    # the daemon's runtime directory (its socket, the instance records and status files) on a
+    # tmpfs, as /run is under systemd. This machine's / (and /run) is ext4 *without* a journal,
+    # where creating a file within minutes of many deletions (the last run's instances) scans
+    # every recently freed inode (ext4's recently_deleted): measured, a fifth of a 1,000-launch
+    # burst's CPU, which no host with a journal or a tmpfs /run pays.
+    truncate -s 8G "$base.img"
+    mkfs.ext4 -q -F "$base.img" || die "mkfs.ext4 $base.img failed (apt-get install e2fsprogs)"
+    mount -o loop "$base.img" "$base" || die "cannot loop-mount $base.img on $base"
     root="$base/root" work="$base/work"
     mkdir -m 0755 "$root" "$work"
-    # The daemon's runtime directory (its socket, the instance records and status files) on a
-    # tmpfs, as /run is on every systemd host. Here / (and /run) is ext4 without a journal,
-    # where creating a file within minutes of many deletions (the last run's instances) scans
-    # every recently freed inode (ext4 recently_deleted): a fifth of a 1,000-launch burst's CPU.
     mkdir -m 0755 "$root/run"
     mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "appd-$name" "$root/run" ||
         die "cannot mount a tmpfs on $root/run"

@@ -5,9 +5,30 @@ extension SandboxProfile {
     public func encoded() -> String {
         var lines = [Self.formatHeader]
         func record(_ fields: String...) { lines.append(fields.map(Self.escape).joined(separator: " ")) }
+        func octal(_ mode: UInt32?) -> String { String(mode ?? 0o755, radix: 8) }
 
         for path in cgroupProcs { record("cgroup", path) }
-        lines += namespaceLines()
+        if !namespaces.isEmpty {
+            lines.append((["unshare"] + namespaces.map(\.rawValue)).joined(separator: " "))
+        }
+        if namespaces.contains(.uts) { record("hostname", hostname) }
+        if loopback { record("loopback") }
+        record("root", "tmpfs")
+        for mount in mounts {
+            switch mount.kind {
+            case .roBind, .roBindTry, .rwBind, .devBind:
+                record("mount", mount.kind.rawValue, mount.source ?? "", mount.destination)
+            case .tmpfs, .dir:
+                record("mount", mount.kind.rawValue, mount.destination, octal(mount.mode))
+            case .proc, .dev:
+                record("mount", mount.kind.rawValue, mount.destination)
+            case .symlink:
+                record("mount", "symlink", mount.source ?? "", mount.destination)
+            case .file:
+                record("mount", "file", mount.destination, octal(mount.mode), mount.content ?? "")
+            }
+        }
+        if console { record("console") }
         record("uid", String(uid))
         record("gid", String(gid))
         lines.append((["groups"] + groups.map { String($0) }).joined(separator: " "))
@@ -31,40 +52,6 @@ extension SandboxProfile {
         record("exec", executable)
         for argument in arguments { record("arg", argument) }
         return lines.joined(separator: "\n") + "\n"
-    }
-
-    /// The records that make the app's namespaces and root (`unshare` to `console`): equal for
-    /// every instance of an app with the same settings, they are the key of its shared
-    /// namespaces (NamespaceTemplates), one per line.
-    public var namespacePart: String { namespaceLines().joined(separator: "\n") + "\n" }
-
-    private func namespaceLines() -> [String] {
-        var lines: [String] = []
-        func record(_ fields: String...) { lines.append(fields.map(Self.escape).joined(separator: " ")) }
-        func octal(_ mode: UInt32?) -> String { String(mode ?? 0o755, radix: 8) }
-
-        if !namespaces.isEmpty {
-            lines.append((["unshare"] + namespaces.map(\.rawValue)).joined(separator: " "))
-        }
-        if namespaces.contains(.uts) { record("hostname", hostname) }
-        if loopback { record("loopback") }
-        record("root", "tmpfs")
-        for mount in mounts {
-            switch mount.kind {
-            case .roBind, .roBindTry, .rwBind, .devBind:
-                record("mount", mount.kind.rawValue, mount.source ?? "", mount.destination)
-            case .tmpfs, .dir:
-                record("mount", mount.kind.rawValue, mount.destination, octal(mount.mode))
-            case .proc, .dev:
-                record("mount", mount.kind.rawValue, mount.destination)
-            case .symlink:
-                record("mount", "symlink", mount.source ?? "", mount.destination)
-            case .file:
-                record("mount", "file", mount.destination, octal(mount.mode), mount.content ?? "")
-            }
-        }
-        if console { record("console") }
-        return lines
     }
 
     /// Percent-encodes the bytes 0x00-0x20, `%` and 0x7F, so that a field never holds the

@@ -36,18 +36,35 @@ public final class NamespaceTemplates: Sendable {
         }
     }
 
+    /// What a template is built from: the profile's namespace part (the records `unshare` to
+    /// `console`), and the device and inode of every bind source as they were.
+    struct Key: Equatable {
+        var namespaces: [SandboxProfile.Namespace]
+        var hostname: String
+        var loopback: Bool
+        var mounts: [SandboxProfile.Mount]
+        var console: Bool
+        var sources: [SourceIdentity]
+    }
+
+    /// A bind source's device and inode (a bind pins them); 0, 0 when it does not exist.
+    struct SourceIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
     private struct Template {
-        var key: String
+        var key: Key
         var fds: Lease
         var built: ContinuousClock.Instant
         var used: ContinuousClock.Instant
     }
 
     private enum Slot {
-        case building(key: String)
+        case building(key: Key)
         case ready(Template)
         /// The last build failed: no retry for this key until `retryAfter`.
-        case failed(key: String, retryAfter: ContinuousClock.Instant)
+        case failed(key: Key, retryAfter: ContinuousClock.Instant)
     }
 
     /// At most this many apps' templates are kept (each holds a mount and a network namespace
@@ -165,22 +182,26 @@ public final class NamespaceTemplates: Sendable {
     }
 
     /// The profile's namespace part, and the device and inode of every bind source as they
-    /// are now (a missing ro-bind-try source is part of it too).
-    static func key(_ profile: SandboxProfile) -> String {
-        var key = profile.namespacePart
+    /// are now (a missing ro-bind-try source is part of it too). Compared as values, not
+    /// encoded: this runs on every launch.
+    static func key(_ profile: SandboxProfile) -> Key {
+        var sources: [SourceIdentity] = []
+        sources.reserveCapacity(profile.mounts.count)
         for mount in profile.mounts {
             switch mount.kind {
             case .roBind, .roBindTry, .rwBind, .devBind:
                 var status = stat()
                 if let source = mount.source, stat(source, &status) == 0 {
-                    key += "\(status.st_dev):\(status.st_ino)\n"
+                    sources.append(SourceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
                 } else {
-                    key += "-\n"
+                    sources.append(SourceIdentity(device: 0, inode: 0))
                 }
             default: continue
             }
         }
-        return key
+        return Key(
+            namespaces: profile.namespaces, hostname: profile.hostname, loopback: profile.loopback,
+            mounts: profile.mounts, console: profile.console, sources: sources)
     }
 
     private static func duplicate(_ fds: Lease) -> Lease? {
