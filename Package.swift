@@ -116,8 +116,8 @@ let package = Package(
         // Concrete generic types (`[String]`, `[UInt8]`, `[MountRecord]`, ...) get their metadata
         // through accessors that call swift_getGenericMetadata with the arguments, not by
         // demangling their mangled name at run time (swift_getTypeByMangledName): the launcher is
-        // a new process on every launch, so each such lookup was paid on every launch (13 in the
-        // launcher, 1 in the output relay; issue 15).
+        // a new process on every launch, so each such lookup was paid on every launch (12 in the
+        // launcher, 2 in the output relay; issue 15, docs/launch-path.md).
         .executableTarget(
             name: "appd-exec",
             dependencies: ["CLinux"],
