@@ -113,9 +113,17 @@ let package = Package(
         // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and
         // -static-stdlib still leaves libstdc++/libm/libgcc_s to the dynamic loader (another
         // ~0.6 ms); a static glibc is fine here since the launcher uses no NSS.
+        // Concrete generic types (`[String]`, `[UInt8]`, `[MountRecord]`, ...) get their metadata
+        // through accessors that call swift_getGenericMetadata with the arguments, not by
+        // demangling their mangled name at run time (swift_getTypeByMangledName): the launcher is
+        // a new process on every launch, so each such lookup was paid on every launch (12 in the
+        // launcher, 2 in the output relay; issue 15, docs/launch-path.md).
         .executableTarget(
             name: "appd-exec",
             dependencies: ["CLinux"],
+            swiftSettings: [
+                .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
+            ],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
         // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,

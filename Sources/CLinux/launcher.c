@@ -11,6 +11,8 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -99,6 +101,7 @@ int appd_loopback_up(void) {
 
 int appd_set_no_new_privs(void) { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); }
 int appd_set_pdeathsig(int signo) { return prctl(PR_SET_PDEATHSIG, signo, 0, 0, 0); }
+int appd_set_dumpable(int dumpable) { return prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0); }
 int appd_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 int appd_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
 int appd_capbset_read(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0); }
@@ -227,6 +230,36 @@ int appd_pidfd_exited(int pidfd) {
     int ready = poll(&entry, 1, 0);
     if (ready < 0) return -1;
     return ready > 0 ? 1 : 0;
+}
+
+// The app process runs the launcher's Swift code (confinement, a few KiB of stack) until it
+// execs: ample, and only the pages it touches are ever allocated.
+#define APPD_SHARED_STACK_SIZE (512 * 1024)
+
+pid_t appd_spawn_shared(int (*child)(void *), void *argument) {
+    long page = sysconf(_SC_PAGESIZE);
+    if (page <= 0) page = 4096;
+    size_t size = APPD_SHARED_STACK_SIZE + (size_t)page;
+    char *stack = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+                       -1, 0);
+    if (stack == MAP_FAILED) return -1;
+    // The lowest page stays PROT_NONE: an overflow faults instead of writing into the caller.
+    if (mprotect(stack + page, APPD_SHARED_STACK_SIZE, PROT_READ | PROT_WRITE) != 0) {
+        int saved = errno;
+        munmap(stack, size);
+        errno = saved;
+        return -1;
+    }
+    sigset_t all, old;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, &old);
+    pid_t pid = clone(child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, argument);
+    int saved = errno;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    // The child has exec'd (its own memory now) or exited: nothing runs on the stack any more.
+    munmap(stack, size);
+    errno = saved;
+    return pid;
 }
 
 const char *appd_errno_name(int err) { return strerrorname_np(err); }

@@ -84,6 +84,20 @@ enum FileIO {
         }
     }
 
+    /// `mode` in octal digits, without a leading 0. Not `String(mode, radix: 8)`: that generic
+    /// initializer looks up BinaryInteger's associated types at run time, in PID 1 on every
+    /// launch.
+    static func octal(_ mode: mode_t) -> String {
+        var digits: [UInt8] = []
+        var rest = mode
+        repeat {
+            digits.append(UInt8(ascii: "0") + UInt8(truncatingIfNeeded: rest & 7))
+            rest >>= 3
+        } while rest != 0
+        digits.reverse()
+        return String(decoding: digits, as: UTF8.self)
+    }
+
     /// The directory holding `path` (absolute): `/a/b` for `/a/b/c`, `/` for `/a`.
     static func parent(of path: String) -> String {
         guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")), slash != path.startIndex

@@ -56,9 +56,20 @@ enum Init {
             if let hostname = profile.hostname { try Network.setHostname(hostname) }
         }
 
-        let app = fork()
+        // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile
+        // (vfork semantics, as posix_spawn): a fork copied PID 1's page tables, and both then
+        // took a copy-on-write fault on every page they wrote. What the app process sets up is
+        // its own either way: credentials, seccomp, Landlock, PDEATHSIG, rlimits, the session,
+        // signal dispositions, its fd table, umask and working directory. What it allocates
+        // stays in PID 1's heap, unused.
+        var shared = launch
+        let app = withUnsafeMutablePointer(to: &shared) { pointer in
+            appd_spawn_shared({ AppProcess.run($0!.assumingMemoryBound(to: Launch.self).pointee) }, pointer)
+        }
         try sys(app, "fork", "cannot fork the app process")
-        if app == 0 { AppProcess.run(launch) }
+        // Its switch to the app's uid made the memory it shared with us non-dumpable: PID 1
+        // stays as it was.
+        _ = appd_set_dumpable(1)
         if launch.channelFD >= 0 { close(launch.channelFD) }
         return Signals.supervise(app)
     }

@@ -378,7 +378,7 @@ struct Mounts {
     }
 
     private func mountTmpfs(_ path: String, mode: mode_t, step: String) throws {
-        let options = "mode=0" + String(mode, radix: 8)
+        let options = "mode=0" + FileIO.octal(mode)
         try sys(
             mount("tmpfs", path, "tmpfs", UInt(MS_NOSUID | MS_NODEV), options), step,
             "tmpfs on \(path)")

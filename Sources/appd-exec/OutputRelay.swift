@@ -93,7 +93,7 @@ struct OutputRelay {
             for fd: Int32 in 0...2 { dup2(null, fd) }
             if null > 2 { close(null) }
         }
-        Self.closeAll(but: [settings.readFD, settings.logDirectoryFD, settings.journalFD])
+        Self.closeAll(but: settings.readFD, settings.logDirectoryFD, settings.journalFD)
         // Not zero-filled: a fresh mapping that only the pages a read reaches ever touch (a
         // zero-filled array faulted in all 80 KiB right after the fork, for every launch).
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize + Self.maxLine)
@@ -336,14 +336,24 @@ struct OutputRelay {
         }
     }
 
-    /// Closes every fd but `keep` from 3 up.
-    private static func closeAll(but keep: [Int32]) {
+    /// Closes every fd but `a`, `b` and `c` (-1: none) from 3 up. Three values sorted by hand,
+    /// not an [Int32]: the relay is a fresh fork, and an array type the launcher had not used
+    /// yet was a runtime metadata lookup in it on every launch.
+    private static func closeAll(but a: Int32, _ b: Int32, _ c: Int32) {
+        var (low, middle, high) = (a, b, c)
+        if low > middle { swap(&low, &middle) }
+        if middle > high { swap(&middle, &high) }
+        if low > middle { swap(&low, &middle) }
         var first: UInt32 = 3
-        for fd in keep.filter({ $0 >= 3 }).sorted() {
+        func keep(_ fd: Int32) {
+            guard fd >= 3 else { return }
             let mine = UInt32(fd)
             if mine > first { _ = appd_close_range(first, mine - 1) }
             first = max(first, mine + 1)
         }
+        keep(low)
+        keep(middle)
+        keep(high)
         _ = appd_close_range(first, UInt32.max)
     }
 }

@@ -95,7 +95,11 @@ struct ProfileParser {
             }
         }
         guard !bytes.contains(0) else { throw LaunchFailure("profile", "NUL byte in a field") }
-        guard let text = String(validating: bytes, as: UTF8.self) else {
+        // Decoding replaces each invalid sequence with U+FFFD (EF BF BD), so the bytes come
+        // back unchanged exactly when they were valid UTF-8. Not String(validating:as:): that
+        // generic looks up UTF8's associated types and its metadata at run time, on every field.
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.utf8.elementsEqual(bytes) else {
             throw LaunchFailure("profile", "field is not UTF-8")
         }
         return text

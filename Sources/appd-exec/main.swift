@@ -38,7 +38,10 @@ enum Launcher {
                 // In the instance's cgroups, before unshare: the relay stays in the host's
                 // namespaces (docs/app-output.md). Nothing after it holds the read end.
                 relay = try OutputRelay.start(output)
-                for fd in [output.readFD, output.logDirectoryFD, output.journalFD] where fd >= 0 { close(fd) }
+                // One by one: an array of them would be one more type the runtime instantiates.
+                if output.readFD >= 0 { close(output.readFD) }
+                if output.logDirectoryFD >= 0 { close(output.logDirectoryFD) }
+                if output.journalFD >= 0 { close(output.journalFD) }
             }
             try Namespaces.unshare(profile, joined: arguments.joined)
             let outcome = try runInit(
@@ -111,18 +114,22 @@ enum Launcher {
     /// reported.
     private static func runInit(_ template: Launch) throws -> Outcome {
         var launch = template
-        var pipeFDs: [Int32] = [-1, -1]
-        try sys(appd_pipe_cloexec(&pipeFDs), "fork", "cannot create the report pipe")
-        launch.report = Report(fd: pipeFDs[1])
+        // A tuple, not an [Int32]: no array type for the runtime to instantiate.
+        var pipeFDs: (read: Int32, write: Int32) = (-1, -1)
+        let piped = withUnsafeMutableBytes(of: &pipeFDs) {
+            appd_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: Int32.self))
+        }
+        try sys(piped, "fork", "cannot create the report pipe")
+        launch.report = Report(fd: pipeFDs.write)
         launch.launcherPidfd = appd_pidfd_open(getpid(), 0)  // -1 is fine: the check is skipped
 
         let child = fork()
         try sys(child, "fork", "cannot fork PID 1")
         if child == 0 {
-            close(pipeFDs[0])
+            close(pipeFDs.read)
             Init.run(launch)
         }
-        close(pipeFDs[1])
+        close(pipeFDs.write)
         if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
         // Only the app holds the channel: the daemon sees it close when the app is gone.
         if launch.channelFD >= 0 { close(launch.channelFD) }
@@ -130,8 +137,8 @@ enum Launcher {
         let initStatus = Signals.supervise(child)
         // Everything that could write is gone: PID 1 exited, and the app process either
         // exec'd (closing its end) or was killed with the namespace.
-        let report = (try? FileIO.readAll(pipeFDs[0], limit: 1 << 16, step: "report")) ?? []
-        close(pipeFDs[0])
+        let report = (try? FileIO.readAll(pipeFDs.read, limit: 1 << 16, step: "report")) ?? []
+        close(pipeFDs.read)
         return Outcome(report: report, initStatus: initStatus)
     }
 

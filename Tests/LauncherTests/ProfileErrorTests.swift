@@ -63,6 +63,22 @@ struct ProfileErrorTests {
         expectRefused(try launch(profile: lowercase), mentioning: "bad percent escape")
     }
 
+    @Test("a field that is not UTF-8 is refused; UTF-8, U+FFFD included, passes unchanged")
+    func utf8Fields() throws {
+        for field in ["X=%FF", "X=a%C3", "X=%ED%A0%80", "X=%EF%BF"] {
+            let profile = profileText(sandboxRecords() + ["env \(field)"], command: Self.app)
+            expectRefused(try launch(profile: profile), mentioning: "field is not UTF-8")
+        }
+        // U+FFFD is what decoding puts in place of a bad byte: as input it is valid, and kept.
+        // Raw in the record: bytes above 0x7F need no escape.
+        let profile = profileText(
+            sandboxRecords() + ["env X=é\u{FFFD}ü"],
+            command: shell("printf '%s\\n' \"$X\"; echo APP-RAN"))
+        let result = try launch(profile: profile)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["é\u{FFFD}ü", "APP-RAN"])
+    }
+
     @Test("a profile without uid is refused rather than run as root")
     func missingUID() throws {
         let profile = profileText(

@@ -20,6 +20,15 @@ struct RecordTests {
             result.stdoutLines == ["/work", "appd-test", "second line", "444", "700", "64", "0"])
     }
 
+    @Test("mount tmpfs takes the record's octal mode", rootOnly)
+    func tmpfsModes() throws {
+        let result = try run(
+            shell("stat -c '%a' /t1 /t2 /t3 /t4 /tmp /dev/shm"),
+            extra: ["mount tmpfs /t1 1777", "mount tmpfs /t2 0700", "mount tmpfs /t3 751", "mount tmpfs /t4 0"])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdoutLines == ["1777", "700", "751", "0", "1777", "1777"])
+    }
+
     @Test("console mounts a private devpts", rootOnly)
     func consoleDevpts() throws {
         let result = try run(

@@ -61,6 +61,8 @@ int appd_loopback_up(void);
 /// prctl(2) is variadic in glibc, which Swift cannot call.
 int appd_set_no_new_privs(void);
 int appd_set_pdeathsig(int signo);
+/// prctl(PR_SET_DUMPABLE): a change of uid in a process sharing our memory clears it.
+int appd_set_dumpable(int dumpable);
 int appd_set_child_subreaper(void);
 int appd_capbset_drop(int cap);
 /// PR_CAPBSET_READ: 1 or 0, or -1 with EINVAL past the kernel's last capability.
@@ -135,6 +137,17 @@ int appd_seccomp_set_filter(const void *instructions, unsigned short count, int 
 /// A non-blocking check whether the process of a pidfd (appd_pidfd_open, clinux_host.h) has
 /// exited: 1 exited, 0 running, -1 error.
 int appd_pidfd_exited(int pidfd);
+
+/// Starts `child(argument)` in a new process that shares the caller's memory, as glibc's
+/// posix_spawn does: clone(CLONE_VM | CLONE_VFORK | SIGCHLD) on a stack of its own (mapped here,
+/// with a guard page, unmapped on return). The caller is suspended until the child execs or
+/// exits, so nothing of the caller runs while the two share the address space; the child must
+/// end in execve or _exit, never return. No page table is copied and no page is copied on write,
+/// in either process. Every signal is blocked around the clone (the child starts with all of
+/// them blocked; it sets its own mask), the caller's mask is restored after. Returns the child's
+/// pid, or -1 with errno set. In C because Swift cannot switch stacks, and a child on the
+/// caller's stack would overwrite the frames the caller returns to.
+pid_t appd_spawn_shared(int (*child)(void *), void *argument);
 
 /// strerrorname_np(3) is _GNU_SOURCE-only: "ENOENT" for ENOENT, NULL if unknown.
 const char *appd_errno_name(int err);
