@@ -4,7 +4,12 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdio.h>
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -22,6 +27,70 @@ int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+int appd_private_fd_table(int keep) {
+    if (unshare(CLONE_FILES) != 0) return -1;
+    if (keep > 3 && close_range(3, (unsigned)keep - 1, 0) != 0) return -1;
+    return close_range(keep < 3 ? 3 : (unsigned)keep + 1, ~0U, 0);
+}
+
+int appd_set_thread_name(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+
+#define APPD_MAX_PASSED_FDS 16
+
+int appd_send_fds(int socket, unsigned char tag, const int *fds, int count) {
+    if (count < 0 || count > APPD_MAX_PASSED_FDS) { errno = EINVAL; return -1; }
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * APPD_MAX_PASSED_FDS)];
+        struct cmsghdr align;
+    } control;
+    memset(&control, 0, sizeof control);
+    struct iovec iov = {.iov_base = &tag, .iov_len = 1};
+    struct msghdr message = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (count > 0) {
+        message.msg_control = control.buffer;
+        message.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)count);
+        struct cmsghdr *header = CMSG_FIRSTHDR(&message);
+        header->cmsg_level = SOL_SOCKET;
+        header->cmsg_type = SCM_RIGHTS;
+        header->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)count);
+        memcpy(CMSG_DATA(header), fds, sizeof(int) * (size_t)count);
+    }
+    ssize_t sent;
+    do { sent = sendmsg(socket, &message, MSG_NOSIGNAL); } while (sent < 0 && errno == EINTR);
+    return sent == 1 ? 0 : -1;
+}
+
+int appd_recv_fds(int socket, unsigned char *tag, int *fds, int max) {
+    union {
+        char buffer[CMSG_SPACE(sizeof(int) * APPD_MAX_PASSED_FDS)];
+        struct cmsghdr align;
+    } control;
+    struct iovec iov = {.iov_base = tag, .iov_len = 1};
+    struct msghdr message = {
+        .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buffer, .msg_controllen = sizeof control.buffer};
+    ssize_t received;
+    do { received = recvmsg(socket, &message, MSG_CMSG_CLOEXEC); } while (received < 0 && errno == EINTR);
+    if (received < 0) return -1;
+    if (received == 0) { errno = ECONNRESET; return -1; }
+    int count = 0;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+        int n = (int)((header->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+        int *data = (int *)CMSG_DATA(header);
+        for (int i = 0; i < n; i++) {
+            if (count < max) fds[count++] = data[i];
+            else close(data[i]);
+        }
+        if (n > max) { for (int i = 0; i < count; i++) close(fds[i]); errno = EBADMSG; return -1; }
+    }
+    if (message.msg_flags & MSG_CTRUNC) {
+        for (int i = 0; i < count; i++) close(fds[i]);
+        errno = EBADMSG;
+        return -1;
+    }
+    return count;
 }
 
 int appd_is_mount_root(int fd) {

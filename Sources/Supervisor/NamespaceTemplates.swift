@@ -276,34 +276,19 @@ public final class NamespaceTemplates: Sendable {
     }
 
     private static func spawnTemplate(launcher: String, profileFD: Int32, statusFD: Int32) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
-        posix_spawn_file_actions_adddup2(&actions, statusFD, 4)
-        let closing = appd_spawn_closefrom(&actions, 5)
-        guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t()
-        sigfillset(&all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK))
-        let arguments = [launcher, "--template", "--profile-fd", "3", "--status-fd", "4"]
-        var argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, launcher, &actions, &attributes, &argv, &envp)
-        guard result == 0 else { throw AppdError.system("start \(launcher) --template", errno: result) }
-        return pid
+        let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
+        guard null >= 0 else { throw AppdError.system("open /dev/null") }
+        defer { close(null) }
+        var plan = SpawnPlan(
+            path: launcher, arguments: [launcher, "--template", "--profile-fd", "3", "--status-fd", "4"],
+            newSession: false)
+        plan.stdinFromDevNull = true
+        plan.place(null, at: 1)
+        plan.place(null, at: 2)
+        plan.place(profileFD, at: 3)
+        plan.place(statusFD, at: 4)
+        plan.closeFrom = 5
+        return try plan.run(with: plan.sources)
     }
 
     /// The first line on `fd` (at most 4 KiB), or what came before the timeout or EOF.

@@ -69,6 +69,9 @@ public struct SandboxLaunch {
     /// The app's shared namespaces to join (NamespaceTemplates); the caller closes them after
     /// the start. nil: the launcher builds its own.
     public var namespaces: NamespaceTemplates.Lease?
+    /// Spawns from a thread with a small fd table of its own (the daemon's); nil: posix_spawn
+    /// from this thread.
+    public var spawner: LauncherSpawner?
 
     /// What appd-exec's output relay gets: the pipe's read end, the log folder, the journal.
     public struct OutputRelayArguments {
@@ -235,27 +238,24 @@ public struct SandboxLaunch {
     }
 
     private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool) throws -> pid_t {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
+        var plan = SpawnPlan(path: launcher, arguments: [launcher], newSession: newSession)
         if let input {
-            posix_spawn_file_actions_adddup2(&actions, input, 0)
+            plan.place(input, at: 0)
         } else if !keepStdin {
-            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+            plan.stdinFromDevNull = true
         }
         if let output {
-            posix_spawn_file_actions_adddup2(&actions, output, 1)
-            posix_spawn_file_actions_adddup2(&actions, output, 2)
+            plan.place(output, at: 1)
+            plan.place(output, at: 2)
         }
-        // dup2 clears close-on-exec on the copy; the originals stay close-on-exec.
-        posix_spawn_file_actions_adddup2(&actions, profileFD, 3)
-        posix_spawn_file_actions_adddup2(&actions, bpfFD, 4)
-        posix_spawn_file_actions_adddup2(&actions, statusFD, 5)
-        var arguments = [launcher, "--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+        plan.place(profileFD, at: 3)
+        plan.place(bpfFD, at: 4)
+        plan.place(statusFD, at: 5)
+        plan.arguments += ["--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
         var next: Int32 = 6
         func place(_ fd: Int32, _ option: String) {
-            posix_spawn_file_actions_adddup2(&actions, fd, next)
-            arguments += [option, String(next)]
+            plan.place(fd, at: next)
+            plan.arguments += [option, String(next)]
             next += 1
         }
         if let channel { place(channel, "--channel-fd") }
@@ -263,40 +263,17 @@ public struct SandboxLaunch {
             place(relay.readFD, "--output-fd")
             place(relay.logDirectoryFD, "--log-dir-fd")
             if let journal = relay.journalFD { place(journal, "--journal-fd") }
-            arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
-            for field in relay.journalFields { arguments += ["--journal-field", field] }
+            plan.arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
+            for field in relay.journalFields { plan.arguments += ["--journal-field", field] }
         }
         if let namespaces {
             place(namespaces.mount, "--mount-ns-fd")
             if namespaces.net >= 0 { place(namespaces.net, "--net-ns-fd") }
             if namespaces.uts >= 0 { place(namespaces.uts, "--uts-ns-fd") }
         }
-        // Nothing else: SwiftNIO opens its epoll, listening and accepted sockets without
-        // close-on-exec, and a launcher holding a client's connection keeps it open after
-        // the daemon closed it (an idle timeout that does not close, a client that never sees EOF).
-        let closing = appd_spawn_closefrom(&actions, next)
-        guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
-
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var all = sigset_t()
-        sigfillset(&all)
-        var none = sigset_t()
-        sigemptyset(&none)
-        posix_spawnattr_setsigdefault(&attributes, &all)
-        posix_spawnattr_setsigmask(&attributes, &none)
-        // glibc's POSIX_SPAWN_SETSID (0x80) is not in Swift's Glibc module.
-        let setsid: Int32 = newSession ? 0x80 : 0
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
-
-        var argv = arguments.map { strdup($0) } + [nil]
-        defer { for pointer in argv { free(pointer) } }
-        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, launcher, &actions, &attributes, &argv, &envp)
-        guard result == 0 else { throw AppdError.system("start \(launcher)", errno: result) }
-        return pid
+        plan.closeFrom = next
+        if let spawner { return try spawner.spawn(plan) }
+        return try plan.run(with: plan.sources)
     }
 
     private static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {

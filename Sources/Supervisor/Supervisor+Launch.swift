@@ -42,6 +42,7 @@ extension Supervisor {
         var logMaxBytes: Int64
         var journalSocket: String?
         var logDenials: Bool
+        var spawner: LauncherSpawner?
     }
 
     /// A launcher spawned off the actor, still to be recorded on it.
@@ -83,7 +84,7 @@ extension Supervisor {
         }
         let context = LaunchContext(
             launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket,
-            logDenials: logDenials)
+            logDenials: logDenials, spawner: spawner)
         var timings = LaunchTimings()
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, context: context, timings: &timings,
@@ -201,6 +202,7 @@ extension Supervisor {
                 "APPD_UID=\(app.uid)",
             ])
         launch.bpf = bpf
+        launch.spawner = context.spawner
         timings.files = lap()
         // The app's shared namespaces (built here by the first launch that finds none).
         launch.namespaces = templates.lease(for: profile, launcher: context.launcher)

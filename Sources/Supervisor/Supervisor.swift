@@ -58,6 +58,9 @@ public actor Supervisor {
     let bpfCache = BPFCache()
     /// Each app's shared namespaces, joined by its launches (NamespaceTemplates.swift).
     public nonisolated let templates = NamespaceTemplates()
+    /// Spawns the launchers from a thread whose fd table holds none of the instances' fds
+    /// (LauncherSpawner.swift); nil: from the launch's own thread.
+    nonisolated let spawner = LauncherSpawner.start()
     /// Whether launches ask the kernel to audit their denials (Supervisor+Denials.swift); off
     /// until the denial log starts.
     var logDenials = false

@@ -33,5 +33,19 @@ int appd_is_mount_root(int fd);
 /// descriptors placed for it and nothing else, whatever lacks close-on-exec in the daemon.
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
 
+/// The calling thread gets an fd table of its own (unshare CLONE_FILES), holding only 0-2 and
+/// `keep`: what the process opens later never reaches it. 0, or -1 with errno.
+int appd_private_fd_table(int keep);
+
+/// Names the calling thread (PR_SET_NAME: /proc/PID/task/TID/comm, top -H), at most 15 bytes.
+int appd_set_thread_name(const char *name);
+
+/// Sends `count` fds (at most 16) over a unix socket with one byte `tag`. 0, or -1 with errno.
+int appd_send_fds(int socket, unsigned char tag, const int *fds, int count);
+
+/// Receives one message of `appd_send_fds`: its tag, and up to `max` fds (close-on-exec) into
+/// `fds`. The number of fds, or -1 with errno (EBADMSG: truncated, or more than `max`).
+int appd_recv_fds(int socket, unsigned char *tag, int *fds, int max);
+
 #endif
 
