@@ -28,11 +28,16 @@ public final class NamespaceTemplates: Sendable {
     /// appd-exec and closes them, whatever happens to the template meanwhile.
     public struct Lease: Sendable {
         public var mount: Int32
+        /// The template's root directory (the builder's `/proc/PID/root`): the launcher enters
+        /// it after joining the mount namespace. The namespace's own root is not it when appd
+        /// runs chrooted (systemd's RootDirectory=, a VM's init): there the template's root is
+        /// a directory below it, and `setns` alone would leave the launcher at the host's.
+        public var root: Int32
         public var net: Int32
         public var uts: Int32
 
         public func close() {
-            for fd in [mount, net, uts] where fd >= 0 { Glibc.close(fd) }
+            for fd in [mount, root, net, uts] where fd >= 0 { Glibc.close(fd) }
         }
     }
 
@@ -206,8 +211,8 @@ public final class NamespaceTemplates: Sendable {
 
     private static func duplicate(_ fds: Lease) -> Lease? {
         func copy(_ fd: Int32) -> Int32 { fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0) }
-        let lease = Lease(mount: copy(fds.mount), net: copy(fds.net), uts: copy(fds.uts))
-        if lease.mount < 0 || (fds.net >= 0 && lease.net < 0) || (fds.uts >= 0 && lease.uts < 0) {
+        let lease = Lease(mount: copy(fds.mount), root: copy(fds.root), net: copy(fds.net), uts: copy(fds.uts))
+        if lease.mount < 0 || lease.root < 0 || (fds.net >= 0 && lease.net < 0) || (fds.uts >= 0 && lease.uts < 0) {
             lease.close()
             return nil
         }
@@ -227,7 +232,7 @@ public final class NamespaceTemplates: Sendable {
     }
 
     /// Runs `appd-exec --template` and takes its namespaces: waits for its `ready` (or its
-    /// error) on a pipe, opens `/proc/PID/ns/*` while it waits (our unreaped child: the pid
+    /// error) on a pipe, opens `/proc/PID/ns/*` and `/proc/PID/root` while it waits (our unreaped child: the pid
     /// cannot have been reused), then kills and reaps it.
     static func build(_ profile: SandboxProfile, launcher: String) throws -> Lease {
         let profileFD = appd_memfd("appd-profile")
@@ -258,16 +263,17 @@ public final class NamespaceTemplates: Sendable {
             let reason = line.hasPrefix("error ") ? String(line.dropFirst(6)) : line.isEmpty ? "it ended without a word" : line
             throw AppdError(.io, "appd-exec --template: \(reason)")
         }
-        func open(_ name: String) throws -> Int32 {
-            let fd = Glibc.open("/proc/\(pid)/ns/\(name)", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { throw AppdError.system("open /proc/\(pid)/ns/\(name)") }
+        func open(_ name: String, _ flags: Int32 = O_RDONLY) throws -> Int32 {
+            let fd = Glibc.open("/proc/\(pid)/\(name)", flags | O_CLOEXEC)
+            guard fd >= 0 else { throw AppdError.system("open /proc/\(pid)/\(name)") }
             return fd
         }
-        var lease = Lease(mount: -1, net: -1, uts: -1)
+        var lease = Lease(mount: -1, root: -1, net: -1, uts: -1)
         do {
-            lease.mount = try open("mnt")
-            if profile.namespaces.contains(.net) { lease.net = try open("net") }
-            if profile.namespaces.contains(.uts) { lease.uts = try open("uts") }
+            lease.mount = try open("ns/mnt")
+            lease.root = try open("root", O_RDONLY | O_DIRECTORY)
+            if profile.namespaces.contains(.net) { lease.net = try open("ns/net") }
+            if profile.namespaces.contains(.uts) { lease.uts = try open("ns/uts") }
         } catch {
             lease.close()
             throw error

@@ -268,6 +268,7 @@ public struct SandboxLaunch {
         }
         if let namespaces {
             place(namespaces.mount, "--mount-ns-fd")
+            place(namespaces.root, "--root-fd")
             if namespaces.net >= 0 { place(namespaces.net, "--net-ns-fd") }
             if namespaces.uts >= 0 { place(namespaces.uts, "--uts-ns-fd") }
         }

@@ -3,7 +3,7 @@ import Glibc
 /// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]
 ///  [--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N
 ///   [--journal-fd J] [--journal-field KEY=VALUE]...]
-///  [--mount-ns-fd F [--net-ns-fd F] [--uts-ns-fd F]]`, or
+///  [--mount-ns-fd F --root-fd F [--net-ns-fd F] [--uts-ns-fd F]]`, or
 /// `appd-exec --template --profile-fd N --status-fd S` (docs/launcher-protocol.md, "Shared
 /// namespaces").
 struct Arguments {
@@ -23,7 +23,7 @@ struct Arguments {
     static let usage =
         "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C] "
         + "[--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N [--journal-fd J] [--journal-field KEY=VALUE]...] "
-        + "[--mount-ns-fd F [--net-ns-fd F] [--uts-ns-fd F]]; or: appd-exec --template --profile-fd N --status-fd S"
+        + "[--mount-ns-fd F --root-fd F [--net-ns-fd F] [--uts-ns-fd F]]; or: appd-exec --template --profile-fd N --status-fd S"
 
     /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
     /// still be reported there.
@@ -31,7 +31,7 @@ struct Arguments {
         // One variable per fd option, not a [String: Int32]: a Dictionary's generic metadata
         // and its Hashable conformance are looked up at run time, on every launch.
         var profileFD, seccompFD, channelFD, outputFD, logDirectoryFD, journalFD: Int32?
-        var mountNamespaceFD, netNamespaceFD, utsNamespaceFD: Int32?
+        var mountNamespaceFD, rootFD, netNamespaceFD, utsNamespaceFD: Int32?
         var statusGiven = false
         var template = false
         var logName: String?
@@ -51,7 +51,7 @@ struct Arguments {
             let value = argv[index + 1]
             switch option {
             case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
-                "--log-dir-fd", "--journal-fd", "--mount-ns-fd", "--net-ns-fd", "--uts-ns-fd":
+                "--log-dir-fd", "--journal-fd", "--mount-ns-fd", "--root-fd", "--net-ns-fd", "--uts-ns-fd":
                 let given: Bool
                 switch option {
                 case "--profile-fd": given = profileFD != nil
@@ -61,6 +61,7 @@ struct Arguments {
                 case "--output-fd": given = outputFD != nil
                 case "--log-dir-fd": given = logDirectoryFD != nil
                 case "--mount-ns-fd": given = mountNamespaceFD != nil
+                case "--root-fd": given = rootFD != nil
                 case "--net-ns-fd": given = netNamespaceFD != nil
                 case "--uts-ns-fd": given = utsNamespaceFD != nil
                 default: given = journalFD != nil
@@ -81,6 +82,7 @@ struct Arguments {
                 case "--output-fd": outputFD = fd
                 case "--log-dir-fd": logDirectoryFD = fd
                 case "--mount-ns-fd": mountNamespaceFD = fd
+                case "--root-fd": rootFD = fd
                 case "--net-ns-fd": netNamespaceFD = fd
                 case "--uts-ns-fd": utsNamespaceFD = fd
                 default: journalFD = fd
@@ -117,7 +119,7 @@ struct Arguments {
             }
             guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil, journalFD == nil,
                 logName == nil, logMaxBytes == nil, fields.isEmpty, mountNamespaceFD == nil,
-                netNamespaceFD == nil, utsNamespaceFD == nil
+                rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil
             else {
                 throw LaunchFailure("arguments", "--template takes only --profile-fd and --status-fd; \(usage)")
             }
@@ -142,16 +144,20 @@ struct Arguments {
         try checkOpen(logDirectoryFD)
         try checkOpen(journalFD)
         try checkOpen(mountNamespaceFD)
+        try checkOpen(rootFD)
         try checkOpen(netNamespaceFD)
         try checkOpen(utsNamespaceFD)
         var arguments = Arguments(
             profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
             channelFD: channelFD)
         if let mountNamespaceFD {
+            guard let rootFD else {
+                throw LaunchFailure("arguments", "--mount-ns-fd needs --root-fd; \(usage)")
+            }
             arguments.joined = JoinedNamespaces(
-                mount: mountNamespaceFD, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
-        } else if netNamespaceFD != nil || utsNamespaceFD != nil {
-            throw LaunchFailure("arguments", "--net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
+                mount: mountNamespaceFD, root: rootFD, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
+        } else if rootFD != nil || netNamespaceFD != nil || utsNamespaceFD != nil {
+            throw LaunchFailure("arguments", "--root-fd, --net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
         }
         if let readFD = outputFD {
             guard let directory = logDirectoryFD, let logName, let logMaxBytes else {

@@ -31,6 +31,12 @@ enum Namespaces {
                 throw LaunchFailure("unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
             }
             try enter(joined.mount, APPD_CLONE_NEWNS, "mount")
+            // setns leaves us at the namespace's own root, which is the template's only when
+            // appd is not chrooted: enter the template's root by its fd. The unshare below
+            // moves root and working directory to their copies.
+            guard fchdir(joined.root) == 0, chroot(".") == 0 else {
+                throw LaunchFailure("unshare", "cannot enter the app's shared root (fd \(joined.root))", errno: errno)
+            }
             if joined.net >= 0 {
                 guard profile.namespaces.contains(.net) else {
                     throw LaunchFailure("unshare", "--net-ns-fd needs 'unshare net'")
@@ -73,16 +79,19 @@ enum Namespaces {
 }
 
 /// The app's shared namespaces (docs/launcher-protocol.md, "Shared namespaces"): a mount
-/// namespace whose root is the app's root without /proc and /dev's per-instance mounts, and
-/// its network and uts namespaces (-1: not shared).
+/// namespace holding the app's root without /proc and /dev's per-instance mounts, that root's
+/// directory, and its network and uts namespaces (-1: not shared).
 struct JoinedNamespaces {
     var mount: Int32
+    /// The template's root directory, entered after joining `mount`.
+    var root: Int32
     var net: Int32
     var uts: Int32
 
     func close() {
         // Not a loop over an array literal: `[Int32]` is a runtime metadata lookup per launch.
         if mount >= 0 { _ = Glibc.close(mount) }
+        if root >= 0 { _ = Glibc.close(root) }
         if net >= 0 { _ = Glibc.close(net) }
         if uts >= 0 { _ = Glibc.close(uts) }
     }

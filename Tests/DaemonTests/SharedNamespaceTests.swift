@@ -146,4 +146,34 @@ import Testing
         #expect(uninstall.code == 0, "\(uninstall.output)")
         #expect(Self.heldMountNamespaces(daemon) == 0, "dropped at uninstall")
     }
+
+    @Test("appd chrooted (systemd's RootDirectory=, a VM's init): joined launches get the app's root, not the namespace's")
+    func chrootedDaemon() throws {
+        // The daemon runs chrooted into a recursive bind of / in a mount namespace of its own:
+        // the same paths, but its root is not its namespace's root.
+        let top = "/var/tmp/appd-chroot-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: top, withIntermediateDirectories: false)
+        defer { rmdir(top) }
+        let script = """
+            dir=$1; shift
+            mount --rbind / "$dir" || exit 111
+            exec /usr/sbin/chroot "$dir" "$@"
+            """
+        let daemon = try TestDaemon(
+            config: "[Lifecycle]\nActivePolicy=all\n",
+            wrapper: ["/usr/bin/unshare", "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh", top])
+        try daemon.installProbe("com.example.chrooted")
+        let pids = try Self.running(daemon, "com.example.chrooted", count: 3)
+        #expect(Set(pids.map { Self.namespace($0, "net") }).count == 1, "the later launches joined the template")
+        for pid in pids {
+            // The sandbox's root: /usr and its own /proc, nothing else of the host.
+            #expect(FileManager.default.fileExists(atPath: "/proc/\(pid)/root/usr/bin"))
+            for hostOnly in ["/sys", "/root", "/boot"] where FileManager.default.fileExists(atPath: hostOnly) {
+                #expect(!FileManager.default.fileExists(atPath: "/proc/\(pid)/root\(hostOnly)"), "the host's \(hostOnly) in app process \(pid)")
+            }
+            #expect(!FileManager.default.fileExists(atPath: "/proc/\(pid)/root\(top)"), "the chroot in app process \(pid)")
+            let entries = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/root/proc")
+            #expect(Set(entries.filter { Int($0) != nil }) == ["1", "2"], "the /proc of app process \(pid)")
+        }
+    }
 }
