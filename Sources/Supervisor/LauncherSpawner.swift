@@ -85,28 +85,55 @@ public struct SpawnPlan: Sendable {
 /// it but what it hands over: in the daemon that is two fds per running instance (its exit
 /// watcher's pidfd, its lifecycle channel), so every launch at 1,000 instances copied and
 /// closed 2,000 fds, each close a flush of its file (3% of all CPU of a 1,000-launch burst, and
-/// growing with every instance). This thread unshares its fd table when the daemon starts, while
-/// it is small, and keeps only its socket: a launch sends it the fds the launcher gets
+/// growing with every instance). A spawner thread unshares its fd table when the daemon starts,
+/// while it is small, and keeps only its socket: a launch sends it the fds the launcher gets
 /// (SCM_RIGHTS, one message), it spawns with its table of a dozen fds and answers with the pid.
 /// The launcher is still the daemon's child (a thread's children are the process's): waitpid,
-/// pidfds and the exit watcher are unchanged. Spawns are one at a time, as they take ~0.2 ms.
+/// pidfds and the exit watcher are unchanged. One thread per CPU, so that launches side by side
+/// spawn side by side, as they did from their own threads.
 public final class LauncherSpawner: Sendable {
+    private let workers: [Worker]
+    /// The workers no launch is using.
+    private let idle: Mutex<[Int]>
+
+    /// Starts one thread per CPU (at least two); nil (and launches spawn from their own thread)
+    /// if none gets a socket pair and a private fd table.
+    public static func start() -> LauncherSpawner? {
+        let count = max(2, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let workers = (0..<min(count, 8)).compactMap { _ in Worker.start() }
+        return workers.isEmpty ? nil : LauncherSpawner(workers: workers)
+    }
+
+    private init(workers: [Worker]) {
+        self.workers = workers
+        idle = Mutex(Array(workers.indices))
+    }
+
+    /// Spawns `plan` on an idle spawner thread: its sources travel there, and only they are in
+    /// the table the child copies. With every thread busy, it spawns from the caller's own
+    /// thread, as before: launches side by side never wait for each other here.
+    public func spawn(_ plan: SpawnPlan) throws -> pid_t {
+        guard let index = idle.withLock({ $0.popLast() }) else { return try plan.run(with: plan.sources) }
+        defer { idle.withLock { $0.append(index) } }
+        return try workers[index].spawn(plan)
+    }
+}
+
+/// One spawner thread and the daemon's end of its socket.
+private final class Worker: Sendable {
     private let socket: Int32
-    /// Held by a caller from its send to the answer: one exchange at a time.
-    private let exchange = Mutex(())
-    /// The plan of the exchange in flight, and its outcome.
+    /// The plan of the exchange in flight, and its outcome (one exchange at a time: the
+    /// spawner hands a worker to one launch at a time).
     private let current = Mutex<SpawnPlan?>(nil)
     private let result = Mutex<Result<pid_t, AppdError>?>(nil)
     /// Whether the thread got its fd table (set once, before `start` returns).
     private let privateTable = Mutex<Bool>(false)
 
-    /// Starts the thread; nil (and launches spawn from their own thread) if the socket pair or
-    /// the private fd table cannot be had.
-    public static func start() -> LauncherSpawner? {
+    static func start() -> Worker? {
         var pair: [Int32] = [-1, -1]
         let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
         guard socketpair(AF_UNIX, type, 0, &pair) == 0 else { return nil }
-        let spawner = LauncherSpawner(socket: pair[0])
+        let worker = Worker(socket: pair[0])
         let ready = DispatchSemaphore(value: 0)
         let end = pair[1]
         let thread = Thread {
@@ -114,41 +141,38 @@ public final class LauncherSpawner: Sendable {
             _ = appd_set_thread_name("appd-spawner")
             // Only this thread's table: the daemon's other threads keep theirs.
             let isPrivate = appd_private_fd_table(end) == 0
-            spawner.privateTable.withLock { $0 = isPrivate }
+            worker.privateTable.withLock { $0 = isPrivate }
             ready.signal()
-            if isPrivate { spawner.serve(end) }
+            if isPrivate { worker.serve(end) }
         }
         thread.start()
         ready.wait()
-        guard spawner.privateTable.withLock({ $0 }) else {
+        guard worker.privateTable.withLock({ $0 }) else {
             close(pair[0])
             close(pair[1])
             return nil
         }
-        return spawner
+        return worker
     }
 
     private init(socket: Int32) { self.socket = socket }
 
-    /// Spawns `plan` on the spawner's thread: its sources travel there, and only they are in
-    /// the table the child copies.
-    public func spawn(_ plan: SpawnPlan) throws -> pid_t {
-        try exchange.withLock { _ in
-            current.withLock { $0 = plan }
-            defer { current.withLock { $0 = nil } }
-            guard appd_send_fds(socket, 1, plan.sources, Int32(plan.sources.count)) == 0 else {
-                throw AppdError.system("hand the launcher's fds to the spawner thread")
-            }
-            var tag: UInt8 = 0
-            var none: Int32 = -1
-            let answer = appd_recv_fds(socket, &tag, &none, 0)
-            guard answer >= 0 else { throw AppdError.system("the spawner thread's answer") }
-            guard let outcome = result.withLock({ value -> Result<pid_t, AppdError>? in
-                defer { value = nil }
-                return value
-            }) else { throw AppdError(.io, "the spawner thread answered without a result") }
-            return try outcome.get()
+    func spawn(_ plan: SpawnPlan) throws -> pid_t {
+        current.withLock { $0 = plan }
+        defer { current.withLock { $0 = nil } }
+        guard appd_send_fds(socket, 1, plan.sources, Int32(plan.sources.count)) == 0 else {
+            throw AppdError.system("hand the launcher's fds to the spawner thread")
         }
+        var tag: UInt8 = 0
+        var none: Int32 = -1
+        guard appd_recv_fds(socket, &tag, &none, 0) >= 0 else {
+            throw AppdError.system("the spawner thread's answer")
+        }
+        guard let outcome = result.withLock({ value -> Result<pid_t, AppdError>? in
+            defer { value = nil }
+            return value
+        }) else { throw AppdError(.io, "the spawner thread answered without a result") }
+        return try outcome.get()
     }
 
     /// The thread: receive, spawn, close what was received, answer. Ends when the daemon's end
