@@ -85,14 +85,20 @@ daemon_start() {
     # where creating a file within minutes of many deletions (the last run's instances) scans
     # every recently freed inode (ext4's recently_deleted): measured, a fifth of a 1,000-launch
     # burst's CPU, which no host with a journal or a tmpfs /run pays.
-    truncate -s 8G "$base.img"
-    mkfs.ext4 -q -F "$base.img" || die "mkfs.ext4 $base.img failed (apt-get install e2fsprogs)"
-    mount -o loop "$base.img" "$base" || die "cannot loop-mount $base.img on $base"
+    # daemon_filesystems=same (bench-install) keeps everything on /var/tmp's filesystem: its
+    # rows compare the daemon with `cp -a` and `--no-daemon` on the same disk.
+    if [[ "${daemon_filesystems:-host}" == host ]]; then
+        truncate -s 8G "$base.img"
+        mkfs.ext4 -q -F "$base.img" || die "mkfs.ext4 $base.img failed (apt-get install e2fsprogs)"
+        mount -o loop "$base.img" "$base" || die "cannot loop-mount $base.img on $base"
+    fi
     root="$base/root" work="$base/work"
     mkdir -m 0755 "$root" "$work"
-    mkdir -m 0755 "$root/run"
-    mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "appd-$name" "$root/run" ||
-        die "cannot mount a tmpfs on $root/run"
+    if [[ "${daemon_filesystems:-host}" == host ]]; then
+        mkdir -m 0755 "$root/run"
+        mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "appd-$name" "$root/run" ||
+            die "cannot mount a tmpfs on $root/run"
+    fi
     socket="$root/run/appd.sock"
     cgroup_parent="/appd-$name-${base##*.}"
     {
