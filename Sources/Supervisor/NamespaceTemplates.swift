@@ -235,13 +235,8 @@ public final class NamespaceTemplates: Sendable {
     /// error) on a pipe, opens `/proc/PID/ns/*` and `/proc/PID/root` while it waits (our unreaped child: the pid
     /// cannot have been reused), then kills and reaps it.
     static func build(_ profile: SandboxProfile, launcher: String) throws -> Lease {
-        let profileFD = appd_memfd("appd-profile")
-        guard profileFD >= 0 else { throw AppdError.system("memfd_create appd-profile") }
+        let profileFD = try SandboxLaunch.memfd("appd-profile", Array(profile.encoded().utf8))
         defer { close(profileFD) }
-        let text = Array(profile.encoded().utf8)
-        guard text.withUnsafeBytes({ pwrite(profileFD, $0.baseAddress, $0.count, 0) }) == text.count else {
-            throw AppdError.system("write the template's profile")
-        }
         var status: [Int32] = [-1, -1]
         guard appd_pipe_cloexec(&status) == 0 else { throw AppdError.system("pipe for the template's status") }
         defer { close(status[0]) }

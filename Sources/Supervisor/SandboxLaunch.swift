@@ -277,7 +277,7 @@ public struct SandboxLaunch {
         return try plan.run(with: plan.sources)
     }
 
-    private static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
+    static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
         let fd = appd_memfd(name)
         guard fd >= 0 else { throw AppdError.system("memfd_create \(name)") }
         var offset = 0
