@@ -63,6 +63,7 @@ daemon_cleanup() {
             rmdir "$dir" 2>/dev/null || true
         done < <(find /sys/fs/cgroup/ -maxdepth 5 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
     fi
+    [[ -z "${temporary_config:-}" ]] || rm -f "$temporary_config"
     if [[ -n "${root:-}" ]] && mountpoint -q "$root/run"; then umount -l "$root/run" || true; fi
     if [[ -n "${base:-}" ]]; then
         # The loop device goes with the last umount (autoclear).
