@@ -250,8 +250,7 @@ public final class NamespaceTemplates: Sendable {
         close(status[1])
         defer {
             kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            while waitpid(pid, &raw, 0) < 0 && errno == EINTR {}
+            _ = SandboxLaunch.wait(pid)
         }
         let line = readLine(status[0], timeoutMilliseconds: buildTimeoutMilliseconds)
         guard line == "ready" else {

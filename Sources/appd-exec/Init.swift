@@ -46,15 +46,12 @@ enum Init {
         // which forwards it, and would otherwise reach us a second time.
         setsid()
 
-        if let joined = launch.joined {
+        if launch.joined != nil {
             try Mounts(profile: profile).mountInstanceParts()
-            if profile.loopback && joined.net < 0 { try Network.bringUpLoopback() }
-            if let hostname = profile.hostname, joined.uts < 0 { try Network.setHostname(hostname) }
-        } else {
-            if profile.tmpfsRoot { try Mounts(profile: profile).build() }
-            if profile.loopback { try Network.bringUpLoopback() }
-            if let hostname = profile.hostname { try Network.setHostname(hostname) }
+        } else if profile.tmpfsRoot {
+            try Mounts(profile: profile).build()
         }
+        try Network.setUp(profile, joined: launch.joined)
 
         // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile
         // (vfork semantics, as posix_spawn): a fork copied PID 1's page tables, and both then

@@ -27,8 +27,7 @@ enum Template {
         let mounts = Mounts(profile: profile, phase: .template)
         try mounts.build()
         try mounts.seal()
-        if profile.loopback { try Network.bringUpLoopback() }
-        if let hostname = profile.hostname { try Network.setHostname(hostname) }
+        try Network.setUp(profile)
         guard let statusFD = arguments.statusFD, FileIO.writeAll(statusFD, "ready\n") else {
             throw LaunchFailure.system("template", "cannot write ready to the status fd")
         }
