@@ -26,13 +26,7 @@ extension AppdClient {
         onInstance: (APIInstance) throws -> Void,
         onOutput: (UnsafeRawBufferPointer) throws -> Void
     ) throws -> AttachedLaunch {
-        let data: Data
-        do {
-            data = try APICoding.encoder().encode(request)
-        } catch {
-            throw APIError(
-                code: "badRequest", message: "cannot encode the launch request: \(error)")
-        }
+        let data = try Self.encoded(request, what: "the launch request")
         let http = HTTPRequest(
             method: "POST", target: Self.path("apps", app, "launch", query: ["attach": "1"]),
             accept: AttachFrame.contentType, body: .data(data, contentType: Self.jsonType))

@@ -47,17 +47,20 @@ public struct AppdClient: Sendable {
         try json(HTTPRequest(method: "GET", target: path, accept: Self.jsonType))
     }
 
+    /// `body` as JSON (`APICoding`); a value that cannot be encoded is the caller's bad request.
+    static func encoded(_ body: some Encodable, what: String) throws(APIError) -> Data {
+        do {
+            return try APICoding.encoder().encode(body)
+        } catch {
+            throw APIError(code: "badRequest", message: "cannot encode \(what): \(error)")
+        }
+    }
+
     /// A POST with `body` encoded as JSON (`APICoding`).
     public func post<T: Decodable>(_ path: String, body: some Encodable, as type: T.Type = T.self)
         throws(APIError) -> T
     {
-        let data: Data
-        do {
-            data = try APICoding.encoder().encode(body)
-        } catch {
-            throw APIError(
-                code: "badRequest", message: "cannot encode the request for POST \(path): \(error)")
-        }
+        let data = try Self.encoded(body, what: "the request for POST \(path)")
         return try json(
             HTTPRequest(
                 method: "POST", target: path, accept: Self.jsonType,
