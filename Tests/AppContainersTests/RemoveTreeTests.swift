@@ -8,16 +8,28 @@ import Testing
 /// depth and whatever the app put in it (issue 13 §3).
 @Suite("removing an app's tree")
 struct RemoveTreeTests {
-    /// Open fds of this process on one of `directories` (device, inode): other tests run beside
-    /// this one and open fds of their own, and paths this deep cannot be read back from
-    /// /proc/self/fd (ENAMETOOLONG), so the tree's directories are known by identity.
+    /// Open fds of this process on one of `directories`: other tests run beside this one and
+    /// open fds of their own, and paths this deep cannot be read back from /proc/self/fd
+    /// (ENAMETOOLONG), so the tree's directories are known by identity.
     static func openDescriptors(on directories: Set<[UInt64]>) -> Int {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return names.compactMap(Int32.init).filter { fd in
-            var info = stat()
-            return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
-                && directories.contains([UInt64(info.st_dev), UInt64(info.st_ino)])
+            identity(fd).map(directories.contains) ?? false
         }.count
+    }
+
+    /// Device, inode and the inode's generation (FS_IOC_GETVERSION; 0 where the filesystem has
+    /// none) of a directory fd, nil for anything else. Device and inode alone are not enough:
+    /// the removal frees 20,000 inode numbers, and a test running beside this one that makes
+    /// and holds a directory may get one of them (it happened in CI), while ext4 gives a reused
+    /// inode a new generation.
+    static func identity(_ fd: Int32) -> [UInt64]? {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }
+        var generation = 0
+        let fsIocGetVersion: UInt = 0x8008_7601  // _IOR('v', 1, long)
+        if ioctl(fd, fsIocGetVersion, &generation) != 0 { generation = 0 }
+        return [UInt64(info.st_dev), UInt64(info.st_ino), UInt64(UInt(bitPattern: generation))]
     }
 
     /// `levels` nested directories under `top/name`, built through fds (paths this deep exceed
@@ -30,8 +42,7 @@ struct RemoveTreeTests {
         var dir = try top.makeDirectory(name)
         var made: Set<[UInt64]> = []
         func identity(_ dir: FileDescriptor) throws -> [UInt64] {
-            let info = try dir.status()
-            return [UInt64(info.st_dev), UInt64(info.st_ino)]
+            try #require(Self.identity(dir.raw))
         }
         made.insert(try identity(dir))
         for level in 0..<levels {

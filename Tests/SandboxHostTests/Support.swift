@@ -149,15 +149,25 @@ final class Child {
 
     /// Starts `command` inside the cgroup: the shell writes its own pid into every procs file
     /// (what appd-exec does with `cgroup PATH` records), then execs the command in place.
+    /// Returns once the shell has joined every hierarchy, which it says by creating a marker
+    /// file after the last write. Reading the procs files for the pid instead raced with
+    /// commands that end at once (a fork loop that stops at pids.max, an OOM-killed dd): under
+    /// load the process could be gone before the first look (CI failed on it).
     convenience init(in cgroup: any InstanceCgroup, exec command: String) throws {
         let joins = cgroup.procsFiles.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
-        try self.init("\(joins) && exec \(command)")
-        // Every hierarchy, not just one: the shell writes the files one after another.
+        let marker = "\(NSTemporaryDirectory())/appd-test-joined.\(UUID().uuidString)"
+        defer { unlink(marker) }
+        try self.init("\(joins) && : > '\(marker)' && exec \(command)")
         try waitUntil("pid \(pid) joined \(cgroup)") {
-            cgroup.procsFiles.allSatisfy { file in
-                let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
-                return text.split(separator: "\n").contains("\(self.pid)")
-            }
+            if access(marker, F_OK) == 0 { return true }
+            // A shell that failed to join exits without the marker: say so now, not at the
+            // timeout.
+            var raw: Int32 = 0
+            guard waitpid(pid, &raw, WNOHANG) == pid else { return false }
+            status = raw
+            // It may have joined, run and ended since the first look.
+            if access(marker, F_OK) == 0 { return true }
+            throw AppdError(.io, "pid \(pid) ended (wait status \(raw)) before it joined \(cgroup)")
         }
     }
 
