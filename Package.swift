@@ -166,9 +166,9 @@ let package = Package(
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
-        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "CLinux", "Notes", "Player", "TestSupport"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle", "TestSupport"]),
-        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "TestSupport"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "CLinux", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),

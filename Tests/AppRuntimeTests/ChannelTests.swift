@@ -157,6 +157,9 @@ struct ChannelEnvironmentTests {
     func adoption() throws {
         let (appEnd, daemonEnd) = try seqpacketPair()
         defer { close(appEnd); close(daemonEnd) }
+        // As the app inherits it from its launcher: not close-on-exec.
+        _ = fcntl(appEnd, F_SETFD, 0)
+        #expect(fcntl(appEnd, F_GETFD) & FD_CLOEXEC == 0)
         setenv("APPD_LIFECYCLE_FD", "\(appEnd)", 1)
         let channel = try #require(try LifecycleChannel.fromEnvironment(["APPD_LIFECYCLE_FD": "\(appEnd)"]))
         #expect(channel.fd == appEnd)

@@ -1,3 +1,4 @@
+import CLinux
 import Foundation
 import Testing
 import TestSupport
@@ -17,14 +18,21 @@ final class SampleProcess {
         let executable = builtExecutable(name)
         let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
+        // Every fd made here is close-on-exec and the app gets only 0-3: tests beside this one
+        // spawn processes too, and one that inherited the output's write end kept the read
+        // below waiting until it exited (a CI run spent four minutes in one such test).
         let (appEnd, daemonEnd) = try seqpacketPair()
         var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { throw AppRuntimeError.system("pipe") }
+        let stream = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+        guard socketpair(AF_UNIX, stream, 0, &pipeFDs) == 0 else {
+            throw AppRuntimeError.system("socketpair")
+        }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
         posix_spawn_file_actions_adddup2(&actions, appEnd, 3)
+        appd_spawn_closefrom(&actions, 4)
         let environment = [
             "APPD_LIFECYCLE_FD=3", "HOME=\(home.path)", "TMPDIR=\(home.path)/tmp/",
             "APPD_BUNDLE_PATH=\(bundle)", "APPD_BUNDLE_ID=com.example.\(name.lowercased())",

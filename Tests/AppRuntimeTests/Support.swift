@@ -38,7 +38,8 @@ final class Scratch {
 /// for the fake daemon.
 func seqpacketPair() throws -> (appEnd: Int32, daemonEnd: Int32) {
     var fds: [Int32] = [-1, -1]
-    guard socketpair(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0, &fds) == 0 else {
+    let type = Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    guard socketpair(AF_UNIX, type, 0, &fds) == 0 else {
         throw AppRuntimeError.system("socketpair")
     }
     return (fds[0], fds[1])

@@ -1,4 +1,5 @@
 import AppBundle
+import CLinux
 import Foundation
 import Testing
 
@@ -142,7 +143,12 @@ final class Child {
         defer {
             for pointer in cArgs + cEnv { free(pointer) }
         }
-        let result = posix_spawn(&pid, "/bin/sh", nil, nil, &cArgs, &cEnv)
+        // Nothing but 0-2: a sleep that outlives its test must not hold another test's pipes.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        appd_spawn_closefrom(&actions, 3)
+        let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgs, &cEnv)
         guard result == 0 else { throw AppdError.system("posix_spawn /bin/sh", errno: result) }
         self.pid = pid
     }
