@@ -12,15 +12,15 @@ import TestSupport
 final class SampleProcess {
     let pid: pid_t
     let daemon: FakeDaemon
-    private let output: Int32
+    private let output: OutputDrain
 
     init(_ name: String, home: URL, arguments: [String] = []) throws {
         let executable = builtExecutable(name)
         let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
         // Every fd made here is close-on-exec and the app gets only 0-3: tests beside this one
-        // spawn processes too, and one that inherited the output's write end kept the read
-        // below waiting until it exited (a CI run spent four minutes in one such test).
+        // spawn processes too, and one that inherited the output's write end would keep the
+        // output's reader from its EOF until that process exited.
         let (appEnd, daemonEnd) = try seqpacketPair()
         var pipeFDs: [Int32] = [-1, -1]
         let stream = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
@@ -53,7 +53,7 @@ final class SampleProcess {
         }
         pid = child
         daemon = FakeDaemon(fd: daemonEnd)
-        output = pipeFDs[0]
+        output = OutputDrain(fd: pipeFDs[0])
     }
 
     /// Waits for the exit (at most `timeout` seconds, then SIGKILL); the status and stdout.
@@ -68,16 +68,39 @@ final class SampleProcess {
             }
             try? await Task.sleep(nanoseconds: 10_000_000)
         }
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while true {
-            let n = read(output, &buffer, buffer.count)
-            if n <= 0 { break }
-            data.append(contentsOf: buffer[..<n])
-        }
-        close(output)
-        return (status, String(decoding: data, as: UTF8.self))
+        // The app has exited and nothing else holds the write end: EOF follows at once.
+        while !output.isFinished { try? await Task.sleep(nanoseconds: 2_000_000) }
+        return (status, output.text)
     }
+}
+
+/// Reads the app's stdout as it comes, on a thread of its own, until EOF. Reading it only
+/// after the exit deadlocked under load: a test held up for seconds let the Player tick until
+/// the socket buffer was full (about 160 lines), and the app, blocked in write on its main
+/// thread, heard neither the lifecycle messages nor SIGTERM, and was SIGKILLed.
+final class OutputDrain: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    private var finished = false
+
+    init(fd: Int32) {
+        let thread = Thread { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let n = read(fd, &buffer, buffer.count)
+                if n < 0 && errno == EINTR { continue }
+                if n <= 0 { break }
+                lock.withLock { data.append(contentsOf: buffer[..<n]) }
+            }
+            close(fd)
+            lock.withLock { finished = true }
+        }
+        thread.name = "sample app output"
+        thread.start()
+    }
+
+    var isFinished: Bool { lock.withLock { finished } }
+    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 }
 
 @Suite("sample apps as processes")
@@ -135,5 +158,27 @@ struct SampleAppTests {
         let background = output.split(separator: "\n").filter { $0.hasSuffix("state=background") }
         #expect(background.count >= 3, "\(output)")
         #expect(output.contains("player: stopped after"), "\(output)")
+    }
+
+    @Test("Player printing far more than a socket buffer holds still hears every message and SIGTERM")
+    func playerWithMuchOutput() async throws {
+        let home = Scratch()
+        let app = try SampleProcess("Player", home: home.url, arguments: ["-TickInterval", "0.001"])
+        #expect(await app.daemon.receiveType() == "hello")
+        app.daemon.send(#"{"type":"didFinishLaunching","state":"inactive"}"#)
+        #expect(await app.daemon.receiveType() == "ready")
+        app.daemon.send(#"{"type":"didBecomeActive"}"#)
+        // About 1,000 lines: an output read only after the exit blocked the app at ~160.
+        try await Task.sleep(nanoseconds: 1_000_000_000)
+        app.daemon.send(#"{"type":"willResignActive"}"#)
+        app.daemon.send(#"{"type":"didEnterBackground","gracePeriod":5}"#)
+        try await Task.sleep(nanoseconds: 100_000_000)
+        kill(app.pid, SIGTERM)
+        let (status, output) = await app.finish()
+        let lines = output.split(separator: "\n")
+        #expect(status == 0, "\(lines.suffix(5))")
+        #expect(lines.count > 300, "\(lines.count) lines")
+        #expect(lines.contains("player: in the background, still playing"), "\(lines.suffix(5))")
+        #expect(lines.last?.hasPrefix("player: stopped after") == true, "\(lines.suffix(5))")
     }
 }
