@@ -138,20 +138,28 @@ struct SampleAppTests {
         #expect(prefs.integer(forKey: "launches") == 2)
     }
 
-    @Test("Player keeps ticking in the background and stops on SIGTERM with willTerminate")
-    func playerInBackground() async throws {
+    /// Player launched, active for `active` seconds, in the background for `background`
+    /// seconds, then sent SIGTERM: its exit status and stdout.
+    private func playerSession(tick: String, active: Double, background: Double) async throws
+        -> (status: Int32, output: String)
+    {
         let home = Scratch()
-        let app = try SampleProcess("Player", home: home.url, arguments: ["-TickInterval", "0.05"])
+        let app = try SampleProcess("Player", home: home.url, arguments: ["-TickInterval", tick])
         #expect(await app.daemon.receiveType() == "hello")
         app.daemon.send(#"{"type":"didFinishLaunching","state":"inactive"}"#)
         #expect(await app.daemon.receiveType() == "ready")
         app.daemon.send(#"{"type":"didBecomeActive"}"#)
-        try await Task.sleep(nanoseconds: 200_000_000)
+        try await Task.sleep(nanoseconds: UInt64(active * 1e9))
         app.daemon.send(#"{"type":"willResignActive"}"#)
         app.daemon.send(#"{"type":"didEnterBackground","gracePeriod":5}"#)
-        try await Task.sleep(nanoseconds: 400_000_000)
+        try await Task.sleep(nanoseconds: UInt64(background * 1e9))
         kill(app.pid, SIGTERM)
-        let (status, output) = await app.finish()
+        return await app.finish()
+    }
+
+    @Test("Player keeps ticking in the background and stops on SIGTERM with willTerminate")
+    func playerInBackground() async throws {
+        let (status, output) = try await playerSession(tick: "0.05", active: 0.2, background: 0.4)
         #expect(status == 0, "\(output)")
         #expect(output.contains("state=active"), "\(output)")
         #expect(output.contains("player: in the background, still playing"), "\(output)")
@@ -162,19 +170,8 @@ struct SampleAppTests {
 
     @Test("Player printing far more than a socket buffer holds still hears every message and SIGTERM")
     func playerWithMuchOutput() async throws {
-        let home = Scratch()
-        let app = try SampleProcess("Player", home: home.url, arguments: ["-TickInterval", "0.001"])
-        #expect(await app.daemon.receiveType() == "hello")
-        app.daemon.send(#"{"type":"didFinishLaunching","state":"inactive"}"#)
-        #expect(await app.daemon.receiveType() == "ready")
-        app.daemon.send(#"{"type":"didBecomeActive"}"#)
         // About 1,000 lines: an output read only after the exit blocked the app at ~160.
-        try await Task.sleep(nanoseconds: 1_000_000_000)
-        app.daemon.send(#"{"type":"willResignActive"}"#)
-        app.daemon.send(#"{"type":"didEnterBackground","gracePeriod":5}"#)
-        try await Task.sleep(nanoseconds: 100_000_000)
-        kill(app.pid, SIGTERM)
-        let (status, output) = await app.finish()
+        let (status, output) = try await playerSession(tick: "0.001", active: 1, background: 0.1)
         let lines = output.split(separator: "\n")
         #expect(status == 0, "\(lines.suffix(5))")
         #expect(lines.count > 300, "\(lines.count) lines")
