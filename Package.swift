@@ -161,14 +161,15 @@ let package = Package(
             path: "Benchmarks/appd-bench"
         ),
         // What every test target shares: built-executable lookup, the root gate, the seeded
-        // generator, kernel files, and the real `appd serve` process the daemon suites start.
-        .target(name: "TestSupport", path: "Tests/TestSupport"),
+        // generator, kernel files, a posix_spawn that hands a child only the fds placed for it,
+        // and the real `appd serve` process the daemon suites start.
+        .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
-        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "CLinux", "Notes", "Player", "TestSupport"]),
+        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
         .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle", "TestSupport"]),
-        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "CLinux", "TestSupport"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),

@@ -21,8 +21,8 @@ struct RemoveTreeTests {
     /// Device, inode and the inode's generation (FS_IOC_GETVERSION; 0 where the filesystem has
     /// none) of a directory fd, nil for anything else. Device and inode alone are not enough:
     /// the removal frees 20,000 inode numbers, and a test running beside this one that makes
-    /// and holds a directory may get one of them (it happened in CI), while ext4 gives a reused
-    /// inode a new generation.
+    /// and holds a directory may get one of them (it happened in a full run), while ext4 gives
+    /// a reused inode a new generation.
     static func identity(_ fd: Int32) -> [UInt64]? {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return nil }

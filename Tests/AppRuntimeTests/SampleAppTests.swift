@@ -1,4 +1,3 @@
-import CLinux
 import Foundation
 import Testing
 import TestSupport
@@ -27,29 +26,25 @@ final class SampleProcess {
         guard socketpair(AF_UNIX, stream, 0, &pipeFDs) == 0 else {
             throw AppRuntimeError.system("socketpair")
         }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipeFDs[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, appEnd, 3)
-        appd_spawn_closefrom(&actions, 4)
         let environment = [
             "APPD_LIFECYCLE_FD=3", "HOME=\(home.path)", "TMPDIR=\(home.path)/tmp/",
             "APPD_BUNDLE_PATH=\(bundle)", "APPD_BUNDLE_ID=com.example.\(name.lowercased())",
             "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
         ]
-        let argv = [executable] + arguments
-        var cArgv = argv.map { strdup($0) } + [nil]
-        var cEnv = environment.map { strdup($0) } + [nil]
-        defer { (cArgv + cEnv).forEach { free($0) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, executable, &actions, nil, &cArgv, &cEnv)
-        close(appEnd)
-        close(pipeFDs[1])
-        guard status == 0 else {
+        // The app's ends are the app's alone once it runs, or nobody's if it could not start.
+        defer {
+            close(appEnd)
+            close(pipeFDs[1])
+        }
+        let child: pid_t
+        do {
+            child = try spawnPlaced(
+                executable, arguments: [executable] + arguments, environment: environment,
+                placing: [(child: 1, parent: pipeFDs[1]), (child: 3, parent: appEnd)])
+        } catch {
             close(pipeFDs[0])
             close(daemonEnd)
-            throw AppRuntimeError(.io, "posix_spawn \(executable): \(String(cString: strerror(status)))")
+            throw error
         }
         pid = child
         daemon = FakeDaemon(fd: daemonEnd)

