@@ -488,8 +488,10 @@ static int lifecycle(int argc, char **argv) {
             if (held && end_at && now_ns() >= end_at) {
                 char message[96];
                 snprintf(message, sizeof message, "{\"type\":\"endBackgroundTask\",\"task\":%ld}", held);
-                send_json(fd, message);
+                // Printed first: the daemon may freeze us (and our output relay, in our cgroup)
+                // as soon as it reads the message.
                 printf("lifecycle: value ended task %ld\n", held);
+                send_json(fd, message);
                 held = 0;
                 end_at = 0;
             }

@@ -48,7 +48,7 @@ final class SampleProcess {
         }
         pid = child
         daemon = FakeDaemon(fd: daemonEnd)
-        output = OutputDrain(fd: pipeFDs[0])
+        output = OutputDrain(fd: pipeFDs[0], name: "sample app output")
     }
 
     /// Waits for the exit (at most `timeout` seconds, then SIGKILL); the status and stdout.
@@ -67,35 +67,6 @@ final class SampleProcess {
         while !output.isFinished { try? await Task.sleep(nanoseconds: 2_000_000) }
         return (status, output.text)
     }
-}
-
-/// Reads the app's stdout as it comes, on a thread of its own, until EOF. Reading it only
-/// after the exit deadlocked under load: a test held up for seconds let the Player tick until
-/// the socket buffer was full (about 160 lines), and the app, blocked in write on its main
-/// thread, heard neither the lifecycle messages nor SIGTERM, and was SIGKILLed.
-final class OutputDrain: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data = Data()
-    private var finished = false
-
-    init(fd: Int32) {
-        let thread = Thread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while true {
-                let n = read(fd, &buffer, buffer.count)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { break }
-                lock.withLock { data.append(contentsOf: buffer[..<n]) }
-            }
-            close(fd)
-            lock.withLock { finished = true }
-        }
-        thread.name = "sample app output"
-        thread.start()
-    }
-
-    var isFinished: Bool { lock.withLock { finished } }
-    var text: String { lock.withLock { String(decoding: data, as: UTF8.self) } }
 }
 
 @Suite("sample apps as processes")

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestSupport
 
 /// Answers that outlive their request (the event stream, a followed log, the `wait` long
 /// poll), and clients that vanish in the middle of one: whatever the daemon held for them
@@ -51,8 +52,7 @@ extension DaemonRobustnessTests {
             )
             streams.append(wire)
         }
-        usleep(300_000)
-        #expect(daemon.openFDCount() >= baseline + 40, "the streams are not open")
+        #expect(eventually(5) { daemon.openFDCount() >= baseline + 40 }, "the streams are not open")
         // Gone without a word, in the middle of streams, polls and bodies.
         streams.removeAll()
         #expect(daemon.fdCount(settlingTo: baseline, timeout: 5) <= baseline)

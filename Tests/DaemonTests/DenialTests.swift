@@ -30,16 +30,10 @@ struct DenialTests {
         try daemon.installProbe("com.example.denied")
         let watch = try EventWatch(daemon)
         // appctl denials -f: each new one as it is recorded.
-        let follow = Process()
-        let followed = Pipe()
-        follow.executableURL = URL(fileURLWithPath: builtExecutable("appctl"))
-        follow.arguments = ["denials", "-f", "--json", "com.example.denied"]
-        follow.environment = ["APPD_ROOT": daemon.root]
-        follow.standardOutput = followed
-        follow.standardError = FileHandle.nullDevice
-        try follow.run()
-        defer { if follow.isRunning { kill(follow.processIdentifier, SIGKILL) } }
-        usleep(300_000)
+        // It prints the kept ones first, so it misses none however late it starts.
+        let follow = try DrainedChild(
+            builtExecutable("appctl"), arguments: ["denials", "-f", "--json", "com.example.denied"],
+            environment: ["APPD_ROOT=\(daemon.root)"])
         let probe = try daemon.launch("com.example.denied", ["denials", "3"])
         #expect(try daemon.eventually { try daemon.logs(probe.id).contains("thread:") })
         let log = try daemon.logs(probe.id)
@@ -86,17 +80,15 @@ struct DenialTests {
         #expect(instance.denials == answer.denials.count)
         let ps = try daemon.run("appctl", ["ps", "--all", probe.id])
         #expect(ps.output.contains("DENIED"), "\(ps.output)")
-        let events = watch.stop().filter { $0.kind == .denial && $0.instance == probe.id }
+        let events = watch.stop(until: { $0.filter { $0.kind == .denial && $0.instance == probe.id }.count >= expected.count })
+            .filter { $0.kind == .denial && $0.instance == probe.id }
         for (source, what, _) in expected {
             #expect(
                 events.filter { $0.denial?.source == source && $0.denial?.what == what }.count == 1,
                 "\(what) in events")
         }
         // The follower got the same, one JSON object a line.
-        usleep(300_000)
-        kill(follow.processIdentifier, SIGKILL)
-        follow.waitUntilExit()
-        let lines = followed.fileHandleForReading.readDataToEndOfFile().split(separator: 0x0A)
+        let lines = follow.stop { $0.split(separator: 0x0A).count >= answer.denials.count }.split(separator: 0x0A)
         let streamed = lines.compactMap {
             try? APICoding.decoder().decode(APIDenial.self, from: Data($0))
         }

@@ -37,7 +37,7 @@ struct EventDrivenTests {
             launched.allSatisfy { instance in
                 all.contains { $0.id == instance.id && $0.state == .exited }
             })
-        let events = watch.stop()
+        let events = watch.stop(until: { $0.filter { $0.kind == .exited }.count >= 20 })
         #expect(events.filter { $0.kind == .exited }.count == 20)
         #expect(
             !events.contains { ($0.detail ?? "").contains("found by the sweep") },

@@ -85,7 +85,11 @@ struct HostileChannelTests {
         #expect(!daemon.serveLog.contains("Fatal error"))
         try expectVictimUntouched(daemon, victim)
 
-        let events = watch.stop()
+        let events = watch.stop(until: { events in
+            attackers.allSatisfy { attacker in
+                events.contains { $0.instance == attacker && ($0.detail ?? "").hasPrefix("channel closed: ") }
+            }
+        })
         for attacker in attackers {
             let closed = events.filter {
                 $0.instance == attacker && ($0.detail ?? "").hasPrefix("channel closed: ")
@@ -156,11 +160,10 @@ struct HostileChannelTests {
             })
         #expect(try daemon.instance(slow.id).channel == .ready)
         // A marker after the flood: another client's event stream is not drowned; it shows
-        // up at once.
+        // up there.
         let marker = try daemon.launch("com.example.flooder", ["sleep", "30"])
-        usleep(500_000)
         root.expectResponsive("flood")
-        let events = watch.stop()
+        let events = watch.stop(until: { $0.contains { $0.instance == marker.id && $0.kind == .launched } })
         #expect(events.contains { $0.instance == marker.id && $0.kind == .launched })
         let fromFlooders = events.filter { event in
             (fast + [slow]).contains { $0.id == event.instance }
@@ -226,9 +229,8 @@ struct HostileChannelTests {
             #expect(try daemon.instance(repeater.id).channel == .ready)
         }
         let marker = try daemon.launch("com.example.repeater", ["sleep", "30"])
-        usleep(500_000)
         root.expectResponsive("repeated known messages")
-        let events = watch.stop()
+        let events = watch.stop(until: { $0.contains { $0.instance == marker.id && $0.kind == .launched } })
         #expect(events.contains { $0.instance == marker.id && $0.kind == .launched })
         for (repeater, message) in zip(repeaters, messages) {
             let count = events.filter { $0.instance == repeater.id && $0.kind == .message }.count

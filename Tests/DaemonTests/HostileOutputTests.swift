@@ -196,7 +196,8 @@ struct HostileOutputTests {
             }
             usleep(100_000)
         }
-        #expect(burst.map { $0 < 4 } == true, "the burst took \(burst ?? -1) s to reach the log")
+        // 15 s, not 80 minutes: room for a loaded machine, and far from waiting on the journal.
+        #expect(burst.map { $0 < 15 } == true, "the burst took \(burst ?? -1) s to reach the log")
         // The journal reads again: the next output says what it missed, then arrives.
         journal.startReading()
         let ended = try daemon.wait(instance.id)

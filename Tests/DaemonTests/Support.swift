@@ -134,12 +134,7 @@ final class TestDaemon {
 
     /// Polls until `condition` holds (or fails the wait after `seconds`).
     func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        while Date() < deadline {
-            if try condition() { return true }
-            usleep(50_000)
-        }
-        return try condition()
+        try TestSupport.eventually(seconds, condition)
     }
 }
 
