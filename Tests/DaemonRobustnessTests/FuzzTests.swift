@@ -16,6 +16,8 @@ extension DaemonRobustnessTests {
     )
     func fuzz() throws {
         let baseline = try daemon.settledFDBaseline()
+        let registryFDs = { daemon.openFDTargets().filter { $0.contains("/registry.sqlite") }.count }
+        let registryBefore = registryFDs()
         var generator = SeededGenerator(seed: Self.fuzzSeed)
         var failures: [String] = []
         var statuses: [Int: Int] = [:]
@@ -41,12 +43,12 @@ extension DaemonRobustnessTests {
             failures.isEmpty,
             "\(failures.count) bad exchanges:\n\(failures.prefix(10).joined(separator: "\n"))")
         #expect(daemon.isAlive, "appd serve died:\n\(daemon.stderr)")
-        #expect(daemon.fdCount(settlingTo: baseline) <= baseline)
+        #expect(daemon.fdCount(settlingTo: baseline) <= baseline, "\(daemon.openFDTargets().sorted())")
         // The run must reach the router, not only NIO's parser.
         #expect(
             statuses.filter { [200, 404, 405].contains($0.key) }.values.reduce(0, +) > 50,
             "\(statuses)")
-        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key })")
+        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }); registry fds \(registryBefore) before, \(registryFDs()) after")
         daemon.expectServing()
     }
 

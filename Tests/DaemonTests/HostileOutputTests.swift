@@ -179,7 +179,7 @@ struct HostileOutputTests {
         "writing faster than the journal takes: the app is not stalled, the journal is told how many lines it missed, the log has all"
     )
     func slowJournal() throws {
-        let journal = try StalledJournal()
+        let journal = try NotifyListener(reading: false)
         let daemon = try TestDaemon(
             config: "LogMaxBytes=4000000\n", arguments: ["--journal-socket", journal.path])
         try daemon.installProbe("com.example.flood")
@@ -257,44 +257,5 @@ struct HostileOutputTests {
             .map { String($0.dropFirst("MESSAGE=".count)) }
         #expect(journaled == expected)
         Self.expectPromptStop(daemon)
-    }
-}
-
-/// A journal socket that reads nothing until told to: its queue fills after a few datagrams,
-/// as journald's does when it falls behind.
-final class StalledJournal: @unchecked Sendable {
-    let path: String
-    let fd: Int32
-    private let lock = NSLock()
-    private var received: [String] = []
-    private var closed = false
-
-    init() throws {
-        path = "/tmp/appd-stalled-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard let address = UnixAddress(path) else { throw POSIXError(.ENAMETOOLONG) }
-        fd = try boundUnixSocket(SOCK_DGRAM, address)
-    }
-
-    func startReading() {
-        Thread.detachNewThread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while !lock.withLock({ closed }) {
-                var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                guard poll(&poller, 1, 100) == 1 else { continue }
-                let count = recv(fd, &buffer, buffer.count, 0)
-                guard count > 0 else { continue }
-                let message = String(decoding: buffer[0..<count], as: UTF8.self)
-                lock.withLock { received.append(message) }
-            }
-        }
-    }
-
-    var all: [String] { lock.withLock { received } }
-
-    deinit {
-        lock.withLock { closed = true }
-        usleep(200_000)
-        close(fd)
-        unlink(path)
     }
 }

@@ -83,50 +83,68 @@ struct SystemdTests {
     }
 }
 
-/// A bound datagram socket, as systemd's notify socket, read by a thread of its own as systemd
-/// reads it (promptly: the queue of a datagram socket holds only 10 messages, and appd drops
-/// what does not fit rather than wait).
+/// A bound datagram socket, as systemd's notify socket or journald's, read by a thread of its
+/// own as systemd reads it (promptly: the queue of a datagram socket holds only 10 messages, and
+/// appd drops what does not fit rather than wait). With `reading: false` it reads nothing until
+/// `startReading()`: its queue fills after a few datagrams, as journald's does when it falls
+/// behind.
 final class NotifyListener: @unchecked Sendable {
     let path: String
-    let fd: Int32
-    private let lock = NSLock()
-    private var received: [String] = []
+    private let inbox: Inbox
+    private var started = false
     private var consumed = 0
-    private var closed = false
 
-    init(path: String? = nil) throws {
-        self.path = path ?? "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        guard let address = UnixAddress(self.path) else { throw POSIXError(.ENAMETOOLONG) }
-        fd = try boundUnixSocket(SOCK_DGRAM, address)
-        Thread.detachNewThread { [self] in
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
+    /// What the reader thread holds: never the listener, so the listener's deinit runs as soon
+    /// as the test lets go of it and removes the socket file. (A thread holding the listener
+    /// kept deinit from ever running: each test left its socket in /tmp and a thread polling.)
+    private final class Inbox: @unchecked Sendable {
+        let fd: Int32
+        let lock = NSLock()
+        var received: [String] = []
+        var closed = false
+
+        init(fd: Int32) { self.fd = fd }
+
+        func read() {
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while !lock.withLock({ closed }) {
                 var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let ready = poll(&poller, 1, 100)
-                let done = lock.withLock { closed }
-                if done { return }
-                guard ready == 1 else { continue }
+                guard poll(&poller, 1, 100) == 1 else { continue }
                 let count = recv(fd, &buffer, buffer.count, 0)
                 guard count > 0 else { continue }
                 let message = String(decoding: buffer[0..<count], as: UTF8.self)
                 lock.withLock { received.append(message) }
             }
+            Glibc.close(fd)
         }
     }
 
-    var all: [String] { lock.withLock { received } }
+    init(path: String? = nil, reading: Bool = true) throws {
+        self.path = path ?? "/tmp/appd-notify-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard let address = UnixAddress(self.path) else { throw POSIXError(.ENAMETOOLONG) }
+        inbox = Inbox(fd: try boundUnixSocket(SOCK_DGRAM, address))
+        if reading { startReading() }
+    }
+
+    func startReading() {
+        guard !started else { return }
+        started = true
+        Thread.detachNewThread { [inbox] in inbox.read() }
+    }
+
+    var all: [String] { inbox.lock.withLock { inbox.received } }
 
     /// The next message that `matches`, skipping others; nil after `timeout` seconds.
     func next(timeout: Double = 20, _ matches: (String) -> Bool) -> String? {
         let deadline = Date().addingTimeInterval(timeout)
         repeat {
-            let pending: [String] = lock.withLock {
-                defer { consumed = received.count }
-                return Array(received[consumed...])
+            let pending: [String] = inbox.lock.withLock {
+                defer { consumed = inbox.received.count }
+                return Array(inbox.received[consumed...])
             }
             if let index = pending.firstIndex(where: matches) {
                 // Messages after the match stay unread for the next call.
-                lock.withLock { consumed -= pending.count - index - 1 }
+                inbox.lock.withLock { consumed -= pending.count - index - 1 }
                 return pending[index]
             }
             usleep(10_000)
@@ -134,10 +152,10 @@ final class NotifyListener: @unchecked Sendable {
         return nil
     }
 
+    /// The reader closes the fd within one poll; one never started, here.
     deinit {
-        lock.withLock { closed = true }
-        usleep(200_000)
-        close(fd)
         unlink(path)
+        inbox.lock.withLock { inbox.closed = true }
+        if !started { Glibc.close(inbox.fd) }
     }
 }
