@@ -270,12 +270,18 @@ struct MetricsTests {
         #expect(ended.series("appd_denials_total").isEmpty, "\(ended.series("appd_denials_total"))")
         // The probe's forbidden actions: the counter is the denial log's count for the app, the
         // same number `appctl info` shows.
+        // The kernel's records come on their own after the exit: wait for them, then the two
+        // counts agree.
         let denied = try daemon.launch(app, ["denials", "0"])
         _ = try daemon.wait(denied.id)
-        let counted = try Self.scrape(daemon)
-        let info = try daemon.client.get("/v1/apps/\(app)", as: APIApp.self)
-        let total = counted.value("appd_denials_total", ["app": app]) ?? 0
-        #expect(total > 0 && total == Double(info.denials ?? -1), "\(total) vs \(String(describing: info.denials))")
+        var total = 0.0
+        var info: APIApp?
+        #expect(
+            try daemon.eventually {
+                total = try Self.scrape(daemon).value("appd_denials_total", ["app": app]) ?? 0
+                info = try daemon.client.get("/v1/apps/\(app)", as: APIApp.self)
+                return total > 0 && total == Double(info?.denials ?? -1)
+            }, "\(total) vs \(String(describing: info?.denials))")
 
         // Uninstalled: the app's series go with it.
         #expect(try daemon.run("appd", ["uninstall", app]).code == 0)
