@@ -21,34 +21,22 @@ final class SampleProcess {
         // spawn processes too, and one that inherited the output's write end would keep the
         // output's reader from its EOF until that process exited.
         let (appEnd, daemonEnd) = try seqpacketPair()
-        var pipeFDs: [Int32] = [-1, -1]
-        let stream = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
-        guard socketpair(AF_UNIX, stream, 0, &pipeFDs) == 0 else {
-            throw AppRuntimeError.system("socketpair")
-        }
         let environment = [
             "APPD_LIFECYCLE_FD=3", "HOME=\(home.path)", "TMPDIR=\(home.path)/tmp/",
             "APPD_BUNDLE_PATH=\(bundle)", "APPD_BUNDLE_ID=com.example.\(name.lowercased())",
             "LANG=C.UTF-8", "PATH=/usr/bin:/bin",
         ]
-        // The app's ends are the app's alone once it runs, or nobody's if it could not start.
-        defer {
-            close(appEnd)
-            close(pipeFDs[1])
-        }
-        let child: pid_t
+        // The app's end is the app's alone once it runs, or nobody's if it could not start.
+        defer { close(appEnd) }
         do {
-            child = try spawnPlaced(
-                executable, arguments: [executable] + arguments, environment: environment,
-                placing: [(child: 1, parent: pipeFDs[1]), (child: 3, parent: appEnd)])
+            (pid, output) = try spawnDrained(
+                executable, arguments: arguments, environment: environment,
+                placing: [(child: 3, parent: appEnd)])
         } catch {
-            close(pipeFDs[0])
             close(daemonEnd)
             throw error
         }
-        pid = child
         daemon = FakeDaemon(fd: daemonEnd)
-        output = OutputDrain(fd: pipeFDs[0], name: "sample app output")
     }
 
     /// Waits for the exit (at most `timeout` seconds, then SIGKILL); the status and stdout.

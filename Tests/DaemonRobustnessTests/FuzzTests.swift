@@ -16,8 +16,7 @@ extension DaemonRobustnessTests {
     )
     func fuzz() throws {
         let baseline = try daemon.settledFDBaseline()
-        let registryFDs = { daemon.openFDTargets().filter { $0.contains("/registry.sqlite") }.count }
-        let registryBefore = registryFDs()
+        let registryBefore = daemon.registryFDCount()
         var generator = SeededGenerator(seed: Self.fuzzSeed)
         var failures: [String] = []
         var statuses: [Int: Int] = [:]
@@ -48,7 +47,7 @@ extension DaemonRobustnessTests {
         #expect(
             statuses.filter { [200, 404, 405].contains($0.key) }.values.reduce(0, +) > 50,
             "\(statuses)")
-        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }); registry fds \(registryBefore) before, \(registryFDs()) after")
+        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }); registry fds \(registryBefore) before, \(daemon.registryFDCount()) after")
         daemon.expectServing()
     }
 

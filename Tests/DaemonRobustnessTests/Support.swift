@@ -84,8 +84,15 @@ final class TestDaemon: @unchecked Sendable {
     /// and its WAL: 2 fds) the first time that many reads run at once, up to GRDB's 5, and keeps
     /// it: no leak, but a test on a loaded machine can reach a peak its baseline did not
     /// (seen: fuzz, 32 against 30). A leaked connection is a socket, and still counts.
-    func openFDCount() -> Int {
-        openFDTargets().filter { !$0.hasSuffix("/registry.sqlite") && !$0.hasSuffix("/registry.sqlite-wal") }.count
+    func openFDCount() -> Int { openFDTargets().filter { !Self.isRegistryReaderFile($0) }.count }
+
+    /// How many of the daemon's fds are its registry readers' (see `openFDCount`).
+    func registryFDCount() -> Int { openFDTargets().filter(Self.isRegistryReaderFile).count }
+
+    /// The database and WAL files each registry connection opens (the shared-memory file is one
+    /// fd for all of them, and does not grow).
+    static func isRegistryReaderFile(_ target: String) -> Bool {
+        target.hasSuffix("/registry.sqlite") || target.hasSuffix("/registry.sqlite-wal")
     }
 
     /// Resident memory of the daemon (VmRSS of /proc/PID/status).

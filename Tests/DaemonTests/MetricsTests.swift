@@ -269,9 +269,7 @@ struct MetricsTests {
         // No denial yet: no series, never a made-up 0.
         #expect(ended.series("appd_denials_total").isEmpty, "\(ended.series("appd_denials_total"))")
         // The probe's forbidden actions: the counter is the denial log's count for the app, the
-        // same number `appctl info` shows.
-        // The kernel's records come on their own after the exit: wait for them, then the two
-        // counts agree.
+        // same number `appctl info` shows, once the kernel's records have come (after the exit).
         let denied = try daemon.launch(app, ["denials", "0"])
         _ = try daemon.wait(denied.id)
         var total = 0.0

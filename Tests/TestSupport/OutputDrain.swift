@@ -1,4 +1,3 @@
-import CLinux
 import Foundation
 import Glibc
 
@@ -48,6 +47,33 @@ public final class OutputDrain: @unchecked Sendable {
     public func waitForEnd(_ seconds: Double) { wait(seconds) { _ in false } }
 }
 
+/// `spawnPlaced` with the child's stdout on a stream socket that an `OutputDrain` reads as it
+/// comes, and the `placed` fds besides; argv[0] is `executable`. A socket, not a pipe: its
+/// buffer fills sooner (about 160 of the Player's lines), so a test whose reader falls behind
+/// shows it.
+public func spawnDrained(
+    _ executable: String, arguments: [String], environment: [String],
+    placing placed: [(child: Int32, parent: Int32)] = []
+) throws -> (pid: pid_t, output: OutputDrain) {
+    var fds: [Int32] = [-1, -1]
+    let stream = Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue)
+    guard socketpair(AF_UNIX, stream, 0, &fds) == 0 else {
+        throw SpawnFailure(executable: executable, errno: errno)
+    }
+    // The child's end is the child's alone once it runs, or nobody's if it could not start.
+    defer { close(fds[1]) }
+    let pid: pid_t
+    do {
+        pid = try spawnPlaced(
+            executable, arguments: [executable] + arguments, environment: environment,
+            placing: [(child: 1, parent: fds[1])] + placed)
+    } catch {
+        close(fds[0])
+        throw error
+    }
+    return (pid, OutputDrain(fd: fds[0], name: URL(fileURLWithPath: executable).lastPathComponent))
+}
+
 /// A child a test runs beside what it tests (`appctl events`, `appctl denials -f`): its stdout
 /// drained as it comes, stderr to /dev/null, no other fd of the test process. Stopped by its
 /// pid (it is ours) with SIGKILL: the test runner's threads block SIGTERM, and a child inherits
@@ -58,22 +84,10 @@ public final class DrainedChild {
     private var reaped = false
 
     public init(_ executable: String, arguments: [String], environment: [String]) throws {
-        var fds: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&fds) == 0 else { throw SpawnFailure(executable: executable, errno: errno) }
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
-        defer {
-            close(fds[1])
-            close(null)
-        }
-        do {
-            pid = try spawnPlaced(
-                executable, arguments: [executable] + arguments, environment: environment,
-                placing: [(child: 1, parent: fds[1]), (child: 2, parent: null)])
-        } catch {
-            close(fds[0])
-            throw error
-        }
-        output = OutputDrain(fd: fds[0], name: URL(fileURLWithPath: executable).lastPathComponent)
+        defer { close(null) }
+        (pid, output) = try spawnDrained(
+            executable, arguments: arguments, environment: environment, placing: [(child: 2, parent: null)])
     }
 
     /// Waits until what it printed so far satisfies `condition` (at most `seconds`), then
