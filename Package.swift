@@ -1,4 +1,7 @@
 // swift-tools-version:6.1
+// appd: the iOS application model on Linux. Copyright 2025-2026 appd developers.
+// Licensed under the Apache License, Version 2.0 (LICENSE at the repository's root).
+//
 import PackageDescription
 
 // Module boundaries follow ../shared/DESIGN.md: data flows one way,
