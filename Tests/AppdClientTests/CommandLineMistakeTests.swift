@@ -33,6 +33,23 @@ struct CommandLineMistakeTests {
             "\(result.output)")
     }
 
+    @Test(
+        "the other tool's command, or another tool's word for ours, is answered with the right one",
+        arguments: [
+            ("appctl", "install", "appd install"), ("appctl", "uninstall", "appd uninstall"),
+            ("appd", "launch", "appctl launch"), ("appd", "ps", "appctl ps"),
+            ("appctl", "log", "appctl logs"), ("appctl", "stop", "appctl terminate"),
+            ("appd", "stop", "appctl terminate"),
+        ])
+    func otherToolsCommand(tool: String, typed: String, meant: String) throws {
+        let result = try run(tool, [typed, "com.example.x"])
+        #expect(result.status == 64)
+        #expect(
+            result.output.contains("\(tool) has no command '\(typed)': \(typed) is '\(meant)'"),
+            "\(result.output)")
+        #expect(!result.output.contains("unexpected argument"), "\(result.output)")
+    }
+
     @Test("a word far from every subcommand, or an alias, is left to the parser")
     func notMisspelled() throws {
         let names = ["launch", "ps", "list", "logs", "version", "status"]
