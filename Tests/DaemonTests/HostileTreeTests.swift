@@ -148,7 +148,7 @@ struct HostileTreeTests {
         // inside the leftover, as an admin's debugging or a crashed launch might leave one.
         let script = """
             mount --make-rprivate / && mount --bind \(victim) \(root)/quarantine/trash-mounted/inner && \
-            \(builtExecutable("appd")) doctor; echo "doctor exit $?"; umount \(root)/quarantine/trash-mounted/inner
+            \(builtExecutable("appd")) doctor --repair; echo "doctor exit $?"; umount \(root)/quarantine/trash-mounted/inner
             """
         let result = try TestDaemon.run(
             "/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script],
