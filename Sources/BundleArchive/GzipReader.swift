@@ -29,7 +29,11 @@ public final class GzipReader {
     public init(fd: Int32, head: [UInt8], shown: String) throws {
         self.fd = fd
         self.shown = shown
-        if head.count > input.count { input = head } else { input.replaceSubrange(0..<head.count, with: head) }
+        if head.count > input.count {
+            input = head
+        } else {
+            input.replaceSubrange(0..<head.count, with: head)
+        }
         end = head.count
         guard let inflater = appd_gunzip_new() else {
             throw AppdError(.io, "\(shown): cannot start inflating (out of memory)")
@@ -58,7 +62,9 @@ public final class GzipReader {
             var produced = 0
             let result = input.withUnsafeBytes { bytes in
                 appd_gunzip_step(
-                    inflater, bytes.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + start }, end - start,
+                    inflater,
+                    bytes.baseAddress.map { $0.assumingMemoryBound(to: UInt8.self) + start },
+                    end - start,
                     &consumed, output.assumingMemoryBound(to: UInt8.self), buffer.count, &produced)
             }
             start += consumed
@@ -74,7 +80,8 @@ public final class GzipReader {
             default:
                 let reason = String(cString: appd_gunzip_message(inflater))
                 throw AppdError(
-                    .invalidBundle, "\(shown): not valid gzip data" + (reason.isEmpty ? "" : " (\(reason))"))
+                    .invalidBundle,
+                    "\(shown): not valid gzip data" + (reason.isEmpty ? "" : " (\(reason))"))
             }
             if produced > 0 { return produced }
         }
@@ -86,7 +93,8 @@ public final class GzipReader {
             while start < end && input[start] == 0 { start += 1 }
             if start < end {
                 guard input[start] == Self.magic[0] else {
-                    throw AppdError(.invalidBundle, "\(shown): data that is not gzip follows the gzip stream")
+                    throw AppdError(
+                        .invalidBundle, "\(shown): data that is not gzip follows the gzip stream")
                 }
                 return true
             }

@@ -42,7 +42,8 @@ extension SandboxProfile {
             guard let mount = coveringMount(current) else {
                 return PathAccess(
                     path: current, verdict: .hidden, executable: false, mount: nil, landlock: [],
-                    reason: "nothing of the host at \(current) is mounted in the app's root (an empty tmpfs with only the mounts appd profile --full lists)"
+                    reason:
+                        "nothing of the host at \(current) is mounted in the app's root (an empty tmpfs with only the mounts appd profile --full lists)"
                         + Self.via(followed))
             }
             let shown = Self.describe(mount)
@@ -51,21 +52,28 @@ extension SandboxProfile {
             case .symlink:
                 guard followed.count < Self.maxLinks, let target = mount.source else {
                     return PathAccess(
-                        path: current, verdict: .hidden, executable: false, mount: shown, landlock: [],
+                        path: current, verdict: .hidden, executable: false, mount: shown,
+                        landlock: [],
                         reason: "too many symlinks in the app's root")
                 }
                 followed.append("\(destination) -> \(target)")
                 let rest = String(current.dropFirst(destination == "/" ? 0 : destination.count))
-                let base = target.hasPrefix("/") ? target : Self.parent(of: destination) + "/" + target
+                let base =
+                    target.hasPrefix("/") ? target : Self.parent(of: destination) + "/" + target
                 current = Self.normalized(base + rest)
                 continue
             case .roBind, .roBindTry, .rwBind, .devBind:
                 guard let source = mount.source,
-                    Self.normalized(source + "/" + String(current.dropFirst(destination == "/" ? 0 : destination.count))) == current
+                    Self.normalized(
+                        source + "/"
+                            + String(current.dropFirst(destination == "/" ? 0 : destination.count)))
+                        == current
                 else {
                     return PathAccess(
-                        path: current, verdict: .hidden, executable: false, mount: shown, landlock: [],
-                        reason: "the app sees \(mount.source ?? "another host path") at \(destination), not the host's \(current)"
+                        path: current, verdict: .hidden, executable: false, mount: shown,
+                        landlock: [],
+                        reason:
+                            "the app sees \(mount.source ?? "another host path") at \(destination), not the host's \(current)"
                             + Self.via(followed))
                 }
                 return landlockVerdict(current, mount: mount, shown: shown, followed: followed)
@@ -87,19 +95,24 @@ extension SandboxProfile {
     }
 
     /// Landlock on top of a bind that shows the host's path.
-    private func landlockVerdict(_ path: String, mount: Mount, shown: String, followed: [String]) -> PathAccess {
+    private func landlockVerdict(_ path: String, mount: Mount, shown: String, followed: [String])
+        -> PathAccess
+    {
         let writableMount = mount.kind == .rwBind || mount.kind == .devBind
         guard landlock.minimumABI > 0 else {
             return PathAccess(
-                path: path, verdict: writableMount ? .readWrite : .readOnly, executable: true, mount: shown,
-                landlock: [], reason: "mount \(shown); Landlock is OFF (WeakerModes=)" + Self.via(followed))
+                path: path, verdict: writableMount ? .readWrite : .readOnly, executable: true,
+                mount: shown,
+                landlock: [],
+                reason: "mount \(shown); Landlock is OFF (WeakerModes=)" + Self.via(followed))
         }
         let rules = landlock.paths.filter { Self.covers($0.path, path) }
         let names = rules.map { "\($0.access.rawValue) \($0.path)" }
         guard !rules.isEmpty else {
             return PathAccess(
                 path: path, verdict: .noAccess, executable: false, mount: shown, landlock: [],
-                reason: "mount \(shown), but no Landlock rule covers it: every access is refused (and logged as a denial)"
+                reason:
+                    "mount \(shown), but no Landlock rule covers it: every access is refused (and logged as a denial)"
                     + Self.via(followed))
         }
         let writes = rules.contains { $0.access == .rw || $0.access == .rwx }
@@ -121,7 +134,8 @@ extension SandboxProfile {
 
     /// `directory` is `path` or one of its ancestors, component by component.
     static func covers(_ directory: String, _ path: String) -> Bool {
-        directory == "/" || path == directory || path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
+        directory == "/" || path == directory
+            || path.hasPrefix(directory.hasSuffix("/") ? directory : directory + "/")
     }
 
     /// Absolute, without empty, `.` and `..` components (lexically: the app's root decides
@@ -160,6 +174,8 @@ extension SandboxProfile {
     }
 
     private static func via(_ followed: [String]) -> String {
-        followed.isEmpty ? "" : " (through the symlink\(followed.count > 1 ? "s" : "") \(followed.joined(separator: ", ")))"
+        followed.isEmpty
+            ? ""
+            : " (through the symlink\(followed.count > 1 ? "s" : "") \(followed.joined(separator: ", ")))"
     }
 }

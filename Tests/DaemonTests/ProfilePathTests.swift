@@ -14,9 +14,13 @@ struct ProfilePathTests {
         let app = try daemon.client.get("/v1/apps/com.example.paths", as: APIApp.self)
         let other = try daemon.client.get("/v1/apps/com.example.other", as: APIApp.self)
         func verdict(_ path: String) throws -> (line: String, output: String) {
-            let result = try daemon.run("appd", ["profile", "--config", daemon.configPath, "com.example.paths", "--path", path])
+            let result = try daemon.run(
+                "appd",
+                ["profile", "--config", daemon.configPath, "com.example.paths", "--path", path])
             #expect(result.code == 0, "\(result.output)")
-            return (result.output.split(separator: "\n").first.map(String.init) ?? "", result.output)
+            return (
+                result.output.split(separator: "\n").first.map(String.init) ?? "", result.output
+            )
         }
         func attempt(_ mode: String, _ path: String) throws -> String {
             let instance = try daemon.launch("com.example.paths", [mode, path])
@@ -38,19 +42,23 @@ struct ProfilePathTests {
         let documents = "\(app.dataContainer)/Documents/note.txt"
         let own = try verdict(documents)
         #expect(own.line.hasPrefix("\(documents): read-write"), "\(own.output)")
-        #expect(own.output.contains("mount \(app.dataContainer) read-write; Landlock rw"), "\(own.output)")
+        #expect(
+            own.output.contains("mount \(app.dataContainer) read-write; Landlock rw"),
+            "\(own.output)")
         #expect(try attempt("write", documents).contains("write: allowed"))
 
         let bundle = try #require(app.bundlePath)
         let executable = try verdict("\(bundle)/Probe")
-        #expect(executable.line == "\(bundle)/Probe: read-only (may execute)", "\(executable.output)")
+        #expect(
+            executable.line == "\(bundle)/Probe: read-only (may execute)", "\(executable.output)")
         #expect(try attempt("write", "\(bundle)/Probe").contains("write: refused"))
 
         // Through the app root's symlinks (/bin -> usr/bin here) and `..`.
         let env = try verdict("/usr/bin/../bin/env")
         #expect(env.line == "/usr/bin/env: read-only (may execute)", "\(env.output)")
 
-        let relative = try daemon.run("appd", ["profile", "com.example.paths", "--path", "etc/shadow"])
+        let relative = try daemon.run(
+            "appd", ["profile", "com.example.paths", "--path", "etc/shadow"])
         #expect(relative.code == 64, "\(relative.output)")
     }
 }
