@@ -56,8 +56,10 @@ let package = Package(
         // the daemon's extractor stays the one reader of hostile archives it trusts.
         .target(
             name: "BundleArchive",
-            dependencies: ["AppBundle", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            dependencies: ["AppBundle", "CGunzip", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
+        // zlib's inflate for gzip'd tars (the client's side of `appd install`).
+        .target(name: "CGunzip", linkerSettings: [.linkedLibrary("z")]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",

@@ -15,7 +15,9 @@ struct Profile: ParsableCommand {
             what appd-exec builds at launch. By default a summary of about ten lines; --full \
             prints every mount, Landlock rule, seccomp rule group, limit and variable; --json \
             the whole profile; --launcher the text handed to appd-exec \
-            (docs/launcher-protocol.md).
+            (docs/launcher-protocol.md). --path P says whether and how the app sees the host's \
+            P and which mount or Landlock rule decides: a hidden file gives the app ENOENT from \
+            its own root, and no denial is logged for it.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -34,13 +36,36 @@ struct Profile: ParsableCommand {
     @Flag(help: "With --full: list every seccomp rule, not only their groups.")
     var verbose = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Say whether and how the app sees this host path (hidden, no-access, read-only, read-write) and why.",
+            valueName: "path"))
+    var path: String?
+
+    func validate() throws {
+        if let path, !path.hasPrefix("/") {
+            throw ValidationError("--path \(path): give an absolute path, as the host names it")
+        }
+    }
+
     func run() throws {
         try options.run {
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
             var profile = try store.sandboxProfile(for: app)
             profile.dataQuota = store.dataQuotaStatus(for: app)
-            if launcher {
+            if let path {
+                let access = profile.access(toHostPath: path)
+                if options.json {
+                    Output.json(access)
+                } else {
+                    print("\(access.path): \(access.verdict.rawValue)" + (access.executable && access.verdict != .hidden && access.verdict != .noAccess ? " (may execute)" : ""))
+                    print("  why: \(access.reason)")
+                    if access.verdict != .hidden && access.verdict != .noAccess {
+                        print("  also: the file's own owner and mode apply, for the app's uid \(profile.uid)")
+                    }
+                }
+            } else if launcher {
                 print(profile.encoded(), terminator: "")
             } else if options.json {
                 Output.json(profile)
