@@ -55,6 +55,14 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// record): set by the daemon, whose denial log reads the records (docs/denials.md); off
     /// for `appd run` and when audit's failure mode would panic the host.
     public var logDenials = false
+    /// No mapping of the app's gains PROT_EXEC it did not have (`mdwe`: PR_SET_MDWE with
+    /// PR_MDWE_REFUSE_EXEC_GAIN before the exec, Linux 6.3): an app without `cs.allow-jit` or
+    /// `cs.allow-unsigned-executable-memory` runs only the code it was mapped with. Where the
+    /// kernel lacks it, seccomp refuses mprotect(PROT_EXEC) instead (docs/sandbox-layers.md).
+    public var refuseExecGain = false
+    /// vm.memfd_noexec=2 in the instance's pid namespace (`memfd-noexec`, Linux 6.3): no memfd
+    /// of the instance can be exec'd, whatever its entitlements.
+    public var memfdNoexec = false
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String
