@@ -134,6 +134,7 @@ public struct SandboxPolicy: Sendable {
             weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
         profile.seccomp = try seccomp(
             grants: grants, weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
+        if grants.network != .none { profile.loopbackPorts = settings.loopbackPorts }
         profile.refuseExecGain = !grants.writableExecutableMemory && kernel.mdwe
         profile.memfdNoexec = kernel.memfdNoexec
         return profile

@@ -37,6 +37,12 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// to the instance's cgroup (network.client: Landlock has no UDP rules, and no TCP rules
     /// before ABI 4); port 0 stays allowed. The daemon attaches it, not the launcher.
     public var denyPortBinds: Bool
+    /// The loopback guard (apps on the host's network; nil for an app in its own network
+    /// namespace, whose lo is its own): connect(2) and UDP sends to 127.0.0.0/8, ::1 and their
+    /// kin are refused (EPERM) by cgroup programs on the instance's cgroup, but for these ports
+    /// (`[Sandbox]`/`[App ID]` `LoopbackPorts=`) and the instance's own sockets. The daemon
+    /// attaches it, not the launcher.
+    public var loopbackPorts: [UInt16]? = nil
     /// Every entitlement the app requested and what became of it.
     public var entitlements: [EntitlementDecision]
     /// Layers this profile runs without because the admin allowed a weaker mode, with why.

@@ -70,6 +70,7 @@ struct ProfileText {
         }
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
         row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
+        if let ports = p.loopbackPorts { row("loopback", ProfileSummary.loopbackText(ports)) }
         row("code", ProfileSummary.codeText(p))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)

@@ -24,6 +24,7 @@ struct ProfileSummary {
             "\(p.app.dataContainer) (read-write)"
                 + (groups.isEmpty ? "" : "; \(groups.count) group container(s) read-write"))
         row("may", abilities.joined(separator: "; "))
+        if let ports = p.loopbackPorts { row("loopback", Self.loopbackText(ports)) }
         row("code", Self.codeText(p))
         row(
             "limits",
@@ -44,6 +45,13 @@ struct ProfileSummary {
                 "namespaces, Landlock (ABI \(p.landlock.minimumABI)+), seccomp (\(p.seccomp.rules.count) rules), cgroup: all in force"
             )
         }
+    }
+
+    /// What the loopback guard lets an app on the host's network reach there.
+    static func loopbackText(_ ports: [UInt16]) -> String {
+        "the host's 127.0.0.0/8 and ::1 refused (cgroup filter)"
+            + (ports.isEmpty ? "" : " but port\(ports.count == 1 ? "" : "s") \(ports.map(String.init).joined(separator: " ")) (LoopbackPorts=)")
+            + "; its own sockets there allowed"
     }
 
     /// What code the app can run (docs/sandbox-layers.md, "Code"), from what the profile does.

@@ -126,10 +126,11 @@ struct KernelLayerLaunchTests {
         "ABI 2 network.client: connects; cannot bind a TCP port nor listen; no unix socket but a stream pair"
     )
     func clientOnABI2() throws {
-        let world = try SandboxWorld()
+        // A host service the admin lets apps reach (the loopback guard refuses the others).
+        let host = try HostListener()
+        let world = try SandboxWorld { $0.sandbox.loopbackPorts = [host.port] }
         try world.install(
             "com.example.client", entitlements: ["com.apple.security.network.client": .bool(true)])
-        let host = try HostListener()
         let connect = try world.launch(
             "com.example.client", ["connect", "127.0.0.1", "\(host.port)"], kernel: Self.abi2)
         #expect(connect.allowed("connect"), "\(connect)")
