@@ -96,8 +96,9 @@ struct Denials: ParsableCommand {
     static func text(_ denial: APIDenial) -> String {
         [
             TextFormatting.iso8601(denial.time), denial.app, denial.instance ?? "-",
-            // As wide as the longest source (loopback-filter): padded, never cut.
-            denial.source.rawValue.padded(toLength: 15),
+            // Padded to the common sources' width, never cut (bind-filter, loopback-filter).
+            denial.source.rawValue.utf8.count >= 8
+                ? denial.source.rawValue : denial.source.rawValue.padded(toLength: 8),
             denial.summary,
         ].joined(separator: "  ")
     }
