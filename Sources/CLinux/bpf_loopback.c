@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux_bpf.h"
+#include "bpf_shared.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -239,14 +240,7 @@ int appd_cgroup_guard_loopback(int cgroup_fd, const uint16_t *ports, int port_co
         errno = EINVAL;
         return -1;
     }
-    union bpf_attr map;
-    memset(&map, 0, sizeof map);
-    map.map_type = BPF_MAP_TYPE_ARRAY;
-    map.key_size = sizeof(uint32_t);
-    map.value_size = sizeof(struct appd_connect_counter);
-    map.max_entries = 1;
-    strncpy(map.map_name, "appd_loopback", sizeof map.map_name - 1);
-    int counter = bpf(BPF_MAP_CREATE, &map);
+    int counter = appd_bpf_create_counter(sizeof(struct appd_connect_counter), "appd_loopback");
     if (counter < 0) return -1;
 
     // Tagging first: a socket made before the guard runs is already the instance's.
@@ -286,15 +280,9 @@ failed:
 }
 
 int appd_connect_counter_read(int counter, uint64_t *refused, uint32_t *port, uint32_t *type, uint32_t *family) {
-    uint32_t key = 0;
     struct appd_connect_counter value;
     memset(&value, 0, sizeof value);
-    union bpf_attr attr;
-    memset(&attr, 0, sizeof attr);
-    attr.map_fd = (unsigned)counter;
-    attr.key = (unsigned long)&key;
-    attr.value = (unsigned long)&value;
-    if (bpf(BPF_MAP_LOOKUP_ELEM, &attr) != 0) return -1;
+    if (appd_bpf_read_counter(counter, &value) != 0) return -1;
     *refused = value.refused;
     *port = ntohs((uint16_t)value.port);
     *type = value.type;
