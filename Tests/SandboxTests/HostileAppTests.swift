@@ -175,12 +175,9 @@ struct HostileAppTests {
         arguments: [false, true])
     func swiftFoundationApp(networkClient: Bool) throws {
         let world = try SandboxWorld()
-        let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/Hello")
-        let greeting = try String(contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
-        try world.install("com.example.hello", name: "Hello", executable: builtExecutable("Hello"),
-            entitlements: networkClient ? ["com.apple.security.network.client": .bool(true)] : [:],
-            resources: ["greeting.txt": greeting])
+        let greeting = try world.installHello(
+            "com.example.hello",
+            entitlements: networkClient ? ["com.apple.security.network.client": .bool(true)] : [:])
         let app = try world.app("com.example.hello")
         for expected in [1, 2] {
             let run = try world.launch("com.example.hello", ["x"])

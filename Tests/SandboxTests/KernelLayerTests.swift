@@ -228,11 +228,8 @@ struct KernelLayerLaunchTests {
         }
         #expect(open["code-mprotect-rx"] == "allowed", "\(open)")
 
-        let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/Hello")
-        let greeting = try String(contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
-        try world.install("com.example.hello", name: "Hello", executable: builtExecutable("Hello"),
-            entitlements: ["com.apple.security.network.client": .bool(true)], resources: ["greeting.txt": greeting])
+        try world.installHello(
+            "com.example.hello", entitlements: ["com.apple.security.network.client": .bool(true)])
         let hello = try world.launch("com.example.hello", ["x"], kernel: Self.noMDWE)
         #expect(hello.status == .exited(0), "\(hello)")
         #expect(hello.output.contains("process:   child says hi"), "\(hello)")
