@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
         // permissions, the command-line tools against it.
-        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
         .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),

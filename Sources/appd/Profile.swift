@@ -95,6 +95,8 @@ struct ProfileText {
         }
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
         row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
+        if let ports = p.loopbackPorts { row("loopback", ProfileSummary.loopbackText(ports)) }
+        row("code", ProfileSummary.codeText(p))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)
         section("filesystem (on an empty root)")
@@ -102,7 +104,7 @@ struct ProfileText {
             switch mount.kind {
             case .roBind, .roBindTry:
                 item("\(mount.destination)  read-only" + (mount.kind == .roBindTry ? " (if present)" : ""))
-            case .rwBind: item("\(mount.destination)  read-write")
+            case .rwBind: item("\(mount.destination)  read-write, noexec")
             case .devBind: item("\(mount.destination)  device")
             case .symlink: item("\(mount.destination) -> \(mount.source ?? "")")
             case .tmpfs: item("\(mount.destination)  empty tmpfs")
