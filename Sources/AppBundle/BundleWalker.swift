@@ -1,4 +1,5 @@
 import Foundation
+import PrintableText
 
 /// Bounds on what a bundle may contain, from the `[Bundle]` section of appd.conf.
 public struct BundleLimits: Sendable, Equatable {
@@ -196,8 +197,10 @@ private struct Walk {
         guard let name = String(validating: rawName, as: UTF8.self) else {
             return problem(displayPath, "the name is not valid UTF-8")
         }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return problem(String(describing: Printable(displayPath)), "the name contains control characters")
+        if let control = Printable.firstControl(in: name) {
+            return problem(
+                String(describing: Printable(displayPath)),
+                "the name contains control characters (\(Printable.codePoint(control)))")
         }
         let path = displayPath
         guard path.utf8.count <= limits.maxPathLength else {
