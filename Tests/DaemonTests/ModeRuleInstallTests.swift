@@ -51,33 +51,7 @@ struct ModeRuleInstallTests {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.crafted")
         try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
-        let tar = "\(daemon.directory)/crafted.tar"
-        // Python's tarfile writes the mode it is given, as an attacker's tool would.
-        let make = try TestDaemon.run(
-            "/usr/bin/python3",
-            [
-                "-c",
-                """
-                import os, sys, tarfile
-                bundle, out = sys.argv[1], sys.argv[2]
-                with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
-                    for root, dirs, files in os.walk(bundle):
-                        for name in sorted(dirs + files):
-                            path = os.path.join(root, name)
-                            info = tar.gettarinfo(path, os.path.relpath(path, bundle))
-                            if info.name == "Probe":
-                                info.mode = 0o4755
-                            tar.addfile(info, open(path, "rb") if info.isfile() else None)
-                """, bundle, tar,
-            ])
-        #expect(make.code == 0, "\(make.output)")
-        let sent = try TestDaemon.run(
-            "/usr/bin/curl",
-            [
-                "-s", "-w", "\n%{http_code}", "--unix-socket", daemon.socket,
-                "-H", "Content-Type: application/x-tar", "--data-binary", "@\(tar)",
-                "http://appd/v1/apps?name=Probe.app",
-            ])
+        let sent = try Self.sendCraftedTar(daemon, bundle: bundle, setuid: "Probe")
         let lines = sent.output.split(separator: "\n")
         #expect(lines.last == "400", "\(sent.output)")
         #expect(sent.output.contains("entry 'Probe' is setuid or setgid"), "\(sent.output)")
@@ -116,34 +90,45 @@ struct ModeRuleInstallTests {
         let bundle = try daemon.makeProbe("com.example.crafted-link")
         try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
         #expect(link("\(bundle)/Probe", "\(bundle)/Probe2") == 0)
-        let tar = "\(daemon.directory)/crafted-link.tar"
         // Python's tarfile writes the second name of an inode as a hard-link entry (type 1).
+        let sent = try Self.sendCraftedTar(daemon, bundle: bundle)
+        #expect(sent.output.split(separator: "\n").last == "400", "\(sent.output)")
+        #expect(sent.output.contains("entry 'Probe2' is a hard link"), "\(sent.output)")
+        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
+        try daemon.expectStillWorks("crafted-hard-link")
+    }
+
+    /// The bundle as an attacker's tool would send it: a tar written by Python's tarfile (which
+    /// writes the mode it is given, and a second name of an inode as a hard-link entry), posted
+    /// to the daemon's socket with curl. `setuid` names an entry written with mode 4755.
+    static func sendCraftedTar(_ daemon: TestDaemon, bundle: String, setuid: String = "")
+        throws -> (code: Int32, output: String)
+    {
+        let tar = "\(daemon.directory)/crafted.tar"
         let make = try TestDaemon.run(
             "/usr/bin/python3",
             [
                 "-c",
                 """
                 import os, sys, tarfile
-                bundle, out = sys.argv[1], sys.argv[2]
+                bundle, out, setuid = sys.argv[1], sys.argv[2], sys.argv[3]
                 with tarfile.open(out, "w", format=tarfile.USTAR_FORMAT) as tar:
                     for root, dirs, files in os.walk(bundle):
                         for name in sorted(dirs + files):
                             path = os.path.join(root, name)
                             info = tar.gettarinfo(path, os.path.relpath(path, bundle))
+                            if info.name == setuid:
+                                info.mode = 0o4755
                             tar.addfile(info, open(path, "rb") if info.isfile() else None)
-                """, bundle, tar,
+                """, bundle, tar, setuid,
             ])
         #expect(make.code == 0, "\(make.output)")
-        let sent = try TestDaemon.run(
+        return try TestDaemon.run(
             "/usr/bin/curl",
             [
                 "-s", "-w", "\n%{http_code}", "--unix-socket", daemon.socket,
                 "-H", "Content-Type: application/x-tar", "--data-binary", "@\(tar)",
                 "http://appd/v1/apps?name=Probe.app",
             ])
-        #expect(sent.output.split(separator: "\n").last == "400", "\(sent.output)")
-        #expect(sent.output.contains("entry 'Probe2' is a hard link"), "\(sent.output)")
-        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
-        try daemon.expectStillWorks("crafted-hard-link")
     }
 }
