@@ -41,7 +41,12 @@ let package = Package(
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // Reads and validates a bundle, and its code signature (CodeResources, Ed25519). Pure: it
         // reads, never writes (signing returns the bytes to write; the caller writes them).
-        .target(name: "AppBundle", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(
+            name: "AppBundle",
+            dependencies: ["PrintableText", .product(name: "Crypto", package: "swift-crypto")]),
+        // The one rule for printing text someone else chose (Printable): control and bidi
+        // characters shown as \u{..}. Standard library only, so appctl and the daemon share it.
+        .target(name: "PrintableText"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI"),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
@@ -49,14 +54,17 @@ let package = Package(
         .target(name: "AppdClient", dependencies: ["AppdAPI"]),
         // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
         // options either side of the subcommand.
-        .target(name: "AppdCLI", dependencies: ["AppdAPI"]),
+        .target(name: "AppdCLI", dependencies: ["AppdAPI", "PrintableText"]),
         // A bundle folder as a tar stream: written by the client with the caller's permissions,
         // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
         // An .ipa (zip) is turned into that same stream on the client's side (ZIPFoundation), so
         // the daemon's extractor stays the one reader of hostile archives it trusts.
         .target(
             name: "BundleArchive",
-            dependencies: ["AppBundle", "CGunzip", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            dependencies: [
+                "AppBundle", "CGunzip", "PrintableText",
+                .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+            ]
         ),
         // zlib's inflate for gzip'd tars (the client's side of `appd install`).
         .target(name: "CGunzip", linkerSettings: [.linkedLibrary("z")]),
@@ -71,7 +79,11 @@ let package = Package(
         // it runs on (Host/: kernel features, cgroups).
         .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
-        .target(name: "Supervisor", dependencies: ["AppBundle", "AppdAPI", "CLinux", "Sandbox", "AppContainers"]),
+        .target(
+            name: "Supervisor",
+            dependencies: [
+                "AppBundle", "AppdAPI", "CLinux", "PrintableText", "Sandbox", "AppContainers",
+            ]),
         // The daemon's API: HTTP/1.1 + JSON on a Unix socket (SwiftNIO), callers known by
         // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
         .target(
@@ -91,7 +103,7 @@ let package = Package(
             name: "appd",
             dependencies: [
                 "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
-                "BundleArchive", "CLinux",
+                "BundleArchive", "CLinux", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -108,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "appctl",
             dependencies: [
-                "AppdAPI", "AppdClient", "AppdCLI",
+                "AppdAPI", "AppdClient", "AppdCLI", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],
@@ -169,7 +181,7 @@ let package = Package(
         // generator, kernel files, a posix_spawn that hands a child only the fds placed for it,
         // and the real `appd serve` process the daemon suites start.
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
-        .testTarget(name: "AppBundleTests", dependencies: ["AppBundle"]),
+        .testTarget(name: "AppBundleTests", dependencies: ["AppBundle", "PrintableText"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
         .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
@@ -185,8 +197,9 @@ let package = Package(
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
-        // permissions, the command-line tools against it.
-        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
+        // permissions, the command-line tools against it. AppBundle only to sign a bundle as a
+        // signer's own tool would (TerminalInjectionTests), where `appd sign` refuses it.
+        .testTarget(name: "DaemonTests", dependencies: ["AppBundle", "AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
         .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),

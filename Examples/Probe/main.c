@@ -531,6 +531,23 @@ int main(int argc, char **argv) {
         execv(argv[2], argv + 2);
         report("exec", -1);
     }
+    else if (!strcmp(mode, "exec-hostile-name")) {
+        // A script in $HOME whose name holds what would drive a terminal: ESC (clear the
+        // screen), C1 CSI and OSC, and U+202E. Landlock refuses executing from the data
+        // container, and the kernel's record of it names the path: appctl denials and events
+        // must show it escaped.
+        char path[4096];
+        snprintf(path, sizeof path, "%s/run\x1b[2J\xc2\x9b" "8m\xc2\x9d" "\xe2\x80\xae" "exe.txt", getenv("HOME") ? getenv("HOME") : "/nonexistent");
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+        if (fd >= 0) {
+            const char script[] = "#!/bin/sh\nexit 0\n";
+            if (write(fd, script, sizeof script - 1) < 0) perror("write");
+            close(fd);
+        }
+        char *args[] = {path, NULL};
+        execv(path, args);
+        report("exec-hostile-name", -1);
+    }
     else if (!strcmp(mode, "connect") && argc > 3) connect_tcp(argv[2], atoi(argv[3]));
     else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
     else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));

@@ -1,4 +1,5 @@
 import Foundation
+import PrintableText
 
 extension AppBundle {
     /// When a folder `X.app` holds the bundle one level down (a tar made of the folder rather
@@ -163,6 +164,14 @@ extension InfoPlist {
                     problems.append("\(key) holds the unexpanded build setting '\(Printable(text))'; build the bundle with Xcode or expand it by hand")
                     return nil
                 }
+                // Every string read here may be printed (verify, install, info, list); a
+                // control or bidi character in one could drive the admin's terminal.
+                if let control = Printable.firstControl(in: text) {
+                    problems.append(
+                        "\(key) '\(Printable(text))' holds the control character \(Printable.codePoint(control)); Info.plist strings may not hold control or bidi characters"
+                    )
+                    return nil
+                }
                 if required && text.isEmpty {
                     problems.append("\(key) is empty")
                     return nil
@@ -215,8 +224,8 @@ extension InfoPlist {
         if name == "." || name == ".." { return "must be a file name" }
         if name.hasPrefix("-") { return "must not start with '-'" }
         if name.utf8.count > 255 { return "is longer than 255 bytes" }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return "contains control characters"
+        if let control = Printable.firstControl(in: name) {
+            return "holds the control character \(Printable.codePoint(control))"
         }
         return nil
     }

@@ -1,3 +1,5 @@
+import PrintableText
+
 /// A `CFBundleIdentifier`: reverse-DNS, ASCII letters, digits, `-` and `.`, at least two labels,
 /// none empty, at most 155 bytes (Apple's limit).
 ///
@@ -91,23 +93,5 @@ public struct BundleVersion: Sendable, Hashable, Comparable, Codable, CustomStri
     public func hash(into hasher: inout Hasher) { hasher.combine(padded) }
     public static func < (a: Self, b: Self) -> Bool {
         a.padded.lexicographicallyPrecedes(b.padded)
-    }
-}
-
-/// Text safe to quote in a message: control characters shown as `\u{..}`, long text cut.
-struct Printable: CustomStringConvertible {
-    let text: String
-    init(_ text: String) { self.text = text }
-
-    var description: String {
-        var out = ""
-        for scalar in text.unicodeScalars.prefix(200) {
-            if scalar.value < 0x20 || scalar.value == 0x7F || (0x80..<0xA0).contains(scalar.value) {
-                out += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                out.unicodeScalars.append(scalar)
-            }
-        }
-        return text.unicodeScalars.count > 200 ? out + "…" : out
     }
 }

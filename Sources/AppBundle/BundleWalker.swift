@@ -1,4 +1,5 @@
 import Foundation
+import PrintableText
 
 /// Bounds on what a bundle may contain, from the `[Bundle]` section of appd.conf.
 public struct BundleLimits: Sendable, Equatable {
@@ -104,6 +105,14 @@ public enum BundleWalker {
         return problems
     }
 
+    /// What is wrong with a regular file's link count, if anything: the one rule for a bundle
+    /// on disk (`appd verify`, `install --no-daemon`) and for the client that streams one to the
+    /// daemon (`BundleArchiveWriter`; the daemon's extractor refuses hard-link entries). A file
+    /// linked elsewhere could be changed through its other name after it was verified.
+    public static func linkProblem(_ linkCount: some BinaryInteger) -> String? {
+        linkCount > 1 ? "has \(linkCount) hard links; bundle files must have one" : nil
+    }
+
     public static func walk(
         _ path: String, limits: BundleLimits, visitor: inout some BundleVisitor
     ) throws -> BundleTree {
@@ -196,8 +205,10 @@ private struct Walk {
         guard let name = String(validating: rawName, as: UTF8.self) else {
             return problem(displayPath, "the name is not valid UTF-8")
         }
-        if name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return problem(String(describing: Printable(displayPath)), "the name contains control characters")
+        if let control = Printable.firstControl(in: name) {
+            return problem(
+                String(describing: Printable(displayPath)),
+                "the name contains control characters (\(Printable.codePoint(control)))")
         }
         let path = displayPath
         guard path.utf8.count <= limits.maxPathLength else {
@@ -229,8 +240,8 @@ private struct Walk {
 
         case S_IFREG:
             var bad = false
-            if info.st_nlink > 1 {
-                problem(path, "has \(info.st_nlink) hard links; bundle files must have one")
+            if let message = BundleWalker.linkProblem(info.st_nlink) {
+                problem(path, message)
                 bad = true
             }
             for message in BundleWalker.modeProblems(permissions, isDirectory: false) {

@@ -13,7 +13,7 @@ import Glibc
 extension APIApp {
     /// `appd info`, `appctl info` and the body of `appd install`'s answer.
     public func printText() {
-        print("\(bundleId)  \(title ?? "")  \(versionText)")
+        Output.line("\(bundleId)  \(title ?? "")  \(versionText)")
         var rows: [(String, String)] = [("state", state), ("uid/gid", "\(uid)/\(gid)")]
         if let bundlePath { rows.append(("bundle", bundlePath)) }
         rows.append(("data", dataContainer))
@@ -32,7 +32,7 @@ extension APIApp {
         }
         if let denials, denials > 0 { rows.append(("denials", "\(denials) (appctl denials \(bundleId))")) }
         for (label, value) in rows {
-            print("  \(label.padded(toLength: 11)) \(value)")
+            Output.line("  \(label.padded(toLength: 11)) \(value)")
         }
         entitlements?.printText(indent: "  ")
     }
@@ -66,19 +66,21 @@ extension APIApp {
 
 extension APIEntitlements {
     /// Every requested key, its value, and what it does here. Requested is not granted: `appd
-    /// profile` shows what the sandbox allows.
+    /// profile` shows what the sandbox allows. Keys and values are the bundle's, unknown ones
+    /// too: each line goes through `Output.line`.
     public func printText(indent: String) {
         guard !requested.isEmpty else {
-            print("\(indent)entitlements: none requested")
+            Output.line("\(indent)entitlements: none requested")
             return
         }
-        print("\(indent)entitlements requested:")
+        Output.line("\(indent)entitlements requested:")
         for entry in requested {
-            print("\(indent)  \(entry.key) = \(entry.value)")
+            Output.line("\(indent)  \(entry.key) = \(entry.value)")
             switch entry.status {
-            case "linux": print("\(indent)      \(entry.effect ?? "")")
-            case "no-linux-effect": print("\(indent)      no Linux effect (\(entry.effect ?? "-"))")
-            default: print("\(indent)      unknown to appd: kept, has no effect")
+            case "linux": Output.line("\(indent)      \(entry.effect ?? "")")
+            case "no-linux-effect":
+                Output.line("\(indent)      no Linux effect (\(entry.effect ?? "-"))")
+            default: Output.line("\(indent)      unknown to appd: kept, has no effect")
             }
         }
     }

@@ -1,4 +1,5 @@
 import AppdAPI
+import PrintableText
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -38,10 +39,20 @@ public enum Output {
     /// The message, the problems and the hint; not the errno, which every message of appd
     /// that has one already spells out (`open ...: EACCES (Permission denied)`).
     public static func text(of error: APIError) -> String {
-        var text = error.message
-        for problem in error.problems { text += "\n  \(problem)" }
-        if let hint = error.hint { text += "\nhint: \(hint)" }
+        // Each part by the one rule: a message may quote what an app or an archive chose.
+        var text = error.message.printable
+        for problem in error.problems { text += "\n  \(problem.description.printable)" }
+        if let hint = error.hint { text += "\nhint: \(hint.printable)" }
         return text
+    }
+
+    /// One line of text output that may hold values someone else chose (an app's name and
+    /// version, an entitlement, a path an app made): printed by the one rule, `Printable`, so
+    /// none of it reaches a terminal as a control (a newline in a value is shown as `\u{a}`,
+    /// never as a line of its own). `--json` prints values exactly; `appctl logs` the app's
+    /// own bytes.
+    public static func line(_ text: String) {
+        Swift.print(text.printable)
     }
 
     public static func note(_ text: String) {

@@ -1,4 +1,5 @@
 import AppdAPI
+import PrintableText
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -10,7 +11,9 @@ import Glibc
 
 /// Columns padded to their widest cell, two spaces apart, as `appd list` has always printed.
 public enum Table {
-    public static func print(_ rows: [[String]]) {
+    /// Each cell is shown by the one rule (`Printable`): cells hold names and paths apps chose.
+    public static func print(_ cells: [[String]]) {
+        let rows = cells.map { $0.map(\.printable) }
         let columns = rows.map(\.count).max() ?? 0
         let widths = (0..<columns).map { column in
             rows.map { column < $0.count ? $0[column].count : 0 }.max() ?? 0

@@ -117,6 +117,11 @@ private struct TarWalk {
                 guard fstat(file, &now) == 0, Self.same(file, as: info) else {
                     throw changed(entry)
                 }
+                // As verify and --no-daemon refuse it: a tar of the file's bytes would hide
+                // that it has another name.
+                if let problem = BundleWalker.linkProblem(now.st_nlink) {
+                    throw AppdError(.invalidBundle, "\(shown(entry)): \(problem)")
+                }
                 // The size is the open file's: it is what the header promises and what is read.
                 let size = Int64(now.st_size)
                 try header(entry, mode: now.st_mode, size: size, type: Tar.EntryType.regular)

@@ -1,5 +1,6 @@
 import AppBundle
 import Glibc
+import PrintableText
 
 /// The parts of POSIX tar (ustar plus pax extended headers) and GNU tar's defaults that a
 /// bundle needs. Both sides share this so the writer emits exactly what the extractor accepts.
@@ -45,17 +46,10 @@ enum Tar {
         }
     }
 
-    /// A name or target from the archive, made safe to print in a message.
+    /// A name or target from the archive in a message: the one rule (`Printable`), cut at 300
+    /// scalars.
     static func shown(_ bytes: some Collection<UInt8>) -> String {
-        var text = ""
-        for scalar in String(decoding: bytes.prefix(300), as: UTF8.self).unicodeScalars {
-            if scalar.value < 0x20 || scalar.value == 0x7F {
-                text += "\\u{\(String(scalar.value, radix: 16))}"
-            } else {
-                text.unicodeScalars.append(scalar)
-            }
-        }
-        return bytes.count > 300 ? text + "..." : text
+        Printable(bytes: bytes, limit: 300).description
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import PrintableText
 
 /// One audit record as the kernel sends it on the audit netlink socket: a type and text such as
 /// `audit(1795478830.227:288): domain=1de9b03ad blockers=fs.write_file path="/dev/null" …`.
@@ -84,7 +85,8 @@ struct AuditRecord: Sendable, Equatable {
     }
 
     /// A string field as the kernel writes an untrusted string: quoted text, or bare hex when
-    /// it held a space, a quote or a control character (control characters come back as `?`).
+    /// it held a space, a quote or a control character (control and bidi characters come back
+    /// as `\u{..}`, by the one rule for text an app chose: `Printable`).
     func string(_ key: String) -> String? {
         guard let raw = fields[key] else { return nil }
         if raw == "(null)" || raw == "?" { return nil }
@@ -92,7 +94,8 @@ struct AuditRecord: Sendable, Equatable {
         return raw
     }
 
-    /// Hex text (even length, 0-9A-F) as the bytes it spells, control characters shown as `?`.
+    /// Hex text (even length, 0-9A-F) as the text it spells, shown by `Printable`'s rule: the
+    /// name an app gave a file reaches the API, the journal and terminals only so.
     static func hexDecoded(_ text: String) -> String? {
         let digits = Array(text.utf8)
         guard digits.count >= 2, digits.count % 2 == 0,
@@ -105,11 +108,10 @@ struct AuditRecord: Sendable, Equatable {
             guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else {
                 return nil
             }
-            let byte = high << 4 | low
-            bytes.append(byte < 0x20 || byte == 0x7F ? UInt8(ascii: "?") : byte)
+            bytes.append(high << 4 | low)
             index += 2
         }
-        return String(decoding: bytes, as: UTF8.self)
+        return Printable(bytes: bytes, limit: nil).description
     }
 
     private static func hexValue(_ digit: UInt8) -> UInt8? {

@@ -2,6 +2,7 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+import PrintableText
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -92,7 +93,8 @@ struct Denials: ParsableCommand {
         }
     }
 
-    /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_dir / (openat)`
+    /// `2026-11-23T11:32:03Z  com.example.notes  3f2a9c01d4e7  landlock  fs.read_dir / (openat)`,
+    /// by the one rule (`Printable`): the summary names paths the app chose.
     static func text(_ denial: APIDenial) -> String {
         [
             TextFormatting.iso8601(denial.time), denial.app, denial.instance ?? "-",
@@ -100,6 +102,6 @@ struct Denials: ParsableCommand {
             denial.source.rawValue.utf8.count >= 8
                 ? denial.source.rawValue : denial.source.rawValue.padded(toLength: 8),
             denial.summary,
-        ].joined(separator: "  ")
+        ].joined(separator: "  ").printable
     }
 }

@@ -2,6 +2,7 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+import PrintableText
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -72,7 +73,7 @@ struct Events: ParsableCommand {
                     try Output.raw(Self.text(event) + "\n")
                 } else {
                     Output.note(
-                        "appctl: skipped an event it cannot read: \(String(decoding: line.prefix(200), as: UTF8.self))"
+                        "appctl: skipped an event it cannot read: \(Printable(bytes: line))"
                     )
                 }
             }
@@ -97,6 +98,7 @@ struct Events: ParsableCommand {
             event.kind.rawValue.padded(toLength: 11),
             event.app.isEmpty ? "-" : event.app, event.instance ?? "-", detail,
         ]
-        return fields.joined(separator: "  ").trimmingWhitespace()
+        // By the one rule (`Printable`): a message's detail and a denial's path are the app's.
+        return fields.joined(separator: "  ").trimmingWhitespace().printable
     }
 }

@@ -46,7 +46,7 @@ struct Doctor: ParsableCommand {
             } else {
                 for finding in report.findings {
                     let status = finding.repair.map { "repaired: \($0)" } ?? "NEEDS ATTENTION"
-                    print("\(finding.subject): \(finding.problem) [\(status)]")
+                    Output.line("\(finding.subject): \(finding.problem) [\(status)]")
                 }
                 for summary in report.sandbox {
                     let verdict = summary.launches ? "launch" : "REFUSED"

@@ -71,9 +71,9 @@ struct Install: ParsableCommand {
                 return
             }
             let app = result.app
-            print(Self.summary(of: result))
+            Output.line(Self.summary(of: result))
             app.printText()
-            for warning in result.warnings { print("  warning: \(warning)") }
+            for warning in result.warnings { Output.line("  warning: \(warning)") }
         }
     }
 

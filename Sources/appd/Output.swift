@@ -3,6 +3,7 @@ import AppdAPI
 import AppContainers
 import AppdCLI
 import Foundation
+import PrintableText
 
 extension Output {
     static func fail(_ error: AppdError, json useJSON: Bool) {
@@ -15,7 +16,7 @@ extension Output {
     static func warnQuarantined(_ report: RecoveryReport) {
         for entry in report.quarantined {
             FileHandle.standardError.write(
-                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason) (fix the cause, then 'appd doctor --repair')\n".utf8))
+                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason.printable) (fix the cause, then 'appd doctor --repair')\n".utf8))
         }
     }
 }

@@ -87,7 +87,7 @@ struct ProfileText {
         let p = profile
         let network =
             p.namespaces.contains(.net) ? "none (private network namespace, only lo)" : "host network"
-        Swift.print("\(p.app.bundleID): sandbox profile")
+        Output.line("\(p.app.bundleID): sandbox profile")
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
             + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
         if let override = p.adminOverride {
@@ -178,8 +178,8 @@ struct ProfileText {
     }
 
     private func row(_ label: String, _ value: String) {
-        Swift.print("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + value)
+        Output.line("  " + label.padding(toLength: 12, withPad: " ", startingAt: 0) + value)
     }
-    private func section(_ title: String) { Swift.print("  \(title):") }
-    private func item(_ text: String) { Swift.print("    \(text)") }
+    private func section(_ title: String) { Output.line("  \(title):") }
+    private func item(_ text: String) { Output.line("    \(text)") }
 }

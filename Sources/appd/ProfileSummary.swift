@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdCLI
 import Foundation
 import Sandbox
 
@@ -14,7 +15,7 @@ struct ProfileSummary {
         let p = profile
         let version =
             [app.shortVersion, app.version].compactMap { $0 }.first.map { " \($0)" } ?? ""
-        Swift.print("\(p.app.bundleID)\(version): sandbox profile (summary; --full for everything)")
+        Output.line("\(p.app.bundleID)\(version): sandbox profile (summary; --full for everything)")
         row("signer", app.signerKeyID.map { "key \($0)" } ?? "none (installed unsigned)")
         row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs")
         row("bundle", "\(p.app.bundlePath) (read-only)")
@@ -123,6 +124,6 @@ struct ProfileSummary {
     }
 
     private func row(_ label: String, _ value: String) {
-        Swift.print("  " + label.padding(toLength: 10, withPad: " ", startingAt: 0) + value)
+        Output.line("  " + label.padding(toLength: 10, withPad: " ", startingAt: 0) + value)
     }
 }

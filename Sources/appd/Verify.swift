@@ -79,15 +79,15 @@ struct BundleView: Encodable {
     }
 
     func printText() {
-        print("\(path): valid \(layout) bundle")
-        print("  bundle id   \(bundleId)")
-        print("  name        \(name)")
-        print("  version     \(shortVersion.map { "\($0) (\(version))" } ?? version)")
-        print("  executable  \(executable)")
-        print("  files       \(fileCount) (\(Output.bytes(totalBytes)))")
+        Output.line("\(path): valid \(layout) bundle")
+        Output.line("  bundle id   \(bundleId)")
+        Output.line("  name        \(name)")
+        Output.line("  version     \(shortVersion.map { "\($0) (\(version))" } ?? version)")
+        Output.line("  executable  \(executable)")
+        Output.line("  files       \(fileCount) (\(Output.bytes(totalBytes)))")
         signature?.printText()
         entitlements.printText(indent: "  ")
-        for warning in warnings { print("  warning: \(warning)") }
+        for warning in warnings { Output.line("  warning: \(warning)") }
     }
 }
 
@@ -128,13 +128,13 @@ struct SignatureView: Encodable {
     func printText() {
         if let keyID {
             let trust = trustedAs.isEmpty ? "not trusted here" : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
-            print("  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
+            Output.line("  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
         } else {
-            print("  signature   none (not signed)")
+            Output.line("  signature   none (not signed)")
         }
-        print("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
+        Output.line("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
         if refusal == nil, !groups.isEmpty {
-            print("  groups      \(groups.joined(separator: ", "))"
+            Output.line("  groups      \(groups.joined(separator: ", "))"
                 + (groupOwnersUnchecked.map { " (owners not checked: \($0))" } ?? ""))
         }
     }

@@ -47,7 +47,13 @@ struct DenialLogTests {
             #"audit(1.2:3): domain=1 blockers=fs.make_reg path=2F746D702F6120620A dev="vda" ino=1"#
         let record = try #require(
             AuditRecord(type: AuditRecord.landlockAccess, text: Substring(hex)))
-        #expect(record.string("path") == "/tmp/a b?")
+        // Shown by the one rule (Printable): the newline as \u{a}, and C1 and bidi
+        // controls (here CSI and U+202E) the same way.
+        #expect(record.string("path") == "/tmp/a b\\u{a}")
+        let c1 = #"audit(1.2:3): path=2F746D702FC29BE280AE78 dev="vda""#
+        #expect(
+            AuditRecord(type: 1423, text: Substring(c1))?.string("path")
+                == "/tmp/\\u{9b}\\u{202e}x")
         let quoted = #"audit(1.2:3): path="ABCD""#
         #expect(AuditRecord(type: 1423, text: Substring(quoted))?.string("path") == "ABCD")
     }

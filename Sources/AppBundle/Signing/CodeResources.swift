@@ -1,4 +1,5 @@
 import Foundation
+import PrintableText
 
 /// `_CodeSignature/CodeResources`: the manifest as an XML property list shaped like Apple's
 /// (docs/code-signing.md). Only `files2` is written and read:
@@ -102,8 +103,8 @@ public enum CodeResources {
         }) {
             return "has an empty, '.' or '..' component"
         }
-        if path.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) {
-            return "contains control characters"
+        if let control = Printable.firstControl(in: path) {
+            return "contains control characters (\(Printable.codePoint(control)))"
         }
         return nil
     }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import PrintableText
 
 /// The detached signature of a bundle: `_CodeSignature/Signature`, an Ed25519 signature over
 /// `_CodeSignature/CodeResources` by the signer's key (docs/code-signing.md).
