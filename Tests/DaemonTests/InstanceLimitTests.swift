@@ -134,7 +134,7 @@ struct InstanceLimitTests {
         MaxConnections=48
         ReservedConnections=8
         MaxConnectionsPerUser=24
-        RequestTimeout=3
+        RequestTimeout=4
         [Supervisor]
         MaxInstances=24
         MaxInstancesPerUser=16
@@ -202,14 +202,15 @@ struct InstanceLimitTests {
             refusal.contains("tooManyRequests")
                 && refusal.contains("[Supervisor] MaxInstancesPerUser=16"), "\(refusal)")
         #expect(refusal.contains("uid 65534 has 16 instances"), "\(refusal)")
-        // The user held every connection it may (24; the rest refused at once), and the request
-        // deadline closed each trickled one after 3 s although a byte came every 0.5 s.
+        // The user held every connection it may (24; the refused rest are closed after the 2 s a
+        // refusal waits for its request), and the request deadline closed each trickled one
+        // after 4 s although a byte came every 0.5 s.
         #expect(got.lifetimes.count == 40)
-        let held = got.lifetimes.filter { $0 > 2 }
+        let held = got.lifetimes.filter { $0 > 3.25 }
         #expect(held.count == 24, "\(got.lifetimes)")
         #expect(
-            held.allSatisfy { $0 < 3 + 1.5 },
-            "a trickled request outlived RequestTimeout=3: \(got.lifetimes)")
+            held.allSatisfy { $0 < 4 + 1.5 },
+            "a trickled request outlived RequestTimeout=4: \(got.lifetimes)")
 
         // root launches past every cap the user is held to.
         for _ in 0..<4 { _ = try daemon.launch("com.example.sleeper", ["sleep", "600"]) }
@@ -275,10 +276,9 @@ struct InstanceLimitTests {
         )
         #expect(got.launches["201"] ?? 0 > 50, "\(got.launches)")
         #expect(watched.slowest >= 1 || !watched.failures.isEmpty, "root was not locked out")
-        let live = try daemon.client.get("/v1/instances", as: [APIInstance].self)
-        for instance in live {
-            _ = try? daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
-        }
+        // Out of fds, appd may also end (seen: it exited); TestDaemon's deinit kills what is left.
+        print("appd still running after it: \(daemon.process?.isRunning ?? false)")
+        print(daemon.serveLog.split(separator: "\n").suffix(5).joined(separator: "\n"))
     }
 
     @Test(
