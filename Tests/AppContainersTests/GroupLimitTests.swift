@@ -20,6 +20,24 @@ struct GroupLimitTests {
         return try signer.sign(path)
     }
 
+    func install(
+        _ root: String, _ config: AppdConfiguration, _ scratch: Scratch, _ id: String,
+        groups: [String],
+        signer: Signer
+    ) throws {
+        try store(root, config: config).install(
+            bundleAt: bundle(scratch, id, groups: groups, signer: signer))
+    }
+
+    /// What installing `id` throws, or nil.
+    func refusal(
+        _ root: String, _ config: AppdConfiguration, _ scratch: Scratch, _ id: String,
+        groups: [String],
+        signer: Signer
+    ) -> AppdError? {
+        failure { try install(root, config, scratch, id, groups: groups, signer: signer) }
+    }
+
     /// Signers that may use any group id (the attacker's `Groups=*`), and small ranges.
     func policy(_ signers: [Signer], perApp: Int = 8, perSigner: Int = 12) throws
         -> AppdConfiguration
@@ -49,11 +67,9 @@ struct GroupLimitTests {
         // 30 groups: six times the five uids apps have. With one shared range the first
         // install took them all and the next install of anyone failed "no free uid".
         let many = (0..<30).map { "group.attack.\($0)" }
-        try store(root, config: config).install(
-            bundleAt: bundle(scratch, "com.attack.many", groups: many, signer: wide))
+        try install(root, config, scratch, "com.attack.many", groups: many, signer: wide)
         for n in 0..<4 {
-            try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.example.app\(n)", groups: [], signer: other))
+            try install(root, config, scratch, "com.example.app\(n)", groups: [], signer: other)
         }
         let registry = try #require(try store(root).registry)
         #expect(try registry.apps().allSatisfy { Self.uids.contains($0.uid) })
@@ -73,10 +89,7 @@ struct GroupLimitTests {
         let config = try policy([wide, other])
         let root = scratch.sub("root")
         let nine = (0..<9).map { "group.a.\($0)" }
-        let perApp = failure {
-            _ = try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.attack.nine", groups: nine, signer: wide))
-        }
+        let perApp = refusal(root, config, scratch, "com.attack.nine", groups: nine, signer: wide)
         #expect(perApp?.code == .permissionDenied)
         #expect(
             perApp?.message
@@ -88,10 +101,8 @@ struct GroupLimitTests {
         )
         // Two of its groups again and six new: 8 + 6 = 14 > 12.
         let second = (6..<8).map { "group.a.\($0)" } + (0..<6).map { "group.b.\($0)" }
-        let perSigner = failure {
-            _ = try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.attack.two", groups: second, signer: wide))
-        }
+        let perSigner = refusal(
+            root, config, scratch, "com.attack.two", groups: second, signer: wide)
         #expect(perSigner?.code == .permissionDenied)
         #expect(
             perSigner?.message
@@ -100,12 +111,12 @@ struct GroupLimitTests {
         #expect(
             try store(root).registry?.allGroups().count == 8, "a refused install makes no group")
         // Four new is within the limit; another signer's groups are its own count.
-        try store(root, config: config).install(
-            bundleAt: bundle(
-                scratch, "com.attack.three", groups: (0..<4).map { "group.c.\($0)" }, signer: wide))
-        try store(root, config: config).install(
-            bundleAt: bundle(
-                scratch, "com.example.own", groups: (0..<8).map { "group.o.\($0)" }, signer: other))
+        try install(
+            root, config, scratch, "com.attack.three", groups: (0..<4).map { "group.c.\($0)" },
+            signer: wide)
+        try install(
+            root, config, scratch, "com.example.own", groups: (0..<8).map { "group.o.\($0)" },
+            signer: other)
         #expect(try store(root).registry?.allGroups().count == 20)
         try expectConsistent(root)
     }
@@ -117,25 +128,19 @@ struct GroupLimitTests {
         var config = try policy([dev], perApp: 30, perSigner: 30)
         config.groupRange = 2_000_100_000...2_000_100_002
         let root = scratch.sub("root")
-        try store(root, config: config).install(
-            bundleAt: bundle(scratch, "com.example.g", groups: ["g.1", "g.2", "g.3"], signer: dev))
-        let groupsFull = failure {
-            _ = try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.example.h", groups: ["g.4"], signer: dev))
-        }
+        try install(
+            root, config, scratch, "com.example.g", groups: ["g.1", "g.2", "g.3"], signer: dev)
+        let groupsFull = refusal(
+            root, config, scratch, "com.example.h", groups: ["g.4"], signer: dev)
         #expect(groupsFull?.code == .conflict)
         #expect(
             groupsFull?.message
                 == "no free gid left in [Users] GroupRange=2000100000-2000100002: 3 application groups hold one (the rest are the host's accounts, groups or subordinate ids)"
         )
         for n in 0..<4 {
-            try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.example.app\(n)", groups: [], signer: dev))
+            try install(root, config, scratch, "com.example.app\(n)", groups: [], signer: dev)
         }
-        let appsFull = failure {
-            _ = try store(root, config: config).install(
-                bundleAt: bundle(scratch, "com.example.last", groups: [], signer: dev))
-        }
+        let appsFull = refusal(root, config, scratch, "com.example.last", groups: [], signer: dev)
         #expect(
             appsFull?.message
                 == "no free uid left in [Users] UIDRange=2000000000-2000000004: 5 apps hold one (the rest are the host's accounts, groups or subordinate ids)"
@@ -153,9 +158,9 @@ struct GroupLimitTests {
         // What appd before GroupRange did: groups from the apps' range.
         var before = try policy([dev], perApp: 30, perSigner: 30)
         before.groupRange = Self.uids
-        try store(root, config: before).install(
-            bundleAt: bundle(
-                scratch, "com.example.old", groups: ["group.old.1", "group.old.2"], signer: dev))
+        try install(
+            root, before, scratch, "com.example.old", groups: ["group.old.1", "group.old.2"],
+            signer: dev)
         let legacy = try #require(try store(root).registry?.allGroups())
         #expect(legacy.allSatisfy { Self.uids.contains($0.gid) })
         // Made in the same install as the app, before its row: still never the app's own number.
@@ -165,9 +170,9 @@ struct GroupLimitTests {
         let after = try policy([dev], perApp: 30, perSigner: 30)
         // Another app of the group shares it, gid and container unchanged; a new group comes
         // from GroupRange; new apps get the uids the old groups do not hold.
-        try store(root, config: after).install(
-            bundleAt: bundle(
-                scratch, "com.example.new", groups: ["group.old.1", "group.new"], signer: dev))
+        try install(
+            root, after, scratch, "com.example.new", groups: ["group.old.1", "group.new"],
+            signer: dev)
         let registry = try #require(try store(root).registry)
         let groups = try registry.allGroups()
         for old in legacy {
@@ -182,12 +187,8 @@ struct GroupLimitTests {
         #expect(containers.first { $0.groupID == "group.old.1" }?.gid == legacy[0].gid)
 
         // Two uids left of five (old app, new app, two legacy groups): the error says why.
-        try store(root, config: after).install(
-            bundleAt: bundle(scratch, "com.example.third", groups: [], signer: dev))
-        let full = failure {
-            _ = try store(root, config: after).install(
-                bundleAt: bundle(scratch, "com.example.fourth", groups: [], signer: dev))
-        }
+        try install(root, after, scratch, "com.example.third", groups: [], signer: dev)
+        let full = refusal(root, after, scratch, "com.example.fourth", groups: [], signer: dev)
         #expect(
             full?.message
                 == "no free uid left in [Users] UIDRange=2000000000-2000000004: 3 apps hold one, and 2 application groups made before GroupRange existed hold their gid (the rest are the host's accounts, groups or subordinate ids)"
@@ -196,8 +197,7 @@ struct GroupLimitTests {
         _ = try store(root, config: after).uninstall("com.example.old", keepData: false)
         _ = try store(root, config: after).uninstall("com.example.new", keepData: false)
         #expect(try store(root).registry?.allGroups().isEmpty == true)
-        try store(root, config: after).install(
-            bundleAt: bundle(scratch, "com.example.fourth", groups: [], signer: dev))
+        try install(root, after, scratch, "com.example.fourth", groups: [], signer: dev)
         try expectConsistent(root)
     }
 
