@@ -18,6 +18,11 @@ public struct AppdError: Error, CustomStringConvertible, Sendable, Equatable {
         case corruptState
         /// A system call failed; `errno` says how.
         case io
+        /// The caller is at a cap of its own (per user, per app): it may try again once it
+        /// holds less (HTTP 429).
+        case tooManyRequests
+        /// appd is at a cap of its own, for everyone but root (HTTP 503).
+        case unavailable
     }
 
     public var code: Code

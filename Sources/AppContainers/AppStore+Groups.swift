@@ -56,6 +56,30 @@ extension AppStore {
         )
     }
 
+    /// Refuses `groups` past `[Users] MaxGroupsPerApp` (what the app asks for) or
+    /// `MaxGroupsPerSigner` (the groups bound to `keyID` once the install has made those it
+    /// lacks). `appd verify` asks this too; without the registry only the first is checked.
+    public func checkGroupLimits(_ groups: [String], keyID: String?, bundleID: String) throws {
+        let distinct = Set(groups.map { $0.lowercased() })
+        guard distinct.count <= config.maxGroupsPerApp else {
+            throw AppdError(
+                .permissionDenied,
+                "\(bundleID) uses \(distinct.count) application groups; one app may use at most \(config.maxGroupsPerApp) ([Users] MaxGroupsPerApp)",
+                hint: "raise [Users] MaxGroupsPerApp= in appd.conf if the app needs them")
+        }
+        guard !distinct.isEmpty, let registry else { return }
+        let bound = try registry.groups(ownedBy: keyID)
+        let new = distinct.subtracting(bound)
+        guard bound.count + new.count > config.maxGroupsPerSigner else { return }
+        let signer = keyID.map { "key \($0)" } ?? "unsigned apps"
+        throw AppdError(
+            .permissionDenied,
+            "\(bundleID) would make \(new.count) new application groups for \(signer), which has \(bound.count); one signer may have at most \(config.maxGroupsPerSigner) ([Users] MaxGroupsPerSigner)",
+            hint:
+                "a group is released with its last app (uninstalled without --keep-data); an admin can raise MaxGroupsPerSigner="
+        )
+    }
+
     private func ownerDescription(_ keyID: String?) -> String {
         guard let keyID else { return "unsigned apps" }
         let names = config.signing.signers.filter { $0.key?.keyID == keyID }.map { "'\($0.name)'" }
@@ -63,22 +87,32 @@ extension AppStore {
     }
 
     /// Creates the containers of `groups` that do not exist yet, bound to `keyID`. Caller holds
-    /// the state lock and has checked the owners.
-    func createMissingGroups(_ groups: [String], keyID: String?) throws {
+    /// the state lock and has checked the owners. `appUID`: the uid of the app being installed,
+    /// not in the registry yet, which no group may take (with GroupRange apart from UIDRange
+    /// it cannot, but a range is only as apart as the configuration says).
+    func createMissingGroups(_ groups: [String], keyID: String?, appUID: UInt32) throws {
         guard !groups.isEmpty else { return }
         let registry = try writableRegistry
         let known = try registry.groups(groups)
         for id in groups
         where !known.contains(where: { $0.groupID.lowercased() == id.lowercased() }) {
-            try createGroup(id, keyID: keyID, registry: registry)
+            try createGroup(id, keyID: keyID, appUID: appUID, registry: registry)
         }
     }
 
     /// Staged, published by rename, then recorded: a crash leaves at most an unnamed container,
     /// or a group no app uses, both of which recovery removes.
-    private func createGroup(_ id: String, keyID: String?, registry: Registry) throws {
-        let taken = try registry.usedUIDs().union(registry.usedGroupIDs())
-        let gid = try UIDAllocator(range: config.uidRange).allocate(excluding: taken)
+    private func createGroup(_ id: String, keyID: String?, appUID: UInt32, registry: Registry)
+        throws
+    {
+        let allocator = UIDAllocator(range: config.groupRange)
+        let groups = try registry.usedGroupIDs()
+        let gid = try allocator.allocate(
+            excluding: try registry.usedUIDs().union([appUID]),
+            exhausted: AppdError(
+                .conflict,
+                "no free gid left in [Users] GroupRange=\(config.groupRange.lowerBound)-\(config.groupRange.upperBound): \(allocator.held(groups)) application groups hold one (the rest are the host's accounts, groups or subordinate ids)",
+                hint: "widen [Users] GroupRange= in appd.conf"))
         let uuid = UUID().uuidString
         let staging = try FileDescriptor.directory(root.stagingPath)
         let name = "group-\(uuid)"
@@ -126,6 +160,16 @@ extension Registry {
 
     public func allGroups() throws -> [AppGroupRecord] {
         try read { db in try AppGroupRecord.fetchAll(db) }
+    }
+
+    /// The ids (lowercased) of the groups bound to `keyID` (nil: unsigned apps' groups).
+    func groups(ownedBy keyID: String?) throws -> Set<String> {
+        try read { db in
+            Set(
+                try String.fetchAll(
+                    db, sql: "SELECT groupID FROM appGroups WHERE ownerKeyID IS ?", arguments: [keyID]
+                ).map { $0.lowercased() })
+        }
     }
 
     func usedGroupIDs() throws -> Set<UInt32> {

@@ -108,6 +108,7 @@ extension AppStore {
             try Self.checkSignerContinuity(existing, signing, options: options)
         }
         try checkGroupOwners(signing.groups, keyID: signing.keyID, bundleID: id)
+        try checkGroupLimits(signing.groups, keyID: signing.keyID, bundleID: id)
 
         let txnName = "install-\(UUID().uuidString)"
         let staging = try FileDescriptor.directory(root.stagingPath)
@@ -170,7 +171,7 @@ extension AppStore {
             throw error.naming(bundleContainer.path + "/", as: (path as NSString).deletingLastPathComponent + "/")
         }
 
-        let uid = try existing?.uid ?? UIDAllocator(range: config.uidRange).allocate(excluding: registry.usedUIDs())
+        let uid = try existing?.uid ?? allocateUID(registry)
         let gid = uid
         // Only root and the app may enter the bundle container; nobody may write it.
         try stagedBundle.chmod(0o555)
@@ -209,7 +210,7 @@ extension AppStore {
         try bundles.sync()
         CrashPoint.reach("install.published")
 
-        try createMissingGroups(signing.groups, keyID: signing.keyID)
+        try createMissingGroups(signing.groups, keyID: signing.keyID, appUID: uid)
         CrashPoint.reach("install.groups-created")
 
         let now = Date()
@@ -281,6 +282,24 @@ extension AppStore {
             return (manifest, nil)
         }
         return (manifest, Data(executable))
+    }
+
+    /// A uid for a new app from `[Users] UIDRange`. When none is left the error counts the
+    /// apps that hold the range, and apart from them the groups a state root from before
+    /// `GroupRange` gave gids of it.
+    func allocateUID(_ registry: Registry) throws -> UInt32 {
+        let allocator = UIDAllocator(range: config.uidRange)
+        let apps = try registry.appUIDs()
+        let groups = try registry.usedGroupIDs()
+        let legacy = allocator.held(groups)
+        return try allocator.allocate(
+            excluding: Set(apps).union(groups),
+            exhausted: AppdError(
+                .conflict,
+                "no free uid left in [Users] UIDRange=\(config.uidRange.lowerBound)-\(config.uidRange.upperBound): \(allocator.held(apps)) apps hold one"
+                    + (legacy > 0 ? ", and \(legacy) application groups made before GroupRange existed hold their gid" : "")
+                    + " (the rest are the host's accounts, groups or subordinate ids)",
+                hint: "widen [Users] UIDRange= in appd.conf, or uninstall apps"))
     }
 
     /// Android's rule: an upgrade comes from the key that signed the installed version, so

@@ -19,6 +19,13 @@ public struct AppdConfiguration: Sendable, Equatable {
     /// use for accounts (<60000), DynamicUser (61184-65519) and nspawn containers
     /// (524288-1879048191), below 2^31 so no tool mistakes them for negative numbers.
     public var uidRange: ClosedRange<UInt32> = 2_000_000_000...2_000_099_999
+    /// gids handed to application groups: a range of their own, so that no signer's groups can
+    /// use up the uids apps need (and the other way round). Right above `uidRange`.
+    public var groupRange: ClosedRange<UInt32> = 2_000_100_000...2_000_199_999
+    /// Application groups one app may use.
+    public var maxGroupsPerApp = 16
+    /// Application groups bound to one key at once (unsigned apps count as one key).
+    public var maxGroupsPerSigner = 256
     /// `[Sandbox]`: what every app's sandbox is built from.
     public var sandbox = SandboxSettings()
     /// `[API]`: the daemon's socket and who may use it.
@@ -93,6 +100,11 @@ public struct AppdConfiguration: Sendable, Equatable {
                 "\(file): [API] ReservedConnections=\(config.api.reservedConnections) leaves nothing of MaxConnections=\(config.api.maxConnections) for other users",
                 hint: "make ReservedConnections smaller than MaxConnections")
         }
+        guard !config.uidRange.overlaps(config.groupRange) else {
+            throw AppdError(.invalidConfig,
+                "\(file): [Users] GroupRange=\(config.groupRange.lowerBound)-\(config.groupRange.upperBound) overlaps UIDRange=\(config.uidRange.lowerBound)-\(config.uidRange.upperBound)",
+                hint: "application groups need gids of their own, apart from the apps' uids")
+        }
         if let keyless = config.signing.signers.first(where: { $0.key == nil }) {
             throw AppdError(.invalidConfig, "\(file): [Signer \(keyless.name)] has no Key=")
         }
@@ -123,16 +135,21 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Bundle", "MaxPathLength"): bundleLimits.maxPathLength = try count()
         case ("Bundle", "MaxInfoPlistBytes"): bundleLimits.maxInfoPlistBytes = Int(try bytes())
         case ("Bundle", "MaxEntitlementsBytes"): bundleLimits.maxEntitlementsBytes = Int(try bytes())
-        case ("Users", "UIDRange"):
+        case ("Users", "UIDRange"), ("Users", "GroupRange"):
             let parts = value.split(separator: "-").map { UInt32($0.trimmingCharacters(in: .whitespaces)) }
             guard parts.count == 2, let low = parts[0], let high = parts[1], low <= high else {
                 throw bad("a range 'FIRST-LAST'")
             }
             guard low >= 1000 else {
                 throw AppdError(.invalidConfig,
-                    "\(place): UIDRange starts at \(low); uids below 1000 belong to the system")
+                    "\(place): \(key) starts at \(low); ids below 1000 belong to the system")
             }
-            uidRange = low...high
+            if key == "UIDRange" { uidRange = low...high } else { groupRange = low...high }
+        case ("Users", "MaxGroupsPerApp"): maxGroupsPerApp = try count()
+        case ("Users", "MaxGroupsPerSigner"): maxGroupsPerSigner = try count()
+        case ("Users", _):
+            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Users]",
+                hint: "known keys: " + Self.usersKeys.joined(separator: ", "))
         case ("Sandbox", _):
             switch sandbox.set(key: key, value: value, parseSize: Self.parseSize) {
             case .ok: break
@@ -155,6 +172,11 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("API", "MaxConnections"): api.maxConnections = try count()
         case ("API", "MaxConnectionsPerUser"): api.maxConnectionsPerUser = try count()
         case ("API", "MaxStreamsPerUser"): api.maxStreamsPerUser = try count()
+        case ("API", "RequestTimeout"):
+            guard let n = Int(value.hasSuffix("s") ? String(value.dropLast()) : value), n > 0, n <= 86400 else {
+                throw bad("a number of seconds (1-86400)")
+            }
+            api.requestTimeout = n
         case ("API", "ReservedConnections"):
             guard let n = Int(value), n >= 0 else { throw bad("a whole number (0 or more)") }
             api.reservedConnections = n
@@ -168,6 +190,9 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Supervisor", "LogMaxBytes"): supervisor.logMaxBytes = try bytes()
         case ("Supervisor", "KeepExited"): supervisor.keepExited = try count()
         case ("Supervisor", "CgroupParent"): supervisor.cgroupParent = value
+        case ("Supervisor", "MaxInstances"): supervisor.maxInstances = try count()
+        case ("Supervisor", "MaxInstancesPerUser"): supervisor.maxInstancesPerUser = try count()
+        case ("Supervisor", "MaxInstancesPerApp"): supervisor.maxInstancesPerApp = try count()
         case ("Supervisor", "DenialLog"):
             switch value.lowercased() {
             case "yes", "true", "1", "on": supervisor.denialLog = true
@@ -199,11 +224,12 @@ public struct AppdConfiguration: Sendable, Equatable {
     /// Every section and the keys it accepts, as appd.conf(5) must document them
     /// (`[Signer NAME]` and `[App ID]` by their first word).
     public static let documentedKeys: [(section: String, keys: [String])] = [
-        ("Bundle", bundleKeys), ("Users", ["UIDRange"]), ("Sandbox", SandboxSettings.keys),
+        ("Bundle", bundleKeys), ("Users", usersKeys), ("Sandbox", SandboxSettings.keys),
         ("API", APISettings.keys), ("Supervisor", SupervisorSettings.keys),
         ("Lifecycle", LifecycleSettings.keys), ("Signing", SigningPolicy.signingKeys),
         ("Signer", SigningPolicy.signerKeys), ("App", AppOverride.keys),
     ]
+    static let usersKeys = ["UIDRange", "GroupRange", "MaxGroupsPerApp", "MaxGroupsPerSigner"]
     static let bundleKeys = [
         "MaxFiles", "MaxTotalBytes", "MaxDepth", "MaxPathLength", "MaxInfoPlistBytes",
         "MaxEntitlementsBytes",

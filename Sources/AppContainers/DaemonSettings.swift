@@ -54,12 +54,16 @@ public struct APISettings: Sendable, Equatable {
     public var maxConnectionsPerUser = 64
     /// Event streams, followed logs and waits one uid (other than root) may hold.
     public var maxStreamsPerUser = 16
+    /// Seconds a request's head and body may take to arrive in all, from when appd starts
+    /// waiting for it (root's requests excepted): a client that trickles a body cannot hold its
+    /// connection longer than this.
+    public var requestTimeout = 120
 
     public init() {}
 
     static let keys = [
         "Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed", "MaxRequestBytes",
-        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser",
+        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser", "RequestTimeout",
     ]
 }
 
@@ -80,8 +84,19 @@ public struct SupervisorSettings: Sendable, Equatable {
     /// app's Landlock and seccomp refusals and reads them. `no`: only appd's own refusals are
     /// logged and audit is left as it is.
     public var denialLog = true
+    /// Live instances (starting, running, suspended) at once, in all; past it launches by any
+    /// uid but root are refused (503). Each holds daemon fds, so this sizes appd's fd budget.
+    public var maxInstances = 512
+    /// Live instances one uid (other than root) may have launched (429 past it).
+    public var maxInstancesPerUser = 128
+    /// Live instances of one app (root's count too); past it launches by uids other than root
+    /// are refused (429).
+    public var maxInstancesPerApp = 128
 
     public init() {}
 
-    static let keys = ["TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog"]
+    static let keys = [
+        "TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog", "MaxInstances",
+        "MaxInstancesPerUser", "MaxInstancesPerApp",
+    ]
 }

@@ -111,11 +111,18 @@ public final class Registry: Sendable {
         try read { db in try InstalledApp.order(sql: "bundleID COLLATE NOCASE").fetchAll(db) }
     }
 
-    /// uids of apps and gids of application groups: both come from the same range.
+    /// uids of apps and gids of application groups. Groups have their own range
+    /// (`[Users] GroupRange`), but a state root from before it holds groups whose gids came
+    /// from the apps' range: every number either holds is taken for both.
     public func usedUIDs() throws -> Set<UInt32> {
         try read { db in
             Set(try UInt32.fetchAll(db, sql: "SELECT uid FROM apps UNION SELECT gid FROM appGroups"))
         }
+    }
+
+    /// The uids of the apps (installed, or uninstalled with their data kept).
+    func appUIDs() throws -> [UInt32] {
+        try read { db in try UInt32.fetchAll(db, sql: "SELECT uid FROM apps") }
     }
 
     /// Inserts or replaces the row for `app.bundleID`, in one transaction.

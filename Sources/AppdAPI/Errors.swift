@@ -60,6 +60,7 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
         case "permissionDenied": 403
         case "invalidBundle", "badRequest", "invalidConfig": 400
         case "tooLarge": 413
+        case "tooManyRequests": 429
         case "unsupportedMediaType": 415
         case "unsupported": 501
         case "unavailable": 503

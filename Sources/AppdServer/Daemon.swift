@@ -60,6 +60,14 @@ public final class Daemon: Service {
         // two arenas rather than one per thread that ever allocated, each keeping what was
         // freed in it (bench-api: concurrent installs).
         _ = appd_tune_malloc(256 << 10, 2)
+        // Before any fd is opened: the caps are what keeps users from holding root's fds, and
+        // the limit is sized from them.
+        let budget = FDBudget(api: options.config.api, supervisor: options.config.supervisor)
+        if let warning = budget.apply() {
+            logger.warning("\(warning)")
+        } else {
+            logger.info("file descriptors: \(budget)")
+        }
         // Before anything reads the root: a second daemon would recover the first one's
         // installs in progress and adopt its instances.
         let lock = try DaemonLock(options.root)
@@ -93,7 +101,9 @@ public final class Daemon: Service {
         let router = Router(store: store, supervisor: supervisor, installer: try Installer(store: store, logger: logger),
             reloader: reloader)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let server = HTTPServer(router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout))
+        let server = HTTPServer(
+            router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout),
+            requestTimeout: .seconds(Int64(options.config.api.requestTimeout)))
 
         let listener = try await server.bind(
             path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,

@@ -19,11 +19,19 @@ final class HTTPServer: Sendable {
     /// the connection (slow clients, idle kept-alive connections). Only waiting for the client
     /// counts: a long poll or a streamed answer may take as long as it takes.
     let idleTimeout: TimeAmount
+    /// A request's head and body must have arrived this long after appd began to wait for it
+    /// (`[API] RequestTimeout`), however steadily they trickle in; else the connection closes.
+    /// Not for root, whose requests (a large install) take as long as they take.
+    let requestTimeout: TimeAmount
 
-    init(router: Router, group: MultiThreadedEventLoopGroup, idleTimeout: TimeAmount = .seconds(30)) {
+    init(
+        router: Router, group: MultiThreadedEventLoopGroup, idleTimeout: TimeAmount = .seconds(30),
+        requestTimeout: TimeAmount = .seconds(120)
+    ) {
         self.router = router
         self.group = group
         self.idleTimeout = idleTimeout
+        self.requestTimeout = requestTimeout
     }
 
     /// Listens on `path` (created with `mode` and `groupID`), or on `adopted`, a listening
@@ -119,9 +127,12 @@ final class HTTPServer: Sendable {
         let channel = connection.channel
         do {
             try await connection.executeThenClose { inbound, outbound in
-                let reader = PartReader(inbound, deadline: Deadline(channel: channel, timeout: idleTimeout))
+                let reader = PartReader(
+                    inbound, deadline: Deadline(channel: channel, timeout: idleTimeout),
+                    requestDeadline: caller.uid == 0 ? nil : Deadline(channel: channel, timeout: requestTimeout))
                 while let part = try await reader.next() {
                     guard case .head(let head) = part else { continue }
+                    reader.headArrived(head)
                     // curl asks before sending a body (an install's tar stream) and otherwise
                     // waits a second for an answer that never comes; a final answer may still
                     // follow (RFC 9110 10.1.1), so saying yes to every such request is correct.
@@ -228,6 +239,7 @@ final class Deadline: Sendable {
         self.timeout = timeout
     }
 
+    /// Arms it (again) from now.
     func reset() {
         let channel = channel
         let next = channel.eventLoop.scheduleTask(in: timeout) { channel.close(promise: nil) }

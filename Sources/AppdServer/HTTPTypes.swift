@@ -52,20 +52,50 @@ final class PartReader {
     /// Armed only while waiting for a part: the client is slow then, not when a handler takes
     /// long (`wait` answers when the instance exits) or an answer streams.
     private let deadline: Deadline
+    /// Armed when appd starts waiting for a request's head, disarmed at the end of its body:
+    /// the whole request must arrive in that time, whatever the pace of its parts (a body
+    /// trickled one byte at a time resets `deadline` on every part). nil: none (root).
+    private let requestDeadline: Deadline?
+    private var inRequest = false
     /// The input failed (a parse error, a reset): no request can be read to its end any more.
     /// Not so when appd stops (the task is cancelled): a request in flight is still answered.
     private(set) var broken = false
 
-    init(_ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline) {
+    init(
+        _ inbound: NIOAsyncChannelInboundStream<HTTPServerRequestPart>, deadline: Deadline,
+        requestDeadline: Deadline?
+    ) {
         iterator = inbound.makeAsyncIterator()
         self.deadline = deadline
+        self.requestDeadline = requestDeadline
+    }
+
+    deinit { requestDeadline?.cancel() }
+
+    /// A head that announces no body is a whole request: the deadline ends with it, before the
+    /// handler runs (a `wait` or an event stream may then take as long as it takes; their
+    /// `.end` part is read only after them).
+    func headArrived(_ head: HTTPRequestHead) {
+        let length = head.headers[canonicalForm: "content-length"].first.flatMap { Int($0) } ?? 0
+        if length == 0, !head.headers.contains(name: "transfer-encoding") {
+            requestDeadline?.cancel()
+        }
     }
 
     func next() async throws -> HTTPServerRequestPart? {
+        if !inRequest {
+            inRequest = true
+            requestDeadline?.reset()
+        }
         deadline.reset()
         defer { deadline.cancel() }
         do {
-            return try await iterator.next()
+            let part = try await iterator.next()
+            if case .end = part {
+                inRequest = false
+                requestDeadline?.cancel()
+            }
+            return part
         } catch where !(error is CancellationError) {
             broken = true
             throw error

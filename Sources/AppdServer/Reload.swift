@@ -120,6 +120,9 @@ actor ConfigurationReloader {
         keep("[API] ReservedConnections", \.api.reservedConnections)
         keep("[API] MaxConnectionsPerUser", \.api.maxConnectionsPerUser)
         keep("[API] MaxStreamsPerUser", \.api.maxStreamsPerUser)
+        keep("[API] RequestTimeout", \.api.requestTimeout)
+        // appd's fd limit was sized for it at the start (FDBudget).
+        keep("[Supervisor] MaxInstances", \.supervisor.maxInstances)
         // Running instances' cgroups are below the parent: moving it would lose them.
         keep("[Supervisor] CgroupParent", \.supervisor.cgroupParent)
         // The audit reader starts (and turns audit on) with the daemon, or not at all.
@@ -132,7 +135,11 @@ actor ConfigurationReloader {
     static func changedSections(_ old: AppdConfiguration, _ new: AppdConfiguration) -> [String] {
         var sections: [String] = []
         if old.bundleLimits != new.bundleLimits { sections.append("[Bundle]") }
-        if old.uidRange != new.uidRange { sections.append("[Users]") }
+        if old.uidRange != new.uidRange || old.groupRange != new.groupRange
+            || old.maxGroupsPerApp != new.maxGroupsPerApp || old.maxGroupsPerSigner != new.maxGroupsPerSigner
+        {
+            sections.append("[Users]")
+        }
         if old.sandbox != new.sandbox { sections.append("[Sandbox]") }
         if old.api != new.api { sections.append("[API]") }
         if old.supervisor != new.supervisor { sections.append("[Supervisor]") }

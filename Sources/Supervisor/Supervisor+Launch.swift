@@ -77,10 +77,14 @@ extension Supervisor {
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
+        try admitLaunch(key, appID: appID, caller: caller)
         launching[key, default: 0] += 1
+        launchingBy[caller, default: 0] += 1
         defer {
             launching[key, default: 1] -= 1
             if launching[key] == 0 { launching[key] = nil }
+            launchingBy[caller, default: 1] -= 1
+            if launchingBy[caller] == 0 { launchingBy[caller] = nil }
         }
         let context = LaunchContext(
             launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket,
@@ -115,6 +119,41 @@ extension Supervisor {
         let instance = try launched(record.instance.id, background: background)
         timings.record = Self.seconds(since: recording)
         return (instance, timings)
+    }
+
+    /// The `[Supervisor]` caps on live instances (docs/api.md, "Limits"): each holds daemon
+    /// fds (its pidfd and lifecycle channel), and a user with the control right must not be able
+    /// to take them all. Launches under way count as live. root is never refused: its instances
+    /// count toward MaxInstances, and no cap applies to it. Runs on the actor, so two launches
+    /// cannot both take the last place.
+    func admitLaunch(_ key: String, appID: String, caller: UInt32) throws {
+        guard caller != 0 else { return }
+        var total = launching.values.reduce(0, +)
+        var own = launchingBy[caller, default: 0]
+        var app = launching[key, default: 0]
+        for entry in entries.values where entry.record.instance.state.isLive {
+            total += 1
+            if entry.record.instance.launchedBy == caller { own += 1 }
+            if entry.record.instance.app.lowercased() == key { app += 1 }
+        }
+        if total >= settings.maxInstances {
+            throw AppdError(
+                .unavailable,
+                "appd runs \(total) instances, its limit ([Supervisor] MaxInstances=\(settings.maxInstances))",
+                hint: "try again once some have ended; an admin can raise MaxInstances (a restart applies it, and sizes appd's file descriptors)")
+        }
+        if own >= settings.maxInstancesPerUser {
+            throw AppdError(
+                .tooManyRequests,
+                "uid \(caller) has \(own) instances running or starting, the most one user may ([Supervisor] MaxInstancesPerUser=\(settings.maxInstancesPerUser))",
+                hint: "terminate some (appctl ps, appctl terminate) and try again")
+        }
+        if app >= settings.maxInstancesPerApp {
+            throw AppdError(
+                .tooManyRequests,
+                "\(appID) has \(app) instances running or starting, the most one app may ([Supervisor] MaxInstancesPerApp=\(settings.maxInstancesPerApp))",
+                hint: "terminate some of its instances and try again")
+        }
     }
 
     static func seconds(since start: ContinuousClock.Instant) -> Double {

@@ -69,6 +69,8 @@ public actor Supervisor {
     /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
     /// refuses while there are any, as it refuses while instances run.
     var launching: [String: Int] = [:]
+    /// The same launches by the uid that asked (`[Supervisor] MaxInstancesPerUser`).
+    var launchingBy: [UInt32: Int] = [:]
     /// journald's native socket: each instance's relay sends its output there too (under
     /// systemd); nil: the log files only.
     var journalSocket: String?

@@ -117,6 +117,7 @@ struct SignatureView: Encodable {
             groups = decision.groups
             if let store {
                 try store.checkGroupOwners(decision.groups, keyID: decision.keyID, bundleID: id)
+                try store.checkGroupLimits(decision.groups, keyID: decision.keyID, bundleID: id)
             } else if !decision.groups.isEmpty {
                 groupOwnersUnchecked = "reading the registry of \(root) needs root"
             }

@@ -60,7 +60,7 @@ struct ConfigurationTests {
             ("[Bundle]\nMaxFiles=-3\n", "t.conf:2: [Bundle] MaxFiles=-3 is not a positive whole number"),
             ("[Bundle]\nMaxTotalBytes=lots\n", "t.conf:2: [Bundle] MaxTotalBytes=lots is not a size"),
             ("[Users]\nUIDRange=9-5\n", "t.conf:2: [Users] UIDRange=9-5 is not a range"),
-            ("[Users]\nUIDRange=0-5000\n", "uids below 1000 belong to the system"),
+            ("[Users]\nUIDRange=0-5000\n", "UIDRange starts at 0; ids below 1000 belong to the system"),
             ("[Bundle]\njunk\n", "t.conf:2: expected Key=Value"),
             ("[Lifecycle]\nActivePolicy=some\n", "t.conf:2: [Lifecycle] ActivePolicy=some is not single or all"),
             ("[Lifecycle]\nAllowedBackgroundModes=audio music\n", "is not a space-separated list of audio, location"),
@@ -90,23 +90,25 @@ struct UIDAllocatorTests {
         try "alice:3000000000:10\n".write(toFile: etc.sub("subuid"), atomically: true, encoding: .utf8)
         try "bob:3000000012:2\n".write(toFile: etc.sub("subgid"), atomically: true, encoding: .utf8)
         let allocator = UIDAllocator(range: 3_000_000_000...3_000_000_020, etc: etc.path)
-        #expect(try allocator.allocate(excluding: []) == 3_000_000_010)
-        #expect(try allocator.allocate(excluding: [3_000_000_010, 3_000_000_011]) == 3_000_000_014)
+        #expect(try allocator.allocate(excluding: [], exhausted: Self.full) == 3_000_000_010)
+        #expect(try allocator.allocate(excluding: [3_000_000_010, 3_000_000_011], exhausted: Self.full) == 3_000_000_014)
     }
 
     @Test("skips uids the host uses for accounts")
     func skipsAccounts() throws {
         // Debian's system accounts fill 0-13 and more; this range starts in the middle of them.
         let allocator = UIDAllocator(range: 0...1000, etc: "/nonexistent")
-        let uid = try allocator.allocate(excluding: [])
+        let uid = try allocator.allocate(excluding: [], exhausted: Self.full)
         #expect(uid > 0 && getpwuid(uid) == nil && getgrgid(uid) == nil)
     }
 
-    @Test("a full range is an error that says which setting to change")
+    static let full = AppdError(.conflict, "full")
+
+    @Test("a full range throws the caller's error (GroupLimitTests/exhaustedCounts: what it counts)")
     func exhausted() {
         let allocator = UIDAllocator(range: 3_000_000_000...3_000_000_001, etc: "/nonexistent")
         #expect {
-            try allocator.allocate(excluding: [3_000_000_000, 3_000_000_001])
-        } throws: { "\($0)".contains("UIDRange") }
+            try allocator.allocate(excluding: [3_000_000_000, 3_000_000_001], exhausted: Self.full)
+        } throws: { ($0 as? AppdError) == Self.full }
     }
 }
