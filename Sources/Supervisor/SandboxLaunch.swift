@@ -197,6 +197,7 @@ public struct SandboxLaunch {
             var spawned = false
             defer { if !spawned, let bindCounter { close(bindCounter) } }
             profile.cgroupProcs = cgroup.procsFiles
+            profile.relayCgroupProcs = cgroup.relayProcsFiles
             let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
             defer { close(profileFD) }
