@@ -294,13 +294,20 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
 
     func events() throws -> CgroupEvents {
+        // v1 counts an OOM kill and a refused fork in the cgroup of the process concerned (a
+        // leaf), not in the instance whose limit was hit: the leaves are added in. The limit's
+        // own failcnt is the instance's.
         var events = CgroupEvents()
         if let memory = member("memory") {
-            events.oomKills = try memory.counters("memory.oom_control")["oom_kill"] ?? 0
+            for directory in [memory] + leaves(of: memory) {
+                events.oomKills += try directory.counters("memory.oom_control")["oom_kill"] ?? 0
+            }
             events.memoryLimitHits = try memory.number("memory.failcnt") ?? 0
         }
         if let pids = member("pids") {
-            events.pidsLimitHits = try pids.counters("pids.events")["max"] ?? 0
+            for directory in [pids] + leaves(of: pids) {
+                events.pidsLimitHits += try directory.counters("pids.events")["max"] ?? 0
+            }
         }
         return events
     }
