@@ -25,10 +25,11 @@ struct RelayIsolationTests {
         let id = "com.example.flocked"
         try daemon.installProbe(id)
         let home = try Self.home(daemon, id)
-        let count = 5
-        let instance = try daemon.launch(id, ["output-flocked", "\(count)"])
+        // 30 lines 100 ms apart: the app holds its lock for 3 s, well past the 1 s bound of each
+        // of the first 5 requests (an app that ended would have let go of it).
+        let instance = try daemon.launch(id, ["output-flocked", "30"])
         var slowest = 0.0
-        for index in 0..<count {
+        for index in 0..<5 {
             // The app makes marker-N right after it wrote line N: ask for the log at once.
             #expect(try daemon.eventually { access("\(home)/marker-\(index)", F_OK) == 0 }, "marker \(index) never came")
             let (text, seconds) = try Self.timedLogs(daemon, instance.id)
