@@ -8,7 +8,9 @@ import Testing
 @Suite("output relay isolation", .serialized, rootOnly)
 struct RelayIsolationTests {
     /// `appctl logs IID`: its output and how long it took.
-    static func timedLogs(_ daemon: TestDaemon, _ iid: String) throws -> (text: String, seconds: Double) {
+    static func timedLogs(_ daemon: TestDaemon, _ iid: String) throws -> (
+        text: String, seconds: Double
+    ) {
         let start = Date()
         let result = try daemon.run("appctl", ["logs", iid])
         #expect(result.code == 0, "appctl logs: \(result.output)")
@@ -19,7 +21,9 @@ struct RelayIsolationTests {
         try daemon.client.get("/v1/apps/\(id)/containers/data", as: APIContainer.self).path
     }
 
-    @Test("attack: an app holding flock(LOCK_EX) on its stdout still has each line in appctl logs, within the 1 s bound")
+    @Test(
+        "attack: an app holding flock(LOCK_EX) on its stdout still has each line in appctl logs, within the 1 s bound"
+    )
     func flockedStdout() throws {
         let daemon = try TestDaemon()
         let id = "com.example.flocked"
@@ -31,11 +35,16 @@ struct RelayIsolationTests {
         var slowest = 0.0
         for index in 0..<5 {
             // The app makes marker-N right after it wrote line N: ask for the log at once.
-            #expect(try daemon.eventually { access("\(home)/marker-\(index)", F_OK) == 0 }, "marker \(index) never came")
+            #expect(
+                try daemon.eventually { access("\(home)/marker-\(index)", F_OK) == 0 },
+                "marker \(index) never came")
             let (text, seconds) = try Self.timedLogs(daemon, instance.id)
             slowest = max(slowest, seconds)
-            #expect(text.contains("flock-stdout: allowed\n"), "the app did not get its lock:\n\(text)")
-            #expect(text.contains("locked line \(index)\n"), "line \(index) missing while the app holds its lock:\n\(text)")
+            #expect(
+                text.contains("flock-stdout: allowed\n"), "the app did not get its lock:\n\(text)")
+            #expect(
+                text.contains("locked line \(index)\n"),
+                "line \(index) missing while the app holds its lock:\n\(text)")
             #expect(seconds < 1, "appctl logs took \(seconds) s (the settle bound is 1 s)")
         }
         print("flocked stdout: slowest appctl logs \(String(format: "%.3f", slowest)) s")
@@ -51,7 +60,11 @@ struct RelayIsolationTests {
         let instance = try daemon.launch(id, ["output-on-cue"])
         let launcher = try #require(instance.pid)
         var relay: pid_t?
-        #expect(try daemon.eventually { relay = outputRelay(launcher: launcher); return relay != nil })
+        #expect(
+            try daemon.eventually {
+                relay = outputRelay(launcher: launcher)
+                return relay != nil
+            })
         let relayPID = try #require(relay)
         // The relay is held back (as a loaded machine may) so that the line is still in the pipe
         // when the freeze comes; it is let go once the app is frozen. Frozen with the app, it
@@ -59,12 +72,16 @@ struct RelayIsolationTests {
         kill(relayPID, SIGSTOP)
         defer { kill(relayPID, SIGCONT) }
         #expect(FileManager.default.createFile(atPath: "\(home)/cue", contents: nil))
-        #expect(try daemon.eventually { access("\(home)/said", F_OK) == 0 }, "the app never wrote its line")
+        #expect(
+            try daemon.eventually { access("\(home)/said", F_OK) == 0 },
+            "the app never wrote its line")
         #expect(try daemon.act("suspend", instance.id).state == .suspended)
         kill(relayPID, SIGCONT)
         let (text, seconds) = try Self.timedLogs(daemon, instance.id)
         print("suspended app: appctl logs \(String(format: "%.3f", seconds)) s")
-        #expect(text.contains("last words\n"), "the line written before the freeze is missing:\n\(text)")
+        #expect(
+            text.contains("last words\n"), "the line written before the freeze is missing:\n\(text)"
+        )
         #expect(seconds < 1, "appctl logs took \(seconds) s (the settle bound is 1 s)")
         #expect(try daemon.state(instance.id) == .suspended, "the app was thawed meanwhile")
         _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)

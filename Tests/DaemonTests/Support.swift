@@ -152,11 +152,10 @@ func cpuTicks(cgroup: String) -> Int {
 /// An instance's output relay: the launcher's child in the host's pid namespace (the sandbox's
 /// PID 1 is the other one, with a second NSpid), or nil before it was forked.
 func outputRelay(launcher: pid_t) -> pid_t? {
-    let children =
-        ((try? String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)) ?? "")
+    let children = readKernelFile("/proc/\(launcher)/task/\(launcher)/children")
         .split(separator: " ").compactMap { pid_t($0) }
     return children.first { child in
-        let status = (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
-        return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
+        let status = readKernelFile("/proc/\(child)/status").split(separator: "\n")
+        return status.first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
     }
 }

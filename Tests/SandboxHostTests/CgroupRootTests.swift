@@ -261,7 +261,9 @@ struct CgroupRootTests {
             try? cgroup.remove()
         }
         #expect(cgroup.procsFiles == [ownDirectory + "/apps/com.example.v2/one/app/cgroup.procs"])
-        #expect(cgroup.relayProcsFiles == [ownDirectory + "/apps/com.example.v2/one/relay/cgroup.procs"])
+        #expect(
+            cgroup.relayProcsFiles == [ownDirectory + "/apps/com.example.v2/one/relay/cgroup.procs"]
+        )
         let child = try Child(in: cgroup, exec: "sleep 1000")
         let relay = try Child(in: cgroup, relay: true, exec: "sh -c 'while :; do :; done'")
         try cgroup.freeze()
@@ -314,7 +316,9 @@ struct CgroupRootTests {
 
     /// A suspend must not freeze the output relay (issue 24 item 6): on this hybrid host through
     /// the v2 tree's `cgroup.freeze`, and on a v1-only host through the v1 freezer.
-    @Test("a suspend freezes the app's leaf, never the relay's; kill() ends both", arguments: [false, true])
+    @Test(
+        "a suspend freezes the app's leaf, never the relay's; kill() ends both",
+        arguments: [false, true])
     func relayLeaf(legacy: Bool) throws {
         var layout = CgroupLayout.detect()
         if legacy {
@@ -344,12 +348,16 @@ struct CgroupRootTests {
         #expect(cgroup.directories.allSatisfy { !exists($0) })
     }
 
-    @Test("an instance an older appd made (no leaves) is adopted: open() finds it, freezes and kills it whole")
+    @Test(
+        "an instance an older appd made (no leaves) is adopted: open() finds it, freezes and kills it whole"
+    )
     func adoptedWithoutLeaves() throws {
         let cgroups = try TestCgroups()
         let made = try cgroups.create("old")
         for directory in made.directories {
-            for leaf in [Cgroups.appLeaf, Cgroups.relayLeaf] { #expect(rmdir(directory + "/" + leaf) == 0) }
+            for leaf in [Cgroups.appLeaf, Cgroups.relayLeaf] {
+                #expect(rmdir(directory + "/" + leaf) == 0)
+            }
         }
         let cgroup = try #require(try cgroups.driver.open(instance: "old", app: "com.example.test"))
         #expect(cgroup.procsFiles == made.directories.map { $0 + "/cgroup.procs" })

@@ -273,7 +273,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
         // signals are delivered (a task frozen by v1 does not die until thawed); repeat. A
         // suspended app's leaf stays frozen when its parent thaws (v1 self_freezing): it is
         // thawed first.
-        if hasLeaves { try setV1Freezer(frozenPart(of: freezer), "THAWED", timeoutSeconds: timeoutSeconds) }
+        if hasLeaves {
+            try setV1Freezer(frozenPart(of: freezer), "THAWED", timeoutSeconds: timeoutSeconds)
+        }
         let deadline = Deadline(seconds: timeoutSeconds)
         while true {
             let pids = try processes()
@@ -332,7 +334,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
     func remove() throws {
         var failure: Error?
         for directory in allDirectories {
-            do { try directory.remove(leaves: leaves(of: directory)) } catch { failure = failure ?? error }
+            do { try directory.remove(leaves: leaves(of: directory)) } catch {
+                failure = failure ?? error
+            }
         }
         for appDirectory in appDirectories { appDirectory.removeIfUnused() }
         if let failure { throw failure }

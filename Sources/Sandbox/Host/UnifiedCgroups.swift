@@ -203,7 +203,9 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
 
     var directories: [String] { [directory.path] }
     var procsFiles: [String] { [frozenPart.file("cgroup.procs")] }
-    var relayProcsFiles: [String] { hasLeaves ? [directory.leaf(Cgroups.relayLeaf).file("cgroup.procs")] : [] }
+    var relayProcsFiles: [String] {
+        hasLeaves ? [directory.leaf(Cgroups.relayLeaf).file("cgroup.procs")] : []
+    }
     var leaves: [CgroupDirectory] {
         hasLeaves ? [directory.leaf(Cgroups.appLeaf), directory.leaf(Cgroups.relayLeaf)] : []
     }
