@@ -297,13 +297,7 @@ struct CgroupRootTests {
             in: cgroup, exec: "sh -c 'while :; do sleep 1000 & sleep 0.01; done'")
         try waitUntil("the forker has children") { try cgroup.processes().count > 3 }
         let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
-        try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
-
-        try cgroup.freeze()
-        #expect(try cgroup.isFrozen())
-        let frozenAt = try #require(spinner.stat())
-        usleep(200_000)
-        #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
+        try expectFreezes(cgroup, spinner)
 
         try cgroup.kill()  // while frozen: the loop thaws so SIGKILL lands
         #expect(try cgroup.processes().isEmpty)
@@ -363,18 +357,23 @@ struct CgroupRootTests {
         #expect(cgroup.procsFiles == made.directories.map { $0 + "/cgroup.procs" })
         #expect(cgroup.relayProcsFiles.isEmpty)
         let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
-        try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
-        try cgroup.freeze()
-        #expect(try cgroup.isFrozen())
-        let frozenAt = try #require(spinner.stat())
-        usleep(200_000)
-        #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
+        try expectFreezes(cgroup, spinner)
         try cgroup.kill()
         #expect(spinner.terminationSignal() == SIGKILL)
         try cgroup.thaw()
         try cgroup.remove()
         #expect(cgroup.directories.allSatisfy { !exists($0) })
     }
+}
+
+/// Once `spinner` (a spinning shell in `cgroup`) runs, a freeze stops it: no CPU time passes.
+func expectFreezes(_ cgroup: any InstanceCgroup, _ spinner: Child) throws {
+    try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
+    try cgroup.freeze()
+    #expect(try cgroup.isFrozen())
+    let frozenAt = try #require(spinner.stat())
+    usleep(200_000)
+    #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
 }
 
 /// `child` gets CPU time within a few seconds (a spinning shell that is not frozen).
