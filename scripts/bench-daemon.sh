@@ -55,13 +55,13 @@ daemon_cleanup() {
         wait "$daemon_pid" 2>/dev/null || true
     fi
     if [[ -n "${cgroup_parent:-}" ]]; then
-        # Deepest first: instance, app, parent.
+        # Deepest first: the leaves (app, relay), instance, app, parent.
         while IFS= read -r dir; do
             if [[ -f "$dir/cgroup.procs" ]]; then
                 while read -r pid; do kill -KILL "$pid" 2>/dev/null || true; done <"$dir/cgroup.procs"
             fi
             rmdir "$dir" 2>/dev/null || true
-        done < <(find /sys/fs/cgroup/ -maxdepth 5 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
+        done < <(find /sys/fs/cgroup/ -maxdepth 6 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
     fi
     [[ -z "${temporary_config:-}" ]] || rm -f "$temporary_config"
     if [[ -n "${root:-}" ]] && mountpoint -q "$root/run"; then umount -l "$root/run" || true; fi

@@ -14,6 +14,11 @@
 //   probe output-marked COUNT     COUNT times: `marked line N` on stdout, then the file
 //                                 $HOME/marker-N (the test's sign that the line was written),
 //                                 then 100 ms of quiet
+//   probe output-flocked COUNT    flock(1, LOCK_EX), held to the end (the pipe the relay reads),
+//                                 then what output-marked does, with `locked line N` lines
+//   probe output-on-cue           waits (up to 60 s) for the file $HOME/cue, writes `last words`
+//                                 on stdout, makes $HOME/said, then sleeps 60 s (to be suspended
+//                                 with the line still in the pipe)
 //   probe output-tiny COUNT US    COUNT 1-byte lines, each its own write, US microseconds
 //                                 apart (the most time records per byte an app can cause)
 //   probe output-forge-attach CODE  writes what an attached launch's frames look like
@@ -26,6 +31,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -64,6 +70,29 @@ static void numbered(long i) {
     write_all(line, 100);
 }
 
+static const char *home(void) {
+    const char *path = getenv("HOME");
+    return path ? path : "/tmp";
+}
+
+static void touch(const char *path) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd >= 0) close(fd);
+}
+
+/// COUNT times: `PREFIX line N` on stdout, then the file $HOME/marker-N, then 100 ms of quiet.
+static void marked(const char *prefix, long count) {
+    for (long i = 0; i < count; i++) {
+        char line[64], marker[4096];
+        int length = snprintf(line, sizeof line, "%s line %ld\n", prefix, i);
+        write_all(line, (size_t)length);
+        snprintf(marker, sizeof marker, "%s/marker-%ld", home(), i);
+        touch(marker);
+        struct timespec pause = {0, 100 * 1000000};
+        nanosleep(&pause, NULL);
+    }
+}
+
 int attack_output(int argc, char **argv) {
     const char *mode = argv[1];
     stdout_kind();
@@ -97,17 +126,19 @@ int attack_output(int argc, char **argv) {
             nanosleep(&pause, NULL);
         }
     } else if (!strcmp(mode, "output-marked") && argc > 2) {
-        const char *home = getenv("HOME");
-        for (long i = 0, n = atol(argv[2]); i < n; i++) {
-            char line[64], marker[4096];
-            int length = snprintf(line, sizeof line, "marked line %ld\n", i);
-            write_all(line, (size_t)length);
-            snprintf(marker, sizeof marker, "%s/marker-%ld", home ? home : "/tmp", i);
-            int fd = open(marker, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
-            if (fd >= 0) close(fd);
-            struct timespec pause = {0, 100 * 1000000};
-            nanosleep(&pause, NULL);
-        }
+        marked("marked", atol(argv[2]));
+    } else if (!strcmp(mode, "output-flocked") && argc > 2) {
+        outcome("flock-stdout", flock(1, LOCK_EX));
+        marked("locked", atol(argv[2]));
+    } else if (!strcmp(mode, "output-on-cue")) {
+        char cue[4096], said[4096];
+        snprintf(cue, sizeof cue, "%s/cue", home());
+        snprintf(said, sizeof said, "%s/said", home());
+        struct timespec tick = {0, 10 * 1000000};
+        for (int i = 0; i < 6000 && access(cue, F_OK) != 0; i++) nanosleep(&tick, NULL);
+        write_all("last words\n", 11);
+        touch(said);
+        sleep(60);
     } else if (!strcmp(mode, "output-tiny") && argc > 3) {
         long us = atol(argv[3]);
         struct timespec pause = {us / 1000000, (us % 1000000) * 1000};

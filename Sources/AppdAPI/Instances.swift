@@ -118,7 +118,10 @@ public struct APIInstance: Codable, Sendable, Equatable {
     public var startedAt: Date
     public var endedAt: Date?
     public var exit: APIExit?
-    /// The instance's cgroup (v2 path, or the freezer's on a v1 host).
+    /// The instance's cgroup directory (in the first hierarchy appd uses: the v2 tree on a
+    /// unified host). Its processes are in its leaves: `app/` (launcher, PID 1, the app; what a
+    /// suspend freezes) and `relay/` (the output relay); an instance adopted from an appd
+    /// before the leaves has them in the directory itself (docs/app-output.md).
     public var cgroup: String?
     /// Where its stdout and stderr go (`GET /v1/instances/{id}/logs` reads it).
     public var log: String

@@ -8,6 +8,7 @@ extension SandboxProfile {
         func octal(_ mode: UInt32?) -> String { String(mode ?? 0o755, radix: 8) }
 
         for path in cgroupProcs { record("cgroup", path) }
+        for path in relayCgroupProcs { record("relay-cgroup", path) }
         if !namespaces.isEmpty {
             lines.append((["unshare"] + namespaces.map(\.rawValue)).joined(separator: " "))
         }

@@ -27,6 +27,9 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var seccomp: SeccompRules
     /// `cgroup.procs` files the launcher joins before anything else; filled in per instance.
     public var cgroupProcs: [String]
+    /// `cgroup.procs` files the launcher moves its output relay into, right after forking it
+    /// (the instance's `relay` leaf: never frozen with the app); filled in per instance.
+    public var relayCgroupProcs: [String] = []
     public var workingDirectory: String
     /// The app's whole environment, in order. Nothing is inherited from the caller.
     public var environment: [EnvironmentVariable]

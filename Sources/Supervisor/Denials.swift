@@ -2,6 +2,7 @@ import AppdAPI
 import CLinux
 import Foundation
 import Glibc
+import Sandbox
 import Synchronization
 
 /// What the sandbox and appd refused each app, as it happens (docs/denials.md): fed by the
@@ -343,13 +344,14 @@ public final class DenialLog: Sendable {
         }
     }
 
-    /// The cgroup paths of a process (one per hierarchy), or nil once it is gone.
+    /// The instance cgroup paths of a process (one per hierarchy; a leaf, `app` or `relay`,
+    /// is left off), or nil once it is gone.
     static func cgroupPaths(of pid: Int32) -> [String]? {
         procText("/proc/\(pid)/cgroup", limit: 4096)?.split(separator: "\n").compactMap { line in
             // hierarchy-ID:controllers:path
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, parts[2].count > 1 else { return nil }
-            return String(parts[2])
+            return String(Cgroups.instancePath(of: parts[2]))
         }
     }
 

@@ -207,6 +207,7 @@ public struct SandboxLaunch {
                 loopbackCounter = try Self.guardLoopback(in: cgroup, allowing: ports)
             }
             profile.cgroupProcs = cgroup.procsFiles
+            profile.relayCgroupProcs = cgroup.relayProcsFiles
             let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
             defer { close(profileFD) }

@@ -8,13 +8,18 @@ enum Namespaces {
     /// Writes our pid to each `cgroup.procs`: the supervisor created the cgroups, we move in
     /// before anything else so that every process of the sandbox is accounted for.
     static func joinCgroups(_ paths: [String]) throws {
-        let pid = "\(getpid())\n"
+        try move(getpid(), into: paths, "cannot join")
+    }
+
+    /// Writes `process` to each `cgroup.procs` in `paths`; `failure` begins the message.
+    static func move(_ process: pid_t, into paths: [String], _ failure: String) throws {
+        let pid = "\(process)\n"
         for path in paths {
             let fd = open(path, O_WRONLY | O_CLOEXEC)
             try sys(fd, "cgroup", "cannot open \(path)")
             defer { close(fd) }
             guard FileIO.writeAll(fd, pid) else {
-                throw LaunchFailure.system("cgroup", "cannot join \(path)")
+                throw LaunchFailure.system("cgroup", "\(failure) \(path)")
             }
         }
     }

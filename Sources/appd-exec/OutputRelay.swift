@@ -94,25 +94,33 @@ struct OutputRelay {
             if null > 2 { close(null) }
         }
         Self.closeAll(but: settings.readFD, settings.logDirectoryFD, settings.journalFD)
+        // The relay waits on nothing the app can hold. The app holds the pipe's other end, so
+        // it can flock the pipe and could read from it were it to reopen it: the relay locks a
+        // memfd of its own instead, which only the daemon takes (shared, never waiting), and
+        // reads without blocking (a read that finds nothing goes back to poll).
+        let lock = appd_memfd(APPD_OUTPUT_LOCK_NAME)
+        let flags = fcntl(settings.readFD, F_GETFL)
+        if flags >= 0 { _ = fcntl(settings.readFD, F_SETFL, flags | O_NONBLOCK) }
         // Not zero-filled: a fresh mapping that only the pages a read reaches ever touch (a
         // zero-filled array faulted in all 80 KiB right after the fork, for every launch).
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize + Self.maxLine)
         var filled = 0
         while true {
-            // Wait for output unlocked, then hold the pipe's flock from the read until the bytes
-            // are in the log: the daemon, once the pipe is empty, takes the lock shared before it
-            // reads the log, so output written before a request is in the answer
-            // (InstanceLogs.settle).
+            // Wait for output unlocked, then hold the lock from the read until the bytes are in
+            // the log: the daemon, once the pipe is empty, takes the lock shared before it reads
+            // the log, so output written before a request is in the answer
+            // (InstanceLogs.settle). Without the memfd (no memory for it) there is no lock, and
+            // a request may miss the bytes being written; the output itself is not affected.
             var poller = pollfd(fd: settings.readFD, events: Int16(POLLIN), revents: 0)
             if poll(&poller, 1, -1) < 0 {
                 if errno == EINTR { continue }
                 break
             }
-            while flock(settings.readFD, LOCK_EX) != 0 && errno == EINTR {}
-            defer { _ = flock(settings.readFD, LOCK_UN) }
+            if lock >= 0 { while flock(lock, LOCK_EX) != 0 && errno == EINTR {} }
+            defer { if lock >= 0 { _ = flock(lock, LOCK_UN) } }
             let count = read(settings.readFD, buffer + filled, Self.readSize)
             if count < 0 {
-                if errno == EINTR { continue }
+                if errno == EINTR || errno == EAGAIN { continue }
                 break
             }
             if count == 0 { break }

@@ -9,6 +9,8 @@ import Glibc
 /// launch time.
 struct Profile {
     var cgroups: [String] = []
+    /// Where the output relay goes once forked (`relay-cgroup` records).
+    var relayCgroups: [String] = []
     var namespaces: [Namespace] = []
     var hostname: String?
     var loopback = false

@@ -121,6 +121,9 @@ struct ProfileParser {
         case "cgroup":
             try fields(1)
             profile.cgroups.append(try Self.absolute(values[0]))
+        case "relay-cgroup":
+            try fields(1)
+            profile.relayCgroups.append(try Self.absolute(values[0]))
         case "unshare":
             guard !values.isEmpty else { throw LaunchFailure("profile", "'unshare' needs names") }
             for name in values {

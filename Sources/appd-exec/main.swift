@@ -37,7 +37,11 @@ enum Launcher {
             if let output = arguments.output {
                 // In the instance's cgroups, before unshare: the relay stays in the host's
                 // namespaces (docs/app-output.md). Nothing after it holds the read end.
-                relay = try OutputRelay.start(output)
+                let relayPID = try OutputRelay.start(output)
+                relay = relayPID
+                // Out of the app's leaf before the app exists: a suspend never freezes it.
+                try Namespaces.move(
+                    relayPID, into: profile.relayCgroups, "cannot move the output relay into")
                 // One by one: an array of them would be one more type the runtime instantiates.
                 if output.readFD >= 0 { close(output.readFD) }
                 if output.logDirectoryFD >= 0 { close(output.logDirectoryFD) }

@@ -134,15 +134,15 @@ extension DaemonRobustnessTests {
         var pids: [String] = []
         for _ in 0..<100 where pids.count < 2 {
             usleep(20_000)
-            pids = readKernelFile("\(cgroup)/cgroup.procs").split(separator: "\n").map(String.init)
+            pids = instanceProcesses(cgroup: cgroup).map(String.init)
         }
         #expect(pids.count >= 2, "the launcher and the app in \(cgroup): \(pids)")
         for pid in pids {
             // 0-2 are the app's stdio; 3-5 what appd-exec is given (profile, filter, status);
             // 6 the lifecycle channel (a SEQPACKET socket) until the launcher has forked and
             // handed it on as the app's fd 3; 7 and 8 the output relay's pipe (read end) and log
-            // folder (docs/app-output.md), kept by the relay alone. Client connections are
-            // stream sockets.
+            // folder (docs/app-output.md), kept by the relay alone (its lock, a memfd it makes
+            // after closing the rest, takes fd 3). Client connections are stream sockets.
             let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")
                 .compactMap { Int($0) }
             let seqpacket = Self.seqpacketSocketInodes()

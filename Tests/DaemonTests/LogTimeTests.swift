@@ -174,20 +174,8 @@ struct LogTimeTests {
         let instance = try daemon.launch("com.example.slowrelay", ["output-marked", "40"])
         let launcher = try #require(instance.pid)
         #expect(try daemon.eventually { access("\(home)/marker-0", F_OK) == 0 })
-        // Once the app wrote its first line the relay is there: the launcher's child in the
-        // host's pid namespace (the sandbox's PID 1 is the other one, with a second NSpid).
-        let children =
-            (try String(
-                contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8))
-            .split(separator: " ").compactMap { pid_t($0) }
-        let relay = try #require(
-            children.first { child in
-                let status =
-                    (try? String(contentsOfFile: "/proc/\(child)/status", encoding: .utf8)) ?? ""
-                return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(
-                    separator: "\t"
-                ).count == 2
-            })
+        // Once the app wrote its first line the relay is there.
+        let relay = try #require(outputRelay(launcher: launcher))
         kill(relay, SIGSTOP)
         defer { kill(relay, SIGCONT) }
         // Line 3 goes into the pipe while the relay sleeps; the request starts, the relay wakes

@@ -29,16 +29,17 @@ struct RestartTests {
         let children = try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
             .split(separator: " ").map(String.init)
         // Its children: PID 1 of the app's namespace, which shares the report pipe, and the
-        // output relay (docs/app-output.md), which holds /dev/null on 0-2, the pipe's read end
-        // and the log folder, and nothing else.
+        // output relay (docs/app-output.md), which holds /dev/null on 0-2, the pipe's read end,
+        // the log folder and its lock (a memfd of its own), and nothing else.
         #expect(children.count == 2, "\(children)")
         #expect(children.contains { pid in descriptors(pid).contains { link(pid, $0) == report } },
             "no child of the launcher holds its report pipe (\(report))")
-        let relay = try #require(children.first { pid in descriptors(pid).count == 5 && link(pid, "0") == "/dev/null" })
+        let relay = try #require(children.first { pid in descriptors(pid).count == 6 && link(pid, "0") == "/dev/null" })
         let relayLinks = descriptors(relay).map { link(relay, $0) }
         #expect(Array(relayLinks.prefix(3)) == ["/dev/null", "/dev/null", "/dev/null"], "\(relayLinks)")
         #expect(relayLinks.contains { $0.hasPrefix("pipe:") }, "\(relayLinks)")
         #expect(relayLinks.contains { $0.hasSuffix("/logs/com.example.survivor") }, "\(relayLinks)")
+        #expect(relayLinks.contains { $0.hasPrefix("/memfd:appd-output-lock") }, "\(relayLinks)")
         #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/5").hasSuffix(".status"))
 
         daemon.crash()

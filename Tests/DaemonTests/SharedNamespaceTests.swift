@@ -8,10 +8,8 @@ import Testing
 @Suite(.serialized, rootOnly) struct SharedNamespaceTests {
     /// The app process (the Probe) of an instance: the process of its cgroup running Probe.
     static func appProcess(_ instance: APIInstance) -> Int32? {
-        guard let cgroup = instance.cgroup,
-            let procs = try? String(contentsOfFile: "\(cgroup)/cgroup.procs", encoding: .utf8)
-        else { return nil }
-        return procs.split(separator: "\n").compactMap { Int32($0) }.first { pid in
+        guard let cgroup = instance.cgroup else { return nil }
+        return instanceProcesses(cgroup: cgroup, leaves: ["/app"]).first { pid in
             (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "Probe\n"
         }
     }

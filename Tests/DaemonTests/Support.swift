@@ -139,14 +139,24 @@ final class TestDaemon {
     }
 }
 
-/// CPU ticks (user + system) of every process in a cgroup directory.
+/// CPU ticks (user + system) of every process of an instance's cgroup (both leaves).
 func cpuTicks(cgroup: String) -> Int {
-    let procs = (try? String(contentsOfFile: "\(cgroup)/cgroup.procs", encoding: .utf8)) ?? ""
-    return procs.split(separator: "\n").reduce(0) { total, pid in
+    instanceProcesses(cgroup: cgroup).reduce(0) { total, pid in
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = stat.lastIndex(of: ")")
         else { return total }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         return total + (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0)
+    }
+}
+
+/// An instance's output relay: the launcher's child in the host's pid namespace (the sandbox's
+/// PID 1 is the other one, with a second NSpid), or nil before it was forked.
+func outputRelay(launcher: pid_t) -> pid_t? {
+    let children = readKernelFile("/proc/\(launcher)/task/\(launcher)/children")
+        .split(separator: " ").compactMap { pid_t($0) }
+    return children.first { child in
+        let status = readKernelFile("/proc/\(child)/status").split(separator: "\n")
+        return status.first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
     }
 }

@@ -36,7 +36,7 @@ final class TestCgroups {
             // cgroup was started by this test.
             let end = ContinuousClock.now + .seconds(5)
             while ContinuousClock.now < end {
-                let left = cgroup.procsFiles.flatMap { file in
+                let left = (cgroup.procsFiles + cgroup.relayProcsFiles).flatMap { file in
                     ((try? String(contentsOfFile: file, encoding: .utf8)) ?? "")
                         .split(separator: "\n").compactMap { pid_t($0) }
                 }
@@ -60,9 +60,9 @@ struct CgroupRootTests {
         #expect(cgroup.directories.allSatisfy { exists($0) })
         let child = try Child(in: cgroup, exec: "sleep 1000")
         #expect(try cgroup.processes() == [child.pid])
-        // /proc/PID/cgroup names the instance in each hierarchy it joined.
+        // /proc/PID/cgroup names the instance's app leaf in each hierarchy it joined.
         let membership = try String(contentsOfFile: "/proc/\(child.pid)/cgroup", encoding: .utf8)
-        let lines = membership.split(separator: "\n").filter { $0.hasSuffix("/placement") }
+        let lines = membership.split(separator: "\n").filter { $0.hasSuffix("/placement/app") }
         #expect(lines.count == cgroup.directories.count, "\(membership)")
         if cgroups.driver.layout.mode == .unified {
             #expect(
@@ -260,14 +260,20 @@ struct CgroupRootTests {
             try? cgroup.kill()
             try? cgroup.remove()
         }
-        #expect(cgroup.procsFiles == [ownDirectory + "/apps/com.example.v2/one/cgroup.procs"])
+        #expect(cgroup.procsFiles == [ownDirectory + "/apps/com.example.v2/one/app/cgroup.procs"])
+        #expect(
+            cgroup.relayProcsFiles == [ownDirectory + "/apps/com.example.v2/one/relay/cgroup.procs"]
+        )
         let child = try Child(in: cgroup, exec: "sleep 1000")
+        let relay = try Child(in: cgroup, relay: true, exec: "sh -c 'while :; do :; done'")
         try cgroup.freeze()
         #expect(try cgroup.isFrozen())
+        try expectRunning(relay, "the relay, while the app is frozen")
         try cgroup.thaw()
         try cgroup.kill()
         #expect(child.terminationSignal() == SIGKILL)
         #expect(isGone(child.pid))
+        #expect(relay.terminationSignal() == SIGKILL)
         #expect(try cgroup.events() == CgroupEvents())
         #expect(throws: AppdError.self) { try cgroup.memory() }
         try cgroup.remove()
@@ -291,13 +297,7 @@ struct CgroupRootTests {
             in: cgroup, exec: "sh -c 'while :; do sleep 1000 & sleep 0.01; done'")
         try waitUntil("the forker has children") { try cgroup.processes().count > 3 }
         let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
-        try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
-
-        try cgroup.freeze()
-        #expect(try cgroup.isFrozen())
-        let frozenAt = try #require(spinner.stat())
-        usleep(200_000)
-        #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
+        try expectFreezes(cgroup, spinner)
 
         try cgroup.kill()  // while frozen: the loop thaws so SIGKILL lands
         #expect(try cgroup.processes().isEmpty)
@@ -307,4 +307,77 @@ struct CgroupRootTests {
         try cgroup.remove()
         #expect(cgroup.directories.allSatisfy { !exists($0) })
     }
+
+    /// A suspend must not freeze the output relay (issue 24 item 6): on this hybrid host through
+    /// the v2 tree's `cgroup.freeze`, and on a v1-only host through the v1 freezer.
+    @Test(
+        "a suspend freezes the app's leaf, never the relay's; kill() ends both",
+        arguments: [false, true])
+    func relayLeaf(legacy: Bool) throws {
+        var layout = CgroupLayout.detect()
+        if legacy {
+            guard layout.mode == .hybrid, layout.v1Hierarchy(for: "freezer") != nil else { return }
+            layout.unified = nil
+            layout.mode = .legacy
+        }
+        let cgroups = try TestCgroups(layout: layout)
+        let cgroup = try cgroups.create("leaves")
+        #expect(cgroup.relayProcsFiles.count == cgroup.procsFiles.count)
+        let app = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
+        let relay = try Child(in: cgroup, relay: true, exec: "sh -c 'while :; do :; done'")
+        #expect(Set(try cgroup.processes()) == [app.pid, relay.pid])
+        try waitUntil("the app runs") { (app.stat()?.utime ?? 0) > 0 }
+
+        try cgroup.freeze()
+        #expect(try cgroup.isFrozen())
+        let frozenAt = try #require(app.stat())
+        try expectRunning(relay, "the relay, while the app is frozen")
+        #expect(app.stat()?.utime == frozenAt.utime, "the frozen app kept running")
+
+        try cgroup.kill()  // while the app is frozen
+        #expect(try cgroup.processes().isEmpty)
+        for child in [app, relay] { #expect(child.terminationSignal() == SIGKILL) }
+        try cgroup.thaw()
+        try cgroup.remove()
+        #expect(cgroup.directories.allSatisfy { !exists($0) })
+    }
+
+    @Test(
+        "an instance an older appd made (no leaves) is adopted: open() finds it, freezes and kills it whole"
+    )
+    func adoptedWithoutLeaves() throws {
+        let cgroups = try TestCgroups()
+        let made = try cgroups.create("old")
+        for directory in made.directories {
+            for leaf in [Cgroups.appLeaf, Cgroups.relayLeaf] {
+                #expect(rmdir(directory + "/" + leaf) == 0)
+            }
+        }
+        let cgroup = try #require(try cgroups.driver.open(instance: "old", app: "com.example.test"))
+        #expect(cgroup.procsFiles == made.directories.map { $0 + "/cgroup.procs" })
+        #expect(cgroup.relayProcsFiles.isEmpty)
+        let spinner = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
+        try expectFreezes(cgroup, spinner)
+        try cgroup.kill()
+        #expect(spinner.terminationSignal() == SIGKILL)
+        try cgroup.thaw()
+        try cgroup.remove()
+        #expect(cgroup.directories.allSatisfy { !exists($0) })
+    }
+}
+
+/// Once `spinner` (a spinning shell in `cgroup`) runs, a freeze stops it: no CPU time passes.
+func expectFreezes(_ cgroup: any InstanceCgroup, _ spinner: Child) throws {
+    try waitUntil("the spinner runs") { (spinner.stat()?.utime ?? 0) > 0 }
+    try cgroup.freeze()
+    #expect(try cgroup.isFrozen())
+    let frozenAt = try #require(spinner.stat())
+    usleep(200_000)
+    #expect(spinner.stat()?.utime == frozenAt.utime, "a frozen process kept running")
+}
+
+/// `child` gets CPU time within a few seconds (a spinning shell that is not frozen).
+func expectRunning(_ child: Child, _ what: String) throws {
+    let before = child.stat()?.utime ?? 0
+    try waitUntil(what + " runs") { (child.stat()?.utime ?? 0) > before }
 }

@@ -145,8 +145,12 @@ final class Child {
     /// file after the last write. Reading the procs files for the pid instead raced with
     /// commands that end at once (a fork loop that stops at pids.max, an OOM-killed dd): under
     /// load the process could be gone before the first look (a CI run failed in this suite; loaded, 8 of 25 runs failed on it).
-    convenience init(in cgroup: any InstanceCgroup, exec command: String) throws {
-        let joins = cgroup.procsFiles.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
+    /// `relay`: the relay's leaf (where appd-exec moves its output relay) instead of the app's.
+    convenience init(in cgroup: any InstanceCgroup, relay: Bool = false, exec command: String)
+        throws
+    {
+        let files = relay ? cgroup.relayProcsFiles : cgroup.procsFiles
+        let joins = files.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
         let marker = "\(NSTemporaryDirectory())/appd-test-joined.\(UUID().uuidString)"
         defer { unlink(marker) }
         try self.init("\(joins) && : > '\(marker)' && exec \(command)")

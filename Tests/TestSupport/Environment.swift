@@ -74,3 +74,15 @@ public func makeTemporaryDirectory(_ template: String) throws -> String {
     }
     return String(decoding: bytes.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
+
+/// The pids in an instance's cgroup (the API's `cgroup`): its directory and its leaves, `app`
+/// (the launcher and the app) and `relay` (the output relay). An instance from before the
+/// leaves has its processes in the directory itself.
+public func instanceProcesses(cgroup: String, leaves: [String] = ["", "/app", "/relay"])
+    -> [pid_t]
+{
+    leaves.flatMap {
+        readKernelFile("\(cgroup)\($0)/cgroup.procs").split(separator: "\n")
+            .compactMap { pid_t($0) }
+    }
+}

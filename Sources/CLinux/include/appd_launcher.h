@@ -22,6 +22,12 @@
 
 int appd_unshare(int flags);
 
+/// The name of the memfd the output relay locks (flock, exclusive) from each read of the app's
+/// output until the bytes are in the log, and the daemon finds through /proc/<relay>/fd and
+/// locks shared to wait for that (docs/app-output.md). A file of the relay's own: the app never
+/// holds it, so it cannot stall the relay by holding a lock, as it could on the pipe.
+#define APPD_OUTPUT_LOCK_NAME "appd-output-lock"
+
 /// setns(2): joins the namespace `fd` names; `type` (a CLONE_NEW* flag) must match it.
 int appd_setns(int fd, int type);
 

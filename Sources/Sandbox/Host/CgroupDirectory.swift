@@ -48,6 +48,33 @@ struct CgroupDirectory: Sendable, Equatable {
             .mapError { AppdError.cgroup("failed to read", file("cgroup.procs"), $0) }.get()
     }
 
+    /// An instance's leaf (`Cgroups.appLeaf`, `Cgroups.relayLeaf`).
+    func leaf(_ name: String) -> CgroupDirectory { CgroupDirectory(path + "/" + name) }
+
+    /// The pids in this directory and in `leaves` (a leaf already removed has none).
+    func processes(leaves: [CgroupDirectory]) throws -> [pid_t] {
+        var pids = try processes()
+        for leaf in leaves {
+            switch CgroupFS.pids(leaf.file("cgroup.procs")) {
+            case .success(let more): pids += more
+            case .failure(let error) where error.code == ENOENT: continue
+            case .failure(let error):
+                throw AppdError.cgroup("failed to read", leaf.file("cgroup.procs"), error)
+            }
+        }
+        return pids
+    }
+
+    /// Removes `leaves`, then this directory; missing ones are fine. Every removal is tried,
+    /// and the first failure is reported.
+    func remove(leaves: [CgroupDirectory]) throws {
+        var failure: Error?
+        for directory in leaves + [self] {
+            do { try directory.remove() } catch { failure = failure ?? error }
+        }
+        if let failure { throw failure }
+    }
+
     /// mkdir; `existingIsFine` for the shared per-app level, not for an instance.
     func make(existingIsFine: Bool) throws {
         if mkdir(path, 0o755) == 0 { return }

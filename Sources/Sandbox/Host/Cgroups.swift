@@ -80,17 +80,28 @@ public struct CgroupMemory: Codable, Sendable, Equatable {
 /// The cgroup of one running instance: what the launcher joins and what the supervisor
 /// freezes, kills and reads. Two implementations: `UnifiedInstanceCgroup` (one v2 directory)
 /// and `HybridInstanceCgroup` (one directory per v1 controller, plus the v2 one if mounted).
+///
+/// In each hierarchy the instance's directory has two leaves, `app/` (the launcher, the
+/// sandbox's PID 1 and the app) and `relay/` (the output relay), so that a suspend freezes the
+/// app and never the relay: a suspended app's last output still reaches its log. Limits,
+/// accounting and kill stay on the instance's directory (the leaves enable no controller:
+/// their processes are charged to it). An instance started by an appd from before the leaves,
+/// adopted after a restart, has none: everything is in its directory, and that is frozen.
 public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     var app: String { get }
     var instance: String { get }
     /// Every directory of this instance, one per hierarchy.
     var directories: [String] { get }
     /// The `cgroup.procs` files the launcher writes its pid into before it does anything
-    /// else (`cgroup PATH` records of the launcher profile).
+    /// else (`cgroup PATH` records of the launcher profile): the `app` leaf's.
     var procsFiles: [String] { get }
-    /// Pids of every process in the instance (threads are not listed separately).
+    /// The `cgroup.procs` files of the `relay` leaf, where the launcher moves the output relay
+    /// it forked (`relay-cgroup PATH` records); empty for an instance without leaves.
+    var relayProcsFiles: [String] { get }
+    /// Pids of every process in the instance, both leaves (threads are not listed separately).
     func processes() throws -> [pid_t]
-    /// Stops every process and waits until the kernel reports the cgroup frozen.
+    /// Stops every process of the app (its leaf; the relay keeps running) and waits until the
+    /// kernel reports it frozen.
     func freeze(timeoutSeconds: Double) throws
     func thaw() throws
     func isFrozen() throws -> Bool
@@ -262,6 +273,18 @@ public enum Cgroups {
     public static func defaultParent(layout: CgroupLayout, underSystemd: Bool) -> String {
         guard underSystemd else { return "/appd" }
         return layout.mode == .unified ? "../" + appsUnit + "/apps" : "apps"
+    }
+
+    /// The leaves of an instance's cgroup (`InstanceCgroup`).
+    public static let appLeaf = "app"
+    public static let relayLeaf = "relay"
+
+    /// The instance's cgroup path for a process's cgroup path: the path without its leaf.
+    public static func instancePath(of path: Substring) -> Substring {
+        for leaf in [appLeaf, relayLeaf] where path.hasSuffix("/" + leaf) {
+            return path.dropLast(leaf.utf8.count + 1)
+        }
+        return path
     }
 
     /// The unit owning the instances' cgroups on cgroup v2 under systemd (systemd/appd-apps.service).

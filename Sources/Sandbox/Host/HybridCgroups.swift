@@ -8,8 +8,11 @@ import Glibc
 ///
 /// An instance is one directory per hierarchy, `<parent>/<app>/<instance>`, where a relative
 /// parent is taken below appd's own cgroup *in that hierarchy*. v1 has no "no internal
-/// processes" rule, so nothing has to move. The launcher writes its pid into every
-/// directory's `cgroup.procs` (one `cgroup PATH` record each).
+/// processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
+/// `relay/` (InstanceCgroup); the launcher writes its pid into every `app` leaf's
+/// `cgroup.procs` (one `cgroup PATH` record each) and the relay's into every `relay` leaf's. A
+/// suspend freezes the `app` leaf of the v2 tree (or of the v1 freezer); the limits are on the
+/// instance directory, which v1 charges for its children (use_hierarchy is always on).
 struct HybridCgroups: CgroupDriver {
     /// One hierarchy appd uses and the parent directory in it.
     struct Place: Sendable {
@@ -110,13 +113,14 @@ struct HybridCgroups: CgroupDriver {
                 try directory.make(existingIsFine: false)
                 made.append(directory)
             }
+            for leaf in cgroup.leaves { try leaf.make(existingIsFine: false) }
             for (controller, file, value) in Self.limitFiles(limits) {
                 guard let index = v1.firstIndex(where: { $0.controllers.contains(controller) })
                 else { continue }
                 try cgroup.v1[index].directory.write(value, file)
             }
         } catch {
-            for directory in made { try? directory.remove() }
+            for directory in made { try? directory.remove(leaves: cgroup.leaves(of: directory)) }
             for appDirectory in cgroup.appDirectories { appDirectory.removeIfUnused() }
             throw error
         }
@@ -126,9 +130,12 @@ struct HybridCgroups: CgroupDriver {
     func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
         try Cgroups.validateName(app, "app id")
         try Cgroups.validateName(instance, "instance name")
-        let cgroup = instanceCgroup(instance: instance, app: app)
+        var cgroup = instanceCgroup(instance: instance, app: app)
         guard cgroup.allDirectories.contains(where: { CgroupFS.isDirectory($0.path) }) else {
             return nil
+        }
+        cgroup.hasLeaves = cgroup.allDirectories.contains {
+            CgroupFS.isDirectory($0.leaf(Cgroups.appLeaf).path)
         }
         return cgroup
     }
@@ -140,7 +147,7 @@ struct HybridCgroups: CgroupDriver {
         return HybridInstanceCgroup(
             app: app, instance: instance,
             v1: v1.map { .init(controllers: $0.controllers, directory: directory($0.parent)) },
-            unified: unified.map { directory($0.parent) })
+            unified: unified.map { directory($0.parent) }, hasLeaves: true)
     }
 }
 
@@ -154,30 +161,48 @@ struct HybridInstanceCgroup: InstanceCgroup {
     let instance: String
     let v1: [Member]
     let unified: CgroupDirectory?
+    /// False for an instance an older appd made (adopted): no `app` and `relay` leaves.
+    var hasLeaves: Bool
 
     var allDirectories: [CgroupDirectory] { v1.map(\.directory) + (unified.map { [$0] } ?? []) }
     var appDirectories: [CgroupDirectory] {
         allDirectories.map { CgroupDirectory(parentDirectory(of: $0.path)) }
     }
     var directories: [String] { allDirectories.map(\.path) }
-    var procsFiles: [String] { allDirectories.map { $0.file("cgroup.procs") } }
+    var procsFiles: [String] { allDirectories.map { frozenPart(of: $0).file("cgroup.procs") } }
+    var relayProcsFiles: [String] {
+        hasLeaves ? allDirectories.map { $0.leaf(Cgroups.relayLeaf).file("cgroup.procs") } : []
+    }
+    /// Every leaf in every hierarchy.
+    var leaves: [CgroupDirectory] { allDirectories.flatMap(leaves(of:)) }
+    func leaves(of directory: CgroupDirectory) -> [CgroupDirectory] {
+        hasLeaves ? [directory.leaf(Cgroups.appLeaf), directory.leaf(Cgroups.relayLeaf)] : []
+    }
+    /// What a suspend freezes in `directory`'s hierarchy: the app's leaf, or the whole
+    /// instance without leaves.
+    private func frozenPart(of directory: CgroupDirectory) -> CgroupDirectory {
+        hasLeaves ? directory.leaf(Cgroups.appLeaf) : directory
+    }
 
     private func member(_ controller: String) -> CgroupDirectory? {
         v1.first { $0.controllers.contains(controller) }?.directory
     }
 
-    /// Every pid in any of the directories: a process could have been moved out of one.
+    /// Every pid in any of the directories and leaves: a process could have been moved out of
+    /// one.
     func processes() throws -> [pid_t] {
         var pids = Set<pid_t>()
-        for directory in allDirectories { pids.formUnion(try directory.processes()) }
+        for directory in allDirectories {
+            pids.formUnion(try directory.processes(leaves: leaves(of: directory)))
+        }
         return pids.sorted()
     }
 
     func freeze(timeoutSeconds: Double) throws {
         if let unified, unified.hasFreeze {
-            try unified.setFrozen(true, timeoutSeconds: timeoutSeconds)
+            try frozenPart(of: unified).setFrozen(true, timeoutSeconds: timeoutSeconds)
         } else if let freezer = member("freezer") {
-            try setV1Freezer(freezer, "FROZEN", timeoutSeconds: timeoutSeconds)
+            try setV1Freezer(frozenPart(of: freezer), "FROZEN", timeoutSeconds: timeoutSeconds)
         } else {
             throw AppdError(
                 .unsupported, "\(self) cannot be frozen",
@@ -188,9 +213,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
 
     func thaw() throws {
         if let unified, unified.hasFreeze {
-            try unified.setFrozen(false, timeoutSeconds: 5)
+            try frozenPart(of: unified).setFrozen(false, timeoutSeconds: 5)
         } else if let freezer = member("freezer") {
-            try setV1Freezer(freezer, "THAWED", timeoutSeconds: 5)
+            try setV1Freezer(frozenPart(of: freezer), "THAWED", timeoutSeconds: 5)
         }
     }
 
@@ -204,9 +229,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
 
     func isFrozen() throws -> Bool {
-        if let unified, unified.hasFreeze { return try unified.isFrozen() }
+        if let unified, unified.hasFreeze { return try frozenPart(of: unified).isFrozen() }
         if let freezer = member("freezer") {
-            return try freezer.read("freezer.state").hasPrefix("FROZEN")
+            return try frozenPart(of: freezer).read("freezer.state").hasPrefix("FROZEN")
         }
         return false
     }
@@ -234,17 +259,23 @@ struct HybridInstanceCgroup: InstanceCgroup {
     func kill(timeoutSeconds: Double) throws {
         // cgroup.kill in the v2 tree reaches every process the launcher placed, since it joins
         // all hierarchies; the SIGKILL loop covers kernels before 5.14 and v1-only hosts.
+        let allProcsFiles = (allDirectories + leaves).map { $0.file("cgroup.procs") }
         if let unified, unified.hasKill {
-            try unified.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            try unified.killAll(procsFiles: allProcsFiles, timeoutSeconds: timeoutSeconds)
             return
         }
         guard let freezer = member("freezer") else {
             guard let killer = unified ?? allDirectories.first else { return }
-            try killer.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+            try killer.killAll(procsFiles: allProcsFiles, timeoutSeconds: timeoutSeconds)
             return
         }
         // v1 freezer: freeze so nothing forks while we signal, SIGKILL every pid, thaw so the
-        // signals are delivered (a task frozen by v1 does not die until thawed); repeat.
+        // signals are delivered (a task frozen by v1 does not die until thawed); repeat. A
+        // suspended app's leaf stays frozen when its parent thaws (v1 self_freezing): it is
+        // thawed first.
+        if hasLeaves {
+            try setV1Freezer(frozenPart(of: freezer), "THAWED", timeoutSeconds: timeoutSeconds)
+        }
         let deadline = Deadline(seconds: timeoutSeconds)
         while true {
             let pids = try processes()
@@ -265,13 +296,20 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
 
     func events() throws -> CgroupEvents {
+        // v1 counts an OOM kill and a refused fork in the cgroup of the process concerned (a
+        // leaf), not in the instance whose limit was hit: the leaves are added in. The limit's
+        // own failcnt is the instance's.
         var events = CgroupEvents()
         if let memory = member("memory") {
-            events.oomKills = try memory.counters("memory.oom_control")["oom_kill"] ?? 0
+            for directory in [memory] + leaves(of: memory) {
+                events.oomKills += try directory.counters("memory.oom_control")["oom_kill"] ?? 0
+            }
             events.memoryLimitHits = try memory.number("memory.failcnt") ?? 0
         }
         if let pids = member("pids") {
-            events.pidsLimitHits = try pids.counters("pids.events")["max"] ?? 0
+            for directory in [pids] + leaves(of: pids) {
+                events.pidsLimitHits += try directory.counters("pids.events")["max"] ?? 0
+            }
         }
         return events
     }
@@ -296,7 +334,9 @@ struct HybridInstanceCgroup: InstanceCgroup {
     func remove() throws {
         var failure: Error?
         for directory in allDirectories {
-            do { try directory.remove() } catch { failure = failure ?? error }
+            do { try directory.remove(leaves: leaves(of: directory)) } catch {
+                failure = failure ?? error
+            }
         }
         for appDirectory in appDirectories { appDirectory.removeIfUnused() }
         if let failure { throw failure }

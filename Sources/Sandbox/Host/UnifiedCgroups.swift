@@ -15,8 +15,13 @@ import Glibc
 ///     daemon/            appd itself
 ///     apps/              subtree_control: +memory +pids +cpu
 ///         <app-id>/      subtree_control: +memory +pids +cpu
-///             <instance>/    memory.max pids.max cpu.weight; the launcher and the app
+///             <instance>/    memory.max pids.max cpu.weight (no processes)
+///                 app/       the launcher and the app: what a suspend freezes
+///                 relay/     the output relay, never frozen
 /// ```
+///
+/// The leaves enable no controller, so their processes are charged to `<instance>`, whose
+/// limits hold for both; `cgroup.kill` of `<instance>` ends both.
 struct UnifiedCgroups: CgroupDriver {
     let layout: CgroupLayout
     let settings: CgroupSettings
@@ -163,16 +168,17 @@ struct UnifiedCgroups: CgroupDriver {
                 continue
             }
         }
+        let cgroup = UnifiedInstanceCgroup(
+            app: app, instance: instance, directory: directory, appDirectory: appDirectory,
+            hasLeaves: true)
         do {
             for (file, value) in Self.limitFiles(limits) { try directory.write(value, file) }
+            for leaf in cgroup.leaves { try leaf.make(existingIsFine: false) }
         } catch {
-            try? directory.remove()
-            appDirectory.removeIfUnused()
+            try? cgroup.remove()
             throw error
         }
-        return UnifiedInstanceCgroup(
-            app: app, instance: instance, directory: directory,
-            appDirectory: appDirectory)
+        return cgroup
     }
 
     func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
@@ -182,8 +188,8 @@ struct UnifiedCgroups: CgroupDriver {
         let directory = CgroupDirectory(appDirectory.path + "/" + instance)
         guard CgroupFS.isDirectory(directory.path) else { return nil }
         return UnifiedInstanceCgroup(
-            app: app, instance: instance, directory: directory,
-            appDirectory: appDirectory)
+            app: app, instance: instance, directory: directory, appDirectory: appDirectory,
+            hasLeaves: CgroupFS.isDirectory(directory.path + "/" + Cgroups.appLeaf))
     }
 }
 
@@ -192,27 +198,38 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
     let instance: String
     let directory: CgroupDirectory
     let appDirectory: CgroupDirectory
+    /// False for an instance an older appd made (adopted): no `app` and `relay` leaves.
+    let hasLeaves: Bool
 
     var directories: [String] { [directory.path] }
-    var procsFiles: [String] { [directory.file("cgroup.procs")] }
+    var procsFiles: [String] { [frozenPart.file("cgroup.procs")] }
+    var relayProcsFiles: [String] {
+        hasLeaves ? [directory.leaf(Cgroups.relayLeaf).file("cgroup.procs")] : []
+    }
+    var leaves: [CgroupDirectory] {
+        hasLeaves ? [directory.leaf(Cgroups.appLeaf), directory.leaf(Cgroups.relayLeaf)] : []
+    }
+    /// What a suspend freezes: the app's leaf, or the whole instance without leaves.
+    var frozenPart: CgroupDirectory { hasLeaves ? directory.leaf(Cgroups.appLeaf) : directory }
+    private var allProcsFiles: [String] { ([directory] + leaves).map { $0.file("cgroup.procs") } }
 
-    func processes() throws -> [pid_t] { try directory.processes() }
+    func processes() throws -> [pid_t] { try directory.processes(leaves: leaves) }
 
     func freeze(timeoutSeconds: Double) throws {
-        try directory.setFrozen(true, timeoutSeconds: timeoutSeconds)
+        try frozenPart.setFrozen(true, timeoutSeconds: timeoutSeconds)
     }
 
-    func thaw() throws { try directory.setFrozen(false, timeoutSeconds: 5) }
+    func thaw() throws { try frozenPart.setFrozen(false, timeoutSeconds: 5) }
 
     func setLimits(_ limits: CgroupLimits) throws {
         try limits.validate()
         for (file, value) in UnifiedCgroups.limitFiles(limits) { try directory.write(value, file) }
     }
 
-    func isFrozen() throws -> Bool { try directory.isFrozen() }
+    func isFrozen() throws -> Bool { try frozenPart.isFrozen() }
 
     func kill(timeoutSeconds: Double) throws {
-        try directory.killAll(procsFiles: procsFiles, timeoutSeconds: timeoutSeconds)
+        try directory.killAll(procsFiles: allProcsFiles, timeoutSeconds: timeoutSeconds)
     }
 
     func events() throws -> CgroupEvents {
@@ -235,7 +252,7 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
     func cpuMicroseconds() throws -> Int64? { try directory.counters("cpu.stat")["usage_usec"] }
 
     func remove() throws {
-        try directory.remove()
+        try directory.remove(leaves: leaves)
         appDirectory.removeIfUnused()
     }
 }
