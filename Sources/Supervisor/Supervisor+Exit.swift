@@ -40,6 +40,7 @@ extension Supervisor {
         for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
         pruneExited()
         templates.sweep()
+        keepAliveAfterExit(entry.record.instance)
     }
 
     /// Why it ended. What appd asked for comes first (it explains a SIGKILL or SIGTERM), then
