@@ -242,6 +242,8 @@ struct ServiceTests {
         try daemon.installProbe("com.example.server", info: Self.backgroundOnly)
         let old = try daemon.launch("com.example.server", ["sleep", "60"])
         #expect(old.version == "1" && old.outdated == nil)
+        // Version 2 of the same bundle, made where version 1 was.
+        try FileManager.default.removeItem(atPath: "\(daemon.directory)/src-com.example.server")
         let bundle = try daemon.makeProbe("com.example.server", info: Self.backgroundOnly)
         let plist = "\(bundle)/Info.plist"
         try String(contentsOfFile: plist, encoding: .utf8)
