@@ -234,6 +234,9 @@ struct ServiceTests {
         #expect(try live(daemon, "com.example.server").map(\.id) == [started.id])
         #expect(try daemon.eventually { Self.ask(port) != nil })
         #expect(try services(daemon).first?.state == .running)
+        // Not even a second one that ended at once (its port taken): one instance ever.
+        let ever = try daemon.client.get("/v1/instances?app=com.example.server&all=1", as: [APIInstance].self)
+        #expect(ever.map(\.id) == [started.id], "\(ever.map { "\($0.id) \($0.state) \($0.exit?.description ?? "")" })")
     }
 
     @Test("after an upgrade ps marks the instance outdated; appd install --restart restarts it on the new version")
