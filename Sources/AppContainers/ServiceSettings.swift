@@ -44,7 +44,9 @@ public struct ServiceSettings: Sendable, Equatable {
 
     public init() {}
 
-    public static func == (a: Self, b: Self) -> Bool { a.lines.map { "\($0)" } == b.lines.map { "\($0)" } }
+    public static func == (a: Self, b: Self) -> Bool {
+        a.lines.map { "\($0)" } == b.lines.map { "\($0)" }
+    }
 
     /// Whether any key is set: the app is run as a service by appd.
     public var isEmpty: Bool { lines.isEmpty }
@@ -87,7 +89,8 @@ public struct ServiceSettings: Sendable, Equatable {
                 var variables: [(name: String, value: String)] = []
                 for word in words {
                     switch Self.variable(word) {
-                    case .failure(let problem): return .invalid("a list of NAME=value words (\(problem))")
+                    case .failure(let problem):
+                        return .invalid("a list of NAME=value words (\(problem))")
                     case .success(let variable):
                         variables.removeAll { $0.name == variable.name }
                         variables.append(variable)
@@ -159,8 +162,12 @@ public struct ServiceSettings: Sendable, Equatable {
                 current.append(character)
                 inWord = true
             }
-            if current.utf8.count > maxValueBytes { return .failure(WordProblem("a word over \(maxValueBytes) bytes")) }
-            if words.count > maxWords { return .failure(WordProblem("more than \(maxWords) words")) }
+            if current.utf8.count > maxValueBytes {
+                return .failure(WordProblem("a word over \(maxValueBytes) bytes"))
+            }
+            if words.count > maxWords {
+                return .failure(WordProblem("more than \(maxWords) words"))
+            }
         }
         if quote != nil { return .failure(WordProblem("a quote without its end")) }
         if escaped { return .failure(WordProblem("a \\ at the end")) }
@@ -176,7 +183,9 @@ public struct ServiceSettings: Sendable, Equatable {
 
     /// `NAME=value` with a portable name the sandbox does not set itself.
     static func variable(_ word: String) -> Result<(name: String, value: String), WordProblem> {
-        guard let equals = word.firstIndex(of: "=") else { return .failure(WordProblem("'\(word)' has no '='")) }
+        guard let equals = word.firstIndex(of: "=") else {
+            return .failure(WordProblem("'\(word)' has no '='"))
+        }
         let name = String(word[..<equals])
         let value = String(word[word.index(after: equals)...])
         let portable = name.utf8.enumerated().allSatisfy { index, byte in

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// An app the admin runs as a service (`[App ID]` `RunAtLoad=` or `KeepAlive=`): `GET
@@ -37,7 +37,8 @@ public struct APIService: Codable, Sendable, Equatable {
     public var lastExit: APIExit?
 
     public init(
-        app: String, state: State, runAtLoad: Bool, keepAlive: String, arguments: [String]?, instances: [String],
+        app: String, state: State, runAtLoad: Bool, keepAlive: String, arguments: [String]?,
+        instances: [String],
         restarts: Int, restartLimit: Int, nextTry: Date? = nil, lastExit: APIExit? = nil
     ) {
         self.app = app

@@ -33,11 +33,13 @@ extension Supervisor {
     /// running instance (one re-adopted from the previous daemon counts): called once by
     /// `start()`, after adoption.
     func runAtLoad() {
-        for (key, override) in store.config.apps.sorted(by: { $0.key < $1.key }) where override.service.runAtLoad {
+        for (key, override) in store.config.apps.sorted(by: { $0.key < $1.key })
+        where override.service.runAtLoad {
             guard listed(app: key).instances.isEmpty, launching[key] == nil else { continue }
             guard let app = try? store.app(key) else {
                 hub.publish { seq in
-                    APIEvent(seq: seq, time: Date(), kind: .message, app: key,
+                    APIEvent(
+                        seq: seq, time: Date(), kind: .message, app: key,
                         detail: "RunAtLoad: not started: \(key) is not installed")
                 }
                 continue
@@ -51,7 +53,9 @@ extension Supervisor {
     /// An instance has ended: with `KeepAlive=` and no other instance of its app running, a
     /// restart is scheduled after the backoff, or appd gives up at `KeepAliveLimit`.
     func keepAliveAfterExit(_ instance: APIInstance) {
-        guard !stopping, let override = store.config.override(for: instance.app), override.service.keepAlive != .no else { return }
+        guard !stopping, let override = store.config.override(for: instance.app),
+            override.service.keepAlive != .no
+        else { return }
         guard listed(app: instance.app).instances.isEmpty else { return }
         let key = instance.app.lowercased()
         var run = serviceRuns[key] ?? ServiceRun()
@@ -59,15 +63,20 @@ extension Supervisor {
         run.nextTry = nil
         defer { serviceRuns[key] = run }
         guard Self.keepAliveRestarts(instance.exit, mode: override.service.keepAlive) else {
-            notice(instance.app, "KeepAlive=\(override.service.keepAlive.rawValue): not restarted (\(instance.exit?.description ?? "ended"))")
+            notice(
+                instance.app,
+                "KeepAlive=\(override.service.keepAlive.rawValue): not restarted (\(instance.exit?.description ?? "ended"))"
+            )
             return
         }
         let ran = (instance.endedAt ?? Date()).timeIntervalSince(instance.startedAt)
         if ran >= lifecycle.keepAliveStableTime { run.restarts = 0 }
         guard run.restarts < lifecycle.keepAliveLimit else {
             run.gaveUp = true
-            notice(instance.app,
-                "KeepAlive: crash loop: gave up after \(run.restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again")
+            notice(
+                instance.app,
+                "KeepAlive: crash loop: gave up after \(run.restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again"
+            )
             return
         }
         scheduleRestart(&run, app: instance.app, after: instance.exit?.description ?? "ended")
@@ -89,8 +98,10 @@ extension Supervisor {
         run.generation &+= 1
         let delay = lifecycle.keepAliveDelay(attempt: run.restarts)
         run.nextTry = Date().addingTimeInterval(delay)
-        notice(app,
-            "KeepAlive: restart \(run.restarts) of \(lifecycle.keepAliveLimit) in \(Self.seconds(delay)) (\(what))")
+        notice(
+            app,
+            "KeepAlive: restart \(run.restarts) of \(lifecycle.keepAliveLimit) in \(Self.seconds(delay)) (\(what))"
+        )
         let generation = run.generation
         Task {
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
@@ -100,7 +111,9 @@ extension Supervisor {
 
     private func keepAliveDue(_ app: String, generation: Int) {
         let key = app.lowercased()
-        guard !stopping, var run = serviceRuns[key], run.generation == generation, run.nextTry != nil else { return }
+        guard !stopping, var run = serviceRuns[key], run.generation == generation,
+            run.nextTry != nil
+        else { return }
         run.nextTry = nil
         serviceRuns[key] = run
         // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
@@ -117,9 +130,14 @@ extension Supervisor {
         let arguments = store.config.override(for: app)?.service.arguments ?? []
         Task {
             do {
-                let instance = try await self.launchTimed(app, arguments: arguments, caller: 0, background: true, origin: origin)
-                    .instance
-                self.notice(app, "\(origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"): started instance \(instance.id)")
+                let instance = try await self.launchTimed(
+                    app, arguments: arguments, caller: 0, background: true, origin: origin
+                )
+                .instance
+                self.notice(
+                    app,
+                    "\(origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"): started instance \(instance.id)"
+                )
             } catch {
                 self.serviceLaunchFailed(app, origin: origin, error: error)
             }
@@ -129,7 +147,8 @@ extension Supervisor {
     private func serviceLaunchFailed(_ app: String, origin: LaunchOrigin, error: any Error) {
         let label = origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"
         notice(app, "\(label): launch failed: \(error)")
-        guard !stopping, let override = store.config.override(for: app), override.service.keepAlive != .no,
+        guard !stopping, let override = store.config.override(for: app),
+            override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
         else { return }
         let key = app.lowercased()
@@ -139,7 +158,10 @@ extension Supervisor {
         guard run.restarts < lifecycle.keepAliveLimit else {
             run.gaveUp = true
             run.nextTry = nil
-            notice(app, "KeepAlive: crash loop: gave up after \(run.restarts) failed restarts in a row (KeepAliveLimit=\(lifecycle.keepAliveLimit))")
+            notice(
+                app,
+                "KeepAlive: crash loop: gave up after \(run.restarts) failed restarts in a row (KeepAliveLimit=\(lifecycle.keepAliveLimit))"
+            )
             return
         }
         scheduleRestart(&run, app: app, after: "launch failed")
@@ -157,7 +179,9 @@ extension Supervisor {
     }
 
     func notice(_ app: String, _ detail: String) {
-        hub.publish { seq in APIEvent(seq: seq, time: Date(), kind: .message, app: app, detail: detail) }
+        hub.publish { seq in
+            APIEvent(seq: seq, time: Date(), kind: .message, app: app, detail: detail)
+        }
     }
 
     // MARK: Queries
@@ -176,12 +200,14 @@ extension Supervisor {
         let run = serviceRuns[app.lowercased()] ?? ServiceRun()
         let live = listed(app: app).instances
         let state: APIService.State =
-            !live.isEmpty ? .running : run.gaveUp ? .crashLoop : run.nextTry != nil ? .waiting : .stopped
+            !live.isEmpty
+            ? .running : run.gaveUp ? .crashLoop : run.nextTry != nil ? .waiting : .stopped
         let name = live.first?.app ?? (try? store.app(app).bundleID) ?? app
         return APIService(
             app: name, state: state, runAtLoad: override.service.runAtLoad,
             keepAlive: override.service.keepAlive.rawValue, arguments: override.service.arguments,
-            instances: live.map(\.id), restarts: run.restarts, restartLimit: lifecycle.keepAliveLimit,
+            instances: live.map(\.id), restarts: run.restarts,
+            restartLimit: lifecycle.keepAliveLimit,
             nextTry: live.isEmpty ? run.nextTry : nil, lastExit: run.lastExit)
     }
 
@@ -190,18 +216,24 @@ extension Supervisor {
     /// Terminates the instance with the grace period (at once if it has exited), waits for its
     /// end, and launches its app again with the same arguments, into the same place (the
     /// background, when it was there or is a service). Returns the new instance.
-    public func restart(_ id: String, grace: Double? = nil, caller: UInt32) async throws -> APIInstance {
+    public func restart(_ id: String, grace: Double? = nil, caller: UInt32) async throws
+        -> APIInstance
+    {
         let old = try entry(id).record.instance
         if old.state != .exited {
             _ = try terminate(old.id, grace: grace)
             let ended = try await waitForExit(old.id)
             guard ended.state == .exited else {
-                throw AppdError(.conflict, "appd is stopping; instance \(old.id) is still \(ended.state.rawValue)",
+                throw AppdError(
+                    .conflict,
+                    "appd is stopping; instance \(old.id) is still \(ended.state.rawValue)",
                     hint: "launch it again once appd is back")
             }
         }
         let background = old.service == true || [.background, .suspended].contains(old.state)
-        return try await launchTimed(old.app, arguments: old.arguments, caller: caller, background: background).instance
+        return try await launchTimed(
+            old.app, arguments: old.arguments, caller: caller, background: background
+        ).instance
     }
 
     /// Another bundle of `app` was installed: its running instances launched from an older one
@@ -215,14 +247,20 @@ extension Supervisor {
         {
             entry.record.instance.outdated = true
             save(entry)
-            publish(.message, entry.record.instance,
-                detail: "outdated: runs version \(entry.record.instance.version ?? "?"), \(app.version ?? "?") is installed")
+            publish(
+                .message, entry.record.instance,
+                detail:
+                    "outdated: runs version \(entry.record.instance.version ?? "?"), \(app.version ?? "?") is installed"
+            )
         }
     }
 
     /// After adoption: an instance whose app was upgraded while no daemon ran is outdated too.
     func markOutdatedAdopted() {
-        let apps = Set(entries.values.filter { $0.record.instance.state != .exited }.map { $0.record.instance.app.lowercased() })
+        let apps = Set(
+            entries.values.filter { $0.record.instance.state != .exited }.map {
+                $0.record.instance.app.lowercased()
+            })
         for app in apps.sorted() {
             if let installed = try? store.app(app) { appInstalled(installed) }
         }

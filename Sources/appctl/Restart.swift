@@ -5,7 +5,8 @@ import ArgumentParser
 struct Restart: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "restart",
-        abstract: "Terminate an instance (or each of an app's) and launch it again with the same arguments.",
+        abstract:
+            "Terminate an instance (or each of an app's) and launch it again with the same arguments.",
         discussion: """
             Each instance is terminated as by 'appctl terminate' (SIGTERM, the grace period, \
             then SIGKILL); once it has ended, its app is launched again with the arguments it \
@@ -21,25 +22,10 @@ struct Restart: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(
-        help: ArgumentHelp(
-            "Seconds between SIGTERM and SIGKILL (default: the daemon's).", valueName: "seconds"))
-    var grace: Double?
-
     @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
-    func validate() throws {
-        if let grace, !(grace >= 0 && grace <= 3600) {
-            throw ValidationError("--grace must be a number of seconds from 0 to 3600")
-        }
-    }
+    @OptionGroup var graceOption: GraceOption
 
-    func run() throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(
-                AppdClient.path("instances", id, "restart"), body: TerminateRequest(grace: grace),
-                as: APIInstance.self)
-        }
-    }
+    func run() throws { try graceOption.post("restart", target, options: options) }
 }
