@@ -50,7 +50,7 @@ extension Supervisor {
         if entry.record.instance.service == true {
             throw AppdError(.conflict,
                 "instance \(entry.record.instance.id) of \(entry.record.instance.app) is a service (LSBackgroundOnly): it runs in the background, never as the active app",
-                hint: "appctl restart \(entry.record.instance.id) starts it again")
+                hint: "a service needs no activation: it runs as it is; appctl restart \(entry.record.instance.id) starts it afresh")
         }
         if lifecycle.activePolicy == .single {
             for (other, candidate) in entries where other != entry.record.instance.id && candidate.record.instance.state == .active {
