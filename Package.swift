@@ -1,4 +1,7 @@
 // swift-tools-version:6.1
+// appd: the iOS application model on Linux. Copyright 2025-2026 appd developers.
+// Licensed under the Apache License, Version 2.0 (LICENSE at the repository's root).
+//
 import PackageDescription
 
 // Module boundaries follow ../shared/DESIGN.md: data flows one way,
@@ -53,8 +56,10 @@ let package = Package(
         // the daemon's extractor stays the one reader of hostile archives it trusts.
         .target(
             name: "BundleArchive",
-            dependencies: ["AppBundle", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
+            dependencies: ["AppBundle", "CGunzip", .product(name: "ZIPFoundation", package: "ZIPFoundation")]
         ),
+        // zlib's inflate for gzip'd tars (the client's side of `appd install`).
+        .target(name: "CGunzip", linkerSettings: [.linkedLibrary("z")]),
         // The state root: registry, uid allocation, installer, uninstall, doctor.
         .target(
             name: "AppContainers",
@@ -181,7 +186,7 @@ let package = Package(
         .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
         // permissions, the command-line tools against it.
-        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
         .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),

@@ -10,6 +10,15 @@
 //                                    address)
 //   probe proc-net FILE NEEDLE       reads /proc/net/FILE: its line count and whether NEEDLE is
 //                                    in it
+//   probe loopback PORT              the host's loopback (issue 24 §3): TCP connects to PORT on
+//                                    127.0.0.1 (loopback-tcp4), 127.0.0.2 (loopback-alias),
+//                                    0.0.0.0 (loopback-any), ::ffff:127.0.0.1 (loopback-mapped),
+//                                    a UDP sendto 127.0.0.1:PORT (loopback-udp); then its own
+//                                    sockets there: a UDP pair connected both ways, as
+//                                    Foundation's CFSocket makes (own-udp-pair), and a connect to
+//                                    a listener of its own (own-tcp)
+//   probe serve PORT SECONDS         listens on 127.0.0.1:PORT (port 0: any), prints the port
+//                                    (serve-port), sleeps SECONDS
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
@@ -77,6 +86,89 @@ static void proc_net(const char *file, const char *needle) {
     fflush(stdout);
 }
 
+static int tcp_connect(int family, const char *address, int port) {
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    struct sockaddr_storage storage;
+    memset(&storage, 0, sizeof storage);
+    socklen_t length;
+    if (family == AF_INET) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&storage;
+        in->sin_family = AF_INET;
+        in->sin_port = htons((uint16_t)port);
+        inet_pton(AF_INET, address, &in->sin_addr);
+        length = sizeof *in;
+    } else {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&storage;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        inet_pton(AF_INET6, address, &in6->sin6_addr);
+        length = sizeof *in6;
+    }
+    int result = connect(fd, (struct sockaddr *)&storage, length);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return result;
+}
+
+/// A socket of `type` bound to 127.0.0.1 on a port the kernel picks; its address in `address`.
+static int bound_loopback(int type, struct sockaddr_in *address) {
+    int fd = socket(AF_INET, type | SOCK_CLOEXEC, 0);
+    if (fd < 0) return -1;
+    socklen_t length = sizeof *address;
+    *address = (struct sockaddr_in){.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(fd, (struct sockaddr *)address, sizeof *address) != 0
+        || getsockname(fd, (struct sockaddr *)address, &length) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    return fd;
+}
+
+static void loopback(int port) {
+    net_report("loopback-tcp4", tcp_connect(AF_INET, "127.0.0.1", port));
+    net_report("loopback-alias", tcp_connect(AF_INET, "127.0.0.2", port));
+    net_report("loopback-any", tcp_connect(AF_INET, "0.0.0.0", port));
+    net_report("loopback-mapped", tcp_connect(AF_INET6, "::ffff:127.0.0.1", port));
+    int udp = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in target = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    net_report("loopback-udp", udp < 0 ? -1 : sendto(udp, "x", 1, 0, (struct sockaddr *)&target, sizeof target));
+    if (udp >= 0) close(udp);
+
+    struct sockaddr_in a_address, b_address;
+    int a = bound_loopback(SOCK_DGRAM, &a_address);
+    int b = bound_loopback(SOCK_DGRAM, &b_address);
+    long pair = a < 0 || b < 0 ? -1
+        : connect(a, (struct sockaddr *)&b_address, sizeof b_address) != 0 ? -1
+        : connect(b, (struct sockaddr *)&a_address, sizeof a_address) != 0 ? -1
+        : send(a, "x", 1, 0) != 1 ? -1 : 0;
+    net_report("own-udp-pair", pair);
+    if (a >= 0) close(a);
+    if (b >= 0) close(b);
+    struct sockaddr_in listener_address;
+    int listener = bound_loopback(SOCK_STREAM, &listener_address);
+    if (listener < 0 || listen(listener, 1) != 0) net_report("own-tcp", -1);
+    else net_report("own-tcp", tcp_connect(AF_INET, "127.0.0.1", ntohs(listener_address.sin_port)));
+    if (listener >= 0) close(listener);
+}
+
+static void serve(int port, int seconds) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_in address = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t length = sizeof address;
+    if (fd < 0 || bind(fd, (struct sockaddr *)&address, sizeof address) != 0 || listen(fd, 16) != 0
+        || getsockname(fd, (struct sockaddr *)&address, &length) != 0) {
+        net_report("serve", -1);
+        return;
+    }
+    printf("serve-port: value %d\n", ntohs(address.sin_port));
+    fflush(stdout);
+    sleep((unsigned)seconds);
+}
+
 /// 0 when `argv[1]` was one of these modes, -1 when it is not.
 int attack_network(int argc, char **argv) {
     const char *mode = argv[1];
@@ -87,6 +179,8 @@ int attack_network(int argc, char **argv) {
         net_report("socketpair-stream", socketpair(AF_UNIX, SOCK_STREAM, 0, pair));
     } else if (!strcmp(mode, "socketpair-dgram") && argc > 2) socketpair_dgram(argv[2]);
     else if (!strcmp(mode, "proc-net") && argc > 3) proc_net(argv[2], argv[3]);
+    else if (!strcmp(mode, "loopback") && argc > 2) loopback(atoi(argv[2]));
+    else if (!strcmp(mode, "serve") && argc > 3) serve(atoi(argv[2]), atoi(argv[3]));
     else return -1;
     return 0;
 }

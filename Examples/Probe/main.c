@@ -13,6 +13,7 @@
 //   probe read PATH | write PATH | list PATH | exec PATH
 //   probe connect HOST PORT | connect-abstract NAME | bind PORT | listen-unix
 //   probe ptrace | jit | env | sleep SECONDS | exit CODE
+//   probe code                  tries to run unsigned code every way (attack_code.c)
 //   probe ignore-term SECONDS   (sleeps with SIGTERM ignored: for the grace period)
 //   probe spin SECONDS          (burns CPU: for suspend)
 //   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
@@ -550,6 +551,7 @@ int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "all";
     if (!strcmp(mode, "all")) baseline();
     else if (!strncmp(mode, "disk-", 5)) { int attack_disk(int, char **); return attack_disk(argc, argv); }
+    else if (!strcmp(mode, "code")) { int attack_code(int, char **); return attack_code(argc, argv); }
     else if (!strcmp(mode, "read") && argc > 2) report("read", open(argv[2], O_RDONLY));
     else if (!strcmp(mode, "write") && argc > 2) report("write", write_file(argv[2]));
     else if (!strcmp(mode, "list") && argc > 2) list_dir("list", argv[2]);

@@ -1,6 +1,21 @@
 import Foundation
 
 extension AppBundle {
+    /// When a folder `X.app` holds the bundle one level down (a tar made of the folder rather
+    /// than of its contents: `tar -cf X.tar X.app`), what to do instead; else "".
+    static func nestedBundleHint(_ paths: some Sequence<String>) -> String {
+        let nested = paths.compactMap { path -> String? in
+            let parts = path.split(separator: "/", omittingEmptySubsequences: false)
+            let isInfo = (parts.count == 2 && parts[1] == "Info.plist")
+                || (parts.count == 3 && parts[1] == "Contents" && parts[2] == "Info.plist")
+            guard isInfo, parts[0].hasSuffix(".app"), parts[0].count > 4 else { return nil }
+            return String(parts[0])
+        }.sorted()
+        guard let folder = nested.first else { return "" }
+        return "; it holds \(folder)/ with one: the archive was made of the folder rather than of its contents "
+            + "(make it with tar -C \(folder) -cf \(folder.dropLast(4)).tar . , or install \(folder) itself)"
+    }
+
     /// Reads and validates the bundle at `path`: walks the whole tree once, reading the property
     /// lists through the same descriptors the walk checked, then checks the keys appd interprets.
     ///
@@ -40,7 +55,7 @@ extension AppBundle {
                 "has both Info.plist and Contents/Info.plist; a bundle is either flat (iOS) or has Contents/ (macOS)"))
         } else if !hasFlat && !hasContents && !tree.problems.contains(where: { $0.path.isEmpty }) {
             problems.append(BundleProblem("",
-                "has no Info.plist (looked for Info.plist and Contents/Info.plist)"))
+                "has no Info.plist (looked for Info.plist and Contents/Info.plist)" + nestedBundleHint(tree.entries.keys)))
         }
 
         var info: InfoPlist?

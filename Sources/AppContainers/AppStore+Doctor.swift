@@ -30,10 +30,18 @@ extension AppStore {
     /// containers and their standard directories, a missing data container (recreated empty:
     /// the data is already gone, the app should still start). Never deletes a container a row
     /// names, and never touches files inside a data container.
+    ///
+    /// Without `repair` it changes nothing, so it also works on a store opened read-only; a
+    /// root without a registry yet (nothing ever installed) has no apps to check.
     public func doctor(repair: Bool, kernel: KernelLayers = .detect(), onWait: () -> Void = {}) throws -> DoctorReport {
+        var exists = stat()
+        guard repair || lstat(root.path, &exists) == 0 else {
+            throw AppdError(.notFound, "the state root \(root.path) does not exist: there is nothing to check",
+                hint: "appd serve or 'appd doctor --repair' creates it; or name another one with --root")
+        }
         let lock = try StateLock(root, onWait: onWait)
         defer { withExtendedLifetime(lock) {} }
-        let registry = try writableRegistry
+        let registry: Registry? = repair ? try writableRegistry : self.registry
         var report = DoctorReport()
         report.sandbox = SandboxPolicy(settings: config.sandbox, kernel: kernel).kernelSummary()
         report.denialLog = KernelDenialReporting.check()
@@ -41,7 +49,7 @@ extension AppStore {
             report.findings.append(DoctorFinding(subject: subject, problem: problem, repair: repaired))
         }
 
-        for problem in try registry.integrityProblems() {
+        for problem in try registry?.integrityProblems() ?? [] {
             note(root.registryPath, "SQLite integrity check: \(problem)", nil)
         }
         for (relative, mode) in StateRoot.layout {
@@ -64,7 +72,7 @@ extension AppStore {
                 note(entry.path, "could not be removed (from \(entry.origin)): \(entry.reason)", nil)
             }
         } else {
-            let apps = try registry.apps()
+            let apps = try registry?.apps() ?? []
             let named = Set(apps.compactMap(\.bundleUUID)).union(apps.map(\.dataUUID))
             for name in (try? FileDescriptor.directory(root.stagingPath).entries()) ?? [] {
                 note("\(root.stagingPath)/\(name)", "left by an interrupted operation", nil)
@@ -77,14 +85,14 @@ extension AppStore {
         }
 
         checkQuarantine(repair: repair, note: note)
-        for group in try registry.allGroups() {
+        for group in try registry?.allGroups() ?? [] {
             try check(group, repair: repair, note: note)
         }
         if let bytes = config.sandbox.dataQuota, case .notEnforced(let reason)? = dataQuotaSupport {
             note(root.path, "[Sandbox] DataQuota=\(bytes) is NOT ENFORCED: \(reason); an app can fill this filesystem", nil)
         }
         let quotaEnforced = dataQuotaSupport == .enforced
-        for app in try registry.apps() {
+        for app in try registry?.apps() ?? [] {
             report.appsChecked += 1
             try check(app, repair: repair, note: note)
             // Not under its quota yet (installed before DataQuota=), or under an old value.

@@ -2,11 +2,12 @@ import AppBundle
 import Sandbox
 
 /// `[App com.example.x]`: what the host's admin changes for one app without re-signing it, as
-/// `flatpak override` does: its limits, and entitlements taken away. Nothing here can grant what
-/// the app's signer did not.
+/// `flatpak override` does: its limits, the host loopback ports it may reach (`LoopbackPorts=`,
+/// the admin's own grant, as in `[Sandbox]`), and entitlements taken away. Nothing here can
+/// grant an entitlement the app's signer did not.
 public struct AppOverride: Sendable, Equatable {
     /// `[Sandbox]` keys this section may set for the one app, as text checked at parse time.
-    public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota"]
+    public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "LoopbackPorts"]
     public static let keys =
         sandboxKeys + ["CPUWeight", "BackgroundModes", "RevokeEntitlements"] + ServiceSettings.keys
 

@@ -10,6 +10,7 @@ import Glibc
 ///     staging/                             work in progress; emptied at every start
 ///     quarantine/                          what recovery could not remove (doctor reports it)
 ///     .lock                                held (flock) by whoever changes anything
+///     daemon.pid                           held (flock) by the one `appd serve` of this root; its pid
 ///     .mutating                            an install or uninstall began and has not finished
 ///
 /// The rule that keeps crashes harmless: a container the registry does not name is garbage.
@@ -36,6 +37,8 @@ public struct StateRoot: Sendable {
     /// Leftovers whose removal failed, moved aside so that they never block a later change.
     public var quarantinePath: String { "\(path)/quarantine" }
     var lockPath: String { "\(path)/.lock" }
+    /// Held by the daemon serving this root for as long as it runs (`DaemonLock`).
+    public var daemonLockPath: String { "\(path)/daemon.pid" }
     /// Present while an install or uninstall runs, and after one that did not finish.
     var mutationMarkPath: String { "\(path)/.mutating" }
 
@@ -98,6 +101,59 @@ public final class StateLock {
                 }
             }
         }
+    }
+
+    deinit { close(fd) }
+}
+
+/// One `appd serve` per state root: an exclusive `flock` on `daemon.pid` in the root, held for
+/// the daemon's life (the kernel lets go of it when the process ends, however it ends), with
+/// the holder's pid written in the file for the next one's message. Two daemons on one root
+/// would each recover the other's installs in progress and adopt each other's instances.
+///
+/// In the root itself, not in its runtime directory: two paths to one root (a symlink, a bind
+/// mount) lead to the same file, and the lock is on the file.
+public final class DaemonLock {
+    private let fd: Int32
+
+    /// Takes the lock or throws `.conflict` naming the pid that holds it; never waits.
+    public init(_ root: StateRoot) throws {
+        // Only the root itself, so that the lock comes before anything else is looked at (the
+        // rest of the layout is the store's, which refuses a root that is a symlink: the lock
+        // still names the daemon that holds it through one).
+        if mkdir(root.path, 0o711) == 0 {
+            guard chmod(root.path, 0o711) == 0 else { throw AppdError.system("chmod \(root.path)") }
+        }
+        let path = root.daemonLockPath
+        fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            if errno == EINTR { continue }
+            let code = errno
+            let holder = Self.recordedPID(fd)
+            close(fd)
+            guard code == EWOULDBLOCK else { throw AppdError.system("lock \(path)", errno: code) }
+            let who = holder.map { "appd serve pid \($0)" } ?? "another appd serve"
+            throw AppdError(
+                .conflict, "\(who) is already serving the state root \(root.path) (it holds \(path))",
+                hint: "stop it first (\(holder.map { "kill \($0)" } ?? "see \(path)"), or systemctl stop appd), or serve another root with --root")
+        }
+        let text = Array("\(getpid())\n".utf8)
+        guard ftruncate(fd, 0) == 0, text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == text.count
+        else {
+            let code = errno
+            close(fd)
+            throw AppdError.system("write \(path)", errno: code)
+        }
+    }
+
+    /// The pid the holder wrote (at most 32 bytes read: the file is root's, but a pid is short).
+    static func recordedPID(_ fd: Int32) -> Int32? {
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return nil }
+        let digits = buffer[..<count].prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+        return Int32(String(decoding: digits, as: UTF8.self)).flatMap { $0 > 0 ? $0 : nil }
     }
 
     deinit { close(fd) }

@@ -103,13 +103,65 @@ public enum APISocket {
         stateRoot == defaultStateRoot ? defaultRuntimeDirectory : "\(stateRoot)/run"
     }
 
+    /// The file in the runtime directory where a daemon records the socket it serves (one
+    /// absolute path and a newline), so that `--root DIR` finds a daemon started with `--socket`.
+    public static func socketRecordPath(runtimeDirectory: String) -> String {
+        "\(runtimeDirectory)/appd.socket-path"
+    }
+
+    /// Where a client's socket path came from: what the "cannot connect" hint names.
+    public enum Source: Sendable, Equatable {
+        /// `--socket`.
+        case flag
+        /// `$APPD_SOCKET`.
+        case environment
+        /// The daemon of `root` (given by `via`: `--root` or `APPD_ROOT`, or nil for the
+        /// system's): the path it recorded in `record`, or, when it recorded none, the
+        /// runtime directory's `appd.sock`.
+        case root(String, via: String?, record: String, recorded: Bool)
+    }
+
     /// `--socket`, else `$APPD_SOCKET`, else the socket of `--root`/`$APPD_ROOT`'s daemon, else
-    /// `/run/appd/appd.sock`.
+    /// the system daemon's; a daemon's is the one it recorded (`socketRecordPath`), else the
+    /// `appd.sock` of its runtime directory (`/run/appd/appd.sock` for the system's).
     public static func resolve(explicit: String?, root: String?, environment: [String: String]) -> String {
-        if let explicit, !explicit.isEmpty { return explicit }
-        if let socket = environment["APPD_SOCKET"], !socket.isEmpty { return socket }
-        let root = root ?? environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
-        if let root { return "\(runtimeDirectory(stateRoot: root))/appd.sock" }
-        return defaultPath
+        locate(explicit: explicit, root: root, environment: environment).path
+    }
+
+    public static func locate(explicit: String?, root: String?, environment: [String: String])
+        -> (path: String, source: Source)
+    {
+        if let explicit, !explicit.isEmpty { return (explicit, .flag) }
+        if let socket = environment["APPD_SOCKET"], !socket.isEmpty { return (socket, .environment) }
+        let fromEnvironment = environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
+        let via = root != nil ? "--root" : fromEnvironment != nil ? "APPD_ROOT" : nil
+        let stateRoot = root ?? fromEnvironment ?? defaultStateRoot
+        let runtime = runtimeDirectory(stateRoot: stateRoot)
+        let record = socketRecordPath(runtimeDirectory: runtime)
+        if let recorded = readRecord(record) {
+            return (recorded, .root(stateRoot, via: via, record: record, recorded: true))
+        }
+        return ("\(runtime)/appd.sock", .root(stateRoot, via: via, record: record, recorded: false))
+    }
+
+    /// The path in a socket record: one absolute path of at most 4096 bytes without control
+    /// characters, else nil (a record that is not one is ignored, as if absent).
+    static func readRecord(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var buffer = [UInt8](repeating: 0, count: 4098)
+        var count = 0
+        while count < buffer.count {
+            let read = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress.map { $0 + count }, $0.count - count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read > 0 else { break }
+            count += read
+        }
+        var bytes = buffer[..<count]
+        if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
+        guard bytes.count <= 4096, bytes.first == UInt8(ascii: "/"), !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
+        else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -11,10 +11,12 @@ import Glibc
 /// docs/denials.md).
 public struct APIDenial: Codable, Sendable, Equatable {
     /// Who refused: the kernel's Landlock or seccomp layer, the bind filter on the instance's
-    /// cgroup (network.client apps), or appd itself.
+    /// cgroup (network.client apps), the loopback guard on it (apps on the host's network), or
+    /// appd itself.
     public enum Source: String, Codable, Sendable {
         case landlock, seccomp, appd
         case bindFilter = "bind-filter"
+        case loopbackFilter = "loopback-filter"
     }
 
     /// Increases by one per recorded denial for the life of the daemon.

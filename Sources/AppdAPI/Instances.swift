@@ -270,13 +270,22 @@ public struct APIDaemonInfo: Codable, Sendable {
     public var startedAt: Date
     /// What SO_PEERCRED says the caller is, and the rights the config gives it.
     public var caller: APICaller
+    /// The appd.conf the daemon reads (at start, on reload); `configFileExists` false: it is
+    /// not there and the built-in settings are in force. Nil from daemons before 0.4.
+    public var configFile: String?
+    public var configFileExists: Bool?
 
-    public init(version: String, pid: Int32, stateRoot: String, startedAt: Date, caller: APICaller) {
+    public init(
+        version: String, pid: Int32, stateRoot: String, startedAt: Date, caller: APICaller, configFile: String? = nil,
+        configFileExists: Bool? = nil
+    ) {
         self.version = version
         self.pid = pid
         self.stateRoot = stateRoot
         self.startedAt = startedAt
         self.caller = caller
+        self.configFile = configFile
+        self.configFileExists = configFileExists
     }
 }
 

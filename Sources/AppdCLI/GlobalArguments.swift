@@ -68,16 +68,25 @@ extension GlobalArguments {
     }
 
     /// Exits with a usage error (64, as ArgumentParser's) when the subcommand in `arguments`
-    /// (after hoisting) is unknown but close to a known one; otherwise does nothing and lets
-    /// ArgumentParser parse as usual.
+    /// (after hoisting) is unknown but is a word `elsewhere` knows (the other tool's command,
+    /// another tool's name for one of ours: `appctl install` → `appd install`, `stop` →
+    /// `terminate`) or is close to a known one; otherwise does nothing and lets ArgumentParser
+    /// parse as usual.
     public static func refuseMisspelledSubcommand(
-        _ arguments: [String], program: String, subcommands: [String]
+        _ arguments: [String], program: String, subcommands: [String],
+        elsewhere: [String: String] = [:]
     ) {
         guard let first = arguments.first, !first.hasPrefix("-"), !subcommands.contains(first),
-            first != "help",
-            let guess = suggestion(for: first, among: subcommands)
+            first != "help"
         else { return }
-        var message = "Error: unknown command '\(first)'. Did you mean '\(guess)'?\n"
+        var message: String
+        if let meant = elsewhere[first.lowercased()] {
+            message = "Error: \(program) has no command '\(first)': \(first.lowercased()) is '\(meant)'\n"
+        } else if let guess = suggestion(for: first, among: subcommands) {
+            message = "Error: unknown command '\(first)'. Did you mean '\(guess)'?\n"
+        } else {
+            return
+        }
         message += "See '\(program) --help' for the commands.\n"
         let bytes = Array(message.utf8)
         _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }

@@ -18,7 +18,7 @@ extension AppdClient {
             return APIError(
                 code: "unavailable",
                 message: "appd is not running (no daemon listening on \(socketPath))",
-                errno: code, hint: "start it: systemctl start appd.socket, or appd serve --root DIR"
+                errno: code, hint: Self.notRunningHint(socketSource)
             )
         case .connect(let code) where code == EACCES || code == EPERM:
             return permissionFailure(code)
@@ -39,6 +39,30 @@ extension AppdClient {
         case .read, .write, .timedOut:
             return APIError(
                 code: "unavailable", message: "cannot talk to appd at \(socketPath): \(error)")
+        }
+    }
+
+    /// Where the path came from and what else to try: a wrong --socket or APPD_SOCKET is as
+    /// likely as a daemon that is down.
+    static func notRunningHint(_ source: APISocket.Source?) -> String {
+        let start = "start it: systemctl start appd.socket, or appd serve --root DIR"
+        switch source {
+        case nil:
+            return start
+        case .flag:
+            return "the path is the one --socket gave; without --socket, APPD_SOCKET or --root name the daemon; or \(start)"
+        case .environment:
+            return "the path is APPD_SOCKET's: if that daemon is gone, unset APPD_SOCKET (or give --socket or --root); or \(start)"
+        case .root(let root, let via, let record, let recorded):
+            let startRoot = "start it: appd serve --root \(root)"
+            guard let via else {
+                return recorded
+                    ? "the path is the one the system's daemon recorded in \(record) when it started; \(start); or name another daemon with --socket, APPD_SOCKET or --root"
+                    : "the path is the default (no daemon recorded another in \(record)); \(start); or name another daemon with --socket, APPD_SOCKET or --root"
+            }
+            return recorded
+                ? "the path is the one the daemon of \(root) (from \(via)) recorded in \(record) when it started: it is not running any more; \(startRoot)"
+                : "the path is the default of \(root) (from \(via)): no daemon of it recorded another in \(record); \(startRoot), or name the daemon's socket with --socket or APPD_SOCKET"
         }
     }
 

@@ -26,6 +26,10 @@ public struct AppdClient: Sendable {
     /// The longest line `streamLines` accepts.
     public var maxLineBytes = 16 * 1024 * 1024
 
+    /// Where `socketPath` came from (flag, environment, a root's daemon), for the hint when
+    /// nothing answers there; nil when the caller gave the path itself.
+    public var socketSource: APISocket.Source?
+
     public init(socketPath: String, timeout: Double? = nil) {
         self.socketPath = socketPath
         self.timeout = timeout
@@ -37,8 +41,9 @@ public struct AppdClient: Sendable {
         socket: String?, root: String?,
         environment: [String: String] = ProcessInfo.processInfo.environment
     ) {
-        self.init(
-            socketPath: APISocket.resolve(explicit: socket, root: root, environment: environment))
+        let located = APISocket.locate(explicit: socket, root: root, environment: environment)
+        self.init(socketPath: located.path)
+        socketSource = located.source
     }
 
     // MARK: JSON

@@ -60,6 +60,10 @@ public final class Daemon: Service {
         // two arenas rather than one per thread that ever allocated, each keeping what was
         // freed in it (bench-api: concurrent installs).
         _ = appd_tune_malloc(256 << 10, 2)
+        // Before anything reads the root: a second daemon would recover the first one's
+        // installs in progress and adopt its instances.
+        let lock = try DaemonLock(options.root)
+        defer { withExtendedLifetime(lock) {} }
         let environment = ProcessInfo.processInfo.environment
         let systemd = SystemdNotifier()
         // Trapped before anything else can take long: SIGHUP's default action ends the process.
@@ -99,6 +103,17 @@ public final class Daemon: Service {
         let reloads = Task {
             for await _ in hangups { _ = try? await reloader.reload() }
         }
+        // Where clients of `--root` find this daemon when its socket is not the root's default.
+        let record = APISocket.socketRecordPath(runtimeDirectory: runtime)
+        if adopted == nil {
+            do {
+                try Self.writeSocketRecord(path, to: record)
+            } catch {
+                logger.warning("cannot record the socket in \(record): \(error); clients of --root \(options.root.path) will look for \(runtime)/appd.sock")
+            }
+        } else {
+            unlink(record)
+        }
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
         let statusUpdates = Self.reportEvents(supervisor: supervisor, systemd: systemd, logger: logger, serving: shown)
@@ -126,7 +141,10 @@ public final class Daemon: Service {
         reloads.cancel()
         await supervisor.shutdown()
         supervisor.stopDenialLog()
-        if adopted == nil { unlink(path) }
+        if adopted == nil {
+            unlink(path)
+            unlink(record)
+        }
         try await group.shutdownGracefully()
         systemd.flush()
     }
@@ -171,6 +189,29 @@ public final class Daemon: Service {
         if let path = denial.path { metadata["path"] = "\(path)" }
         let whom = denial.instance.map { "\(denial.app) instance \($0)" } ?? denial.app
         logger.warning("\(whom) denied by \(denial.source.rawValue): \(denial.summary)", metadata: metadata)
+    }
+
+    /// Writes the socket's path (absolute) to `record`, mode 0644 (clients of any user read
+    /// it), by a rename so that a reader never sees half of it.
+    static func writeSocketRecord(_ socket: String, to record: String) throws {
+        let absolute = socket.hasPrefix("/") ? socket : FileManager.default.currentDirectoryPath + "/" + socket
+        let temporary = record + ".new"
+        unlink(temporary)
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { throw AppdError.system("create \(temporary)") }
+        let bytes = Array((absolute + "\n").utf8)
+        // fchmod: the umask (077 in appd serve) applied to open's mode.
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count && fchmod(fd, 0o644) == 0
+        let code = errno
+        close(fd)
+        guard written else {
+            unlink(temporary)
+            throw AppdError.system("write \(temporary)", errno: code)
+        }
+        guard rename(temporary, record) == 0 else {
+            unlink(temporary)
+            throw AppdError.system("rename \(temporary) to \(record)")
+        }
     }
 
     /// The socket's group; a group that does not exist leaves the socket to root alone.

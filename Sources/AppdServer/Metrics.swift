@@ -18,9 +18,6 @@ import Synchronization
 final class DaemonMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     let startedAt = Date()
-    /// The counters with an `app` label, per app (lowercased): dropped when the app is
-    /// uninstalled, so the series follow the installed apps.
-    private let perApp = Mutex<[String: [Counter]]>([:])
     /// Denials per app (the `deny` work): nil until wired, and then the metric
     /// `appd_denials_total{app=}` appears. Never a made-up value.
     let denials = Mutex<(@Sendable () async -> [String: Int])?>(nil)
@@ -61,10 +58,10 @@ final class DaemonMetrics: Sendable {
                 app: event.app,
                 labels: [("reason", reason)]
             ).increment()
-        case .uninstalled:
-            let counters = perApp.withLock { $0.removeValue(forKey: event.app.lowercased()) } ?? []
-            for counter in counters { registry.unregisterCounter(counter) }
-        case .installed, .state, .message, .gap, .denial:
+        // An app's counters stay for the daemon's life: uninstalled and installed again, it
+        // goes on from where it was, never back to 0 (Prometheus reads a counter that went back
+        // as a restart). The series are bounded by the bundle ids installed since the start.
+        case .uninstalled, .installed, .state, .message, .gap, .denial:
             break
         }
     }
@@ -90,14 +87,7 @@ final class DaemonMetrics: Sendable {
     private func appCounter(
         _ descriptor: MetricNameDescriptor, app: String, labels: [(String, String)]
     ) -> Counter {
-        let counter = registry.makeCounter(descriptor: descriptor, labels: [("app", app)] + labels)
-        perApp.withLock { counters in
-            let key = app.lowercased()
-            if !(counters[key] ?? []).contains(where: { $0 === counter }) {
-                counters[key, default: []].append(counter)
-            }
-        }
-        return counter
+        registry.makeCounter(descriptor: descriptor, labels: [("app", app)] + labels)
     }
 
     // MARK: Read when scraped

@@ -8,7 +8,7 @@ extension Router {
     func metricsText() async throws -> Reply {
         let installed = try store.apps().map(\.bundleID)
         let usage = Supervisor.sampleUsage(await supervisor.usageTargets())
-        let ended = await supervisor.endedCPUSeconds(installed: installed)
+        let ended = await supervisor.endedCPUSeconds()
         let text = await metrics.render(usage: usage, installed: installed, endedCPU: ended)
         // A body made whole before it is sent, as one chunk.
         return .stream(contentType: "text/plain; version=0.0.4; charset=utf-8") { writer in

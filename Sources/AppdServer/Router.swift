@@ -169,6 +169,7 @@ final class Router: Sendable {
         try .json(APIDaemonInfo(
             version: AppdVersion.current, pid: getpid(), stateRoot: store.root.path, startedAt: startedAt,
             caller: APICaller(uid: request.caller.uid, gid: request.caller.gid, pid: request.caller.pid,
-                rights: authorizer.rights(of: request.caller).map(\.rawValue))))
+                rights: authorizer.rights(of: request.caller).map(\.rawValue)),
+            configFile: reloader.source.path, configFileExists: access(reloader.source.path, F_OK) == 0))
     }
 }

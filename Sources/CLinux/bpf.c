@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux_bpf.h"
+#include "bpf_shared.h"
 
 #include <errno.h>
 #include <linux/bpf.h>
@@ -24,14 +25,14 @@ struct appd_bind_counter {
     uint32_t type;  // SOCK_STREAM, SOCK_DGRAM
 };
 
-static int create_counter(void) {
+int appd_bpf_create_counter(unsigned value_size, const char *name) {
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
     attr.map_type = BPF_MAP_TYPE_ARRAY;
     attr.key_size = sizeof(uint32_t);
-    attr.value_size = sizeof(struct appd_bind_counter);
+    attr.value_size = value_size;
     attr.max_entries = 1;
-    strncpy(attr.map_name, "appd_binds", sizeof attr.map_name - 1);
+    strncpy(attr.map_name, name, sizeof attr.map_name - 1);
     return bpf(BPF_MAP_CREATE, &attr);
 }
 
@@ -89,7 +90,7 @@ static int attach(int cgroup_fd, int counter, enum bpf_attach_type type) {
 }
 
 int appd_cgroup_deny_port_binds(int cgroup_fd) {
-    int counter = create_counter();
+    int counter = appd_bpf_create_counter(sizeof(struct appd_bind_counter), "appd_binds");
     if (counter < 0) return -1;
     if (attach(cgroup_fd, counter, BPF_CGROUP_INET4_BIND) < 0 || attach(cgroup_fd, counter, BPF_CGROUP_INET6_BIND) < 0) {
         int saved = errno;
@@ -100,16 +101,20 @@ int appd_cgroup_deny_port_binds(int cgroup_fd) {
     return counter;
 }
 
-int appd_bind_counter_read(int counter, uint64_t *refused, uint32_t *port, uint32_t *type) {
+int appd_bpf_read_counter(int map, void *value) {
     uint32_t key = 0;
-    struct appd_bind_counter value;
-    memset(&value, 0, sizeof value);
     union bpf_attr attr;
     memset(&attr, 0, sizeof attr);
-    attr.map_fd = (unsigned)counter;
+    attr.map_fd = (unsigned)map;
     attr.key = (unsigned long)&key;
-    attr.value = (unsigned long)&value;
-    if (bpf(BPF_MAP_LOOKUP_ELEM, &attr) != 0) return -1;
+    attr.value = (unsigned long)value;
+    return bpf(BPF_MAP_LOOKUP_ELEM, &attr);
+}
+
+int appd_bind_counter_read(int counter, uint64_t *refused, uint32_t *port, uint32_t *type) {
+    struct appd_bind_counter value;
+    memset(&value, 0, sizeof value);
+    if (appd_bpf_read_counter(counter, &value) != 0) return -1;
     *refused = value.refused;
     *port = ntohs((uint16_t)value.port);
     *type = value.type;

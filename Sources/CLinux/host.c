@@ -22,6 +22,7 @@ int appd_landlock_abi_version(void) {
 }
 
 int appd_prctl_get_seccomp(void) { return prctl(PR_GET_SECCOMP, 0, 0, 0, 0); }
+int appd_prctl_get_mdwe(void) { return prctl(66 /* PR_GET_MDWE */, 0, 0, 0, 0); }
 
 int appd_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);

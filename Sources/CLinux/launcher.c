@@ -105,6 +105,7 @@ int appd_set_dumpable(int dumpable) { return prctl(PR_SET_DUMPABLE, dumpable, 0,
 int appd_set_child_subreaper(void) { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); }
 int appd_capbset_drop(int cap) { return prctl(PR_CAPBSET_DROP, cap, 0, 0, 0); }
 int appd_capbset_read(int cap) { return prctl(PR_CAPBSET_READ, cap, 0, 0, 0); }
+int appd_set_mdwe_refuse_exec_gain(void) { return prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0, 0, 0); }
 int appd_cap_ambient_clear_all(void) {
     return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
 }

@@ -64,11 +64,13 @@ struct Grants {
         case EntitlementCatalog.networkClient:
             guard entitlements.bool(key) else { return off }
             if network == .none { network = .client }
-            return granted("host network; outgoing connections; no bind to a TCP or UDP port, no listen")
+            return granted(
+                "host network; outgoing connections; no bind to a TCP or UDP port, no listen; "
+                    + "the host's loopback only on LoopbackPorts=")
         case EntitlementCatalog.networkServer:
             guard entitlements.bool(key) else { return off }
             network = .server
-            return granted("host network; may bind and listen")
+            return granted("host network; may bind and listen; the host's loopback only on LoopbackPorts=")
         case EntitlementCatalog.allowJIT, EntitlementCatalog.allowUnsignedExecutableMemory:
             guard entitlements.bool(key) else { return off }
             writableExecutableMemory = true

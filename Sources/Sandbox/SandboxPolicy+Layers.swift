@@ -87,10 +87,27 @@ extension SandboxPolicy {
         return rules
     }
 
-    func seccomp(grants: Grants, weakened: inout [String]) throws -> SeccompRules {
+    func seccomp(grants: Grants, weakened: inout [String], reduced: inout [String]) throws
+        -> SeccompRules
+    {
         var filter = SeccompRules()
         filter.rules = Self.baselineSeccomp
-        if !grants.writableExecutableMemory { filter.rules += Self.noWritableExecutableMemory }
+        // Only signed code runs (docs/sandbox-layers.md, "Code"): what the app can write is
+        // mounted noexec, and these keep memory from becoming code.
+        if !grants.writableExecutableMemory {
+            filter.rules += Self.noWritableExecutableMemory
+            if !kernel.mdwe && kernel.seccomp {
+                filter.rules += Self.noExecGain
+                reduced.append(
+                    "no PR_SET_MDWE (needs Linux 6.3): seccomp refuses every mprotect() that asks "
+                        + "for PROT_EXEC instead, so no mapping becomes executable after it was "
+                        + "mapped (a library asking for an executable stack fails to load)")
+            }
+        } else if !kernel.memfdNoexec {
+            reduced.append(
+                "no vm.memfd_noexec (needs Linux 6.3): this app may exec a memfd it wrote; "
+                    + "cs.allow-jit lets it run code it writes anyway")
+        }
         if !grants.debugger { filter.rules += Self.noPtrace }
         if grants.network == .client {
             filter.rules.append(.init(syscall: "listen", action: .errno(EPERM), conditions: [],

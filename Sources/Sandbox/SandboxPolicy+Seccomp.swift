@@ -89,15 +89,36 @@ extension SandboxPolicy {
 
     static let noWritableExecutableMemory: [SeccompRule] = {
         let writeExec: UInt64 = 0x2 | 0x4  // PROT_WRITE | PROT_EXEC
+        let exec: UInt64 = 0x4
+        let shared: UInt64 = 0x1  // MAP_SHARED, and MAP_SHARED_VALIDATE (0x3)
         let why = "no writable+executable memory without cs.allow-jit"
         return ["mmap", "mprotect", "pkey_mprotect"].map {
             SeccompRule(syscall: $0, action: .errno(EACCES),
                 conditions: [.arg(2, hasBits: writeExec)], reason: why)
         } + [
             SeccompRule(syscall: "shmat", action: .errno(EACCES),
-                conditions: [.arg(2, hasBits: 0o100000)], reason: why + " (SHM_EXEC)")
+                conditions: [.arg(2, hasBits: 0o100000)], reason: why + " (SHM_EXEC)"),
+            // A shared mapping can be aliased writable (mremap of size 0, fork, a second mmap
+            // of the same object), and MDWE looks at one mapping at a time. The dynamic loader
+            // maps code MAP_PRIVATE.
+            SeccompRule(syscall: "mmap", action: .errno(EACCES),
+                conditions: [.arg(2, hasBits: exec), .arg(3, hasBits: shared)],
+                reason: "no shared executable mappings without cs.allow-jit (a writable alias of code)"),
+            // A memfd lives on the kernel's internal shm mount, which no noexec reaches: written
+            // through one mapping or write(), it could be mapped executable through another
+            // (MAP_PRIVATE shows the file's pages until written) or exec'd. Libraries that use
+            // memfds for shared buffers fall back to /dev/shm (noexec) when it fails.
+            SeccompRule(syscall: "memfd_create", action: .errno(EPERM), conditions: [],
+                reason: "a memfd can be written and then mapped executable or exec'd: no memfds without cs.allow-jit"),
         ]
     }()
+
+    /// Where the kernel has no PR_SET_MDWE (before 6.3): seccomp cannot tell whether a mapping
+    /// was writable, so it refuses every request to make one executable.
+    static let noExecGain: [SeccompRule] = ["mprotect", "pkey_mprotect"].map {
+        SeccompRule(syscall: $0, action: .errno(EACCES), conditions: [.arg(2, hasBits: 0x4)],
+            reason: "no PR_SET_MDWE on this kernel: no mapping becomes executable (PROT_EXEC) without cs.allow-jit")
+    }
 
     static let noPtrace = deny(
         ["ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"], EPERM,

@@ -56,10 +56,16 @@ public struct KernelLayers: Sendable, Equatable {
     /// 0 = no Landlock.
     public var landlockABI: Int
     public var seccomp: Bool
+    /// prctl(PR_SET_MDWE) (Linux 6.3): memory that was not executable never becomes so.
+    public var mdwe: Bool
+    /// vm.memfd_noexec, per pid namespace (Linux 6.3).
+    public var memfdNoexec: Bool
 
-    public init(landlockABI: Int, seccomp: Bool) {
+    public init(landlockABI: Int, seccomp: Bool, mdwe: Bool = true, memfdNoexec: Bool = true) {
         self.landlockABI = landlockABI
         self.seccomp = seccomp
+        self.mdwe = mdwe
+        self.memfdNoexec = memfdNoexec
     }
 }
 
@@ -126,7 +132,11 @@ public struct SandboxPolicy: Sendable {
         profile.mounts = mounts(for: app, grants: grants, console: console)
         profile.landlock = try landlock(for: app, grants: grants, console: console,
             weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
-        profile.seccomp = try seccomp(grants: grants, weakened: &profile.weakenedLayers)
+        profile.seccomp = try seccomp(
+            grants: grants, weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
+        if grants.network != .none { profile.loopbackPorts = settings.loopbackPorts }
+        profile.refuseExecGain = !grants.writableExecutableMemory && kernel.mdwe
+        profile.memfdNoexec = kernel.memfdNoexec
         return profile
     }
 

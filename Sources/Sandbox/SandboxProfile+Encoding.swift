@@ -47,6 +47,8 @@ extension SandboxProfile {
         }
         record("seccomp", seccomp.required ? "required" : "optional")
         if logDenials { record("log-denials") }
+        if refuseExecGain { record("mdwe") }
+        if memfdNoexec { record("memfd-noexec") }
         record("chdir", workingDirectory)
         for variable in environment { record("env", "\(variable.name)=\(variable.value)") }
         record("exec", executable)

@@ -37,6 +37,12 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// to the instance's cgroup (network.client: Landlock has no UDP rules, and no TCP rules
     /// before ABI 4); port 0 stays allowed. The daemon attaches it, not the launcher.
     public var denyPortBinds: Bool
+    /// The loopback guard (apps on the host's network; nil for an app in its own network
+    /// namespace, whose lo is its own): connect(2) and UDP sends to 127.0.0.0/8, ::1 and their
+    /// kin are refused (EPERM) by cgroup programs on the instance's cgroup, but for these ports
+    /// (`[Sandbox]`/`[App ID]` `LoopbackPorts=`) and the instance's own sockets. The daemon
+    /// attaches it, not the launcher.
+    public var loopbackPorts: [UInt16]? = nil
     /// Every entitlement the app requested and what became of it.
     public var entitlements: [EntitlementDecision]
     /// Layers this profile runs without because the admin allowed a weaker mode, with why.
@@ -55,6 +61,14 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// record): set by the daemon, whose denial log reads the records (docs/denials.md); off
     /// for `appd run` and when audit's failure mode would panic the host.
     public var logDenials = false
+    /// No mapping of the app's gains PROT_EXEC it did not have (`mdwe`: PR_SET_MDWE with
+    /// PR_MDWE_REFUSE_EXEC_GAIN before the exec, Linux 6.3): an app without `cs.allow-jit` or
+    /// `cs.allow-unsigned-executable-memory` runs only the code it was mapped with. Where the
+    /// kernel lacks it, seccomp refuses mprotect(PROT_EXEC) instead (docs/sandbox-layers.md).
+    public var refuseExecGain = false
+    /// vm.memfd_noexec=2 in the instance's pid namespace (`memfd-noexec`, Linux 6.3): no memfd
+    /// of the instance can be exec'd, whatever its entitlements.
+    public var memfdNoexec = false
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

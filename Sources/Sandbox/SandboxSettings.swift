@@ -27,6 +27,10 @@ public struct SandboxSettings: Sendable, Equatable {
     /// quota on the state root's filesystem (ext4, xfs); nil: no limit. Where the filesystem
     /// has no project quotas it is not enforced, and `appd profile` and `appd doctor` say so.
     public var dataQuota: Int64?
+    /// Ports on the host's loopback (127.0.0.0/8, ::1) that apps on the host's network (the
+    /// network entitlements) may connect to; every other loopback port is refused them, but
+    /// their own sockets'. 53 by default: the host's DNS stub (systemd-resolved's 127.0.0.53).
+    public var loopbackPorts: [UInt16] = [53]
     /// `PATH` inside the sandbox.
     public var path = "/usr/local/bin:/usr/bin:/bin"
     /// Layers the admin lets appd launch without when the kernel lacks them. Empty: a missing
@@ -57,7 +61,7 @@ public struct SandboxSettings: Sendable, Equatable {
     public static let keys = [
         "SystemPaths", "EtcFiles", "AllowedReadOnlyPaths", "AllowedReadWritePaths",
         "RequireAppSandboxEntitlement", "MemoryMax", "TasksMax", "OpenFilesMax", "Path",
-        "WeakerModes", "Launcher", "DataQuota",
+        "WeakerModes", "Launcher", "DataQuota", "LoopbackPorts",
     ]
 
     /// Sets `key` from its text; returns a description of what was expected when `value` is
@@ -119,6 +123,16 @@ public struct SandboxSettings: Sendable, Equatable {
                 modes.insert(mode)
             }
             weakerModes = modes
+        case "LoopbackPorts":
+            var ports: [UInt16] = []
+            for word in list() {
+                guard let port = UInt16(word), port > 0 else {
+                    return .invalid("a space-separated list of ports 1-65535 (\(word) is not), empty for none")
+                }
+                if !ports.contains(port) { ports.append(port) }
+            }
+            guard ports.count <= 64 else { return .invalid("at most 64 ports (\(ports.count) given)") }
+            loopbackPorts = ports
         case "DataQuota":
             if value.isEmpty || value.lowercased() == "infinity" {
                 dataQuota = nil

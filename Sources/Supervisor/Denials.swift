@@ -69,10 +69,19 @@ public final class DenialLog: Sendable {
         var reason: String? = "the audit reader has not started"
         /// Records the kernel or the socket lost (ENOBUFS), seen by the reader.
         var socketOverruns = 0
-        /// The bind filters' counters (network.client instances): fd, and refusals reported.
-        var bindCounters: [String: (fd: Int32, reported: UInt64)] = [:]
+        /// The cgroup filters' counters of each instance (the bind filter of network.client
+        /// apps, the loopback guard of apps on the host's network): fd, and refusals reported.
+        var filterCounters: [String: [FilterCounter]] = [:]
         /// The sum of the rings' lengths.
         var kept = 0
+    }
+
+    /// A cgroup filter's counter of refusals (a BPF map the filter writes, the log polls).
+    struct FilterCounter {
+        enum Kind { case bind, loopback }
+        var kind: Kind
+        var fd: Int32
+        var reported: UInt64 = 0
     }
 
     let limits: Limits
@@ -170,59 +179,81 @@ public final class DenialLog: Sendable {
 
     /// A launch that failed: nothing of it is kept.
     func forget(instance: String) {
-        let counter = state.withLock { state in
+        let counters = state.withLock { state in
             state.kept -= state.tracked.removeValue(forKey: instance)?.ring.count ?? 0
-            return state.bindCounters.removeValue(forKey: instance)
+            return state.filterCounters.removeValue(forKey: instance) ?? []
         }
-        if let counter { close(counter.fd) }
+        for counter in counters { close(counter.fd) }
     }
 
-    /// The bind filter's counter of a network.client instance: polled, each new refusal
-    /// reported as a `bind-filter` denial. The log owns the fd from now on.
-    func watchBinds(instance: String, counter: Int32) {
-        let replaced = state.withLock { state in
-            defer { state.bindCounters[instance] = (counter, 0) }
-            return state.bindCounters[instance]
+    /// A cgroup filter's counter of an instance: polled, each new refusal reported as a
+    /// `bind-filter` or `loopback-filter` denial. The log owns the fd from now on.
+    func watch(_ kind: FilterCounter.Kind, instance: String, counter: Int32) {
+        let replaced = state.withLock { state -> FilterCounter? in
+            var counters = state.filterCounters[instance] ?? []
+            let old = counters.firstIndex { $0.kind == kind }.map { counters.remove(at: $0) }
+            counters.append(FilterCounter(kind: kind, fd: counter))
+            state.filterCounters[instance] = counters
+            return old
         }
         if let replaced { close(replaced.fd) }
     }
 
-    /// Reads every bind filter's counter (a map lookup each) and records what is new: the
-    /// filter only counts, so a burst of refusals between two polls is one denial with its
-    /// count, naming the last port.
-    func pollBindCounters() {
-        let counters = state.withLock { $0.bindCounters }
-        for (instance, counter) in counters { pollBinds(instance: instance, counter: counter) }
+    /// Reads every filter's counter (a map lookup each) and records what is new: the filters
+    /// only count, so a burst of refusals between two polls is one denial with its count,
+    /// naming the last port.
+    func pollFilterCounters() {
+        let all = state.withLock { $0.filterCounters }
+        for (instance, counters) in all {
+            for counter in counters { poll(instance: instance, counter: counter) }
+        }
     }
 
-    private func pollBinds(instance: String, counter: (fd: Int32, reported: UInt64)) {
+    private func poll(instance: String, counter: FilterCounter) {
         var refused: UInt64 = 0
         var port: UInt32 = 0
         var type: UInt32 = 0
-        guard appd_bind_counter_read(counter.fd, &refused, &port, &type) == 0,
-            refused > counter.reported
-        else { return }
+        var family: UInt32 = 0
+        let read =
+            switch counter.kind {
+            case .bind: appd_bind_counter_read(counter.fd, &refused, &port, &type)
+            case .loopback: appd_connect_counter_read(counter.fd, &refused, &port, &type, &family)
+            }
+        guard read == 0, refused > counter.reported else { return }
         let app: String? = state.withLock { state in
-            guard state.bindCounters[instance] != nil else { return nil }
-            state.bindCounters[instance]?.reported = refused
+            guard let index = state.filterCounters[instance]?.firstIndex(where: { $0.kind == counter.kind })
+            else { return nil }
+            state.filterCounters[instance]?[index].reported = refused
             return state.tracked[instance]?.app
         }
         guard let app else { return }
-        let kind =
+        let socket =
             type == UInt32(SOCK_DGRAM.rawValue)
             ? "UDP" : type == UInt32(SOCK_STREAM.rawValue) ? "TCP" : "socket"
-        record(
-            app: app, instance: instance, source: .bindFilter, what: "bind", syscall: "bind",
-            detail: "\(kind) port \(port)", count: Int(clamping: refused - counter.reported))
+        let count = Int(clamping: refused - counter.reported)
+        switch counter.kind {
+        case .bind:
+            record(
+                app: app, instance: instance, source: .bindFilter, what: "bind", syscall: "bind",
+                detail: "\(socket) port \(port)", count: count)
+        case .loopback:
+            // connect(), or sendto()/sendmsg() of a UDP socket: the filter counts both.
+            // The filter keeps the family, not the address: any of 127.0.0.0/8, 0.0.0.0/8 (v4),
+            // ::1, :: or a v4-mapped one of those (v6).
+            let address = family == UInt32(AF_INET6) ? "IPv6 loopback" : "IPv4 loopback"
+            record(
+                app: app, instance: instance, source: .loopbackFilter, what: "connect",
+                syscall: type == UInt32(SOCK_DGRAM.rawValue) ? "connect/sendmsg" : "connect",
+                detail: "\(socket) \(address) port \(port)", count: count)
+        }
     }
 
     func ended(instance: String) {
-        // Its last refusals, then the counter goes (the filter goes with the cgroup).
-        if let counter = state.withLock({ $0.bindCounters[instance] }) {
-            pollBinds(instance: instance, counter: counter)
-            if let removed = state.withLock({ $0.bindCounters.removeValue(forKey: instance) }) {
-                close(removed.fd)
-            }
+        // Its last refusals, then the counters go (the filters go with the cgroup).
+        if let counters = state.withLock({ $0.filterCounters[instance] }) {
+            for counter in counters { poll(instance: instance, counter: counter) }
+            let removed = state.withLock { $0.filterCounters.removeValue(forKey: instance) } ?? []
+            for counter in removed { close(counter.fd) }
         }
         state.withLock {
             $0.tracked[instance]?.live = false

@@ -163,6 +163,9 @@ public struct SandboxLaunch {
         /// The bind filter's counter of refused binds (a BPF map fd the caller owns), when the
         /// profile has the filter.
         public var bindCounter: Int32?
+        /// The loopback guard's counter of refused connects (a BPF map fd the caller owns),
+        /// when the profile has the guard.
+        public var loopbackCounter: Int32? = nil
     }
 
     /// Puts the launcher into its instance cgroup before the launch returns. The launcher joins
@@ -193,9 +196,16 @@ public struct SandboxLaunch {
         do {
             // Before anything runs in the cgroup: the app's first bind is already filtered.
             var bindCounter: Int32?
-            if profile.denyPortBinds { bindCounter = try Self.denyPortBinds(in: cgroup) }
+            var loopbackCounter: Int32?
             var spawned = false
-            defer { if !spawned, let bindCounter { close(bindCounter) } }
+            defer {
+                if !spawned, let bindCounter { close(bindCounter) }
+                if !spawned, let loopbackCounter { close(loopbackCounter) }
+            }
+            if profile.denyPortBinds { bindCounter = try Self.denyPortBinds(in: cgroup) }
+            if let ports = profile.loopbackPorts {
+                loopbackCounter = try Self.guardLoopback(in: cgroup, allowing: ports)
+            }
             profile.cgroupProcs = cgroup.procsFiles
             let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
@@ -205,7 +215,8 @@ public struct SandboxLaunch {
             let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
             spawned = true
             Self.place(pid, in: cgroup.procsFiles)
-            return Started(pid: pid, cgroup: cgroup, bindCounter: bindCounter)
+            return Started(
+                pid: pid, cgroup: cgroup, bindCounter: bindCounter, loopbackCounter: loopbackCounter)
         } catch {
             try? cgroup.remove()
             throw error

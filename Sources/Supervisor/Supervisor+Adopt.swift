@@ -74,7 +74,7 @@ extension Supervisor {
                 try? await Task.sleep(nanoseconds: UInt64(Self.exitSweepInterval * 1e9))
                 guard await !self.stopping else { return }
                 await self.checkExits()
-                self.denials.pollBindCounters()
+                self.denials.pollFilterCounters()
             }
         }
         startJetsam()

@@ -27,7 +27,8 @@ extension Supervisor {
         }
         entry.record.instance.exit = Self.exit(
             status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
-            request: entry.record.request, oomKills: oomKills, message: entry.record.requestMessage)
+            request: entry.record.request, oomKills: oomKills, message: entry.record.requestMessage,
+            memoryLimit: oomKills > 0 ? memoryLimitSource(app: entry.record.instance.app) : "")
         lifecycleEnded(&entry)
         entry.record.instance.state = .exited
         entry.record.instance.endedAt = Date()
@@ -43,10 +44,23 @@ extension Supervisor {
         keepAliveAfterExit(entry.record.instance)
     }
 
+    /// The setting that set an instance's memory limit, for the OOM message: the app's own
+    /// `[App ID]` override when it has one, else `[Sandbox]`. A reload applies a changed limit to
+    /// running instances (Supervisor+Settings), so the current settings are the ones in force.
+    func memoryLimitSource(app: String) -> String {
+        let config = store.config
+        if let value = config.override(for: app)?.sandboxValue("MemoryMax") {
+            return "MemoryMax=\(value) of [App \(app)] in appd.conf"
+        }
+        return "MemoryMax=\(config.sandbox.memoryMax) of [Sandbox] in appd.conf"
+    }
+
     /// Why it ended. What appd asked for comes first (it explains a SIGKILL or SIGTERM), then
-    /// the OOM killer, then what the launcher wrote.
+    /// the OOM killer (naming `memoryLimit`, the setting that set the limit), then what the
+    /// launcher wrote.
     static func exit(
-        status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64, message: String? = nil
+        status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64, message: String? = nil,
+        memoryLimit: String
     ) -> APIExit {
         let status = status ?? waitStatus.map { SandboxLaunch.status(line: "", waitStatus: $0) }
         var code: Int32?
@@ -70,7 +84,7 @@ extension Supervisor {
         }
         if oomKills > 0 {
             return APIExit(reason: .outOfMemory, code: code, signal: signal,
-                message: "the OOM killer ended \(oomKills) process(es) of its cgroup (MemoryMax of [Sandbox])")
+                message: "the OOM killer ended \(oomKills) process(es) of its cgroup (its limit: \(memoryLimit))")
         }
         if let code { return APIExit(reason: .exited, code: code) }
         if let signal { return APIExit(reason: .signaled, signal: signal) }

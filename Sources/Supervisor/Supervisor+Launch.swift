@@ -237,7 +237,10 @@ extension Supervisor {
         record.instance.cgroup = started.cgroup.directories.first
         record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
-        if let counter = started.bindCounter { denials.watchBinds(instance: id, counter: counter) }
+        if let counter = started.bindCounter { denials.watch(.bind, instance: id, counter: counter) }
+        if let counter = started.loopbackCounter {
+            denials.watch(.loopback, instance: id, counter: counter)
+        }
         timings.spawn = lap()
         return SpawnedInstance(
             record: record, started: started, channel: channel.daemon, modes: modes, app: app)

@@ -34,12 +34,10 @@ extension Supervisor {
     }
 
     /// CPU seconds of the instances that ended under this daemon, per app (lowercased), for
-    /// `appd_app_cpu_seconds_total`; apps no longer installed are forgotten.
-    public func endedCPUSeconds(installed: [String]) -> [String: Double] {
-        let keep = Set(installed.map { $0.lowercased() })
-        endedCPU = endedCPU.filter { keep.contains($0.key) }
-        return endedCPU
-    }
+    /// `appd_app_cpu_seconds_total`. Kept for the daemon's life, across an uninstall and a
+    /// reinstall (a counter that went back would read as a reset): one entry per bundle id
+    /// launched since the daemon started, which only installs by an admin add.
+    public func endedCPUSeconds() -> [String: Double] { endedCPU }
 
     /// Called as an instance ends, before its cgroup goes: what it used stays counted.
     func noteEnded(_ entry: Entry) {

@@ -17,7 +17,8 @@ struct AppctlCommand: ParsableCommand {
         abstract: "Run and watch sandboxed apps through the appd daemon.",
         discussion: """
             appctl talks to the appd daemon on its socket: --socket, else APPD_SOCKET, else the \
-            daemon of --root/APPD_ROOT (<dir>/run/appd.sock), else /run/appd/appd.sock; or another \
+            daemon of --root/APPD_ROOT (the socket it recorded in <dir>/run/appd.socket-path, \
+            else <dir>/run/appd.sock), else /run/appd/appd.sock; or another \
             machine's through ssh with --host ssh://[user@]host[:port][/socket] (or APPD_HOST), \
             as that machine's user. What you may do is what the daemon's [API] settings give your uid: see 'appctl status'. Apps \
             are installed with 'appd install'.
@@ -37,8 +38,9 @@ struct AppctlCommand: ParsableCommand {
               appctl events --json
 
             Exit status: 0, or 1 on an error (with --json the error is printed on stdout as \
-            {"error": {...}}); 'launch --wait' and 'launch --console' exit with the app's code \
-            (128+N if signal N ended it, 127 if its sandbox could not be built).
+            {"error": {...}}), or 64 on a usage error; 'launch --wait' and 'launch --console' \
+            exit with the app's code (128+N if signal N ended it, 127 if its sandbox could not \
+            be built).
             """,
         version: AppdVersion.current,
         subcommands: [
@@ -59,9 +61,24 @@ struct AppctlCommand: ParsableCommand {
         Output.program = "appctl"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         GlobalArguments.refuseMisspelledSubcommand(
-            arguments, program: "appctl", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases })
+            arguments, program: "appctl", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases },
+            elsewhere: otherToolsWords)
         main(arguments)
     }
+
+    /// Words for which appctl has no command but the person typing meant one: appd's commands,
+    /// and the names other tools (docker, systemctl, journalctl) use for ours.
+    static let otherToolsWords: [String: String] = {
+        var words: [String: String] = [
+            "log": "appctl logs", "stop": "appctl terminate", "start": "appctl launch",
+            "run": "appctl launch (appd run, as root, waits for it in the foreground)",
+            "rm": "appd uninstall", "remove": "appd uninstall",
+        ]
+        for command in ["install", "uninstall", "verify", "sign", "keygen", "profile", "doctor", "override", "serve", "reload"] {
+            words[command] = "appd \(command)"
+        }
+        return words
+    }()
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
         GlobalArguments.hoist(arguments, valued: ["--socket", "--root", "--host"], flags: ["--json"])

@@ -18,9 +18,11 @@ struct Denials: ParsableCommand {
             "Show what the sandbox and appd refused apps: files, system calls, ports, launches.",
         discussion: """
             One line per denial, oldest first: time, app, instance, who refused (landlock, \
-            seccomp, bind-filter, appd), and what: Landlock's right and the path (fs.read_dir /), \
-            the system call seccomp refused (mount, ptrace), a port the bind filter of a \
-            network.client app refused (bind: UDP port 5353), or appd's reason (a launch it \
+            seccomp, bind-filter, loopback-filter, appd), and what: Landlock's right and the path \
+            (fs.read_dir /), the system call seccomp refused (mount, ptrace), a port the bind \
+            filter of a network.client app refused (bind: UDP port 5353), a host loopback port \
+            an app on the host's network was refused (connect: TCP IPv4 loopback port 5432), or \
+            appd's reason (a launch it \
             refused, an entitlement [App ID] RevokeEntitlements= took away). A denial repeated \
             in a row shows once with xN. Each instance keeps its most recent 128; past 20 at once \
             an instance gets 5 more a second and the rest are only counted (dropped). With -f \
@@ -94,7 +96,9 @@ struct Denials: ParsableCommand {
     static func text(_ denial: APIDenial) -> String {
         [
             TextFormatting.iso8601(denial.time), denial.app, denial.instance ?? "-",
-            denial.source.rawValue.padded(toLength: 8),
+            // Padded to the common sources' width, never cut (bind-filter, loopback-filter).
+            denial.source.rawValue.utf8.count >= 8
+                ? denial.source.rawValue : denial.source.rawValue.padded(toLength: 8),
             denial.summary,
         ].joined(separator: "  ")
     }

@@ -8,7 +8,8 @@ struct Logs: ParsableCommand {
         commandName: "logs",
         abstract: "Print an instance's output (stdout and stderr) from its start.",
         discussion: """
-            An app id means its most recent instance, running or ended. With -f the output \
+            An app id means its most recent running instance, or, when none runs, its most \
+            recent one. With -f the output \
             keeps coming as the app writes it, until the instance exits; with -n only the last \
             N lines are printed first (as tail -n and journalctl -n); with --since only the \
             lines that came at or after a time. --timestamps puts the time appd read each line \
@@ -46,7 +47,7 @@ struct Logs: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "A bundle id (its most recent instance), or an instance id.", valueName: "id|instance"),
+            "A bundle id (its newest running instance, else its newest), or an instance id.", valueName: "id|instance"),
         completion: .custom(ShellCompletion.targets))
     var target: Target
 

@@ -55,7 +55,9 @@ extension AppdClient {
             hint: "start one: appctl launch \(app)")
     }
 
-    /// The instance `target` names, or the app's most recent one, running or not.
+    /// The instance `target` names, or the app's most recent running one, or when none runs
+    /// its most recent one: the running server's log, not that of a tool of the same app that
+    /// ended after it started.
     func latestInstance(_ target: Target) throws(APIError) -> String {
         switch target {
         case .instance(let id):
@@ -64,7 +66,10 @@ extension AppdClient {
             let all = try get(
                 AppdClient.path("instances", query: ["app": id, "all": "1"]), as: [APIInstance].self
             )
-            if let latest = all.max(by: { $0.startedAt < $1.startedAt }) { return latest.id }
+            let running = all.filter { $0.state != .exited }
+            if let latest = (running.isEmpty ? all : running).max(by: { $0.startedAt < $1.startedAt }) {
+                return latest.id
+            }
             _ = try get(AppdClient.path("apps", id), as: APIApp.self)
             throw APIError(
                 code: "notFound", message: "\(id) has no instance, running or ended",

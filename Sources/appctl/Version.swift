@@ -49,6 +49,9 @@ struct Version: ParsableCommand {
                 ),
                 ("socket", client.socketPath),
                 ("state root", info.stateRoot),
+                ("config", info.configFile.map { file in
+                    info.configFileExists == false ? "\(file) (not there: built-in settings)" : file
+                } ?? "(not reported by this daemon)"),
                 (
                     "you",
                     "uid \(caller.uid), gid \(caller.gid); may \(caller.rights.isEmpty ? "nothing" : caller.rights.joined(separator: ", "))"

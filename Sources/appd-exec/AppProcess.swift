@@ -52,6 +52,11 @@ enum AppProcess {
         let argv = cStrings(profile.arguments)
         let envp = cStrings(profile.environment)
 
+        if profile.refuseExecGain {
+            // Inherited by what the app forks and kept across its exec: the dynamic loader maps
+            // each segment with its final protection, so only code that writes code is refused.
+            try sys(appd_set_mdwe_refuse_exec_gain(), "mdwe", "cannot set PR_SET_MDWE")
+        }
         try Landlock.apply(profile)
         try launch.seccomp.install(logDenials: profile.logDenials)
         execve(executable, argv, envp)

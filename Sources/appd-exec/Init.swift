@@ -52,6 +52,7 @@ enum Init {
             try Mounts(profile: profile).build()
         }
         try Network.setUp(profile, joined: launch.joined)
+        if profile.memfdNoexec { try denyExecutableMemfds(profile) }
 
         // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile
         // (vfork semantics, as posix_spawn): a fork copied PID 1's page tables, and both then
@@ -69,5 +70,23 @@ enum Init {
         _ = appd_set_dumpable(1)
         if launch.channelFD >= 0 { close(launch.channelFD) }
         return Signals.supervise(app)
+    }
+
+    /// vm.memfd_noexec is kept per pid namespace and read from the writer's: written here, by
+    /// PID 1 of the instance's own namespace through its own procfs, it holds for every process
+    /// of the instance and for no one else. 2: memfd_create(MFD_EXEC) fails and every other memfd
+    /// is sealed non-executable, so no memfd can be exec'd (Linux 6.3; the policy asks only where
+    /// the kernel has it). Without a pid namespace of its own it would be the host's: refused.
+    private static func denyExecutableMemfds(_ profile: Profile) throws {
+        guard profile.namespaces.contains(.pid) else {
+            throw LaunchFailure("memfd-noexec", "needs the instance's own pid namespace (unshare pid)")
+        }
+        let path = "/proc/sys/vm/memfd_noexec"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        try sys(fd, "memfd-noexec", "cannot open \(path)")
+        defer { close(fd) }
+        guard FileIO.writeAll(fd, "2\n") else {
+            throw LaunchFailure.system("memfd-noexec", "cannot write \(path)")
+        }
     }
 }

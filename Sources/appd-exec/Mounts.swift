@@ -269,8 +269,10 @@ struct Mounts {
         }
     }
 
-    /// Adds nosuid,nodev (and read-only, never for dev-bind) to the bind at `target` and every
-    /// mount below it. mount_setattr(AT_RECURSIVE) covers submounts, which a remount does not,
+    /// Adds nosuid,nodev to the bind at `target` and every mount below it, and read-only to a
+    /// ro-bind, noexec to a rw-bind (never either for dev-bind): only signed code runs, so what
+    /// an app can write (its data and group containers, its tmp, an exception path) it can
+    /// neither exec nor map executable (mmap(PROT_EXEC) of such a file fails with EPERM). mount_setattr(AT_RECURSIVE) covers submounts, which a remount does not,
     /// and only ever sets flags, so flags the kernel locked on the source (noexec on a
     /// user-namespace mount) are kept by construction. Kernels before 5.12 get the classic
     /// remount of the top mount, retried with the source's own flags (`locked`) when the
@@ -279,13 +281,14 @@ struct Mounts {
         _ target: String, locked: () -> Int, readOnly: Bool, _ what: String
     ) throws {
         let attributes =
-            APPD_MOUNT_ATTR_NOSUID | APPD_MOUNT_ATTR_NODEV | (readOnly ? APPD_MOUNT_ATTR_RDONLY : 0)
+            APPD_MOUNT_ATTR_NOSUID | APPD_MOUNT_ATTR_NODEV
+            | (readOnly ? APPD_MOUNT_ATTR_RDONLY : APPD_MOUNT_ATTR_NOEXEC)
         if appd_mount_setattr_recursive(target, attributes) == 0 { return }
         guard errno == ENOSYS else {
             throw LaunchFailure.system("mount", "\(what): mount_setattr")
         }
         var flags = UInt(MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
-        if readOnly { flags |= UInt(MS_RDONLY) }
+        flags |= readOnly ? UInt(MS_RDONLY) : UInt(MS_NOEXEC)
         if mount(nil, target, nil, flags, nil) == 0 { return }
         guard errno == EPERM else { throw LaunchFailure.system("mount", "\(what): remount") }
         let lockedFlags = locked()
@@ -329,9 +332,10 @@ struct Mounts {
             "mount", "proc on \(destination)")
     }
 
-    /// /dev's own mounts: a shm tmpfs and, with `console`, a private devpts instance.
+    /// /dev's own mounts: a shm tmpfs (noexec, as every place the app can write) and, with
+    /// `console`, a private devpts instance.
     private func mountDevInstanceParts(_ dev: String) throws {
-        try mountTmpfs(dev + "/shm", mode: 0o1777, step: "mount")
+        try mountTmpfs(dev + "/shm", mode: 0o1777, step: "mount", noexec: true)
         if profile.console {
             try sys(
                 mount(
@@ -377,10 +381,11 @@ struct Mounts {
         return path
     }
 
-    private func mountTmpfs(_ path: String, mode: mode_t, step: String) throws {
+    private func mountTmpfs(_ path: String, mode: mode_t, step: String, noexec: Bool = false) throws {
         let options = "mode=0" + FileIO.octal(mode)
+        let flags = UInt(MS_NOSUID | MS_NODEV) | (noexec ? UInt(MS_NOEXEC) : 0)
         try sys(
-            mount("tmpfs", path, "tmpfs", UInt(MS_NOSUID | MS_NODEV), options), step,
+            mount("tmpfs", path, "tmpfs", flags, options), step,
             "tmpfs on \(path)")
     }
 }

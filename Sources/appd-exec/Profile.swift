@@ -27,6 +27,11 @@ struct Profile {
     var seccompRequired = true
     /// `log-denials`: ask the kernel to audit what Landlock and seccomp refuse the app.
     var logDenials = false
+    /// `mdwe`: the app process sets PR_SET_MDWE (no mapping gains PROT_EXEC) before its exec.
+    var refuseExecGain = false
+    /// `memfd-noexec`: PID 1 sets vm.memfd_noexec to 2 in the instance's pid namespace (no
+    /// memfd can be exec'd).
+    var memfdNoexec = false
     var directory: String?
     var environment: [String] = []
     var executable: String?

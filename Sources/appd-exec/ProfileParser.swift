@@ -215,6 +215,14 @@ struct ProfileParser {
             try fields(0)
             try once()
             profile.logDenials = true
+        case "mdwe":
+            try fields(0)
+            try once()
+            profile.refuseExecGain = true
+        case "memfd-noexec":
+            try fields(0)
+            try once()
+            profile.memfdNoexec = true
         case "chdir":
             try fields(1)
             try once()

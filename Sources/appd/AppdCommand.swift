@@ -22,6 +22,9 @@ struct AppdCommand: ParsableCommand {
 
             The state root is /var/lib/appd unless --root or APPD_ROOT says otherwise; settings \
             come from /etc/appd/appd.conf (or --config / APPD_CONFIG) when it exists.
+
+            Exit status: 0; 1 on an error (doctor: something needs attention); 64 on a usage \
+            error; run exits with the app's code.
             """,
         version: AppdVersion.current,
         subcommands: [
@@ -36,9 +39,23 @@ struct AppdCommand: ParsableCommand {
         Output.program = "appd"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         GlobalArguments.refuseMisspelledSubcommand(
-            arguments, program: "appd", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases })
+            arguments, program: "appd", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases },
+            elsewhere: otherToolsWords)
         main(arguments)
     }
+
+    /// Words for which appd has no command but the person typing meant one: appctl's commands
+    /// (running apps is appctl's), and the names other tools use for ours.
+    static let otherToolsWords: [String: String] = {
+        var words: [String: String] = ["remove": "appd uninstall", "rm": "appd uninstall", "add": "appd install"]
+        for command in ["launch", "activate", "background", "terminate", "kill", "suspend", "resume", "ps", "logs", "events", "top", "denials", "container"] {
+            words[command] = "appctl \(command)"
+        }
+        words["log"] = "appctl logs"
+        words["stop"] = "appctl terminate"
+        words["start"] = "appctl launch"
+        return words
+    }()
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
         GlobalArguments.hoist(arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])

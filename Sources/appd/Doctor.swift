@@ -6,9 +6,9 @@ import Foundation
 
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the registry against the disk and repair what is safe to repair.",
+        abstract: "Check the registry against the disk; with --repair, repair what is safe to repair.",
         discussion: """
-            Repairs: leftovers of interrupted operations, containers no app owns, modes of the \
+            Without --repair it only reports and changes nothing. --repair repairs: leftovers of interrupted operations, containers no app owns, modes of the \
             state root layout, owner and mode of data containers, a missing data container \
             (recreated empty), what an earlier removal could not delete and moved to \
             <root>/quarantine (retried; reported while it stays). Reports, without touching: a \
@@ -23,13 +23,24 @@ struct Doctor: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Flag(help: "Only report; change nothing.")
+    @Flag(help: "Repair what is safe to repair (without it, doctor only reports and changes nothing).")
+    var repair = false
+
+    // What doctor does without --repair; accepted for the scripts written when repairing was
+    // the default.
+    @Flag(help: .hidden)
     var checkOnly = false
+
+    func validate() throws {
+        if repair && checkOnly {
+            throw ValidationError("--repair and --check-only contradict each other: give one")
+        }
+    }
 
     func run() throws {
         try options.run {
-            let store = try options.openStore(.readWrite)
-            let report = try store.doctor(repair: !checkOnly, onWait: options.waitNotice)
+            let store = try options.openStore(repair ? .readWrite : .readOnly)
+            let report = try store.doctor(repair: repair, onWait: options.waitNotice)
             if options.json {
                 Output.json(report)
             } else {

@@ -5,7 +5,7 @@ import Foundation
 import Glibc
 
 /// What `appd install` was given: a bundle folder, an .ipa (zip with `Payload/Name.app`), a tar
-/// of a bundle's contents, or `-` for either archive on stdin. Archives are told apart by their
+/// of a bundle's contents (gzip'd or not), or `-` for any of these archives on stdin. Archives are told apart by their
 /// first bytes, never by their names. Each becomes the same tar stream (docs/bundle-archive.md):
 /// the daemon, or `--no-daemon`'s in-process extractor, reads nothing else.
 struct InstallSource {
@@ -23,6 +23,8 @@ struct InstallSource {
         case ipa(IPAArchive)
         /// A tar stream: the bytes already read to recognize it, then the rest of `fd`.
         case tar(fd: Int32, head: [UInt8], size: Int64?)
+        /// A gzip'd tar: the first inflated bytes (read to recognize the tar), then the rest.
+        case gzippedTar(GzipReader, head: [UInt8])
     }
 
     let kind: Kind
@@ -88,16 +90,33 @@ struct InstallSource {
             Glibc.close(fd)
             return try ipa(at: argument, shown: argument, name: name, limits: limits, cleanup: [])
         }
+        let base = (argument as NSString).lastPathComponent
+        if head.starts(with: GzipReader.magic) {
+            var guessed = base
+            for suffix in [".tgz", ".gz"] where guessed.hasSuffix(suffix) { guessed.removeLast(suffix.count) }
+            if guessed.hasSuffix(".tar") { guessed.removeLast(4) }
+            let folder: String
+            let gzipped: (reader: GzipReader, head: [UInt8])
+            do {
+                folder = try tarName(name ?? (guessed.hasSuffix(".app") ? guessed : guessed + ".app"), for: argument)
+                gzipped = try gzippedTar(fd: fd, head: head, shown: argument)
+            } catch {
+                Glibc.close(fd)
+                throw error
+            }
+            return InstallSource(
+                kind: .gzippedTar(gzipped.reader, head: gzipped.head), name: folder, shown: "\(argument):\(folder)",
+                totals: nil, cleanup: [{ Glibc.close(fd) }])
+        }
         guard isTar(head) else {
             Glibc.close(fd)
             throw AppdError(
                 .invalidBundle,
-                "\(argument) is not a bundle: neither a folder, nor a zip (.ipa), nor a tar archive",
+                "\(argument) is not a bundle: neither a folder, nor a zip (.ipa), nor a tar archive (gzip'd or not)",
                 hint:
                     "install a Name.app folder, a Name.ipa (Payload/Name.app inside), or tar -C Name.app -cf Name.tar ."
             )
         }
-        let base = (argument as NSString).lastPathComponent
         let guessed = base.hasSuffix(".tar") ? String(base.dropLast(4)) : base
         let folder = try tarName(
             name ?? (guessed.hasSuffix(".app") ? guessed : guessed + ".app"), for: argument)
@@ -134,9 +153,13 @@ struct InstallSource {
                 throw error
             }
         }
-        guard isTar(head) else {
+        var gzipped: (reader: GzipReader, head: [UInt8])?
+        if head.starts(with: GzipReader.magic) {
+            gzipped = try gzippedTar(fd: STDIN_FILENO, head: head, shown: "stdin")
+        }
+        guard gzipped != nil || isTar(head) else {
             throw AppdError(
-                .invalidBundle, "stdin is neither a zip (.ipa) nor a tar archive",
+                .invalidBundle, "stdin is neither a zip (.ipa) nor a tar archive (gzip'd or not)",
                 hint:
                     "appd install - reads an .ipa or a tar of a bundle's contents (tar -C Name.app -cf - .)"
             )
@@ -147,7 +170,8 @@ struct InstallSource {
         }
         let folder = try tarName(name, for: "stdin")
         return InstallSource(
-            kind: .tar(fd: STDIN_FILENO, head: head, size: nil), name: folder,
+            kind: gzipped.map { .gzippedTar($0.reader, head: $0.head) } ?? .tar(fd: STDIN_FILENO, head: head, size: nil),
+            name: folder,
             shown: "stdin:\(folder)",
             totals: nil, cleanup: [])
     }
@@ -166,6 +190,27 @@ struct InstallSource {
             kind: .ipa(archive), name: archive.appName,
             shown: "\(shown):Payload/\(archive.appName)",
             totals: (archive.fileCount, archive.totalBytes), cleanup: cleanup)
+    }
+
+    /// A gzip stream whose inflated start is a tar header: the reader, and that start.
+    private static func gzippedTar(fd: Int32, head: [UInt8], shown: String) throws -> (reader: GzipReader, head: [UInt8]) {
+        let reader = try GzipReader(fd: fd, head: head, shown: shown)
+        var inner = [UInt8](repeating: 0, count: 512)
+        var filled = 0
+        while filled < inner.count {
+            let count = try inner.withUnsafeMutableBytes { bytes in
+                try reader.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled...]))
+            }
+            if count == 0 { break }
+            filled += count
+        }
+        let tarHead = Array(inner[..<filled])
+        guard isTar(tarHead) else {
+            throw AppdError(
+                .invalidBundle, "\(shown) is gzip'd, but what it holds is not a tar archive",
+                hint: "install a gzip'd tar of a bundle's contents: tar -C Name.app -czf Name.tar.gz .")
+        }
+        return (reader, tarHead)
     }
 
     private static func tarName(_ name: String, for what: String) throws -> String {
@@ -187,6 +232,14 @@ struct InstallSource {
             try BundleArchiveWriter.write(bundleAt: path, onFile: onFile, to: sink)
         case .ipa(let archive):
             try archive.write(onFile: onFile, to: sink)
+        case .gzippedTar(let reader, let head):
+            try head.withUnsafeBytes { try sink($0) }
+            var buffer = [UInt8](repeating: 0, count: BundleArchiveWriter.chunkSize)
+            while true {
+                let n = try buffer.withUnsafeMutableBytes { try reader.read(into: $0) }
+                if n == 0 { return }
+                try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
+            }
         case .tar(let fd, let head, _):
             try head.withUnsafeBytes { try sink($0) }
             var buffer = [UInt8](repeating: 0, count: BundleArchiveWriter.chunkSize)

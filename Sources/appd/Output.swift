@@ -15,7 +15,7 @@ extension Output {
     static func warnQuarantined(_ report: RecoveryReport) {
         for entry in report.quarantined {
             FileHandle.standardError.write(
-                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason) (fix the cause, then 'appd doctor')\n".utf8))
+                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason) (fix the cause, then 'appd doctor --repair')\n".utf8))
         }
     }
 }

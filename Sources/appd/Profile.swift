@@ -15,7 +15,9 @@ struct Profile: ParsableCommand {
             what appd-exec builds at launch. By default a summary of about ten lines; --full \
             prints every mount, Landlock rule, seccomp rule group, limit and variable; --json \
             the whole profile; --launcher the text handed to appd-exec \
-            (docs/launcher-protocol.md).
+            (docs/launcher-protocol.md). --path P says whether and how the app sees the host's \
+            P and which mount or Landlock rule decides: a hidden file gives the app ENOENT from \
+            its own root, and no denial is logged for it.
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -34,13 +36,36 @@ struct Profile: ParsableCommand {
     @Flag(help: "With --full: list every seccomp rule, not only their groups.")
     var verbose = false
 
+    @Option(
+        help: ArgumentHelp(
+            "Say whether and how the app sees this host path (hidden, no-access, read-only, read-write) and why.",
+            valueName: "path"))
+    var path: String?
+
+    func validate() throws {
+        if let path, !path.hasPrefix("/") {
+            throw ValidationError("--path \(path): give an absolute path, as the host names it")
+        }
+    }
+
     func run() throws {
         try options.run {
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
             var profile = try store.sandboxProfile(for: app)
             profile.dataQuota = store.dataQuotaStatus(for: app)
-            if launcher {
+            if let path {
+                let access = profile.access(toHostPath: path)
+                if options.json {
+                    Output.json(access)
+                } else {
+                    print("\(access.path): \(access.verdict.rawValue)" + (access.executable && access.verdict != .hidden && access.verdict != .noAccess ? " (may execute)" : ""))
+                    print("  why: \(access.reason)")
+                    if access.verdict != .hidden && access.verdict != .noAccess {
+                        print("  also: the file's own owner and mode apply, for the app's uid \(profile.uid)")
+                    }
+                }
+            } else if launcher {
                 print(profile.encoded(), terminator: "")
             } else if options.json {
                 Output.json(profile)
@@ -70,6 +95,8 @@ struct ProfileText {
         }
         row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
         row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
+        if let ports = p.loopbackPorts { row("loopback", ProfileSummary.loopbackText(ports)) }
+        row("code", ProfileSummary.codeText(p))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)
         section("filesystem (on an empty root)")
@@ -77,7 +104,7 @@ struct ProfileText {
             switch mount.kind {
             case .roBind, .roBindTry:
                 item("\(mount.destination)  read-only" + (mount.kind == .roBindTry ? " (if present)" : ""))
-            case .rwBind: item("\(mount.destination)  read-write")
+            case .rwBind: item("\(mount.destination)  read-write, noexec")
             case .devBind: item("\(mount.destination)  device")
             case .symlink: item("\(mount.destination) -> \(mount.source ?? "")")
             case .tmpfs: item("\(mount.destination)  empty tmpfs")

@@ -24,6 +24,8 @@ struct ProfileSummary {
             "\(p.app.dataContainer) (read-write)"
                 + (groups.isEmpty ? "" : "; \(groups.count) group container(s) read-write"))
         row("may", abilities.joined(separator: "; "))
+        if let ports = p.loopbackPorts { row("loopback", Self.loopbackText(ports)) }
+        row("code", Self.codeText(p))
         row(
             "limits",
             Self.cgroupText(p.cgroupLimits) + ", open files \(openFiles); "
@@ -43,6 +45,29 @@ struct ProfileSummary {
                 "namespaces, Landlock (ABI \(p.landlock.minimumABI)+), seccomp (\(p.seccomp.rules.count) rules), cgroup: all in force"
             )
         }
+    }
+
+    /// What the loopback guard lets an app on the host's network reach there.
+    static func loopbackText(_ ports: [UInt16]) -> String {
+        "the host's 127.0.0.0/8 and ::1 refused (cgroup filter)"
+            + (ports.isEmpty ? "" : " but port\(ports.count == 1 ? "" : "s") \(ports.map(String.init).joined(separator: " ")) (LoopbackPorts=)")
+            + "; its own sockets there allowed"
+    }
+
+    /// What code the app can run (docs/sandbox-layers.md, "Code"), from what the profile does.
+    static func codeText(_ p: SandboxProfile) -> String {
+        var parts = ["only the bundle's and the system's: what it can write is mounted noexec"]
+        let rules = p.seccomp.rules
+        if p.refuseExecGain {
+            parts.append("no mapping gains PROT_EXEC (PR_SET_MDWE)")
+        } else if rules.contains(where: { $0.syscall == "mprotect" && $0.conditions.count == 1 && $0.conditions[0].value == 0x4 }) {
+            parts.append("mprotect(PROT_EXEC) refused (seccomp; this kernel has no PR_SET_MDWE)")
+        } else {
+            parts.append("writable and executable memory allowed (cs.allow-jit)")
+        }
+        if rules.contains(where: { $0.syscall == "memfd_create" }) { parts.append("no memfds") }
+        if p.memfdNoexec { parts.append("no memfd exec'd (vm.memfd_noexec=2)") }
+        return parts.joined(separator: "; ")
     }
 
     /// The granted entitlements in words; the baseline when there are none.

@@ -16,6 +16,11 @@ struct Serve: ParsableCommand {
             apps keep running and the next 'appd serve' re-adopts them. SIGHUP (systemctl \
             reload appd, appd reload) reads appd.conf again; running apps are not touched.
 
+            One daemon per state root: it locks <root>/daemon.pid for its life, and a second \
+            'appd serve' on that root exits naming the pid that holds it. The socket it binds \
+            is recorded in <root>/run/appd.socket-path (/run/appd for the system's root), where \
+            'appctl --root' finds it.
+
             Example, a private state root:
               sudo appd serve --root /tmp/appd-demo &
               appctl --root /tmp/appd-demo launch com.example.hello

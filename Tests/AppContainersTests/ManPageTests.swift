@@ -79,6 +79,35 @@ struct ManPageTests {
         (try? Self.render(page, device: "ascii").output) ?? ""
     }
 
+    @Test("the EXIT STATUS table of appd(8) and appctl(1) lists 0, 1 and 64, and the built tools return them")
+    func exitStatusTable() throws {
+        let noDaemon = ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"]
+        // A command that gets each code, without a daemon.
+        let cases: [(tool: String, page: String, code: Int32, arguments: [String])] = [
+            ("appd", "appd.8", 0, ["--version"]),
+            ("appd", "appd.8", 1, ["verify", "/nonexistent/Hello.app"]),
+            ("appd", "appd.8", 64, ["list", "--no-such-option"]),
+            ("appctl", "appctl.1", 0, ["--version"]),
+            ("appctl", "appctl.1", 1, ["ps"]),
+            ("appctl", "appctl.1", 64, ["launch"]),
+        ]
+        for page in ["appd.8", "appctl.1"] {
+            let text = try Self.render(page, device: "ascii").output
+            let table = Self.sections(text).first { $0.heading == "EXIT STATUS" }?.lines ?? []
+            // A row: the code alone at the start of a line, its meaning after it.
+            let codes = Set(table.compactMap { line in
+                line.trimmingCharacters(in: .whitespaces).split(separator: " ").first.flatMap { Int32($0) }
+            })
+            #expect(codes == [0, 1, 64], "\(page) lists \(codes.sorted())")
+        }
+        for item in cases {
+            let result = try runTool(item.tool, item.arguments, environment: noDaemon)
+            #expect(
+                result.code == item.code,
+                "\(item.tool) \(item.arguments.joined(separator: " ")) exited \(result.code), \(item.page) says \(item.code): \(result.output)")
+        }
+    }
+
     @Test("appd(8) and appctl(1) describe every subcommand the built tools have")
     func everySubcommand() throws {
         for (tool, page) in [("appd", "appd.8"), ("appctl", "appctl.1")] {

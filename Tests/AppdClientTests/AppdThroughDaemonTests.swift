@@ -154,7 +154,7 @@ struct AppdThroughDaemonTests {
         #expect(
             failed.stderr == """
                 appd: appd is not running (no daemon listening on \(scratch.path)/run/appd.sock)
-                hint: start it: systemctl start appd.socket, or appd serve --root DIR; or, as root, run this command in-process with --no-daemon
+                hint: the path is the default of \(scratch.path) (from --root): no daemon of it recorded another in \(scratch.path)/run/appd.socket-path; start it: appd serve --root \(scratch.path), or name the daemon's socket with --socket or APPD_SOCKET; or, as root, run this command in-process with --no-daemon
 
                 """)
     }

@@ -17,6 +17,14 @@ struct CommandLineMistakeTests {
         return (result.code, result.output)
     }
 
+    /// `tool typed com.example.x` is a usage error (64) whose message says `expected`.
+    func expectUsageError(_ tool: String, _ typed: String, saying expected: String) throws {
+        let result = try run(tool, [typed, "com.example.x"])
+        #expect(result.status == 64)
+        #expect(result.output.contains(expected), "\(result.output)")
+        #expect(!result.output.contains("unexpected argument"), "\(result.output)")
+    }
+
     @Test(
         "a misspelled subcommand is answered with the one meant",
         arguments: [
@@ -26,11 +34,19 @@ struct CommandLineMistakeTests {
             ("appd", "unistall", "uninstall"),
         ])
     func misspelled(tool: String, typed: String, meant: String) throws {
-        let result = try run(tool, [typed, "com.example.x"])
-        #expect(result.status == 64)
-        #expect(
-            result.output.contains("unknown command '\(typed)'. Did you mean '\(meant)'?"),
-            "\(result.output)")
+        try expectUsageError(tool, typed, saying: "unknown command '\(typed)'. Did you mean '\(meant)'?")
+    }
+
+    @Test(
+        "the other tool's command, or another tool's word for ours, is answered with the right one",
+        arguments: [
+            ("appctl", "install", "appd install"), ("appctl", "uninstall", "appd uninstall"),
+            ("appd", "launch", "appctl launch"), ("appd", "ps", "appctl ps"),
+            ("appctl", "log", "appctl logs"), ("appctl", "stop", "appctl terminate"),
+            ("appd", "stop", "appctl terminate"),
+        ])
+    func otherToolsCommand(tool: String, typed: String, meant: String) throws {
+        try expectUsageError(tool, typed, saying: "\(tool) has no command '\(typed)': \(typed) is '\(meant)'")
     }
 
     @Test("a word far from every subcommand, or an alias, is left to the parser")

@@ -10,17 +10,19 @@ struct AppOverrideTests {
         "one app gets its own MemoryMax and loses network.client without re-signing; its neighbour keeps the host's"
     )
     func limitsAndRevokedEntitlement() throws {
+        // A host service the admin lets network apps reach (the loopback guard refuses others).
+        let listener = try HostListener()
         let daemon = try TestDaemon(
             config: """
                 [Sandbox]
                 MemoryMax=256M
+                LoopbackPorts=\(listener.port)
                 [App com.example.Narrowed]
                 MemoryMax=64M
                 RevokeEntitlements=com.apple.security.network.client
                 """)
         try daemon.installProbe("com.example.narrowed", entitlements: Self.networkClient)
         try daemon.installProbe("com.example.neighbour", entitlements: Self.networkClient)
-        let listener = try HostListener()
 
         // The limit: the override's for one, the host's for the other.
         let narrowed = try daemon.launch("com.example.narrowed", ["sleep", "60"])

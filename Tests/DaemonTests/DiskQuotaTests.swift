@@ -210,12 +210,12 @@ struct DiskQuotaTests {
         try String(contentsOfFile: daemon.configPath, encoding: .utf8)
             .replacingOccurrences(of: "DataQuota=16M", with: "DataQuota=32M")
             .write(toFile: bigger, atomically: true, encoding: .utf8)
-        let check = try daemon.run("appd", ["doctor", "--check-only", "--config", bigger])
+        let check = try daemon.run("appd", ["doctor", "--config", bigger])
         #expect(
             check.output.contains(
                 "data container: its limit is 16777216 bytes, [Sandbox] DataQuota= says 33554432"),
             "\(check.output)")
-        _ = try daemon.run("appd", ["doctor", "--config", bigger])
+        _ = try daemon.run("appd", ["doctor", "--repair", "--config", bigger])
         let after = try daemon.run("appd", ["profile", "--config", bigger, "com.example.filler"])
         #expect(after.output.contains("data container: 32M (project quota"), "\(after.output)")
     }

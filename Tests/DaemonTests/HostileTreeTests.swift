@@ -116,16 +116,16 @@ struct HostileTreeTests {
             #expect(try daemon.run("appd", ["uninstall", "com.example.next"]).code == 0)
         }
 
-        let check = try daemon.run("appd", ["doctor", "--check-only"])
+        let check = try daemon.run("appd", ["doctor"])
         #expect(check.code == 1)
         #expect(
             check.output.components(separatedBy: "quarantined: an earlier removal failed").count
                 == 3, "\(check.output)")
-        let stillStuck = try daemon.run("appd", ["doctor"])
+        let stillStuck = try daemon.run("appd", ["doctor", "--repair"])
         #expect(stillStuck.output.contains("still cannot be removed"), "\(stillStuck.output)")
 
         for path in pinned { try Self.chattr("-i", path) }
-        let repaired = try daemon.run("appd", ["doctor"])
+        let repaired = try daemon.run("appd", ["doctor", "--repair"])
         #expect(repaired.code == 0, "\(repaired.output)")
         #expect(Self.entries("\(daemon.root)/quarantine").isEmpty)
     }
@@ -148,7 +148,7 @@ struct HostileTreeTests {
         // inside the leftover, as an admin's debugging or a crashed launch might leave one.
         let script = """
             mount --make-rprivate / && mount --bind \(victim) \(root)/quarantine/trash-mounted/inner && \
-            \(builtExecutable("appd")) doctor; echo "doctor exit $?"; umount \(root)/quarantine/trash-mounted/inner
+            \(builtExecutable("appd")) doctor --repair; echo "doctor exit $?"; umount \(root)/quarantine/trash-mounted/inner
             """
         let result = try TestDaemon.run(
             "/usr/bin/unshare", ["--mount", "/bin/sh", "-c", script],

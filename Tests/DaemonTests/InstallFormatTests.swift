@@ -208,6 +208,59 @@ struct InstallFormatTests {
         let instance = try daemon.launch("com.example.tar", ["exit", "0"])
         #expect(try daemon.wait(instance.id).exit?.code == 0)
     }
+
+    @Test("a gzip'd tar installs as .tar.gz, .tgz and on stdin (told by its magic); a corrupt or truncated one is refused by name")
+    func gzippedTar() throws {
+        let daemon = try TestDaemon()
+        let bundle = try daemon.makeProbe("com.example.tgz")
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let tarGz = "\(daemon.directory)/Probe.tar.gz"
+        #expect(try runTool("/usr/bin/tar", ["-C", bundle, "-czf", tarGz, "."]).code == 0)
+        let fromFile = try daemon.run("appd", ["install", tarGz])
+        #expect(fromFile.code == 0, "\(fromFile.output)")
+        #expect(try daemon.client.get("/v1/apps/com.example.tgz", as: APIApp.self).bundlePath?.hasSuffix("/Probe.app") == true)
+        let tgz = "\(daemon.directory)/Probe.tgz"
+        #expect(link(tarGz, tgz) == 0)
+        let fromTgz = try daemon.run("appd", ["install", tgz])
+        #expect(fromTgz.output.contains("Reinstalled com.example.tgz"), "\(fromTgz.output)")
+        let environment = ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin"]
+        let fromStdin = try runTool("appd", ["install", "--name", "Probe.app", "-"], stdin: tarGz, environment: environment)
+        #expect(fromStdin.output.contains("Reinstalled com.example.tgz"), "\(fromStdin.output)")
+
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: tarGz)))
+        let truncated = "\(daemon.directory)/Truncated.tar.gz"
+        try Data(bytes.prefix(bytes.count / 2)).write(to: URL(fileURLWithPath: truncated))
+        let cut = try daemon.run("appd", ["install", truncated])
+        #expect(cut.code == 1)
+        #expect(cut.output.contains("\(truncated): the gzip stream is truncated"), "\(cut.output)")
+        for index in stride(from: 40, to: bytes.count - 8, by: 97) { bytes[index] ^= 0x5A }
+        let corrupt = "\(daemon.directory)/Corrupt.tar.gz"
+        try Data(bytes).write(to: URL(fileURLWithPath: corrupt))
+        let bad = try daemon.run("appd", ["install", corrupt])
+        #expect(bad.code == 1)
+        #expect(bad.output.contains("\(corrupt)"), "\(bad.output)")
+        let gzippedJunk = "\(daemon.directory)/junk.gz"
+        #expect(try runTool("/bin/sh", ["-c", "head -c 4096 /dev/zero | gzip > \(gzippedJunk)"]).code == 0)
+        let notTar = try daemon.run("appd", ["install", gzippedJunk])
+        #expect(notTar.output.contains("is gzip'd, but what it holds is not a tar archive"), "\(notTar.output)")
+        #expect(try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self).isEmpty)
+    }
+
+    @Test("a tar of the folder (X.app/ at its top) is refused with the command that makes the right one")
+    func tarOfTheFolder() throws {
+        let daemon = try TestDaemon()
+        let bundle = try daemon.makeProbe("com.example.nested")
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let tar = "\(daemon.directory)/Nested.tar"
+        let parent = (bundle as NSString).deletingLastPathComponent
+        #expect(try runTool("/usr/bin/tar", ["-C", parent, "-cf", tar, "Probe.app"]).code == 0)
+        let refused = try daemon.run("appd", ["install", tar])
+        #expect(refused.code == 1)
+        #expect(
+            refused.output.contains(
+                "it holds Probe.app/ with one: the archive was made of the folder rather than of its contents (make it with tar -C Probe.app -cf Probe.tar . , or install Probe.app itself)"),
+            "\(refused.output)")
+    }
 }
 
 @Suite("install progress on a terminal", .serialized, rootOnly)

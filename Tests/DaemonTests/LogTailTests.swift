@@ -7,6 +7,24 @@ struct LogTailTests {
     /// Each chatter line is 100 bytes: 1,000 lines pass a 32 KiB log's rotation three times.
     static let logMax = 32 << 10
 
+    @Test("appctl logs APPID takes the newest running instance, not a newer one that exited; with none running, the newest")
+    func runningInstanceFirst() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.server")
+        let server = try daemon.launch("com.example.server", ["ignore-term", "60"])
+        #expect(daemon.eventually { (try? daemon.logs(server.id))?.contains("ignore-term: value ready") == true })
+        let tool = try daemon.launch("com.example.server", ["env"])
+        _ = try daemon.wait(tool.id)
+        let running = try daemon.run("appctl", ["logs", "com.example.server"])
+        #expect(running.code == 0, "\(running.output)")
+        #expect(running.output == "ignore-term: value ready\n", "\(running.output)")
+
+        _ = try daemon.client.post("/v1/instances/\(server.id)/kill", as: APIInstance.self)
+        _ = try daemon.wait(server.id)
+        let newest = try daemon.run("appctl", ["logs", "com.example.server"])
+        #expect(newest.output.contains("env: value HOME="), "\(newest.output)")
+    }
+
     @Test(
         "-n N prints exactly the last N lines, across the rotated file too; -n 0 nothing; a bad N is refused"
     )

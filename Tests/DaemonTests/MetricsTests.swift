@@ -281,13 +281,26 @@ struct MetricsTests {
                 return total > 0 && total == Double(info?.denials ?? -1)
             }, "\(total) vs \(String(describing: info?.denials))")
 
-        // Uninstalled: the app's series go with it.
+        // Uninstalled and installed again: its counters go on from where they were, never
+        // back to 0 (Prometheus would read that as a restart).
+        let before = try Self.scrape(daemon)
+        let launches = try #require(before.value("appd_launches_total", ["app": app]))
+        let cpu = try #require(before.value("appd_app_cpu_seconds_total", ["app": app]))
         #expect(try daemon.run("appd", ["uninstall", app]).code == 0)
         let gone = try Self.scrape(daemon)
-        #expect(
-            !gone.values.keys.contains { $0.labels["app"] != nil },
-            "\(gone.values.keys.filter { $0.labels["app"] != nil })")
         #expect(gone.value("appd_apps_installed") == 0)
+        #expect(gone.series("appd_app_memory_bytes").isEmpty)
+        #expect(gone.value("appd_launches_total", ["app": app]) == launches, "kept while uninstalled")
+        // The same signed bundle again (installProbe made and signed it above).
+        let reinstalled = try daemon.run("appd", ["install", "\(daemon.directory)/src-\(app)/Probe.app"])
+        #expect(reinstalled.code == 0, "\(reinstalled.output)")
+        let again = try daemon.launch(app, ["exit", "0"])
+        _ = try daemon.wait(again.id)
+        let back = try Self.scrape(daemon)
+        #expect(back.value("appd_launches_total", ["app": app]) == launches + 1)
+        #expect(back.value("appd_exits_total", ["app": app, "reason": "killed"]) == 1)
+        #expect((back.value("appd_app_cpu_seconds_total", ["app": app]) ?? 0) >= cpu)
+        #expect((back.value("appd_denials_total", ["app": app]) ?? 0) >= total)
     }
 
     @Test(

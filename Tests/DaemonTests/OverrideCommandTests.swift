@@ -14,9 +14,10 @@ struct OverrideCommandTests {
         "an override is written into appd.conf, shown by appd profile and appctl info, and enforced at the next launch: memory.max, pids.max, cpu weight, the denied entitlement"
     )
     func enforcedAtLaunch() throws {
-        let daemon = try TestDaemon(config: Self.adminLines)
-        try daemon.installProbe("com.example.narrowed", entitlements: Self.networkClient)
+        // Its port allowed on the loopback: only the revoked entitlement refuses the connect.
         let listener = try HostListener()
+        let daemon = try TestDaemon(config: Self.adminLines + "[Sandbox]\nLoopbackPorts=\(listener.port)\n")
+        try daemon.installProbe("com.example.narrowed", entitlements: Self.networkClient)
 
         let result = try daemon.run(
             "appd",
@@ -115,9 +116,10 @@ struct OverrideCommandTests {
         "never widens: --allow of an entitlement the signer never granted changes nothing, and the app still lacks it"
     )
     func neverWidens() throws {
-        let daemon = try TestDaemon()
-        try daemon.installProbe("com.example.offline")  // no network entitlement
+        // Its port allowed on the loopback: only the missing entitlement refuses the connect.
         let listener = try HostListener()
+        let daemon = try TestDaemon(config: "[Sandbox]\nLoopbackPorts=\(listener.port)\n")
+        try daemon.installProbe("com.example.offline")  // no network entitlement
         let before = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
 
         let allow = try daemon.run(

@@ -91,9 +91,17 @@ extension TestDaemon {
     /// but its sources and README (as scripts/build-sample does), with CFBundleVersion
     /// `version`, signs it with the daemon's trusted key and installs it through the daemon.
     func installSample(_ name: String, version: String = "1") throws {
+        let bundle = "\(directory)/src-\(name)-\(version)/\(name).app"
+        try assembleSample(name, version: version, into: bundle)
+        try Self.tool(["sign", "--key", signingKey, bundle])
+        let result = try run("appd", ["install", bundle])
+        guard result.code == 0 else { throw DaemonFailure("appd install \(name) \(version) failed: \(result.output)") }
+    }
+
+    /// `<name>.app` at `bundle`, unsigned, as scripts/build-sample assembles it.
+    func assembleSample(_ name: String, version: String = "1", into bundle: String) throws {
         let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
             .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
-        let bundle = "\(directory)/src-\(name)-\(version)/\(name).app"
         let files = FileManager.default
         try? files.removeItem(atPath: bundle)
         try files.createDirectory(atPath: bundle, withIntermediateDirectories: true)
@@ -106,9 +114,6 @@ extension TestDaemon {
                 with: "<key>CFBundleVersion</key>\n\t<string>\(version)</string>")
         guard info.contains("<string>\(version)</string>") else { throw DaemonFailure("could not set CFBundleVersion \(version) in \(name)'s Info.plist") }
         try info.write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
-        try Self.tool(["sign", "--key", signingKey, bundle])
-        let result = try run("appd", ["install", bundle])
-        guard result.code == 0 else { throw DaemonFailure("appd install \(name) \(version) failed: \(result.output)") }
     }
 
     /// How many `player: tick N state=STATE` lines the instance printed.

@@ -101,6 +101,17 @@ struct SupervisionTests {
         let ended = try daemon.wait(instance.id)
         #expect(ended.exit?.reason == .outOfMemory)
         #expect(ended.exit?.signal == SIGKILL)
+        #expect(ended.exit?.message?.contains("its limit: MemoryMax=33554432 of [Sandbox]") == true, "\(ended.exit?.message ?? "")")
+    }
+
+    @Test("an OOM kill under an [App ID] MemoryMax= names that section, not [Sandbox]")
+    func outOfMemoryOverride() throws {
+        let daemon = try TestDaemon(config: "[Sandbox]\nMemoryMax=512M\n[App com.example.hungry]\nMemoryMax=32M\n")
+        try daemon.installProbe("com.example.hungry")
+        let instance = try daemon.launch("com.example.hungry", ["alloc", "256"])
+        let ended = try daemon.wait(instance.id)
+        #expect(ended.exit?.reason == .outOfMemory)
+        #expect(ended.exit?.message?.contains("its limit: MemoryMax=32M of [App com.example.hungry]") == true, "\(ended.exit?.message ?? "")")
     }
 
     @Test("a launch that cannot build its sandbox is recorded as failed-to-launch with the launcher's message")

@@ -27,15 +27,16 @@ final class TestDaemon {
     let wrapper: [String]
 
     /// `root`: a state root of the test's own (its own filesystem), instead of one in the
-    /// daemon's folder.
+    /// daemon's folder. `socketName`: serve `--socket <folder>/<socketName>` instead of the
+    /// root's default.
     init(
         config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = [],
-        root: String? = nil
+        root: String? = nil, socketName: String? = nil
     ) throws {
         self.environment = environment
         self.arguments = arguments
         self.wrapper = wrapper
-        daemon = try DaemonProcess(label: "appd-daemon-test", root: root)
+        daemon = try DaemonProcess(label: "appd-daemon-test", root: root, socketName: socketName)
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
         try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])

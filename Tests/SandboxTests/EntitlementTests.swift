@@ -7,10 +7,11 @@ import Testing
 /// Each entitlement of DESIGN.md's table: the right is there when entitled, and absent when not.
 @Suite("entitlements in a real sandbox", .serialized, rootOnly)
 struct EntitlementTests {
-    @Test("network: none cannot reach the host's 127.0.0.1; client can connect but not bind; server can bind")
+    @Test("network: none cannot reach the host's 127.0.0.1, nor client but on a LoopbackPorts= port; client can connect but not bind; server can bind")
     func network() throws {
         let listener = try HostListener()
-        let world = try SandboxWorld()
+        let unlisted = try HostListener()
+        let world = try SandboxWorld { $0.sandbox.loopbackPorts = [listener.port] }
         try world.install("com.example.none")
         try world.install("com.example.client", entitlements: ["com.apple.security.network.client": .bool(true)])
         try world.install("com.example.server", entitlements: ["com.apple.security.network.server": .bool(true)])
@@ -20,6 +21,8 @@ struct EntitlementTests {
         #expect(none.refused("connect"), "\(none)")
         let client = try world.launch("com.example.client", ["connect", "127.0.0.1", port])
         #expect(client.allowed("connect"), "\(client)")
+        let notListed = try world.launch("com.example.client", ["connect", "127.0.0.1", String(unlisted.port)])
+        #expect(notListed.refused("connect"), "\(notListed)")
         let clientBind = try world.launch("com.example.client", ["bind", "0"])
         #expect(clientBind.refused("bind") || clientBind.refused("listen"), "\(clientBind)")
         let clientBindPort = try world.launch("com.example.client", ["bind", "47123"])

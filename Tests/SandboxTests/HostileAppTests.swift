@@ -19,9 +19,12 @@ struct HostileAppTests {
         "abi-x32", "raise-hard-rlimit", "mknod-device", "write-proc-self-exe", "read-etc-shadow",
         "write-tmp", "write-var-tmp", "write-root", "write-etc", "write-dev-shm", "write-bundle",
         "write-own-executable",
+        // A memfd can be written and then mapped executable: refused without cs.allow-jit
+        // (issue 24 §4, docs/sandbox-layers.md "Code").
+        "memfd",
     ]
     static let allowedBaseline = [
-        "fork", "exec-sh", "thread", "socketpair-unix", "socket-inet", "getrandom", "memfd",
+        "fork", "exec-sh", "thread", "socketpair-unix", "socket-inet", "getrandom",
         "mmap-rw", "write-documents", "personality-query", "socket-netlink-route",
     ]
 
@@ -164,17 +167,22 @@ struct HostileAppTests {
         #expect(noConsole["list"] == "refused ENOENT", "\(noConsole)")
     }
 
-    @Test("the sample Swift app runs sandboxed: Bundle.main, FileManager, UserDefaults, Process")
-    func swiftFoundationApp() throws {
+    /// With network.client too (as the sample's own Entitlements.plist asks): on the host's
+    /// network, under the loopback guard, Foundation's Process still works (its CFSocket wakes
+    /// through a UDP pair on 127.0.0.1: the app's own sockets), and under MDWE without memfds.
+    @Test(
+        "the sample Swift app runs sandboxed: Bundle.main, FileManager, UserDefaults, Process",
+        arguments: [false, true])
+    func swiftFoundationApp(networkClient: Bool) throws {
         let world = try SandboxWorld()
-        let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/Hello")
-        let greeting = try String(contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
-        try world.install("com.example.hello", name: "Hello", executable: builtExecutable("Hello"),
-            entitlements: [:], resources: ["greeting.txt": greeting])
+        let greeting = try world.installHello(
+            "com.example.hello",
+            entitlements: networkClient ? ["com.apple.security.network.client": .bool(true)] : [:])
         let app = try world.app("com.example.hello")
         for expected in [1, 2] {
             let run = try world.launch("com.example.hello", ["x"])
+            #expect(run.profile.refuseExecGain, "\(run.profile)")
+            #expect((run.profile.loopbackPorts != nil) == networkClient)
             #expect(run.status == .exited(0), "\(run)")
             #expect(run.output.contains(greeting.trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(run.output.contains("launches:  \(expected) ("), "\(run)")

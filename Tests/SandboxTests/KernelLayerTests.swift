@@ -126,10 +126,11 @@ struct KernelLayerLaunchTests {
         "ABI 2 network.client: connects; cannot bind a TCP port nor listen; no unix socket but a stream pair"
     )
     func clientOnABI2() throws {
-        let world = try SandboxWorld()
+        // A host service the admin lets apps reach (the loopback guard refuses the others).
+        let host = try HostListener()
+        let world = try SandboxWorld { $0.sandbox.loopbackPorts = [host.port] }
         try world.install(
             "com.example.client", entitlements: ["com.apple.security.network.client": .bool(true)])
-        let host = try HostListener()
         let connect = try world.launch(
             "com.example.client", ["connect", "127.0.0.1", "\(host.port)"], kernel: Self.abi2)
         #expect(connect.allowed("connect"), "\(connect)")
@@ -194,6 +195,44 @@ struct KernelLayerLaunchTests {
         let run = try world.launch("com.example.client", ["socketpair-dgram", inbox.name])
         #expect(run.allowed("socketpair-dgram") && run.refused("sendto-abstract"), "\(run)")
         #expect(inbox.received() == nil)
+    }
+
+    /// Linux 6.1 as far as code goes: no PR_SET_MDWE, no vm.memfd_noexec.
+    static let noMDWE: KernelLayers = {
+        var kernel = KernelLayers.detect()
+        kernel.mdwe = false
+        kernel.memfdNoexec = false
+        return kernel
+    }()
+
+    @Test(
+        "without PR_SET_MDWE (before 6.3): seccomp stands in, RW->RX and the other ways to run written code are refused, and a Swift Foundation app and the dynamically linked probe still run"
+    )
+    func codeWithoutMDWE() throws {
+        let world = try SandboxWorld()
+        try world.install("com.example.probe")
+        let run = try world.launch("com.example.probe", ["code"], kernel: Self.noMDWE)
+        #expect(run.status == .exited(0), "\(run)")
+        #expect(!run.profile.refuseExecGain && !run.profile.memfdNoexec)
+        #expect(run.value("code-mdwe") == "0", "the launcher set no MDWE: \(run)")
+        #expect(run["code-mprotect-rx"] == "refused EACCES", "\(run)")
+        for name in [
+            "code-shared-anon-rx", "code-memfd-create", "code-memfd-mmap-rx", "code-memfd-execveat",
+            "code-home-mmap-exec", "code-tmp-exec",
+        ] {
+            #expect(run.refused(name), "\(name): \(run[name] ?? "missing")")
+        }
+        // And without the stand-in the same profile lets the page become code: the gap is real.
+        let open = try world.launch("com.example.probe", ["code"], kernel: Self.noMDWE) { profile in
+            profile.seccomp.rules.removeAll { $0.reason.contains("PR_SET_MDWE") }
+        }
+        #expect(open["code-mprotect-rx"] == "allowed", "\(open)")
+
+        try world.installHello(
+            "com.example.hello", entitlements: ["com.apple.security.network.client": .bool(true)])
+        let hello = try world.launch("com.example.hello", ["x"], kernel: Self.noMDWE)
+        #expect(hello.status == .exited(0), "\(hello)")
+        #expect(hello.output.contains("process:   child says hi"), "\(hello)")
     }
 }
 

@@ -100,6 +100,29 @@ struct PolicyTests {
         #expect(try !Self.profile(kernel: noSeccomp) { $0.weakerModes = [.noSeccomp] }.seccomp.required)
     }
 
+    @Test("code: MDWE and no memfds without cs.allow-jit; before Linux 6.3 seccomp refuses mprotect(PROT_EXEC) instead, shown as reduced")
+    func unsignedCode() throws {
+        let plain = try Self.profile()
+        #expect(plain.refuseExecGain && plain.memfdNoexec)
+        #expect(plain.seccomp.rules.contains { $0.syscall == "memfd_create" })
+        #expect(!plain.seccomp.rules.contains { $0.reason.contains("PR_SET_MDWE") })
+        #expect(plain.reducedLayers.isEmpty)
+        #expect(plain.encoded().contains("\nmdwe\n") && plain.encoded().contains("\nmemfd-noexec\n"))
+
+        let linux61 = KernelLayers(landlockABI: 7, seccomp: true, mdwe: false, memfdNoexec: false)
+        let old = try Self.profile(kernel: linux61)
+        #expect(!old.refuseExecGain && !old.memfdNoexec)
+        #expect(old.seccomp.rules.filter { $0.reason.contains("PR_SET_MDWE") }.map(\.syscall) == ["mprotect", "pkey_mprotect"])
+        #expect(old.seccomp.rules.filter { $0.syscall == "mprotect" }.contains { $0.conditions.map(\.value) == [0x4] })
+        #expect(old.reducedLayers.count == 1 && old.reducedLayers[0].contains("PR_SET_MDWE"))
+
+        let jit = try Self.profile(["com.apple.security.cs.allow-jit": .bool(true)])
+        #expect(!jit.refuseExecGain && jit.memfdNoexec)
+        #expect(!jit.seccomp.rules.contains { $0.syscall == "memfd_create" || $0.syscall == "mprotect" })
+        let oldJIT = try Self.profile(["com.apple.security.cs.allow-jit": .bool(true)], kernel: linux61)
+        #expect(oldJIT.reducedLayers.count == 1 && oldJIT.reducedLayers[0].contains("memfd_noexec"))
+    }
+
     @Test("app-sandbox must be true unless policy says otherwise")
     func appSandboxKey() throws {
         #expect(throws: AppdError.self) {

@@ -51,6 +51,18 @@ final class SandboxWorld {
         }
     }
 
+    /// Installs the Hello sample (Examples/Hello, the built executable and its greeting.txt) as
+    /// `id`; returns the greeting it prints.
+    @discardableResult
+    func installHello(_ id: String, entitlements: [String: Grant] = [:]) throws -> String {
+        let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/Hello")
+        let greeting = try String(contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
+        try install(id, name: "Hello", executable: builtExecutable("Hello"), entitlements: entitlements,
+            resources: ["greeting.txt": greeting])
+        return greeting
+    }
+
     /// Builds `Name.app` around `executable` (copied in) and installs it.
     @discardableResult
     func install(

@@ -12,7 +12,9 @@ public final class DaemonProcess: @unchecked Sendable {
     /// The state root: `root` in `directory`, or the one given to `init`.
     public var root: String { rootOverride ?? "\(directory)/root" }
     private let rootOverride: String?
-    public var socket: String { "\(root)/run/appd.sock" }
+    /// The root's default socket, or `--socket <directory>/<socketName>` when `init` was given one.
+    public var socket: String { socketName.map { "\(directory)/\($0)" } ?? "\(root)/run/appd.sock" }
+    private let socketName: String?
     public var configPath: String { "\(directory)/appd.conf" }
     /// The daemon's stdout and stderr, appended to across restarts.
     public var logPath: String { "\(directory)/serve.log" }
@@ -23,8 +25,9 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// `label` names the folder (`/var/tmp/<label>.XXXXXX`) and the shared cgroup parent
     /// (`/<label>s`) its own parent goes under.
-    public init(label: String, root: String? = nil) throws {
+    public init(label: String, root: String? = nil, socketName: String? = nil) throws {
         rootOverride = root
+        self.socketName = socketName
         directory = try makeTemporaryDirectory("/var/tmp/\(label).XXXXXX")
         // Other users (the permission tests' nobody) must reach the socket below it.
         chmod(directory, 0o711)
@@ -46,7 +49,8 @@ public final class DaemonProcess: @unchecked Sendable {
         arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [], timeout: Double = 20
     ) throws {
         let process = Process()
-        let serve = [builtExecutable("appd"), "serve", "--root", root, "--config", configPath] + arguments
+        let serve = [builtExecutable("appd"), "serve", "--root", root, "--config", configPath]
+            + (socketName == nil ? [] : ["--socket", socket]) + arguments
         let command = wrapper + serve
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())

@@ -35,6 +35,7 @@ int appd_mount_setattr_recursive(const char *path, uint64_t attr_set);
 #define APPD_MOUNT_ATTR_RDONLY 0x00000001ULL
 #define APPD_MOUNT_ATTR_NOSUID 0x00000002ULL
 #define APPD_MOUNT_ATTR_NODEV 0x00000004ULL
+#define APPD_MOUNT_ATTR_NOEXEC 0x00000008ULL
 
 /// The MS_* flags a remount of `path` must keep because the kernel may have locked them
 /// (nosuid, nodev, noexec, the atime flags), read with statvfs(2). The ST_* constants are
@@ -68,6 +69,10 @@ int appd_capbset_drop(int cap);
 /// PR_CAPBSET_READ: 1 or 0, or -1 with EINVAL past the kernel's last capability.
 int appd_capbset_read(int cap);
 int appd_cap_ambient_clear_all(void);
+/// prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN) (Linux 6.3): from now on, in this process, its
+/// children and what it execs, no mapping gains PROT_EXEC it did not have, and none is writable
+/// and executable at once. Debian 12's headers predate the constants. -1 with EINVAL before 6.3.
+int appd_set_mdwe_refuse_exec_gain(void);
 
 /// capset(2) with empty effective, permitted and inheritable sets (no glibc wrapper).
 int appd_capset_zero(void);

@@ -15,6 +15,9 @@ int appd_landlock_abi_version(void);
 /// prctl(PR_GET_SECCOMP): 0, 1 or 2 (the calling thread's seccomp mode); -1/EINVAL without
 /// CONFIG_SECCOMP.
 int appd_prctl_get_seccomp(void);
+/// prctl(PR_GET_MDWE): the process's memory-deny-write-execute flags, or -1 with EINVAL on a
+/// kernel without them (before Linux 6.3).
+int appd_prctl_get_mdwe(void);
 
 /// pidfd_open(2) (Linux 5.3); -1/ENOSYS on older kernels.
 int appd_pidfd_open(pid_t pid, unsigned int flags);

@@ -1,0 +1,72 @@
+import AppdAPI
+import CLinux
+import Foundation
+import Testing
+
+/// Issue 24 §4: only signed code runs. A real sandboxed probe (a dynamically linked C program)
+/// launched by a real daemon tries every way it knows to run code it wrote
+/// (Examples/Probe/attack_code.c); without `cs.allow-jit` each is refused, with it the JIT path
+/// works.
+@Suite("only signed code runs", .serialized, rootOnly)
+struct UnsignedCodeTests {
+    /// The probe's `code` lines of one launch, by name: `allowed`, `refused ERRNO`, `value X`.
+    func attempts(_ daemon: TestDaemon, _ id: String) throws -> [String: String] {
+        let instance = try daemon.launch(id, ["code"])
+        let ended = try daemon.wait(instance.id)
+        let log = try daemon.logs(instance.id)
+        #expect(ended.exit?.code == 0, "\(id): \(String(describing: ended.exit)); \(log)")
+        print("\(id): \(log)")
+        var outcomes: [String: String] = [:]
+        for line in log.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].hasPrefix("code-") else { continue }
+            outcomes[String(parts[0])] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        return outcomes
+    }
+
+    static let kernelHasMDWE = appd_prctl_get_mdwe() >= 0
+    static let kernelHasMemfdNoexec = access("/proc/sys/vm/memfd_noexec", F_OK) == 0
+
+    @Test(
+        "an app without entitlements cannot run code it wrote: RW->RX, a shared RX page, a memfd mapped RX or exec'd, a file of $HOME mapped executable, an exec from $TMPDIR or /dev/shm"
+    )
+    func noEntitlements() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.plain")
+        let outcomes = try attempts(daemon, "com.example.plain")
+        for name in [
+            "code-mprotect-rx", "code-shared-anon-rx", "code-memfd-create", "code-memfd-mmap-rx",
+            "code-memfd-execveat", "code-home-mmap-exec", "code-tmp-exec", "code-shm-mmap-exec",
+        ] {
+            let outcome = outcomes[name] ?? "missing"
+            #expect(outcome.hasPrefix("refused"), "\(name): \(outcome)")
+        }
+        // The kernel's own guard where it has one (6.3+); seccomp stands in before.
+        #expect(outcomes["code-mdwe"] == (Self.kernelHasMDWE ? "value 1" : "value -1"))
+        // Each refused by the layer that should: the noexec mounts (EPERM from mmap, EACCES
+        // from execve), MDWE or seccomp (EACCES), seccomp for memfds (EPERM).
+        #expect(outcomes["code-home-mmap-exec"] == "refused EPERM")
+        #expect(outcomes["code-tmp-exec"] == "refused EACCES")
+        #expect(outcomes["code-mprotect-rx"] == "refused EACCES")
+        #expect(outcomes["code-memfd-create"] == "refused EPERM")
+    }
+
+    @Test("with cs.allow-jit the JIT path works (RW->RX, a memfd mapped RX); a memfd is still never exec'd where the kernel has vm.memfd_noexec")
+    func allowJIT() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe(
+            "com.example.jit", entitlements: "<key>com.apple.security.cs.allow-jit</key><true/>")
+        let outcomes = try attempts(daemon, "com.example.jit")
+        #expect(outcomes["code-mdwe"] == (Self.kernelHasMDWE ? "value 0" : "value -1"))
+        for name in ["code-mprotect-rx", "code-memfd-create", "code-memfd-mmap-rx", "code-shared-anon-rx"] {
+            #expect(outcomes[name] == "allowed", "\(name): \(outcomes[name] ?? "missing")")
+        }
+        if Self.kernelHasMemfdNoexec {
+            #expect(outcomes["code-memfd-execveat"] == "refused EACCES")
+        }
+        // What it writes to disk stays data: JIT is memory, not files.
+        #expect(outcomes["code-home-mmap-exec"] == "refused EPERM")
+        #expect(outcomes["code-tmp-exec"] == "refused EACCES")
+    }
+}
