@@ -19,6 +19,9 @@
 //   probe alloc MIB             (touches MIB of memory, then sleeps: for the OOM killer)
 //   probe chatter LINES         (prints LINES numbered lines of 100 bytes, then sleeps 3 s: logs)
 //   probe procs N SECONDS       (N processes in all, sleeping: for freezing many)
+//   probe serve PORT            (a TCP server on 127.0.0.1:PORT, SO_REUSEADDR: prints `serving
+//                               PORT`, then answers each connection with `pong N\n`, N counting
+//                               from 1, and closes it: for services)
 //   probe oom-loop N            (N times: forks a child that allocates until the OOM killer
 //                               ends it, and waits: memory pressure and fork/exit churn)
 //   probe lifecycle [OPTION...] speaks the lifecycle channel (docs/lifecycle.md) on the fd
@@ -372,6 +375,31 @@ static void bind_tcp(int port) {
     if (r == 0) report("listen", listen(fd, 1));
 }
 
+static int serve_tcp(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in addr = {.sin_family = AF_INET, .sin_port = htons(port), .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    if (bind(fd, (struct sockaddr *)&addr, sizeof addr) != 0 || listen(fd, 64) != 0) {
+        report("serve", -1);
+        return 1;
+    }
+    printf("serving %d\n", port);
+    fflush(stdout);
+    for (unsigned long served = 1;; served++) {
+        int client = accept4(fd, NULL, NULL, SOCK_CLOEXEC);
+        if (client < 0) {
+            if (errno == EINTR) continue;
+            report("accept", -1);
+            return 1;
+        }
+        char line[64];
+        int length = snprintf(line, sizeof line, "pong %lu\n", served);
+        (void)!write(client, line, (size_t)length);
+        close(client);
+    }
+}
+
 static long try_ptrace(void) {
     pid_t child = fork();
     if (child == 0) { pause(); _exit(0); }
@@ -551,6 +579,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "connect") && argc > 3) connect_tcp(argv[2], atoi(argv[3]));
     else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
     else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));
+    else if (!strcmp(mode, "serve") && argc > 2) return serve_tcp(atoi(argv[2]));
     else if (!strcmp(mode, "ptrace")) report("ptrace-attach", try_ptrace());
     else if (!strcmp(mode, "denials")) {
         // Each forbidden action once, for the denial log (docs/denials.md). Landlock refuses

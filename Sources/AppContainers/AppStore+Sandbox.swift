@@ -54,6 +54,11 @@ extension AppStore {
         if let override = config.override(for: app.bundleID) {
             profile.cgroupLimits = override.cgroupLimits(settings: config.sandbox)
             profile.adminOverride = override.summary
+            // Environment= names were checked when the file was read: none the sandbox sets.
+            for variable in override.service.environment {
+                profile.environment.removeAll { $0.name == variable.name }
+                profile.environment.append(.init(name: variable.name, value: variable.value))
+            }
         }
         return profile
     }

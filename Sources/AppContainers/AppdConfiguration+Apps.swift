@@ -8,7 +8,8 @@ import Sandbox
 public struct AppOverride: Sendable, Equatable {
     /// `[Sandbox]` keys this section may set for the one app, as text checked at parse time.
     public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "LoopbackPorts"]
-    public static let keys = sandboxKeys + ["CPUWeight", "BackgroundModes", "RevokeEntitlements"]
+    public static let keys =
+        sandboxKeys + ["CPUWeight", "BackgroundModes", "RevokeEntitlements"] + ServiceSettings.keys
 
     /// Key and value, in file order (the last one of a key wins, as in `[Sandbox]`).
     public var sandbox: [(key: String, value: String)] = []
@@ -21,6 +22,8 @@ public struct AppOverride: Sendable, Equatable {
     public var backgroundModes: [String]?
     /// Entitlement patterns (exact, a prefix ending in `*`, or `*`) the app loses at launch.
     public var revokedEntitlements: [String] = []
+    /// `RunAtLoad=`, `KeepAlive=`, `Arguments=`, `Environment=`: how appd runs it as a service.
+    public var service = ServiceSettings()
 
     public init() {}
 
@@ -42,7 +45,7 @@ public struct AppOverride: Sendable, Equatable {
         if !revokedEntitlements.isEmpty {
             result.append(("RevokeEntitlements", revokedEntitlements.joined(separator: " ")))
         }
-        return result
+        return result + service.lines
     }
 
     /// The value of one sandbox key this section sets, if any.
@@ -158,6 +161,8 @@ extension AppOverride {
                         + " (empty: none)")
             }
             backgroundModes = modes
+        case _ where ServiceSettings.keys.contains(key):
+            return service.set(key: key, value: value)
         case _ where Self.sandboxKeys.contains(key):
             var scratch = host
             let result = scratch.set(key: key, value: value, parseSize: AppdConfiguration.parseSize)
@@ -176,6 +181,7 @@ extension AppOverride {
         case "RevokeEntitlements": revokedEntitlements = []
         case "CPUWeight": cpuWeight = nil
         case "BackgroundModes": backgroundModes = nil
+        case _ where ServiceSettings.keys.contains(key): service.unset(key: key)
         default: sandbox.removeAll { $0.key == key }
         }
     }

@@ -51,6 +51,21 @@ public struct LifecycleSettings: Sendable, Equatable {
     public var memoryPressureCritical: Double = 30
     /// Seconds between two memory checks.
     public var memoryCheckInterval: Double = 1
+    /// `[App ID] KeepAlive=`: seconds before the first restart; each restart in a row doubles
+    /// it (at most `keepAliveMaxDelay`).
+    public var keepAliveDelay: Double = 1
+    public static let keepAliveMaxDelay: Double = 300
+    /// Restarts in a row (each run shorter than `keepAliveStableTime`) before appd gives up:
+    /// a crash loop.
+    public var keepAliveLimit = 5
+    /// A run at least this long ends the crash loop count.
+    public var keepAliveStableTime: Double = 60
+
+    /// Seconds before restart number `attempt` (1 for the first).
+    public func keepAliveDelay(attempt: Int) -> Double {
+        let doublings = Double(max(0, min(attempt - 1, 30)))
+        return min(keepAliveDelay * pow(2, doublings), max(keepAliveDelay, Self.keepAliveMaxDelay))
+    }
 
     public init() {}
 
@@ -58,7 +73,8 @@ public struct LifecycleSettings: Sendable, Equatable {
         "ActivePolicy", "BackgroundGracePeriod", "BackgroundTaskTime", "BackgroundTaskMaxTime",
         "BackgroundTaskExpirationGrace", "ExpiredBackgroundTask", "MaxBackgroundTasks", "LaunchWatchdog",
         "AllowedBackgroundModes", "MemoryBudget", "ActiveMemoryLimit", "MemoryPressureWarning",
-        "MemoryPressureCritical", "MemoryCheckInterval",
+        "MemoryPressureCritical", "MemoryCheckInterval", "KeepAliveDelay", "KeepAliveLimit",
+        "KeepAliveStableTime",
     ]
 
     enum Outcome: Equatable {
@@ -120,6 +136,15 @@ public struct LifecycleSettings: Sendable, Equatable {
         case "MemoryCheckInterval":
             guard let n = seconds(0.05...60) else { return .invalid("a number of seconds (0.05-60)") }
             memoryCheckInterval = n
+        case "KeepAliveDelay":
+            guard let n = seconds(0.05...3600) else { return .invalid("a number of seconds (0.05-3600)") }
+            keepAliveDelay = n
+        case "KeepAliveLimit":
+            guard let n = Int(value), (1...1000).contains(n) else { return .invalid("a whole number (1-1000)") }
+            keepAliveLimit = n
+        case "KeepAliveStableTime":
+            guard let n = seconds(0...86400) else { return .invalid("a number of seconds (0-86400)") }
+            keepAliveStableTime = n
         default:
             return .unknownKey
         }

@@ -40,6 +40,9 @@ public struct APIApp: Codable, Sendable, Equatable {
     /// `RevokeEntitlements: com.apple.security.network.client`); only in single-app answers,
     /// absent when the app has none.
     public var adminOverride: [String: String]?
+    /// How appd runs it as a service (RunAtLoad, KeepAlive), in `GET /v1/apps/{id}`; absent
+    /// when its `[App ID]` sets neither.
+    public var service: APIService?
 
     public init(
         bundleId: String, state: String, title: String? = nil, version: String? = nil,
@@ -115,6 +118,9 @@ public struct APIInstallResult: Codable, Sendable {
     /// A reinstall that found the data container kept by `uninstall --keep-data`.
     public var reusedData: Bool
     public var warnings: [APIProblem]
+    /// `appd install --restart`: the instances that replaced the outdated ones (filled in by
+    /// the client, never by the daemon).
+    public var restarted: [APIInstance]?
 
     public init(app: APIApp, previousVersion: String?, reusedData: Bool, warnings: [APIProblem]) {
         self.app = app

@@ -141,6 +141,13 @@ public struct APIInstance: Codable, Sendable, Equatable {
     /// went uncounted in the list, over the rate limit.
     public var denials: Int?
     public var denialsDropped: Int?
+    /// A service (`LSBackgroundOnly` in its Info.plist): never frozen, never the active app,
+    /// ended by jetsam only after the ordinary background apps (docs/lifecycle.md, "Services").
+    public var service: Bool?
+    /// The `CFBundleVersion` it was launched from; `outdated` once another bundle of the app
+    /// was installed while it ran (`appd install --restart` restarts those).
+    public var version: String?
+    public var outdated: Bool?
 
     public init(
         id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32, arguments: [String],

@@ -31,17 +31,36 @@ extension APIApp {
             rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
         }
         if let denials, denials > 0 { rows.append(("denials", "\(denials) (appctl denials \(bundleId))")) }
+        if let service { rows.append(("service", Self.serviceText(service, now: Date()))) }
         for (label, value) in rows {
             Output.line("  \(label.padded(toLength: 11)) \(value)")
         }
         entitlements?.printText(indent: "  ")
     }
 
+    /// `waiting: restart 2 of 5 in 4s (RunAtLoad, KeepAlive=yes; last: signaled, signal 9 ...)`.
+    public static func serviceText(_ service: APIService, now: Date) -> String {
+        let how = ((service.runAtLoad ? ["RunAtLoad"] : []) + ["KeepAlive=\(service.keepAlive)"]).joined(separator: ", ")
+        var text = service.state.rawValue
+        switch service.state {
+        case .running: text += " (\(service.instances.joined(separator: ", ")))"
+        case .waiting:
+            let delay = service.nextTry.map { Table.duration(max(0, $0.timeIntervalSince(now))) } ?? "?"
+            text += ": restart \(service.restarts) of \(service.restartLimit) in \(delay)"
+        case .crashLoop:
+            text += ": gave up after \(service.restarts) restarts in a row; 'appctl launch \(service.app)' starts it again"
+        case .stopped: break
+        }
+        text += " (\(how)"
+        if let exit = service.lastExit { text += "; last: \(exit)" }
+        return text + ")"
+    }
+
     /// `[App ID]` in a line, in the order appd.conf documents the keys.
     public static func overrideText(_ settings: [String: String]) -> String {
         let order = [
             "MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "CPUWeight", "BackgroundModes",
-            "RevokeEntitlements",
+            "RevokeEntitlements", "RunAtLoad", "KeepAlive", "Arguments", "Environment",
         ]
         let keys = order.filter { settings[$0] != nil } + settings.keys.filter { !order.contains($0) }.sorted()
         return keys.map { key in

@@ -19,6 +19,7 @@ extension Router {
         var info = APIApp(app, root: store.root, withEntitlements: true, running: running)
         info.denials = supervisor.denials.perAppCounts()[app.bundleID] ?? 0
         info.adminOverride = APIApp.adminOverride(store.config.override(for: app.bundleID))
+        info.service = await supervisor.service(app.bundleID)
         return try .json(info)
     }
 
@@ -35,6 +36,7 @@ extension Router {
         appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
         supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)
+        await supervisor.appInstalled(result.app)
         return try .json(APIInstallResult(
             app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
             warnings: result.warnings.map(APIProblem.init)),

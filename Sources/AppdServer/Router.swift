@@ -80,6 +80,14 @@ final class Router: Sendable {
             }
             return try .json(try await r.supervisor.terminate(p[0], grace: body.grace), status: 202)
         },
+        Route(method: .POST, pattern: ["instances", "{iid}", "restart"], right: .control) { r, q, p in
+            let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
+            if let grace = body.grace, !(0...3600).contains(grace) {
+                throw APIFailure.badRequest("grace must be between 0 and 3600 seconds, not \(grace)")
+            }
+            return try .json(try await r.supervisor.restart(p[0], grace: body.grace, caller: q.caller.uid), status: 201)
+        },
+        Route(method: .GET, pattern: ["services"], right: .read) { r, _, _ in try .json(await r.supervisor.services()) },
         Route(method: .POST, pattern: ["instances", "{iid}", "kill"], right: .control) { r, _, p in
             try .json(try await r.supervisor.kill(p[0]), status: 202)
         },
@@ -135,7 +143,8 @@ final class Router: Sendable {
     /// Requests that may hold their connection indefinitely: `MaxStreamsPerUser` bounds them.
     static func isLongLived(_ route: Route, _ request: Request) -> Bool {
         switch route.pattern {
-        case ["events"], ["instances", "{iid}", "wait"]: true
+        // A restart waits for the old instance's end, up to its grace period.
+        case ["events"], ["instances", "{iid}", "wait"], ["instances", "{iid}", "restart"]: true
         case ["instances", "{iid}", "logs"], ["denials"]: request.flag("follow")
         // Counted before the launch: a caller at its limit is refused with nothing launched.
         case ["apps", "{id}", "launch"]: request.flag("attach")

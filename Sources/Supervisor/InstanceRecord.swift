@@ -16,6 +16,9 @@ struct InstanceRecord: Codable, Sendable {
     var graceDeadline: Date?
     /// Why appd ended it, for the exit's message (jetsam says which budget and why this one).
     var requestMessage: String?
+    /// The bundle container it was launched from (InstalledApp.bundleUUID): another one
+    /// installed since makes it `outdated`.
+    var bundle: String?
 
     enum Request: String, Codable, Sendable {
         case terminate

@@ -197,16 +197,19 @@ extension Supervisor {
         guard overBudget || critical else { return }
 
         // The order of victims: suspended, then background and inactive, each least recently
-        // used first; the active app is last and only for its own excess.
+        // used first, then services (oldest first); the active app is last and only for its
+        // own excess.
         func recency(_ entry: Entry) -> Date { entry.record.instance.lastActiveAt ?? entry.record.instance.startedAt }
-        let suspended = live.filter { $0.record.instance.state == .suspended }.sorted { recency($0) < recency($1) }
-        let background = live.filter { [InstanceState.background, .inactive].contains($0.record.instance.state) }.sorted { recency($0) < recency($1) }
+        let ordinary = live.filter { $0.record.instance.service != true }
+        let suspended = ordinary.filter { $0.record.instance.state == .suspended }.sorted { recency($0) < recency($1) }
+        let background = ordinary.filter { [InstanceState.background, .inactive].contains($0.record.instance.state) }.sorted { recency($0) < recency($1) }
+        let services = live.filter { $0.record.instance.service == true }.sorted { recency($0) < recency($1) }
         let activeLimit = settings.activeMemoryLimit ?? settings.memoryBudget
         let active = live.filter { entry in
             entry.record.instance.state == .active
                 && activeLimit.map { limit in (usage[entry.record.instance.id] ?? 0) > limit } ?? false
         }
-        for victim in suspended + background + active {
+        for victim in suspended + background + services + active {
             let id = victim.record.instance.id
             let used = usage[id] ?? 0
             let reason = settings.memoryBudget.map { budget in
@@ -219,7 +222,11 @@ extension Supervisor {
             var entry = victim
             end(&entry, .jetsam,
                 message: "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.record.instance.state.rawValue)"
-                    + (victim.record.instance.state == .active ? " over ActiveMemoryLimit" : ", least recently used of those left"))
+                    + (victim.record.instance.state == .active
+                        ? " over ActiveMemoryLimit"
+                        : victim.record.instance.service == true
+                            ? ", a service, ended once no ordinary background app was left"
+                            : ", least recently used of those left"))
             total -= used
             // Budget met: stop. Pressure alone says nothing of how much: one instance per check.
             if let budget = settings.memoryBudget, overBudget {

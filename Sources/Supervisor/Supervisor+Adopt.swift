@@ -78,6 +78,8 @@ extension Supervisor {
             }
         }
         startJetsam()
+        markOutdatedAdopted()
+        runAtLoad()
         return report
     }
 }

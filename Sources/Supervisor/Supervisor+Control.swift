@@ -70,6 +70,11 @@ extension Supervisor {
             throw AppdError(.conflict, "instance \(entry.record.instance.id) is \(entry.record.instance.state.rawValue); only a running instance can be suspended")
         }
         guard entry.cgroup != nil else { throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze") }
+        guard entry.record.instance.service != true else {
+            throw AppdError(.conflict,
+                "instance \(entry.record.instance.id) of \(entry.record.instance.app) is a service (LSBackgroundOnly): services are never frozen",
+                hint: "appctl terminate \(entry.record.instance.id) stops it")
+        }
         try move(&entry, to: .background)
         try freeze(&entry, detail: "suspended by request")
         save(entry)

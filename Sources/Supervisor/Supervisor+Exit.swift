@@ -41,6 +41,7 @@ extension Supervisor {
         for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
         pruneExited()
         templates.sweep()
+        keepAliveAfterExit(entry.record.instance)
     }
 
     /// The setting that set an instance's memory limit, for the OOM message: the app's own

@@ -69,11 +69,13 @@ extension Supervisor {
     /// a big bundle to hash, holds up no other request). Until it is recorded, a launch counts
     /// in `launching`: an uninstall waits for no launch, it refuses while one is under way.
     public func launchTimed(
-        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false, origin: LaunchOrigin = .client
     )
         async throws -> (instance: APIInstance, timings: LaunchTimings)
     {
         let key = appID.lowercased()
+        // A launch that names no arguments gets the admin's `Arguments=`, if any.
+        let arguments = arguments.isEmpty ? store.config.override(for: appID)?.service.arguments ?? [] : arguments
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
@@ -99,9 +101,13 @@ extension Supervisor {
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
         // app's [App ID] BackgroundModes.
         let allowed = spawned.modes.filter(lifecycle.allowedBackgroundModes.contains)
-        record.instance.backgroundModes =
-            store.config.override(for: record.instance.app)?.narrowedBackgroundModes(allowed) ?? allowed
+        let override = store.config.override(for: record.instance.app)
+        record.instance.backgroundModes = override?.narrowedBackgroundModes(allowed) ?? allowed
+        // `BackgroundModes=` empty (appd override --no-background): nothing keeps it running in
+        // the background, LSBackgroundOnly neither; it is an ordinary app.
+        if override?.backgroundModes == [] { record.instance.service = nil }
         var entry = Entry(record: record, cgroup: spawned.started.cgroup, isChild: true)
+        if origin == .client { serviceLaunched(record.instance.app) }
         if stopping {
             // appd stops: nobody watches any more; the record lets the next daemon adopt it.
             try? records.save(record)
@@ -193,7 +199,8 @@ extension Supervisor {
         profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
         profile.logDenials = context.logDenials
         timings.profile = lap()
-        let modes = backgroundModes(of: app, root: store.root)
+        let info = infoKeys(of: app, root: store.root)
+        let modes = info.backgroundModes
         let id = newInstanceID()
         var record = InstanceRecord(
             instance: APIInstance(
@@ -202,6 +209,9 @@ extension Supervisor {
                 launchedBy: caller, startedAt: Date(),
                 log: logs.path(app: app.bundleID, instance: id)))
         record.instance.channel = .silent
+        record.instance.service = info.backgroundOnly ? true : nil
+        record.instance.version = app.version
+        record.bundle = app.bundleUUID
         // The record exists before the process does: a crash in between leaves a record
         // without a pid, which the next start closes as failed, and a cgroup it removes.
         try records.save(record)
@@ -275,17 +285,27 @@ extension Supervisor {
             record: record, started: started, channel: channel.daemon, modes: modes, app: app)
     }
 
-    /// `UIBackgroundModes` of the installed bundle's Info.plist (the caller keeps those the
-    /// lifecycle settings allow).
-    nonisolated static func backgroundModes(of app: InstalledApp, root: StateRoot) -> [String] {
-        guard let bundle = app.bundlePath(in: root) else { return [] }
+    /// What the lifecycle reads of the installed bundle's Info.plist (docs/info-plist.md):
+    /// `UIBackgroundModes` (the caller keeps those the lifecycle settings allow) and
+    /// `LSBackgroundOnly` (a service: YES as a boolean, or the strings YES, true or 1 that
+    /// older plists carry).
+    nonisolated static func infoKeys(of app: InstalledApp, root: StateRoot)
+        -> (backgroundModes: [String], backgroundOnly: Bool)
+    {
+        guard let bundle = app.bundlePath(in: root) else { return ([], false) }
         let plist = app.layout == "macos" ? "\(bundle)/Contents/Info.plist" : "\(bundle)/Info.plist"
         guard let data = FileManager.default.contents(atPath: plist),
             let info = try? PropertyListSerialization.propertyList(from: data, format: nil)
-                as? [String: Any],
-            let modes = info["UIBackgroundModes"] as? [String]
-        else { return [] }
-        return modes
+                as? [String: Any]
+        else { return ([], false) }
+        let modes = info["UIBackgroundModes"] as? [String] ?? []
+        let backgroundOnly: Bool
+        switch info["LSBackgroundOnly"] {
+        case let flag as Bool: backgroundOnly = flag
+        case let text as String: backgroundOnly = ["yes", "true", "1"].contains(text.lowercased())
+        default: backgroundOnly = false
+        }
+        return (modes, backgroundOnly)
     }
 }
 

@@ -47,6 +47,11 @@ extension Supervisor {
     /// background first.
     public func activate(_ id: String) throws -> APIInstance {
         var entry = try movable(id, "activate")
+        if entry.record.instance.service == true {
+            throw AppdError(.conflict,
+                "instance \(entry.record.instance.id) of \(entry.record.instance.app) is a service (LSBackgroundOnly): it runs in the background, never as the active app",
+                hint: "a service needs no activation: it runs as it is; appctl restart \(entry.record.instance.id) starts it afresh")
+        }
         if lifecycle.activePolicy == .single {
             for (other, candidate) in entries where other != entry.record.instance.id && candidate.record.instance.state == .active {
                 var previous = candidate
@@ -69,9 +74,11 @@ extension Supervisor {
     }
 
     /// After a launch: the new instance is inactive; it becomes the active app, or goes to the
-    /// background when asked.
+    /// background when asked. A service always goes to the background, and leaves the active
+    /// app where it is.
     func launched(_ id: String, background: Bool) throws -> APIInstance {
-        background ? try self.background(id) : try activate(id)
+        let service = entries[id]?.record.instance.service == true
+        return background || service ? try self.background(id) : try activate(id)
     }
 
     func movable(_ id: String, _ action: String) throws -> Entry {
@@ -138,8 +145,8 @@ extension Supervisor {
             case (2, false): message = ["type": "willResignActive"]
             default:
                 var enter: [String: Any] = ["type": "didEnterBackground"]
-                // Absent when it will not be frozen (an allowed background mode).
-                if (entry.record.instance.backgroundModes ?? []).isEmpty { enter["gracePeriod"] = lifecycle.backgroundGracePeriod }
+                // Absent when it will not be frozen (an allowed background mode, a service).
+                if !Self.neverFrozen(entry.record.instance) { enter["gracePeriod"] = lifecycle.backgroundGracePeriod }
                 message = enter
                 // The grace period is the app's time after it was told (an app launched into
                 // the background learns it on ready).
@@ -166,6 +173,11 @@ extension Supervisor {
 
     // MARK: Background
 
+    /// A service, or an app with an allowed background mode: the grace period never freezes it.
+    static func neverFrozen(_ instance: APIInstance) -> Bool {
+        instance.service == true || !(instance.backgroundModes ?? []).isEmpty
+    }
+
     func scheduleBackgroundCheck(_ id: String, after seconds: Double) {
         Task {
             try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
@@ -180,7 +192,7 @@ extension Supervisor {
     /// when `ready` gets it didEnterBackground.
     func backgroundCheck(_ id: String) {
         guard var entry = entries[id], entry.record.instance.state == .background,
-            entry.record.instance.channel != .launching, entry.life.tasks.isEmpty, (entry.record.instance.backgroundModes ?? []).isEmpty,
+            entry.record.instance.channel != .launching, entry.life.tasks.isEmpty, !Self.neverFrozen(entry.record.instance),
             let since = entry.life.backgroundSince,
             Date().timeIntervalSince(since) >= lifecycle.backgroundGracePeriod - 0.005
         else { return }

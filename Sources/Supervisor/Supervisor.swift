@@ -80,6 +80,8 @@ public actor Supervisor {
     var jetsam = JetsamState()
     /// CPU seconds of ended instances per app (Supervisor+Usage.swift, the metrics).
     var endedCPU: [String: Double] = [:]
+    /// The apps run as services, by lowercased id: their KeepAlive restarts (Supervisor+Services).
+    var serviceRuns: [String: ServiceRun] = [:]
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 

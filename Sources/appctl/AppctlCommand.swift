@@ -44,7 +44,7 @@ struct AppctlCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Launch.self, Activate.self, Background.self, Terminate.self, Kill.self, Suspend.self,
+            Launch.self, Activate.self, Background.self, Terminate.self, Restart.self, Kill.self, Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
             Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self, System.self,

@@ -16,11 +16,16 @@ struct PS: ParsableCommand {
         commandName: "ps",
         abstract: "List running instances (with --all, ended ones too).",
         discussion: """
-            One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT DENIED. For a running \
+            One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT DENIED, and NOTE \
+            when an instance is a service (LSBackgroundOnly) or outdated (another version was \
+            installed since it started: 'appd install --restart' restarts those). For a running \
             instance the time is how long it has run, for an ended one how long ago it ended; \
             EXIT is the code it exited with or how it was ended (SIGSEGV, killed, \
             out-of-memory...). PID is the launcher's on the host. DENIED counts what the sandbox \
-            and appd refused the instance ('appctl denials INSTANCE' lists it).
+            and appd refused the instance ('appctl denials INSTANCE' lists it). Below, the apps \
+            appd.conf runs as services (RunAtLoad, KeepAlive): running, waiting (NEXT TRY is the \
+            KeepAlive restart), stopped, or crash-loop (KeepAliveLimit restarts in a row: appd \
+            gave up until the app is launched).
 
             Examples:
               appctl ps
@@ -57,16 +62,43 @@ struct PS: ParsableCommand {
             let sorted = instances.sorted { $0.startedAt < $1.startedAt }
             if options.json {
                 Output.json(sorted)
+                return
             } else if sorted.isEmpty {
                 let of = target.map { if case .app(let id) = $0 { " of \(id)" } else { "" } } ?? ""
                 print(all ? "No instances\(of)." : "No running instances\(of).")
             } else {
                 let now = Date()
+                let notes = sorted.map(Self.note)
+                // NOTE only when there is one: the columns scripts read stay where they were.
+                let withNotes = notes.contains { !$0.isEmpty }
                 Table.print(
-                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT", "DENIED"]]
-                        + sorted.map { Self.row($0, now: now) })
+                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT", "DENIED"] + (withNotes ? ["NOTE"] : [])]
+                        + zip(sorted, notes).map { Self.row($0, now: now) + (withNotes ? [$1.isEmpty ? "-" : $1] : []) })
             }
+            if case .instance? = target { return }
+            // A daemon before services answers 404: it has none to show.
+            guard var services = try? client.get(AppdClient.path("services"), as: [APIService].self) else { return }
+            if case .app(let id)? = target { services = services.filter { $0.app.lowercased() == id.lowercased() } }
+            guard !services.isEmpty else { return }
+            print("")
+            Table.print([["SERVICE", "STATE", "RESTARTS", "NEXT TRY", "LAST EXIT"]] + services.map { Self.serviceRow($0, now: Date()) })
         }
+    }
+
+    /// `service` (LSBackgroundOnly) and `outdated (runs 1.0)` once another version was installed.
+    static func note(_ instance: APIInstance) -> String {
+        var notes: [String] = []
+        if instance.service == true { notes.append("service") }
+        if instance.outdated == true { notes.append("outdated (runs \(instance.version ?? "?"))") }
+        return notes.joined(separator: ", ")
+    }
+
+    static func serviceRow(_ service: APIService, now: Date) -> [String] {
+        [
+            service.app, service.state.rawValue, "\(service.restarts)/\(service.restartLimit)",
+            service.nextTry.map { "in \(Table.duration(max(0, $0.timeIntervalSince(now))))" } ?? "-",
+            service.lastExit.map(shortExit) ?? "-",
+        ]
     }
 
     static func row(_ instance: APIInstance, now: Date) -> [String] {

@@ -19,25 +19,11 @@ struct Terminate: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Option(
-        help: ArgumentHelp(
-            "Seconds between SIGTERM and SIGKILL (default: the daemon's).", valueName: "seconds"))
-    var grace: Double?
+    @OptionGroup var graceOption: GraceOption
+    var grace: Double? { graceOption.grace }
 
     @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
-    func validate() throws {
-        if let grace, !(grace >= 0 && grace.isFinite) {
-            throw ValidationError("--grace must be a number of seconds, 0 or more")
-        }
-    }
-
-    func run() throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(
-                AppdClient.path("instances", id, "terminate"), body: TerminateRequest(grace: grace),
-                as: APIInstance.self)
-        }
-    }
+    func run() throws { try graceOption.post("terminate", target, options: options) }
 }

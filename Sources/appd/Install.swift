@@ -31,6 +31,10 @@ struct Install: ParsableCommand {
 
             Installing needs the daemon's admin right ([API] AdminAllowed); with --no-daemon, \
             root installs in-process instead.
+
+            Instances that run while their app is upgraded keep the old version ('appctl ps' \
+            marks them outdated); --restart restarts them after the install (as 'appctl \
+            restart': the grace period, then the same arguments).
             """
     )
 
@@ -42,6 +46,9 @@ struct Install: ParsableCommand {
 
     @Flag(help: "Allow an upgrade signed by another key than the installed version (admins only).")
     var allowSignerChange = false
+
+    @Flag(help: "Restart the app's instances still running an older version (through the daemon only).")
+    var restart = false
 
     @Option(
         help: ArgumentHelp(
@@ -64,8 +71,9 @@ struct Install: ParsableCommand {
             let limits = local.noDaemon ? try options.loadConfiguration().bundleLimits : BundleLimits()
             let source = try InstallSource.open(bundle, name: name, limits: limits, countFolder: progress)
             defer { source.close() }
-            let result = try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
+            var result = try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
                 ?? installInProcess(source)
+            if restart, let client { result.restarted = try Self.restartOutdated(result.app.bundleId, client: client) }
             if options.json {
                 Output.json(result)
                 return
@@ -74,6 +82,23 @@ struct Install: ParsableCommand {
             Output.line(Self.summary(of: result))
             app.printText()
             for warning in result.warnings { Output.line("  warning: \(warning)") }
+            for instance in result.restarted ?? [] { print("Restarted as \(instance.id) (\(instance.state.rawValue))") }
+        }
+    }
+
+    func validate() throws {
+        if restart && local.noDaemon {
+            throw ValidationError("--restart restarts running instances through the daemon: leave out --no-daemon")
+        }
+    }
+
+    /// `--restart`: each running instance of `app` marked outdated, restarted one after another.
+    static func restartOutdated(_ app: String, client: AppdClient) throws -> [APIInstance] {
+        let outdated = try client.get(AppdClient.path("instances", query: ["app": app]), as: [APIInstance].self)
+            .filter { $0.outdated == true && $0.state != .exited }
+        return try outdated.map { instance in
+            try client.post(
+                AppdClient.path("instances", instance.id, "restart"), body: TerminateRequest(), as: APIInstance.self)
         }
     }
 

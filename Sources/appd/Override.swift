@@ -29,6 +29,11 @@ struct Override: ParsableCommand {
               appd override com.example.notes --memory-max 1G --deny com.apple.security.network.client
               appd override com.example.notes --cpu-weight 50 --no-background
               appd override com.example.notes --reset
+              appd override com.example.echo --run-at-load yes --keep-alive on-failure --arguments '--port 7000'
+
+            --run-at-load, --keep-alive, --arguments and --environment make it a service \
+            (docs/lifecycle.md, "Services"); they apply from the next launch (RunAtLoad: the \
+            next start of appd).
             """)
 
     @OptionGroup var options: GlobalOptions
@@ -86,6 +91,27 @@ struct Override: ParsableCommand {
         help: "No background mode keeps it running (it is suspended after the grace period).")
     var noBackground = false
 
+    @Option(help: ArgumentHelp("Launch it when appd starts: yes or no ('default': no).", valueName: "yes|no"))
+    var runAtLoad: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Launch it again when it ends unasked: yes, on-failure or no ('default': no).",
+            valueName: "yes|on-failure|no"))
+    var keepAlive: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Its arguments for appd's launches and any launch that names none, as one quoted string ('default': none).",
+            valueName: "words"))
+    var arguments: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "NAME=value words added to its environment, as one quoted string ('default': none).",
+            valueName: "words"))
+    var environment: String?
+
     @Flag(help: "Remove the app's [App ID] section: the host's settings apply again.")
     var reset = false
 
@@ -110,6 +136,8 @@ struct Override: ParsableCommand {
             ("MemoryMax", "--memory-max", memoryMax), ("TasksMax", "--tasks-max", tasksMax),
             ("OpenFilesMax", "--open-files-max", openFilesMax),
             ("DataQuota", "--data-quota", dataQuota), ("CPUWeight", "--cpu-weight", cpuWeight),
+            ("RunAtLoad", "--run-at-load", runAtLoad), ("KeepAlive", "--keep-alive", keepAlive),
+            ("Arguments", "--arguments", arguments), ("Environment", "--environment", environment),
         ]
     }
 
@@ -234,6 +262,10 @@ struct Override: ParsableCommand {
             }
         }
 
+        if new.service.runAtLoad && !old.service.runAtLoad {
+            warnings.append(
+                "RunAtLoad starts it when appd starts; at boot that needs appd.service enabled, not only appd.socket: systemctl enable appd.service")
+        }
         let changes = Self.changes(from: old, to: new)
         var result = Result(
             app: id, config: path,

@@ -39,6 +39,29 @@ struct JetsamTests {
         #expect(!(try daemon.received(oldest.id).contains("didReceiveMemoryWarning")))
     }
 
+    @Test("a service goes after the ordinary background apps, even when it is the least recently used")
+    func serviceLast() throws {
+        let daemon = try TestDaemon(config: lifecycleConfig(
+            "MemoryBudget=160M\nMemoryCheckInterval=0.3\nAllowedBackgroundModes=audio\n"))
+        try daemon.installProbe("com.example.service", info: "<key>LSBackgroundOnly</key><true/>")
+        try daemon.installProbe("com.example.player", info: "<key>UIBackgroundModes</key><array><string>audio</string></array>")
+        try daemon.installProbe("com.example.jetsam")
+        // The service first (the oldest, never active), then a background player: 100 MiB, both
+        // running; then 100 active: 200 MiB, over the budget by one of them.
+        let service = try daemon.launch("com.example.service", ["lifecycle", "alloc", "50"])
+        #expect(service.service == true)
+        let player = try daemon.launch("com.example.player", ["lifecycle", "alloc", "50"], background: true)
+        #expect(try daemon.eventually { try daemon.instance(player.id).channel == .ready })
+        #expect(try daemon.eventually { try daemon.instance(service.id).channel == .ready })
+        let active = try daemon.launch("com.example.jetsam", ["lifecycle", "alloc-after-ready", "100"])
+        let ended = try daemon.wait(player.id)
+        #expect(ended.exit?.reason == .jetsam)
+        usleep(1_000_000)
+        let survivor = try daemon.instance(service.id)
+        #expect(survivor.exit == nil, "\(survivor.exit?.description ?? "")")
+        #expect(try daemon.instance(active.id).exit == nil)
+    }
+
     @Test("the active app is ended only when it alone breaks its own limit")
     func activeOverItsLimit() throws {
         let daemon = try TestDaemon(config: lifecycleConfig(

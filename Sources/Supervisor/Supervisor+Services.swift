@@ -1,0 +1,268 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import Foundation
+
+/// Who asked for a launch: a client, or appd itself running an app as a service.
+public enum LaunchOrigin: Sendable {
+    case client
+    /// `RunAtLoad=yes` when appd started.
+    case runAtLoad
+    /// A `KeepAlive=` restart.
+    case keepAlive
+}
+
+/// What appd remembers of an app it runs as a service (docs/lifecycle.md, "Services"): its
+/// KeepAlive restarts in a row, the next one, and how the last instance ended. In memory only:
+/// a daemon that restarts re-adopts the running instances and starts counting again.
+struct ServiceRun {
+    var restarts = 0
+    var nextTry: Date?
+    /// `KeepAliveLimit` restarts in a row, each run shorter than `KeepAliveStableTime`.
+    var gaveUp = false
+    var lastExit: APIExit?
+    /// Bumped by every scheduled restart and every launch by a client: a restart whose number
+    /// is no longer the last one does nothing.
+    var generation = 0
+}
+
+extension Supervisor {
+    // MARK: RunAtLoad
+
+    /// Launches every installed app whose `[App ID]` says `RunAtLoad=yes` and that has no
+    /// running instance (one re-adopted from the previous daemon counts): called once by
+    /// `start()`, after adoption.
+    func runAtLoad() {
+        for (key, override) in store.config.apps.sorted(by: { $0.key < $1.key })
+        where override.service.runAtLoad {
+            guard listed(app: key).instances.isEmpty, launching[key] == nil else { continue }
+            guard let app = try? store.app(key) else {
+                hub.publish { seq in
+                    APIEvent(
+                        seq: seq, time: Date(), kind: .message, app: key,
+                        detail: "RunAtLoad: not started: \(key) is not installed")
+                }
+                continue
+            }
+            launchService(app.bundleID, origin: .runAtLoad, generation: nil)
+        }
+    }
+
+    // MARK: KeepAlive
+
+    /// An instance has ended: with `KeepAlive=` and no other instance of its app running, a
+    /// restart is scheduled after the backoff, or appd gives up at `KeepAliveLimit`.
+    func keepAliveAfterExit(_ instance: APIInstance) {
+        guard !stopping, let override = store.config.override(for: instance.app),
+            override.service.keepAlive != .no
+        else { return }
+        guard listed(app: instance.app).instances.isEmpty else { return }
+        let key = instance.app.lowercased()
+        var run = serviceRuns[key] ?? ServiceRun()
+        run.lastExit = instance.exit
+        run.nextTry = nil
+        defer { serviceRuns[key] = run }
+        guard Self.keepAliveRestarts(instance.exit, mode: override.service.keepAlive) else {
+            notice(
+                instance.app,
+                "KeepAlive=\(override.service.keepAlive.rawValue): not restarted (\(instance.exit?.description ?? "ended"))"
+            )
+            return
+        }
+        let ran = (instance.endedAt ?? Date()).timeIntervalSince(instance.startedAt)
+        if ran >= lifecycle.keepAliveStableTime { run.restarts = 0 }
+        guard run.restarts < lifecycle.keepAliveLimit else {
+            run.gaveUp = true
+            notice(
+                instance.app,
+                "KeepAlive: crash loop: gave up after \(run.restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again"
+            )
+            return
+        }
+        scheduleRestart(&run, app: instance.app, after: instance.exit?.description ?? "ended")
+    }
+
+    /// Which ends KeepAlive restarts: never one appd was asked for (terminate, kill, restart);
+    /// with `on-failure`, not an exit with code 0 either.
+    static func keepAliveRestarts(_ exit: APIExit?, mode: ServiceSettings.KeepAlive) -> Bool {
+        switch exit?.reason {
+        case .terminated?, .killedAfterGrace?, .killed?: false
+        case .exited?: mode == .yes || exit?.code != 0
+        default: mode != .no
+        }
+    }
+
+    private func scheduleRestart(_ run: inout ServiceRun, app: String, after what: String) {
+        run.restarts += 1
+        run.gaveUp = false
+        run.generation &+= 1
+        let delay = lifecycle.keepAliveDelay(attempt: run.restarts)
+        run.nextTry = Date().addingTimeInterval(delay)
+        notice(
+            app,
+            "KeepAlive: restart \(run.restarts) of \(lifecycle.keepAliveLimit) in \(Self.seconds(delay)) (\(what))"
+        )
+        let generation = run.generation
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
+            self.keepAliveDue(app, generation: generation)
+        }
+    }
+
+    private func keepAliveDue(_ app: String, generation: Int) {
+        let key = app.lowercased()
+        guard !stopping, var run = serviceRuns[key], run.generation == generation,
+            run.nextTry != nil
+        else { return }
+        run.nextTry = nil
+        serviceRuns[key] = run
+        // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
+        // instance): nothing to do.
+        guard listed(app: app).instances.isEmpty, launching[key] == nil,
+            store.config.override(for: app)?.service.keepAlive ?? .no != .no
+        else { return }
+        launchService(app, origin: .keepAlive, generation: generation)
+    }
+
+    /// Launches `app` as appd itself (caller uid 0) with its `Arguments=`; a launch that fails
+    /// counts as a failed run for KeepAlive.
+    private func launchService(_ app: String, origin: LaunchOrigin, generation: Int?) {
+        let arguments = store.config.override(for: app)?.service.arguments ?? []
+        Task {
+            do {
+                let instance = try await self.launchTimed(
+                    app, arguments: arguments, caller: 0, background: true, origin: origin
+                )
+                .instance
+                self.notice(
+                    app,
+                    "\(origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"): started instance \(instance.id)"
+                )
+            } catch {
+                self.serviceLaunchFailed(app, origin: origin, error: error)
+            }
+        }
+    }
+
+    private func serviceLaunchFailed(_ app: String, origin: LaunchOrigin, error: any Error) {
+        let label = origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"
+        notice(app, "\(label): launch failed: \(error)")
+        guard !stopping, let override = store.config.override(for: app),
+            override.service.keepAlive != .no,
+            listed(app: app).instances.isEmpty
+        else { return }
+        let key = app.lowercased()
+        var run = serviceRuns[key] ?? ServiceRun()
+        run.lastExit = APIExit(reason: .failedToLaunch, message: "\(error)")
+        defer { serviceRuns[key] = run }
+        guard run.restarts < lifecycle.keepAliveLimit else {
+            run.gaveUp = true
+            run.nextTry = nil
+            notice(
+                app,
+                "KeepAlive: crash loop: gave up after \(run.restarts) failed restarts in a row (KeepAliveLimit=\(lifecycle.keepAliveLimit))"
+            )
+            return
+        }
+        scheduleRestart(&run, app: app, after: "launch failed")
+    }
+
+    /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
+    func serviceLaunched(_ app: String) {
+        let key = app.lowercased()
+        guard var run = serviceRuns[key] else { return }
+        run.restarts = 0
+        run.gaveUp = false
+        run.nextTry = nil
+        run.generation &+= 1
+        serviceRuns[key] = run
+    }
+
+    func notice(_ app: String, _ detail: String) {
+        hub.publish { seq in
+            APIEvent(seq: seq, time: Date(), kind: .message, app: app, detail: detail)
+        }
+    }
+
+    // MARK: Queries
+
+    /// Every app whose `[App ID]` sets RunAtLoad or KeepAlive, installed or not.
+    public func services() -> [APIService] {
+        store.config.apps.keys.sorted().compactMap { service($0) }
+    }
+
+    /// How appd runs `app` as a service; nil when its `[App ID]` sets neither RunAtLoad nor
+    /// KeepAlive.
+    public func service(_ app: String) -> APIService? {
+        guard let override = store.config.override(for: app),
+            override.service.runAtLoad || override.service.keepAlive != .no
+        else { return nil }
+        let run = serviceRuns[app.lowercased()] ?? ServiceRun()
+        let live = listed(app: app).instances
+        let state: APIService.State =
+            !live.isEmpty
+            ? .running : run.gaveUp ? .crashLoop : run.nextTry != nil ? .waiting : .stopped
+        let name = live.first?.app ?? (try? store.app(app).bundleID) ?? app
+        return APIService(
+            app: name, state: state, runAtLoad: override.service.runAtLoad,
+            keepAlive: override.service.keepAlive.rawValue, arguments: override.service.arguments,
+            instances: live.map(\.id), restarts: run.restarts,
+            restartLimit: lifecycle.keepAliveLimit,
+            nextTry: live.isEmpty ? run.nextTry : nil, lastExit: run.lastExit)
+    }
+
+    // MARK: Restart and upgrades
+
+    /// Terminates the instance with the grace period (at once if it has exited), waits for its
+    /// end, and launches its app again with the same arguments, into the same place (the
+    /// background, when it was there or is a service). Returns the new instance.
+    public func restart(_ id: String, grace: Double? = nil, caller: UInt32) async throws
+        -> APIInstance
+    {
+        let old = try entry(id).record.instance
+        if old.state != .exited {
+            _ = try terminate(old.id, grace: grace)
+            let ended = try await waitForExit(old.id)
+            guard ended.state == .exited else {
+                throw AppdError(
+                    .conflict,
+                    "appd is stopping; instance \(old.id) is still \(ended.state.rawValue)",
+                    hint: "launch it again once appd is back")
+            }
+        }
+        let background = old.service == true || [.background, .suspended].contains(old.state)
+        return try await launchTimed(
+            old.app, arguments: old.arguments, caller: caller, background: background
+        ).instance
+    }
+
+    /// Another bundle of `app` was installed: its running instances launched from an older one
+    /// are marked `outdated` (`appctl ps` shows it; `appd install --restart` restarts them).
+    public func appInstalled(_ app: InstalledApp) {
+        for var entry in entries.values
+        where entry.record.instance.state != .exited
+            && entry.record.instance.app.caseInsensitiveCompare(app.bundleID) == .orderedSame
+            && entry.record.instance.outdated != true
+            && entry.record.bundle != nil && entry.record.bundle != app.bundleUUID
+        {
+            entry.record.instance.outdated = true
+            save(entry)
+            publish(
+                .message, entry.record.instance,
+                detail:
+                    "outdated: runs version \(entry.record.instance.version ?? "?"), \(app.version ?? "?") is installed"
+            )
+        }
+    }
+
+    /// After adoption: an instance whose app was upgraded while no daemon ran is outdated too.
+    func markOutdatedAdopted() {
+        let apps = Set(
+            entries.values.filter { $0.record.instance.state != .exited }.map {
+                $0.record.instance.app.lowercased()
+            })
+        for app in apps.sorted() {
+            if let installed = try? store.app(app) { appInstalled(installed) }
+        }
+    }
+}
