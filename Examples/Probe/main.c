@@ -560,17 +560,21 @@ int main(int argc, char **argv) {
         report("exec", -1);
     }
     else if (!strcmp(mode, "exec-hostile-name")) {
-        // A script in $HOME whose name holds what would drive a terminal: ESC (clear the
-        // screen), C1 CSI and OSC, and U+202E. Landlock refuses executing from the data
-        // container, and the kernel's record of it names the path: appctl denials and events
-        // must show it escaped.
+        // A script whose name holds what would drive a terminal: ESC (clear the screen), C1 CSI
+        // and OSC, and U+202E; the kernel's record of the refused exec names the path, and
+        // appctl denials and events must show it escaped. In $HOME (written here), where the
+        // noexec mount refuses it before any layer that records; or in DIR (argv[2], a
+        // read-only exception path holding such a file), where Landlock refuses it and records.
+        const char *dir = argc > 2 ? argv[2] : (getenv("HOME") ? getenv("HOME") : "/nonexistent");
         char path[4096];
-        snprintf(path, sizeof path, "%s/run\x1b[2J\xc2\x9b" "8m\xc2\x9d" "\xe2\x80\xae" "exe.txt", getenv("HOME") ? getenv("HOME") : "/nonexistent");
-        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
-        if (fd >= 0) {
-            const char script[] = "#!/bin/sh\nexit 0\n";
-            if (write(fd, script, sizeof script - 1) < 0) perror("write");
-            close(fd);
+        snprintf(path, sizeof path, "%s/run\x1b[2J\xc2\x9b" "8m\xc2\x9d" "\xe2\x80\xae" "exe.txt", dir);
+        if (argc <= 2) {
+            int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0755);
+            if (fd >= 0) {
+                const char script[] = "#!/bin/sh\nexit 0\n";
+                if (write(fd, script, sizeof script - 1) < 0) perror("write");
+                close(fd);
+            }
         }
         char *args[] = {path, NULL};
         execv(path, args);

@@ -197,12 +197,25 @@ struct TerminalInjectionTests {
         "a sandboxed app denied executing a file it named with ESC, C1 and U+202E: appctl denials and appctl events print the path escaped"
     )
     func denialPathEscaped() throws {
-        let daemon = try TestDaemon()
-        try daemon.installProbe("com.example.hostile-name")
+        // The file lies in a read-only exception path the admin allows: what an app writes is
+        // mounted noexec, and that refusal leaves no record; Landlock's refusal of executing from
+        // a read-only path does. The app names the file; the bytes of its name are the attack.
+        let shared = try makeTemporaryDirectory("/var/tmp/appd-hostile-name.XXXXXX")
+        defer { try? FileManager.default.removeItem(atPath: shared) }
+        chmod(shared, 0o755)
+        let file = shared + "/run\u{1b}[2J\u{9b}8m\u{9d}\u{202e}exe.txt"
+        try "#!/bin/sh\nexit 0\n".write(toFile: file, atomically: false, encoding: .utf8)
+        chmod(file, 0o755)
+        let daemon = try TestDaemon(config: "[Sandbox]\nAllowedReadOnlyPaths=\(shared)\n")
+        try daemon.installProbe(
+            "com.example.hostile-name",
+            entitlements:
+                "<key>com.apple.security.temporary-exception.files.absolute-path.read-only</key><array><string>\(shared)</string></array>"
+        )
         let events = try DrainedChild(
             builtExecutable("appctl"), arguments: ["events", "--since", "0"],
             environment: ["APPD_ROOT=\(daemon.root)"])
-        let probe = try daemon.launch("com.example.hostile-name", ["exec-hostile-name"])
+        let probe = try daemon.launch("com.example.hostile-name", ["exec-hostile-name", shared])
         #expect(
             try daemon.eventually {
                 try daemon.logs(probe.id).contains("exec-hostile-name: refused")
