@@ -583,7 +583,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "connect") && argc > 3) connect_tcp(argv[2], atoi(argv[3]));
     else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
     else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));
-    else if (!strcmp(mode, "serve") && argc > 2) return serve_tcp(atoi(argv[2]));
+    // serve PORT (a pong server, ServiceTests); serve PORT SECONDS is attack_network.c's.
+    else if (!strcmp(mode, "serve") && argc == 3) return serve_tcp(atoi(argv[2]));
     else if (!strcmp(mode, "ptrace")) report("ptrace-attach", try_ptrace());
     else if (!strcmp(mode, "denials")) {
         // Each forbidden action once, for the denial log (docs/denials.md). Landlock refuses

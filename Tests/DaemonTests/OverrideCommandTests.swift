@@ -243,8 +243,7 @@ struct OverrideCommandTests {
 
     /// A v1 controller's file of `pid`'s cgroup, or the v2 one.
     static func cgroupValue(of pid: pid_t, controller: String, file: String) -> String? {
-        let lines = ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "")
-            .split(separator: "\n")
+        let lines = instanceCgroupLines(of: pid)
         for line in lines {
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, parts[1].split(separator: ",").contains(Substring(controller))

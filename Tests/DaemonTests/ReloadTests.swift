@@ -172,8 +172,7 @@ struct ReloadTests {
     /// The memory limit of the cgroup `pid` is in: memory.max on cgroup v2, the v1 memory
     /// controller's memory.limit_in_bytes on a hybrid host.
     static func memoryLimit(of pid: pid_t) -> Int64? {
-        let lines = ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "")
-            .split(separator: "\n")
+        let lines = instanceCgroupLines(of: pid)
         for line in lines {
             let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
             guard parts.count == 3, parts[1].split(separator: ",").contains("memory") else {

@@ -54,7 +54,11 @@ struct ServiceTests {
     /// SIGKILL to the app's own processes (the probe), not its launcher: a crash of the server.
     static func killApp(_ instance: APIInstance) throws {
         let cgroup = try #require(instance.cgroup)
-        let pids = try String(contentsOfFile: "\(cgroup)/cgroup.procs", encoding: .utf8).split(
+        // The app is in the instance's `app` leaf (docs/app-output.md); an instance from before
+        // the leaves holds it directly.
+        let procs = ["\(cgroup)/app/cgroup.procs", "\(cgroup)/cgroup.procs"]
+            .first { FileManager.default.fileExists(atPath: $0) } ?? "\(cgroup)/cgroup.procs"
+        let pids = try String(contentsOfFile: procs, encoding: .utf8).split(
             separator: "\n"
         ).compactMap { pid_t($0) }
         let apps = pids.filter { pid in

@@ -160,3 +160,16 @@ func outputRelay(launcher: pid_t) -> pid_t? {
         return status.first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").count == 2
     }
 }
+
+/// `/proc/PID/cgroup` of an instance's process with its instance cgroup in place of the leaf it
+/// sits in: the launcher and the app are in `<instance>/app`, the output relay in
+/// `<instance>/relay` (docs/app-output.md), while the limits are the instance's.
+func instanceCgroupLines(of pid: pid_t) -> [Substring] {
+    let text = (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? ""
+    return text.split(separator: "\n").map { line in
+        for leaf in ["/app", "/relay"] where line.hasSuffix(leaf) {
+            return line.dropLast(leaf.count)
+        }
+        return line
+    }
+}
