@@ -54,13 +54,7 @@ struct ServiceTests {
     /// SIGKILL to the app's own processes (the probe), not its launcher: a crash of the server.
     static func killApp(_ instance: APIInstance) throws {
         let cgroup = try #require(instance.cgroup)
-        // The app is in the instance's `app` leaf (docs/app-output.md); an instance from before
-        // the leaves holds it directly.
-        let procs = ["\(cgroup)/app/cgroup.procs", "\(cgroup)/cgroup.procs"]
-            .first { FileManager.default.fileExists(atPath: $0) } ?? "\(cgroup)/cgroup.procs"
-        let pids = try String(contentsOfFile: procs, encoding: .utf8).split(
-            separator: "\n"
-        ).compactMap { pid_t($0) }
+        let pids = instanceProcesses(cgroup: cgroup)
         let apps = pids.filter { pid in
             (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.hasPrefix("Probe")
                 == true
