@@ -39,16 +39,20 @@ let package = Package(
         // sd_watchdog_enabled, sd_journal_sendv. Without systemd (no $NOTIFY_SOCKET, no journal)
         // each call does nothing; libsystemd0 is on every Debian host.
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        // What every module may import: the one error type and its codes (shared with the API,
+        // each with its HTTP status), errno names from glibc, the EINTR retry, the UTC calendar.
+        // No Foundation: the static launcher links it too.
+        .target(name: "AppdBase", dependencies: ["CLinux"]),
         // Reads and validates a bundle, and its code signature (CodeResources, Ed25519). Pure: it
         // reads, never writes (signing returns the bytes to write; the caller writes them).
         .target(
             name: "AppBundle",
-            dependencies: ["PrintableText", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: ["AppdBase", "PrintableText", .product(name: "Crypto", package: "swift-crypto")]),
         // The one rule for printing text someone else chose (Printable): control and bidi
         // characters shown as \u{..}. Standard library only, so appctl and the daemon share it.
         .target(name: "PrintableText"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
-        .target(name: "AppdAPI"),
+        .target(name: "AppdAPI", dependencies: ["AppdBase"]),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
         // event loop to start: appctl answers in milliseconds).
         .target(name: "AppdClient", dependencies: ["AppdAPI"]),
@@ -181,6 +185,7 @@ let package = Package(
         // generator, kernel files, a posix_spawn that hands a child only the fds placed for it,
         // and the real `appd serve` process the daemon suites start.
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
+        .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         .testTarget(name: "AppBundleTests", dependencies: ["AppBundle", "PrintableText"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).

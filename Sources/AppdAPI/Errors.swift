@@ -1,3 +1,5 @@
+import AppdBase
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -52,21 +54,9 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
         return text
     }
 
-    /// The HTTP status each code travels with.
-    public var httpStatus: Int {
-        switch code {
-        case "notFound": 404
-        case "exists", "conflict": 409
-        case "permissionDenied": 403
-        case "invalidBundle", "badRequest", "invalidConfig": 400
-        case "tooLarge": 413
-        case "tooManyRequests": 429
-        case "unsupportedMediaType": 415
-        case "unsupported": 501
-        case "unavailable": 503
-        default: 500
-        }
-    }
+    /// The HTTP status each code travels with: `AppdError.Code`'s, the one map; 500 for a code
+    /// this side does not know (a newer daemon's).
+    public var httpStatus: Int { AppdError.Code(rawValue: code)?.httpStatus ?? 500 }
 }
 
 /// One problem of a bundle, naming its file (relative to the bundle root; empty for the bundle).

@@ -1,4 +1,5 @@
-import Foundation
+import CLinux
+import Glibc
 
 /// The one error type of appd. Every failure a user can cause ends up here, with a code a
 /// program can switch on and a message a person can act on.
@@ -21,8 +22,38 @@ public struct AppdError: Error, CustomStringConvertible, Sendable, Equatable {
         /// The caller is at a cap of its own (per user, per app): it may try again once it
         /// holds less (HTTP 429).
         case tooManyRequests
-        /// appd is at a cap of its own, for everyone but root (HTTP 503).
+        /// appd is at a cap of its own, for everyone but root, is stopping, or is not running
+        /// (HTTP 503).
         case unavailable
+        /// The request itself is malformed: bad JSON, a bad parameter (HTTP 400).
+        case badRequest
+        /// The request body is larger than the route takes (HTTP 413).
+        case tooLarge
+        /// The request body is not of a type the route takes (HTTP 415).
+        case unsupportedMediaType
+        /// The path exists but not with this method (HTTP 405).
+        case methodNotAllowed
+        /// The daemon's answer could not be read (the client's own code; never sent).
+        case badResponse
+        /// A failure appd did not foresee (HTTP 500).
+        case `internal`
+
+        /// The HTTP status each code travels with: every code has one.
+        public var httpStatus: Int {
+            switch self {
+            case .notFound: 404
+            case .exists, .conflict: 409
+            case .permissionDenied: 403
+            case .invalidBundle, .badRequest, .invalidConfig: 400
+            case .tooLarge: 413
+            case .tooManyRequests: 429
+            case .unsupportedMediaType: 415
+            case .methodNotAllowed: 405
+            case .unsupported: 501
+            case .unavailable: 503
+            case .corruptState, .io, .badResponse, .internal: 500
+            }
+        }
     }
 
     public var code: Code
@@ -48,8 +79,7 @@ public struct AppdError: Error, CustomStringConvertible, Sendable, Equatable {
     public static func system(_ step: String, errno: Int32 = Glibc.errno, hint: String? = nil)
         -> AppdError
     {
-        AppdError(.io, "\(step): \(errnoName(errno)) (\(String(cString: strerror(errno))))",
-            errno: errno, hint: hint)
+        AppdError(.io, "\(step): \(errnoText(errno))", errno: errno, hint: hint)
     }
 
     public var description: String {
@@ -65,13 +95,12 @@ extension AppdError {
     /// The same error with `path` replaced by `shown` wherever its text names it: a folder the
     /// reader never saw (the daemon's `incoming/<uuid>/`) becomes the one they gave.
     public func naming(_ path: String, as shown: String) -> AppdError {
+        guard !path.isEmpty else { return self }
         var copy = self
-        copy.message = message.replacingOccurrences(of: path, with: shown)
-        copy.hint = hint?.replacingOccurrences(of: path, with: shown)
+        copy.message = message.replacing(path, with: shown)
+        copy.hint = hint?.replacing(path, with: shown)
         copy.problems = problems.map {
-            BundleProblem(
-                $0.path.replacingOccurrences(of: path, with: shown),
-                $0.message.replacingOccurrences(of: path, with: shown))
+            BundleProblem($0.path.replacing(path, with: shown), $0.message.replacing(path, with: shown))
         }
         return copy
     }
@@ -88,37 +117,4 @@ public struct BundleProblem: Sendable, Codable, Equatable, CustomStringConvertib
     }
 
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
-}
-
-/// The symbolic name of an errno value, which is what people search for.
-public func errnoName(_ code: Int32) -> String {
-    switch code {
-    case EPERM: "EPERM"
-    case ENOENT: "ENOENT"
-    case EIO: "EIO"
-    case EBADF: "EBADF"
-    case EAGAIN: "EAGAIN"
-    case ENOMEM: "ENOMEM"
-    case EACCES: "EACCES"
-    case EBUSY: "EBUSY"
-    case EEXIST: "EEXIST"
-    case EXDEV: "EXDEV"
-    case ENOTDIR: "ENOTDIR"
-    case EISDIR: "EISDIR"
-    case EINVAL: "EINVAL"
-    case ENFILE: "ENFILE"
-    case EMFILE: "EMFILE"
-    case EFBIG: "EFBIG"
-    case ENOSPC: "ENOSPC"
-    case EROFS: "EROFS"
-    case EMLINK: "EMLINK"
-    case ENAMETOOLONG: "ENAMETOOLONG"
-    case ELOOP: "ELOOP"
-    case ENOTEMPTY: "ENOTEMPTY"
-    case EDQUOT: "EDQUOT"
-    case ENOSYS: "ENOSYS"
-    case EAFNOSUPPORT: "EAFNOSUPPORT"
-    case ESRCH: "ESRCH"
-    default: "errno \(code)"
-    }
 }
