@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "AppdClient", dependencies: ["AppdAPI"]),
         // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
         // options either side of the subcommand.
-        .target(name: "AppdCLI", dependencies: ["AppdAPI", "PrintableText"]),
+        .target(name: "AppdCLI", dependencies: ["AppdAPI", "AppdBase", "PrintableText"]),
         // A bundle folder as a tar stream: written by the client with the caller's permissions,
         // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
         // An .ipa (zip) is turned into that same stream on the client's side (ZIPFoundation), so

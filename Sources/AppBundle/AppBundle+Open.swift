@@ -139,11 +139,11 @@ private struct PlistCollector: BundleVisitor {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         while data.count < cap {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, min($0.count, cap - data.count)) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(entry.relativePath)")
+            let wanted = min(buffer.count, cap - data.count)
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { read(fd, buffer.baseAddress, wanted) }
             }
+            if n < 0 { throw AppdError.system("read \(entry.relativePath)") }
             if n == 0 { break }
             data.append(contentsOf: buffer[..<n])
         }

@@ -1,3 +1,5 @@
+import AppdBase
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -46,47 +48,24 @@ public enum APICoding {
 
     static func utcDate(_ bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         guard bytes.count >= 20, bytes.count <= 30, bytes[bytes.count - 1] == UInt8(ascii: "Z"),
-            bytes[4] == UInt8(ascii: "-"), bytes[7] == UInt8(ascii: "-"), bytes[10] == UInt8(ascii: "T"),
-            bytes[13] == UInt8(ascii: ":"), bytes[16] == UInt8(ascii: ":")
+            bytes[10] == UInt8(ascii: "T"), let time = UTCTime.fields(bytes), time.isValid,
+            (1970...9999).contains(time.year)
         else { return nil }
-        func number(_ start: Int, _ count: Int) -> Int? {
-            var value = 0
-            for index in start..<(start + count) {
-                let digit = Int(bytes[index]) - 48
-                guard (0...9).contains(digit) else { return nil }
-                value = value * 10 + digit
-            }
-            return value
-        }
-        guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
-            let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2),
-            (1970...9999).contains(year), (1...12).contains(month), hour < 24, minute < 60, second < 60
-        else { return nil }
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let lengths = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard day >= 1, day <= lengths[month - 1] else { return nil }
         var nanoseconds = 0
         if bytes.count > 20 {
             // `.` and 1 to 9 digits.
             let digits = bytes.count - 21
             guard bytes[19] == UInt8(ascii: "."), (1...9).contains(digits),
-                let fraction = number(20, digits)
+                let fraction = UTCTime.number(bytes[20..<(20 + digits)])
             else { return nil }
             nanoseconds = fraction
             for _ in digits..<9 { nanoseconds *= 10 }
         } else if bytes[19] != UInt8(ascii: "Z") {
             return nil
         }
-        // Days since 1970-01-01 of a proleptic Gregorian date (Hinnant's days_from_civil).
-        let y = month <= 2 ? year - 1 : year
-        let era = y / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146_097 + dayOfEra - 719_468
-        let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second
         return Date(
-            timeIntervalSinceReferenceDate: Double(seconds - 978_307_200) + Double(nanoseconds) / 1e9)
+            timeIntervalSinceReferenceDate: Double(time.secondsSince1970 - 978_307_200)
+                + Double(nanoseconds) / 1e9)
     }
 }
 
@@ -153,8 +132,9 @@ public enum APISocket {
         var buffer = [UInt8](repeating: 0, count: 4098)
         var count = 0
         while count < buffer.count {
-            let read = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress.map { $0 + count }, $0.count - count) }
-            if read < 0 && errno == EINTR { continue }
+            let read = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { Glibc.read(fd, buffer.baseAddress.map { $0 + count }, buffer.count - count) }
+            }
             guard read > 0 else { break }
             count += read
         }

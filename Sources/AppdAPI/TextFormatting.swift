@@ -1,3 +1,5 @@
+import AppdBase
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -50,24 +52,8 @@ public enum TextFormatting {
         return fraction < 0 ? (seconds - 1, fraction + 1000) : (seconds, fraction)
     }
 
-    /// `YYYY-MM-DDTHH:MM:SS` of seconds since 1970, UTC (H. Hinnant's civil_from_days).
-    static func civil(_ seconds: Int64) -> String {
-        let (quotient, remainder) = seconds.quotientAndRemainder(dividingBy: 86400)
-        let days = remainder < 0 ? quotient - 1 : quotient
-        let secondOfDay = remainder < 0 ? remainder + 86400 : remainder
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return printf(
-            "%04lld-%02lld-%02lldT%02lld:%02lld:%02lld", year, month, day, secondOfDay / 3600,
-            secondOfDay / 60 % 60, secondOfDay % 60)
-    }
+    /// `YYYY-MM-DDTHH:MM:SS` of seconds since 1970, UTC.
+    static func civil(_ seconds: Int64) -> String { UTCTime(secondsSince1970: seconds).text() }
 
     /// An RFC 3339 time as ISO8601DateFormatter took it, with or without fractional seconds:
     /// `YYYY-MM-DDTHH:MM:SS[.fraction](Z|+HH:MM|-HH:MM)`, spaces either side, the fraction cut to
@@ -130,14 +116,8 @@ public enum TextFormatting {
             return nil
         }
         guard (1...31).contains(day), year >= 1583 else { return nil }
-        // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        let days = era * 146097 + dayOfEra - 719468
-        let seconds = days * 86400 + hour * 3600 + minute * 60 + second - offset
+        let time = UTCTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        let seconds = Int(time.secondsSince1970) - offset
         // As CFDateFormatter turned ICU's milliseconds into a Date.
         let udate = Double(seconds * 1000 + milliseconds)
         return Date(timeIntervalSinceReferenceDate: udate / 1000.0 - 978_307_200.0)

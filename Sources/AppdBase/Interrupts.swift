@@ -52,7 +52,7 @@ public func retryingInterrupts<Value: FixedWidthInteger>(_ call: () -> Value) ->
 }
 
 /// Writes all of `bytes` to `fd`, retrying short writes and EINTR. The errno of the write that
-/// failed, if one did.
+/// failed, if one did (EIO for a write that wrote nothing, which would otherwise spin).
 public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Void, Errno> {
     var offset = 0
     while offset < bytes.count {
@@ -60,6 +60,7 @@ public func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Result<Voi
             write(fd, bytes.baseAddress.map { $0 + offset }, bytes.count - offset)
         }
         switch result {
+        case .success(0): return .failure(Errno(rawValue: EIO))
         case .success(let written): offset += written
         case .failure(let error): return .failure(error)
         }

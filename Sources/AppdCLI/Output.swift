@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import PrintableText
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -56,36 +57,17 @@ public enum Output {
     }
 
     public static func note(_ text: String) {
-        var bytes = Array("\(text)\n".utf8)
-        bytes.withUnsafeMutableBytes { buffer in
-            guard var base = buffer.baseAddress else { return }
-            var remaining = buffer.count
-            while remaining > 0 {
-                let written = write(STDERR_FILENO, base, remaining)
-                if written < 0, errno == EINTR { continue }
-                if written <= 0 { return }
-                remaining -= written
-                base += written
-            }
-        }
+        // Nothing to do about a stderr that cannot be written.
+        _ = Array("\(text)\n".utf8).withUnsafeBytes { writeAll(STDERR_FILENO, $0) }
     }
 
     /// Straight to fd 1, not through stdio's buffer: streamed output (a followed log, events
     /// into a pipe) must show as it comes.
     public static func raw(_ bytes: UnsafeRawBufferPointer) throws {
-        guard var base = bytes.baseAddress else { return }
-        var remaining = bytes.count
-        while remaining > 0 {
-            let written = write(STDOUT_FILENO, base, remaining)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw APIError(
-                    code: "io",
-                    message: "cannot write to stdout: \(String(cString: strerror(errno)))",
-                    errno: errno)
-            }
-            remaining -= written
-            base += written
+        if case .failure(let error) = writeAll(STDOUT_FILENO, bytes) {
+            throw APIError(
+                code: "io", message: "cannot write to stdout: \(String(cString: strerror(error.rawValue)))",
+                errno: error.rawValue)
         }
     }
 

@@ -173,14 +173,8 @@ public struct BundleArchiveExtractor: ~Copyable {
         guard let file, let base = bytes.baseAddress else { return }
         hasher.update(bytes)
         bytesWritten += Int64(bytes.count)
-        var offset = 0
-        while offset < bytes.count {
-            let written = Glibc.write(file.fd, base + offset, bytes.count - offset)
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("write \(file.entry)")
-            }
-            offset += written
+        if case .failure(let error) = writeAll(file.fd, UnsafeRawBufferPointer(start: base, count: bytes.count)) {
+            throw AppdError.system("write \(file.entry)", errno: error.rawValue)
         }
     }
 

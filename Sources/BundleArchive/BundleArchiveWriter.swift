@@ -59,14 +59,11 @@ public enum BundleArchiveWriter {
             while offset < bytes.count {
                 // send with MSG_NOSIGNAL: a daemon hanging up must be an error, not a SIGPIPE
                 // that kills the client. Plain write for what is not a socket.
-                var sent = send(fd, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                var sent = retryingInterrupts { send(fd, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
                 if sent < 0 && errno == ENOTSOCK {
-                    sent = Glibc.write(fd, base + offset, bytes.count - offset)
+                    sent = retryingInterrupts { Glibc.write(fd, base + offset, bytes.count - offset) }
                 }
-                if sent < 0 {
-                    if errno == EINTR { continue }
-                    throw AppdError.system("write the bundle archive")
-                }
+                if sent < 0 { throw AppdError.system("write the bundle archive") }
                 offset += sent
             }
         }
@@ -247,11 +244,9 @@ final class TarOutput {
         var left = size
         while left > 0 {
             if count == capacity { try flush() }
-            let got = read(fd, base + count, Int(min(Int64(capacity - count), left)))
-            if got < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(path)")
-            }
+            let wanted = Int(min(Int64(capacity - count), left))
+            let got = retryingInterrupts { read(fd, base + count, wanted) }
+            if got < 0 { throw AppdError.system("read \(path)") }
             if got == 0 { return false }
             count += got
             left -= Int64(got)

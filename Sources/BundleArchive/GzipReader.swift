@@ -110,17 +110,11 @@ public final class GzipReader {
             end -= start
             start = 0
         }
-        while true {
-            let count = input.withUnsafeMutableBytes { bytes in
-                Glibc.read(fd, bytes.baseAddress.map { $0 + end }, bytes.count - end)
-            }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(shown)")
-            }
-            if count == 0 { atEOF = true }
-            end += count
-            return
+        let count = input.withUnsafeMutableBytes { bytes in
+            retryingInterrupts { Glibc.read(fd, bytes.baseAddress.map { $0 + end }, bytes.count - end) }
         }
+        if count < 0 { throw AppdError.system("read \(shown)") }
+        if count == 0 { atEOF = true }
+        end += count
     }
 }

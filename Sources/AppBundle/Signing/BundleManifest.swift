@@ -181,12 +181,11 @@ public struct ContentHasher {
     public static func sha256(of fd: Int32, what: String, buffer: inout [UInt8]) throws -> [UInt8] {
         var hasher = ContentHasher()
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { return hasher.finish() }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(what)")
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
             }
+            if n == 0 { return hasher.finish() }
+            if n < 0 { throw AppdError.system("read \(what)") }
             buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
         }
     }

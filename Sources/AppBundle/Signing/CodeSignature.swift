@@ -164,12 +164,11 @@ public struct CodeSignature: Sendable {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while data.count <= maxBytes {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(bundle)/\(relative)")
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
             }
+            if n == 0 { break }
+            if n < 0 { throw AppdError.system("read \(bundle)/\(relative)") }
             data.append(contentsOf: buffer[..<n])
         }
         return data

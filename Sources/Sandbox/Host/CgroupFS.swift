@@ -24,11 +24,10 @@ enum CgroupFS {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var position = offset
         while true {
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, position) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(Failure(errno))
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { pread(fd, buffer.baseAddress, buffer.count, position) }
             }
+            if n < 0 { return .failure(Failure(errno)) }
             if n == 0 { break }
             bytes += buffer[0..<n]
             position += n
@@ -42,12 +41,11 @@ enum CgroupFS {
         guard fd >= 0 else { return .failure(Failure(errno)) }
         defer { close(fd) }
         let bytes = Array(value.utf8)
-        while true {
-            let n = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n == bytes.count else { return .failure(Failure(n < 0 ? errno : EIO)) }
-            return .success(())
+        let n = bytes.withUnsafeBytes { buffer in
+            retryingInterrupts { Glibc.write(fd, buffer.baseAddress, buffer.count) }
         }
+        guard n == bytes.count else { return .failure(Failure(n < 0 ? errno : EIO)) }
+        return .success(())
     }
 
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
