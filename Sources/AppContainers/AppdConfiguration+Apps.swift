@@ -83,11 +83,6 @@ public struct AppOverride: Sendable, Equatable {
             summary: summary)
     }
 
-    /// `entitlements` less what this section revokes.
-    public func narrowed(_ entitlements: Entitlements) -> Entitlements {
-        sandboxOverride.narrowed(entitlements)
-    }
-
     public func revokes(_ key: String) -> Bool {
         revokedEntitlements.contains { EntitlementPattern.matches($0, key, ignoringCase: false) }
     }
