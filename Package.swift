@@ -72,11 +72,12 @@ let package = Package(
         ),
         // zlib's inflate for gzip'd tars (the client's side of `appd install`).
         .target(name: "CGunzip", linkerSettings: [.linkedLibrary("z")]),
-        // The state root: registry, uid allocation, installer, uninstall, doctor.
+        // The state root: registry, uid allocation, installer, uninstall, doctor; and its types
+        // as the API shows them (AppdAPI), for the daemon and appd's in-process commands alike.
         .target(
             name: "AppContainers",
             dependencies: [
-                "AppBundle", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
+                "AppBundle", "AppdAPI", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host

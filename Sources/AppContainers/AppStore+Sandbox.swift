@@ -34,32 +34,28 @@ extension AppStore {
     }
 }
 
+extension AppdConfiguration {
+    /// What the profile of `bundleID` is compiled with besides the app itself: `[Sandbox]` with
+    /// the app's `[App ID]` keys in place of the host's, and the rest of that section.
+    public func sandboxInputs(for bundleID: String) -> (
+        settings: SandboxSettings, override: SandboxOverride?
+    ) {
+        guard let override = override(for: bundleID) else { return (sandbox, nil) }
+        return (override.applied(to: sandbox), override.sandboxOverride)
+    }
+}
+
 extension AppStore {
-    /// The profile `app` launches with on this kernel. Reads only (group containers are made at install).
+    /// The profile `app` launches with on this kernel: its inputs gathered from the registry
+    /// and the configuration in force, compiled by `SandboxPolicy.compile`. Reads only (group
+    /// containers are made at install).
     public func sandboxProfile(
         for app: InstalledApp, arguments: [String] = [], console: Bool = false,
         kernel: KernelLayers = .detect()
     ) throws -> SandboxProfile {
-        let config = config
-        var subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
-        var settings = config.sandbox
-        // The admin's [App ID]: its limits instead of the host's, entitlements taken away.
-        if let override = config.override(for: app.bundleID) {
-            settings = override.applied(to: settings)
-            subject.entitlements = override.narrowed(subject.entitlements)
-            if override.revokes(EntitlementCatalog.applicationGroups) { subject.groupContainers = [] }
-        }
-        let policy = SandboxPolicy(settings: settings, kernel: kernel)
-        var profile = try policy.profile(for: subject, arguments: arguments, console: console)
-        if let override = config.override(for: app.bundleID) {
-            profile.cgroupLimits = override.cgroupLimits(settings: config.sandbox)
-            profile.adminOverride = override.summary
-            // Environment= names were checked when the file was read: none the sandbox sets.
-            for variable in override.service.environment {
-                profile.environment.removeAll { $0.name == variable.name }
-                profile.environment.append(.init(name: variable.name, value: variable.value))
-            }
-        }
-        return profile
+        let (settings, override) = config.sandboxInputs(for: app.bundleID)
+        return try SandboxPolicy.compile(
+            app.sandboxSubject(in: root, groups: groupContainers(for: app)), settings: settings,
+            override: override, kernel: kernel, arguments: arguments, console: console)
     }
 }

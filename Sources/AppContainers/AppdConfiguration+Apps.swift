@@ -74,14 +74,17 @@ public struct AppOverride: Sendable, Equatable {
         return settings
     }
 
-    /// `entitlements` less what this section revokes.
-    public func narrowed(_ entitlements: Entitlements) -> Entitlements {
-        guard !revokedEntitlements.isEmpty else { return entitlements }
-        return Entitlements(values: entitlements.values.filter { key, _ in !revokes(key) })
+    /// What the profile compile needs of this section beyond its `[Sandbox]` keys (those go
+    /// in through `applied(to:)`).
+    public var sandboxOverride: SandboxOverride {
+        SandboxOverride(
+            revokedEntitlements: revokedEntitlements, cpuWeight: cpuWeight,
+            environment: service.environment.map { .init(name: $0.name, value: $0.value) },
+            summary: summary)
     }
 
     public func revokes(_ key: String) -> Bool {
-        revokedEntitlements.contains { SigningPolicy.matches($0, key, ignoringCase: false) }
+        revokedEntitlements.contains { EntitlementPattern.matches($0, key, ignoringCase: false) }
     }
 
     /// What an admin reads in `appd profile`: `MemoryMax=64M, revoked com.apple.security.network.client`.

@@ -1,5 +1,6 @@
 import AppBundle
 import Foundation
+import Sandbox
 
 /// `[Signing]` and the `[Signer NAME]` sections of appd.conf: whose signatures appd trusts and
 /// which entitlements each signer may grant, to which bundle ids — the analogue of iOS
@@ -50,11 +51,7 @@ public struct SigningPolicy: Sendable, Equatable {
     static let alwaysAllowed: Set<String> = ["com.apple.security.app-sandbox"]
 
     public static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
-        let (pattern, value) =
-            ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
-        if pattern == "*" { return true }
-        if pattern.hasSuffix("*") { return value.hasPrefix(pattern.dropLast()) }
-        return pattern == value
+        EntitlementPattern.matches(pattern, value, ignoringCase: ignoringCase)
     }
 
     /// Whether a `[Signer]` or `[Signing]` pattern list is well formed: `*` only at the end.

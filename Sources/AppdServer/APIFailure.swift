@@ -1,4 +1,5 @@
 import AppBundle
+import AppContainers
 import AppdAPI
 
 /// An error on its way to becoming an HTTP answer: a status and the `{"error": ...}` body.

@@ -8,9 +8,9 @@ import Logging
 import NIOCore
 
 /// Installs from a tar stream (docs/api.md, "Installing through the daemon"): extracted into
-/// `<root>/incoming/<uuid>/<Name.app>` (root-only) as it arrives, each file hashed as it is
-/// written, then handed to the installer, which renames that tree into staging and checks it
-/// as `appd install --no-daemon` checks its copy. File I/O runs on a queue of its own, never on
+/// an `IncomingBundle` (`<root>/incoming/<uuid>/<Name.app>`, root-only) as it arrives, each
+/// file hashed as it is written, then installed from there, as `appd install --no-daemon`
+/// installs an archive. File I/O runs on a queue of its own, never on
 /// the event loop or the cooperative pool.
 final class Installer: Sendable {
     let store: AppStore
@@ -47,11 +47,9 @@ final class Installer: Sendable {
                 "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
                 hint: "docs/bundle-archive.md: tar -C Name.app -cf - . | curl ... --data-binary @-")
         }
-        let folder = "\(incoming)/\(UUID().uuidString)"
-        guard mkdir(folder, 0o700) == 0 else { throw AppdError.system("mkdir \(folder)") }
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let bundle = "\(folder)/\(name)"
-        guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
+        // The client names the bundle as it sent it (`name=`), never this folder; it puts its
+        // own path in front (appd install).
+        let received = try IncomingBundle(store: store, name: name)
 
         var installOptions = InstallOptions()
         installOptions.allowDowngrade = request.flag("allowDowngrade")
@@ -60,7 +58,7 @@ final class Installer: Sendable {
         let result: InstallResult
         do {
             let extractor = try await onQueue { [store] in
-                try ExtractorBox(into: bundle, limits: store.config.bundleLimits)
+                try ExtractorBox(into: received.path, limits: store.config.bundleLimits)
             }
             while let chunk = try await request.body.next() {
                 try await onQueue { try extractor.consume(chunk) }
@@ -68,13 +66,11 @@ final class Installer: Sendable {
             try await onQueue { try extractor.finish() }
             // The extracted tree is renamed into staging, not copied: its bytes, hashed as
             // they were written, are written once.
-            result = try await onQueue { [store] in
-                try store.install(extractedBundleAt: bundle, digests: extractor.digests, options: options)
+            result = try await onQueue {
+                try received.install(digests: extractor.digests, options: options)
             }
         } catch let error as AppdError {
-            // The client names the bundle as it sent it (`name=`), never this folder; it puts
-            // its own path in front (appd install).
-            throw error.naming(folder + "/", as: "")
+            throw received.naming(error)
         }
         if let warning = result.signing.warning {
             logger.warning("\(warning)", metadata: ["app": "\(result.app.bundleID)"])

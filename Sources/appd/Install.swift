@@ -3,7 +3,6 @@ import AppContainers
 import AppdAPI
 import AppdCLI
 import AppdClient
-import AppdServer
 import ArgumentParser
 import BundleArchive
 import Foundation
@@ -217,30 +216,24 @@ struct Install: ParsableCommand {
 }
 
 extension Install {
-    /// `--no-daemon` with an archive: what the daemon does, in-process. The stream is extracted
-    /// into `<root>/incoming/<uuid>/Name.app` (root-only) by the daemon's own extractor, each
-    /// file hashed as it is written, and that tree is renamed into staging and checked.
+    /// `--no-daemon` with an archive: what the daemon does, in-process, through the same
+    /// `IncomingBundle`: the stream is extracted by the daemon's own extractor, each file
+    /// hashed as it is written, and that tree is renamed into staging and checked.
     static func installArchive(
         _ source: InstallSource, into store: AppStore, options: InstallOptions, progress: UploadProgress? = nil
     ) throws -> InstallResult {
-        let incoming = "\(store.root.path)/incoming"
-        guard mkdir(incoming, 0o700) == 0 || errno == EEXIST else { throw AppdError.system("mkdir \(incoming)") }
-        let folder = "\(incoming)/\(UUID().uuidString)"
-        guard mkdir(folder, 0o700) == 0 else { throw AppdError.system("mkdir \(folder)") }
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        let bundle = "\(folder)/\(source.name)"
-        guard mkdir(bundle, 0o755) == 0 else { throw AppdError.system("mkdir \(bundle)") }
+        let incoming = try IncomingBundle(store: store, name: source.name, shown: source.shown)
         do {
-            var extractor = try BundleArchiveExtractor(into: bundle, limits: store.config.bundleLimits)
+            var extractor = try BundleArchiveExtractor(into: incoming.path, limits: store.config.bundleLimits)
             try source.write(onFile: progress.map { progress in { progress.file($0) } }) { bytes in
                 try extractor.consume(bytes)
                 progress?.sent(bytes.count)
             }
             try extractor.finish()
             progress?.uploaded()
-            return try store.install(extractedBundleAt: bundle, digests: extractor.fileDigests, options: options)
+            return try incoming.install(digests: extractor.fileDigests, options: options)
         } catch let error as AppdError {
-            throw error.naming(bundle, as: source.shown).naming(folder + "/", as: "")
+            throw incoming.naming(error)
         }
     }
 }

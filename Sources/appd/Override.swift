@@ -5,7 +5,6 @@ import AppdCLI
 import AppdClient
 import ArgumentParser
 import Foundation
-import Sandbox
 
 struct Override: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -170,33 +169,25 @@ struct Override: ParsableCommand {
         }
     }
 
+    /// The options as one edit of the section, in the order they apply.
+    var overrideEdit: AppOverrideEdit {
+        var edit = AppOverrideEdit()
+        edit.reset = reset
+        edit.values = limitOptions.compactMap { key, flag, value in value.map { (key, flag, $0) } }
+        if noBackground { edit.values.append(("BackgroundModes", "--no-background", "")) }
+        if let backgroundModes {
+            edit.values.append(("BackgroundModes", "--background-modes", backgroundModes))
+        }
+        edit.deny = deny
+        edit.allow = allow
+        return edit
+    }
+
     /// Reads, checks, rewrites the file; the daemon is asked afterwards, outside the lock.
     private func edit(_ path: String) throws -> Result {
-        let exists = FileManager.default.fileExists(atPath: path)
-        if !exists && options.configurationSource.explicit {
-            throw AppdError(.invalidConfig, "config file \(path) does not exist")
-        }
-        let text: String
-        if exists {
-            guard let data = FileManager.default.contents(atPath: path),
-                let decoded = String(data: data, encoding: .utf8)
-            else {
-                throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8")
-            }
-            text = decoded
-        } else {
-            text = ""
-        }
-        let config: AppdConfiguration
-        do {
-            config = try AppdConfiguration.parse(text, file: path)
-        } catch let error as AppdError {
-            throw AppdError(
-                .invalidConfig, "\(path) has an error, so it is left as it is: \(error.message)",
-                hint: error.hint ?? "fix the file first")
-        }
+        let (text, config) = try AppdConfiguration.readForEditing(
+            path, explicit: options.configurationSource.explicit)
         let old = config.override(for: id) ?? AppOverride()
-        var new = old
         var warnings: [String] = []
         var installed: Bool?
         do {
@@ -209,123 +200,22 @@ struct Override: ParsableCommand {
         } catch let error as AppdError {
             warnings.append("cannot check that \(id) is installed: \(error.message)")
         }
-
-        if reset {
-            new = AppOverride()
-        } else {
-            for (key, flag, value) in limitOptions {
-                guard let value else { continue }
-                if value == "default" {
-                    new.unset(key: key)
-                    continue
-                }
-                try set(&new, key, value, flag: flag, host: config.sandbox)
-            }
-            if noBackground {
-                try set(&new, "BackgroundModes", "", flag: "--no-background", host: config.sandbox)
-            }
-            if let backgroundModes {
-                if backgroundModes == "default" {
-                    new.unset(key: "BackgroundModes")
-                } else {
-                    try set(
-                        &new, "BackgroundModes", backgroundModes, flag: "--background-modes",
-                        host: config.sandbox)
-                }
-            }
-            for entitlement in deny where !new.revokedEntitlements.contains(entitlement) {
-                guard SigningPolicy.validPatterns(entitlement) == [entitlement] else {
-                    throw AppdError(
-                        .invalidConfig,
-                        "--deny \(entitlement) is not an entitlement key or pattern (exact, a prefix ending in *, or *)"
-                    )
-                }
-                new.revokedEntitlements.append(entitlement)
-            }
-            for entitlement in allow {
-                if let index = new.revokedEntitlements.firstIndex(of: entitlement) {
-                    new.revokedEntitlements.remove(at: index)
-                } else if let pattern = new.revokedEntitlements.first(where: {
-                    SigningPolicy.matches($0, entitlement, ignoringCase: false)
-                }) {
-                    throw AppdError(
-                        .invalidConfig,
-                        "--allow \(entitlement): it is denied by the pattern '\(pattern)'",
-                        hint:
-                            "remove the pattern with --allow '\(pattern)', then deny what should stay denied"
-                    )
-                } else {
-                    warnings.append(
-                        "\(entitlement) was not denied: --allow only removes a --deny, it never grants what the signer did not"
-                    )
-                }
-            }
-        }
+        let (new, editWarnings) = try overrideEdit.applied(to: old, host: config.sandbox)
+        warnings += editWarnings
 
         if new.service.runAtLoad && !old.service.runAtLoad {
             warnings.append(
                 "RunAtLoad starts it when appd starts; at boot that needs appd.service enabled, not only appd.socket: systemctl enable appd.service")
         }
-        let changes = Self.changes(from: old, to: new)
+        let changes = AppOverride.changes(from: old, to: new)
         var result = Result(
             app: id, config: path,
             settings: Dictionary(new.lines.map { ($0.key, $0.value) }, uniquingKeysWith: { $1 }),
             changes: changes, installed: installed, warnings: warnings)
         guard !changes.isEmpty, !show else { return result }
-        if geteuid() != 0, access(path, W_OK) != 0 {
-            throw AppdError(
-                .permissionDenied, "changing \(path) needs root", hint: "run it with sudo")
-        }
-        let edited = AppdConfiguration.replacingApp(id, with: new.lines, in: text)
-        // The file as written must read back as exactly this section, everything else unchanged.
-        let check = try AppdConfiguration.parse(edited, file: path)
-        var expected = config
-        expected.apps[id.lowercased()] = new.lines.isEmpty ? nil : new
-        if reset { expected.apps[id.lowercased()] = nil }
-        guard check == expected else {
-            throw AppdError(
-                .conflict, "the edited \(path) would not say what was asked; it is left as it is")
-        }
-        try AppdConfiguration.writeAtomically(edited, to: path)
+        try AppdConfiguration.writeOverride(id, new, text: text, config: config, path: path)
         result.warnings = warnings
         return result
-    }
-
-    private func set(
-        _ override: inout AppOverride, _ key: String, _ value: String, flag: String,
-        host: SandboxSettings
-    ) throws {
-        switch override.set(key: key, value: value, host: host) {
-        case .ok: break
-        case .invalid(let expected):
-            throw AppdError(
-                .invalidConfig, "\(flag) \(value.isEmpty ? "''" : value) is not \(expected)")
-        case .unknownKey:
-            throw AppdError(.conflict, "\(key) is not a key of [App ID]")
-        }
-    }
-
-    static func changes(from old: AppOverride, to new: AppOverride) -> [String] {
-        // An empty value (BackgroundModes=) reads as "(none)".
-        func settings(_ override: AppOverride) -> [String: String] {
-            Dictionary(
-                override.lines.map { ($0.key, $0.value.isEmpty ? "(none)" : $0.value) },
-                uniquingKeysWith: { $1 })
-        }
-        let before = settings(old)
-        let after = settings(new)
-        var changes: [String] = []
-        for key in AppOverride.keys {
-            switch (before[key], after[key]) {
-            case (nil, let value?): changes.append("\(key)=\(value)")
-            case (let was?, let value?) where was != value:
-                changes.append("\(key)=\(value) (was \(was))")
-            case (let was?, nil):
-                changes.append("\(key) removed (was \(was); the host's value applies)")
-            default: break
-            }
-        }
-        return changes
     }
 
     /// Asks the daemon to read the file again, if one runs.

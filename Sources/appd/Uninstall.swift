@@ -3,7 +3,6 @@ import AppContainers
 import AppdAPI
 import AppdCLI
 import AppdClient
-import AppdServer
 import ArgumentParser
 import Foundation
 

@@ -2,7 +2,6 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI
-import AppdServer
 import ArgumentParser
 import Foundation
 

@@ -1,11 +1,11 @@
 import AppBundle
-import AppContainers
 import AppdAPI
 import Foundation
 
 // The registry's and the bundle reader's types as the API shows them: the daemon answers with
 // these, and the in-process path of appd (`--no-daemon`, `verify`) prints the same, so a command
-// reads the same whichever way it ran.
+// reads the same whichever way it ran. Here, not in AppdServer, so that appd's subcommands need
+// no server module for them (only `appd serve` runs the server).
 
 extension APIApp {
     public init(_ app: InstalledApp, root: StateRoot, withEntitlements: Bool, running: Int? = nil) {
