@@ -52,6 +52,8 @@ oom_score = 0
 TOML
     # The v2 shims keep their sockets in /run/containerd/s, whatever the config says.
     [[ -e /run/containerd ]] || on_exit "find /run/containerd -depth -type d -empty -delete"
+    # CNI makes /var/run/netns a bind mount of itself; when it was not there, leave none.
+    [[ -e /var/run/netns ]] || on_exit "mountpoint -q /var/run/netns && umount /var/run/netns; rmdir /var/run/netns"
     ls /var/run/netns 2>/dev/null | sort >"$WORK/netns-before" || true
     containerd --config "$CTRD/config.toml" >"$CTRD/containerd.log" 2>&1 &
     local pid=$!
