@@ -82,12 +82,16 @@ stop_containerd() {
     done
     kill "$pid" 2>/dev/null && { for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
     kill -9 "$pid" 2>/dev/null || true
+    # What a runtime under test may have left running: containers in the cgroups the engines were
+    # given, and the shims (their command lines name this containerd's socket).
+    kill_cgroup appd-oci-harness; kill_cgroup appd-oci-harness-ctr; kill_cgroup appd-oci-harness-docker
+    kill_work_processes "$CTRD_SOCK"
     grep -o " $CTRD[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
     local netns
     for netns in $(ls /var/run/netns 2>/dev/null | sort | comm -13 "$WORK/netns-before" -); do
         [[ $netns == cni-* ]] && { umount "/var/run/netns/$netns" 2>/dev/null; rm -f "/var/run/netns/$netns"; }
     done
     ip link del "$CNI_BRIDGE" 2>/dev/null || true
-    remove_cgroups appd-oci-harness
+    remove_cgroups appd-oci-harness; remove_cgroups appd-oci-harness-ctr
     return 0
 }

@@ -4,10 +4,10 @@
 source "$OCI_DIR/containerd.sh"
 
 ctr_checks() {
-    local P=ctr out rc ns=(-n appd-harness) run=(--runtime io.containerd.runc.v2 --runc-binary "$RUNTIME"
+    local P=ctr out rc ns=(-n appd-oci-harness-ctr) run=(--runtime io.containerd.runc.v2 --runc-binary "$RUNTIME"
         --runc-root "$CTRD/runc-root" --fifo-dir "$CTRD/fifo")
     start_containerd || return 1
-    on_exit "remove_cgroups appd-harness" # ctr's cgroups are /NAMESPACE/ID
+    on_exit "remove_cgroups appd-oci-harness-ctr" # ctr's cgroups are /NAMESPACE/ID
     out=$(ctr_ "${ns[@]}" images import "$WORK/busybox.tar" 2>&1)
     check $P "images import of the docker-archive: the tag" "$IMAGE" "$(ctr_ "${ns[@]}" images ls -q)"
 
@@ -19,7 +19,7 @@ ctr_checks() {
     ctr_ "${ns[@]}" run -d "${run[@]}" "$IMAGE" h-long sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' >/dev/null
     sleep 0.3
     check $P "task ls: running" RUNNING "$(ctr_ "${ns[@]}" tasks ls | awk '$1 == "h-long" {print $3}')"
-    out=$("$RUNTIME" --root "$CTRD/runc-root/appd-harness" state h-long 2>&1 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>&1)
+    out=$("$RUNTIME" --root "$CTRD/runc-root/appd-oci-harness-ctr" state h-long 2>&1 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>&1)
     check $P "the runtime's own state (under the --runc-root the shim passed)" running "$out"
     out=$(ctr_ "${ns[@]}" tasks exec --fifo-dir "$CTRD/fifo" --exec-id e1 h-long sh -c 'echo in-exec; exit 0' 2>&1)
     check $P "tasks exec: output" in-exec "$out"
@@ -43,5 +43,5 @@ ctr_checks() {
     ctr_ "${ns[@]}" containers rm h-long
     check $P "no container left" "" "$(ctr_ "${ns[@]}" containers ls -q)"
     check $P "the runtime's state for the namespace lists no container" "" \
-        "$("$RUNTIME" --root "$CTRD/runc-root/appd-harness" list -q 2>&1)"
+        "$("$RUNTIME" --root "$CTRD/runc-root/appd-oci-harness-ctr" list -q 2>&1)"
 }

@@ -52,6 +52,31 @@ remove_cgroups() {
     return 0
 }
 
+# kill_cgroup CGROUP: the last resort when a runtime under test left a container behind (one that
+# lies about pause, or crashes half-way): thaws CGROUP and every cgroup below it and SIGKILLs each
+# process in them, by pid. Only cgroups this harness made are given to it.
+kill_cgroup() {
+    local dir pid
+    for dir in $(find /sys/fs/cgroup/*/"$1" /sys/fs/cgroup/"$1" -type d 2>/dev/null); do
+        [[ -w $dir/freezer.state ]] && echo THAWED >"$dir/freezer.state"
+        [[ -w $dir/cgroup.freeze ]] && echo 0 >"$dir/cgroup.freeze"
+        while read -r pid; do kill -9 "$pid"; done <"$dir/cgroup.procs"
+    done 2>/dev/null
+    return 0
+}
+
+# kill_work_processes DIR: SIGKILLs, by pid, the processes whose command line names DIR (the
+# conmon and shim processes of this harness's engines, which all run with paths under $WORK).
+kill_work_processes() {
+    local proc pid
+    for proc in /proc/[0-9]*; do
+        pid=${proc#/proc/}
+        ((pid == $$ || pid == BASHPID)) && continue
+        tr '\0' ' ' <"$proc/cmdline" 2>/dev/null | grep -qF -- "$1" && kill -9 "$pid" 2>/dev/null
+    done
+    return 0
+}
+
 # The test image: Debian's static busybox with its applets as links, a world-writable /tmp, and
 # (for the CRI pod sandbox) a second image of Debian's static catatonit as the pause process.
 make_images() {

@@ -19,8 +19,10 @@ podman_checks() {
     printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n' \
         >"$WORK/podman/containers.conf"
     on_exit "remove_cgroups libpod_parent"
-    on_exit "pm rm --all --force --time 0; pm pod rm --all --force; pm unshare true; \
-        pm system reset --force; umount -R '$WORK/podman/root/overlay' 2>/dev/null"
+    on_exit "for id in \$(ls '$WORK/podman/root/overlay-containers' 2>/dev/null); do \
+        kill_cgroup libpod_parent/libpod-\$id; \"\$RUNTIME\" delete --force \$id; done; kill_work_processes '$WORK/podman'"
+    # The storage is removed with the work directory (its mounts first, by the caller's trap).
+    on_exit "pm pod rm --all --force --time 0; pm rm --all --force --time 0; pm rmi --all --force"
     out=$(pm load -i "$WORK/busybox.tar" 2>&1) || { fail "$P: podman load of the docker-archive: $out"; return; }
     check $P "podman load of the docker-archive" "Loaded image: $IMAGE" "$(tail -1 <<<"$out")"
 
