@@ -59,12 +59,7 @@ TOML
     local pid=$!
     echo "$pid" >"$CTRD/pid"
     on_exit "stop_containerd $pid"
-    local i
-    for ((i = 0; i < 100; i++)); do
-        ctr_ version >/dev/null 2>&1 && return 0
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
+    wait_ready "$pid" 10 ctr_ version && return 0
     fail "containerd: did not answer on $CTRD_SOCK: $(tail -3 "$CTRD/containerd.log")"
     return 1
 }
@@ -80,13 +75,12 @@ stop_containerd() {
         done >/dev/null 2>&1
         for id in $(ctr_ -n "$ns" containers ls -q 2>/dev/null); do ctr_ -n "$ns" containers rm "$id"; done >/dev/null 2>&1
     done
-    kill "$pid" 2>/dev/null && { for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
-    kill -9 "$pid" 2>/dev/null || true
+    stop_daemon "$pid"
     # What a runtime under test may have left running: containers in the cgroups the engines were
     # given, and the shims (their command lines name this containerd's socket).
     kill_cgroup appd-oci-harness; kill_cgroup appd-oci-harness-ctr; kill_cgroup appd-oci-harness-docker
     kill_work_processes "$CTRD_SOCK"
-    grep -o " $CTRD[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+    umount_under "$CTRD"
     local netns
     for netns in $(ls /var/run/netns 2>/dev/null | sort | comm -13 "$WORK/netns-before" -); do
         [[ $netns == cni-* ]] && { umount "/var/run/netns/$netns" 2>/dev/null; rm -f "/var/run/netns/$netns"; }

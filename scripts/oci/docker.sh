@@ -21,13 +21,9 @@ start_dockerd() {
 }
 JSON
     dockerd --config-file "$DOCKER_DIR/daemon.json" >"$DOCKER_DIR/dockerd.log" 2>&1 &
-    local pid=$! i
+    local pid=$!
     on_exit "stop_dockerd $pid"
-    for ((i = 0; i < 150; i++)); do
-        dk version >/dev/null 2>&1 && return 0
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.2
-    done
+    wait_ready "$pid" 30 dk version && return 0
     fail "docker: dockerd did not answer on $DOCKER_DIR/docker.sock: $(grep -m3 -i 'level=error\|failed' "$DOCKER_DIR/dockerd.log" | tail -3)"
     return 1
 }
@@ -35,9 +31,8 @@ JSON
 stop_dockerd() {
     local pid=$1
     dk rm --force $(dk ps -aq) >/dev/null 2>&1
-    kill "$pid" 2>/dev/null && { for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done; }
-    kill -9 "$pid" 2>/dev/null
-    grep -o " $DOCKER_DIR[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    stop_daemon "$pid"
+    umount_under "$DOCKER_DIR"
     remove_cgroups appd-oci-harness-docker
     return 0
 }

@@ -40,6 +40,34 @@ run_cleanups() {
     cleanups=()
 }
 
+# wait_ready PID SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds (0), the daemon
+# PID exits or SECONDS pass (1).
+wait_ready() {
+    local pid=$1 tries=$(($2 * 10)) i
+    shift 2
+    for ((i = 0; i < tries; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        kill -0 "$pid" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# stop_daemon PID: SIGTERM, up to 10 s for it to exit, then SIGKILL.
+stop_daemon() {
+    local i
+    kill "$1" 2>/dev/null || return 0
+    for ((i = 0; i < 100; i++)); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.1; done
+    kill -9 "$1" 2>/dev/null
+    return 0
+}
+
+# umount_under DIR: lazily unmounts every mount at or under DIR, deepest first.
+umount_under() {
+    grep -o " $1[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
+    return 0
+}
+
 # remove_cgroups NAME: removes the (empty) cgroup NAME and its children under every hierarchy,
 # deepest first; a cgroup that still holds a process stays and is named on stderr.
 remove_cgroups() {
