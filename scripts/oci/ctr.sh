@@ -19,8 +19,8 @@ ctr_checks() {
     ctr_ "${ns[@]}" run -d "${run[@]}" "$IMAGE" h-long sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' >/dev/null
     sleep 0.3
     check $P "task ls: running" RUNNING "$(ctr_ "${ns[@]}" tasks ls | awk '$1 == "h-long" {print $3}')"
-    out=$("$RUNTIME" --root "$CTRD/runc-root/appd-oci-harness-ctr" state h-long 2>&1 | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>&1)
-    check $P "the runtime's own state (under the --runc-root the shim passed)" running "$out"
+    check $P "the runtime's own state (under the --runc-root the shim passed)" running \
+        "$(runtime_status "$RUNTIME" "$CTRD/runc-root/appd-oci-harness-ctr" h-long)"
     out=$(ctr_ "${ns[@]}" tasks exec --fifo-dir "$CTRD/fifo" --exec-id e1 h-long sh -c 'echo in-exec; exit 0' 2>&1)
     check $P "tasks exec: output" in-exec "$out"
     ctr_ "${ns[@]}" tasks exec --fifo-dir "$CTRD/fifo" --exec-id e2 h-long sh -c 'exit 6' >/dev/null 2>&1 && rc=0 || rc=$?

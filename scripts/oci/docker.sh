@@ -58,9 +58,8 @@ docker_checks() {
     # dockerd hands the shim runc.v1 Options; field 6 is BinaryName, field 7 the runtime's root.
     check $P "the shim's options name the runtime from daemon.json (BinaryName)" "$RUNTIME" \
         "$(ctr_ -n appd-harness-docker containers info "$id" | /usr/bin/python3 "$OCI_DIR/runc-options.py" 6)"
-    out=$("$RUNTIME" --root "$DOCKER_DIR/exec/runtime-runc/appd-harness-docker" state "$id" 2>&1 \
-        | /usr/bin/python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])' 2>&1)
-    check $P "the runtime's own state under the root dockerd gave it" running "$out"
+    check $P "the runtime's own state under the root dockerd gave it" running \
+        "$(runtime_status "$RUNTIME" "$DOCKER_DIR/exec/runtime-runc/appd-harness-docker" "$id")"
     dk kill --signal TERM "$id" >/dev/null
     check $P "kill --signal TERM: the trap's exit code" 42 "$(dk wait "$id")"
     dk rm "$id" >/dev/null

@@ -40,6 +40,17 @@ run_cleanups() {
     cleanups=()
 }
 
+# runtime_status RUNTIME ROOT ID: the `status` the runtime's own `state` reports (the command
+# conmon calls), or its error.
+runtime_status() {
+    "$1" --root "$2" state "$3" 2>&1 | /usr/bin/python3 -c 'import json, sys
+text = sys.stdin.read()
+try:
+    print(json.loads(text)["status"])
+except (ValueError, KeyError):
+    print(text.strip()[:200])'
+}
+
 # wait_ready PID SECONDS COMMAND...: polls COMMAND every 0.1 s until it succeeds (0), the daemon
 # PID exits or SECONDS pass (1).
 wait_ready() {
