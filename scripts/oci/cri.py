@@ -1,0 +1,274 @@
+#!/usr/bin/python3
+"""The Kubernetes path without kubelet: a CRI client against a private containerd.
+
+Its stubs are made at run time from the CRI descriptors compiled into the containerd binary:
+containerd 1.6 is built with gogo/protobuf, which registers every .proto as a gzip'd
+FileDescriptorProto in the binary's data (`fileDescriptor_<hash> = []byte{0x1f, 0x8b, ...}`). We
+scan the binary for gzip headers, keep the one whose package is `runtime.v1`, drop its gogoproto
+import and options (gogo's extensions change the Go code, not the wire format), and build message
+classes and unary-call stubs from it with Debian's python3-protobuf and python3-grpcio. No .proto
+file and no code generator is needed, and the client speaks exactly the API the binary serves.
+
+    cri.py --containerd BIN --socket SOCK --handler NAME --image REF --work DIR
+    cri.py --cleanup --containerd BIN --socket SOCK     (stop and remove every pod sandbox)
+
+Prints one PASS/FAIL line per check, as the other parts of scripts/oci-harness do.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+import zlib
+
+import grpc
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # what Go's gzip writes, as gogo uses it
+
+
+def cri_descriptor(binary):
+    with open(binary, "rb") as f:
+        data = f.read()
+    at = 0
+    while True:
+        at = data.find(GZIP_HEADER, at)
+        if at < 0:
+            raise SystemExit("cri.py: no runtime.v1 descriptor found in %s" % binary)
+        try:
+            raw = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(data[at:at + 4 << 20])
+            proto = descriptor_pb2.FileDescriptorProto.FromString(raw)
+        except Exception:
+            proto = None
+        if proto is not None and proto.package == "runtime.v1" and proto.service:
+            return proto
+        at += 1
+
+
+def strip_gogo(proto):
+    del proto.dependency[:]
+    proto.ClearField("options")
+    def messages(list_):
+        for message in list_:
+            message.ClearField("options")
+            for field in message.field:
+                field.ClearField("options")
+            messages(message.nested_type)
+    messages(proto.message_type)
+    return proto
+
+
+class CRI:
+    def __init__(self, binary, socket):
+        proto = strip_gogo(cri_descriptor(binary))
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(proto)
+        factory = message_factory.MessageFactory(pool)
+        self.types = {}
+        channel = grpc.insecure_channel("unix://" + socket)
+        for service in proto.service:
+            for method in service.method:
+                request = factory.GetPrototype(pool.FindMessageTypeByName(method.input_type.lstrip(".")))
+                response = factory.GetPrototype(pool.FindMessageTypeByName(method.output_type.lstrip(".")))
+                self.types[method.input_type.split(".")[-1]] = request
+                call = channel.unary_unary("/runtime.v1.%s/%s" % (service.name, method.name),
+                                           request_serializer=request.SerializeToString,
+                                           response_deserializer=response.FromString)
+                setattr(self, method.name, self._bind(call, request))
+        self.factory, self.pool = factory, pool
+
+    @staticmethod
+    def _bind(call, request):
+        def invoke(deadline=60, **fields):
+            message = request()
+            fill(message, fields)
+            return call(message, timeout=deadline)
+        return invoke
+
+
+def fill(message, values):
+    """Sets nested fields from a dict: maps, repeated scalars and sub-messages."""
+    for key, value in values.items():
+        field = message.DESCRIPTOR.fields_by_name[key]
+        target = getattr(message, key)
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            for k, v in value.items():
+                target[k] = v
+        elif field.label == field.LABEL_REPEATED:
+            for item in value:
+                if isinstance(item, dict):
+                    fill(target.add(), item)
+                else:
+                    target.append(item)
+        elif isinstance(value, dict):
+            fill(target, value)
+        else:
+            setattr(message, key, value)
+
+
+class Checks:
+    def __init__(self):
+        self.failed = 0
+
+    def check(self, name, expected, actual):
+        ok = expected == actual
+        self.failed += 0 if ok else 1
+        print("%s cri: %s (expected %r, got %r)" % ("PASS" if ok else "FAIL", name, expected, actual), flush=True)
+        return ok
+
+    def true(self, name, ok, detail):
+        self.failed += 0 if ok else 1
+        print("%s cri: %s (%s)" % ("PASS" if ok else "FAIL", name, detail), flush=True)
+        return ok
+
+
+def pod_config(name, work):
+    logs = os.path.join(work, "logs", name)
+    os.makedirs(logs, exist_ok=True)
+    return {
+        "metadata": {"name": name, "uid": name + "-uid", "namespace": "appd-harness", "attempt": 0},
+        "hostname": name,
+        "log_directory": logs,
+        "linux": {"cgroup_parent": "/appd-oci-harness", "security_context": {"namespace_options": {}}},
+    }
+
+
+def container_config(name, image, args, memory=0):
+    config = {
+        "metadata": {"name": name, "attempt": 0},
+        "image": {"image": image},
+        "command": args,
+        "log_path": name + ".log",
+    }
+    if memory:
+        config["linux"] = {"resources": {"memory_limit_in_bytes": memory}}
+    return config
+
+
+def wait_exit(cri, container, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        status = cri.ContainerStatus(container_id=container).status
+        if status.state == 2:  # CONTAINER_EXITED
+            return status
+        time.sleep(0.2)
+    return cri.ContainerStatus(container_id=container).status
+
+
+def run(args):
+    cri = CRI(args.containerd, args.socket)
+    c = Checks()
+    version = cri.Version(version="v1")
+    c.check("Version answers runtime_api_version", "v1", version.runtime_api_version)
+    started = []
+
+    def sandbox(name):
+        config = pod_config(name, args.work)
+        pod = cri.RunPodSandbox(config=config, runtime_handler=args.handler).pod_sandbox_id
+        started.append(pod)
+        return pod, config
+
+    def container(pod, config, name, command, memory=0):
+        created = cri.CreateContainer(pod_sandbox_id=pod, config=container_config(name, args.image, command, memory),
+                                      sandbox_config=config).container_id
+        cri.StartContainer(container_id=created)
+        return created
+
+    server_pod, server_config = sandbox("server")
+    status = cri.PodSandboxStatus(pod_sandbox_id=server_pod).status
+    c.check("RunPodSandbox with handler %r: pod ready" % args.handler, 0, status.state)
+    c.check("the pod's runtime handler", args.handler, status.runtime_handler)
+    server_ip = status.network.ip
+    c.true("the CNI bridge gave the pod an address", server_ip.startswith("10.213."), "ip %r" % server_ip)
+
+    # Output, exit code, the CRI log file.
+    first = container(server_pod, server_config, "exits", ["sh", "-c", "echo out-line; echo err-line >&2; exit 5"])
+    status = wait_exit(cri, first, 30)
+    c.check("ContainerStatus exit code", 5, status.exit_code)
+    log_path = status.log_path
+    try:
+        with open(log_path) as f:
+            lines = [line.rstrip("\n").split(" ", 3)[1:] for line in f]
+    except OSError as error:
+        lines = [str(error)]
+    c.check("the CRI log file (stream, tag, text)",
+            sorted([["stdout", "F", "out-line"], ["stderr", "F", "err-line"]]), sorted(lines))
+
+    # The server, ExecSync and stats on a running container.
+    server = container(server_pod, server_config, "server",
+                       ["sh", "-c", "while :; do echo pong-from-server | nc -l -p 8080; done"])
+    reply = cri.ExecSync(container_id=server, cmd=["echo", "exec-ok"], timeout=20)
+    c.check("ExecSync stdout and exit code", (b"exec-ok\n", 0), (reply.stdout, reply.exit_code))
+    reply = cri.ExecSync(container_id=server, cmd=["sh", "-c", "echo e >&2; exit 4"], timeout=20)
+    c.check("ExecSync stderr and non-zero exit code", (b"e\n", 4), (reply.stderr, reply.exit_code))
+    stats = cri.ContainerStats(container_id=server).stats
+    c.true("ContainerStats: memory working set and cpu usage read from the container's cgroup",
+           stats.memory.working_set_bytes.value > 0 and stats.cpu.usage_core_nano_seconds.value > 0,
+           "working_set %d bytes, cpu %d ns" % (stats.memory.working_set_bytes.value,
+                                                stats.cpu.usage_core_nano_seconds.value))
+
+    # OOM: a memory limit the program exceeds.
+    oom = container(server_pod, server_config, "oom", ["tail", "/dev/zero"], memory=32 << 20)
+    status = wait_exit(cri, oom, 60)
+    c.check("ContainerStatus of a container over its 32 MiB limit (reason, exit code)",
+            ("OOMKilled", 137), (status.reason, status.exit_code))
+
+    # The second pod connects to the first across the bridge.
+    client_pod, client_config = sandbox("client")
+    client_ip = cri.PodSandboxStatus(pod_sandbox_id=client_pod).status.network.ip
+    c.true("the two pods have their own addresses", client_ip != server_ip and client_ip.startswith("10.213."),
+           "server %s, client %s" % (server_ip, client_ip))
+    script = ("for i in $(seq 100); do r=$(nc -w 2 %s 8080 </dev/null) && [ -n \"$r\" ] && echo \"$r\" && exit 0;"
+              " sleep 0.2; done; exit 1" % server_ip)
+    client = container(client_pod, client_config, "client", ["sh", "-c", script])
+    status = wait_exit(cri, client, 60)
+    try:
+        with open(status.log_path) as f:
+            text = [line.rstrip("\n").split(" ", 3)[-1] for line in f]
+    except OSError as error:
+        text = [str(error)]
+    c.check("pod 'client' reached pod 'server' over the bridge (exit code, what it read)",
+            (0, ["pong-from-server"]), (status.exit_code, text))
+
+    for pod in started:
+        cri.StopPodSandbox(pod_sandbox_id=pod)
+    stopped = [cri.PodSandboxStatus(pod_sandbox_id=pod).status.state for pod in started]
+    c.check("StopPodSandbox: both pods not ready", [1, 1], stopped)
+    for pod in started:
+        cri.RemovePodSandbox(pod_sandbox_id=pod)
+    left = [p.id for p in cri.ListPodSandbox().items]
+    c.check("RemovePodSandbox: no pod left", [], left)
+    return c.failed
+
+
+def cleanup(args):
+    cri = CRI(args.containerd, args.socket)
+    for pod in cri.ListPodSandbox(deadline=20).items:
+        try:
+            cri.StopPodSandbox(pod_sandbox_id=pod.id, deadline=30)
+            cri.RemovePodSandbox(pod_sandbox_id=pod.id, deadline=30)
+        except grpc.RpcError as error:
+            print("cri.py cleanup: pod %s: %s" % (pod.id, error.details()), file=sys.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--containerd", default="/usr/bin/containerd")
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--handler")
+    parser.add_argument("--image")
+    parser.add_argument("--work")
+    parser.add_argument("--cleanup", action="store_true")
+    args = parser.parse_args()
+    if args.cleanup:
+        cleanup(args)
+        return 0
+    try:
+        return 1 if run(args) else 0
+    except grpc.RpcError as error:
+        print("FAIL cri: a call failed: %s: %s" % (error.code(), error.details()), flush=True)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# The docker part: Debian's dockerd on a private data-root, exec-root and socket, with the runtime
+# under test as a daemon.json `runtimes` entry, on the harness's private containerd. No bridge and
+# no iptables: dockerd touches none of the host's network.
+source "$OCI_DIR/containerd.sh"
+
+DOCKER_DIR=$WORK/docker
+DOCKER_RUNTIME=harness
+dk() { /usr/bin/docker --host "unix://$DOCKER_DIR/docker.sock" "$@"; }
+
+start_dockerd() {
+    mkdir -p "$DOCKER_DIR"
+    cat >"$DOCKER_DIR/daemon.json" <<JSON
+{
+  "data-root": "$DOCKER_DIR/data", "exec-root": "$DOCKER_DIR/exec", "pidfile": "$DOCKER_DIR/dockerd.pid",
+  "hosts": ["unix://$DOCKER_DIR/docker.sock"], "containerd": "$CTRD_SOCK",
+  "containerd-namespace": "appd-harness-docker", "containerd-plugins-namespace": "appd-harness-docker-plugins",
+  "bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false,
+  "storage-driver": "overlay2", "cgroup-parent": "/appd-oci-harness-docker", "exec-opts": ["native.cgroupdriver=cgroupfs"],
+  "runtimes": {"$DOCKER_RUNTIME": {"path": "$RUNTIME"}}
+}
+JSON
+    dockerd --config-file "$DOCKER_DIR/daemon.json" >"$DOCKER_DIR/dockerd.log" 2>&1 &
+    local pid=$!
+    on_exit "stop_dockerd $pid"
+    wait_ready "$pid" 30 dk version && return 0
+    fail "docker: dockerd did not answer on $DOCKER_DIR/docker.sock: $(grep -m3 -i 'level=error\|failed' "$DOCKER_DIR/dockerd.log" | tail -3)"
+    return 1
+}
+
+stop_dockerd() {
+    local pid=$1
+    dk rm --force $(dk ps -aq) >/dev/null 2>&1
+    stop_daemon "$pid"
+    umount_under "$DOCKER_DIR"
+    remove_cgroups appd-oci-harness-docker
+    return 0
+}
+
+docker_checks() {
+    local P=docker out rc id run=(--runtime "$DOCKER_RUNTIME" --network none)
+    start_containerd || return 1
+    start_dockerd || return 1
+    check $P "docker info lists the runtime from daemon.json" yes \
+        "$(dk info --format '{{range $name, $_ := .Runtimes}}{{$name}} {{end}}' | grep -qw "$DOCKER_RUNTIME" && echo yes)"
+    out=$(dk load -i "$WORK/busybox.tar" 2>&1)
+    check $P "docker load of the docker-archive" "Loaded image: $IMAGE" "$(tail -1 <<<"$out")"
+    out=$(dk run --rm "${run[@]}" "$IMAGE" echo hello from docker 2>&1)
+    check $P "run --rm --runtime $DOCKER_RUNTIME: output" "hello from docker" "$out"
+    dk run --rm "${run[@]}" "$IMAGE" sh -c 'exit 8' >/dev/null 2>&1 && rc=0 || rc=$?
+    check $P "run --rm: exit code" 8 "$rc"
+    id=$(dk run -d "${run[@]}" "$IMAGE" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done')
+    check $P "inspect: the container's runtime" "$DOCKER_RUNTIME" "$(dk inspect --format '{{.HostConfig.Runtime}}' "$id")"
+    out=$(dk exec "$id" echo in-exec 2>&1)
+    check $P "exec: output" in-exec "$out"
+    out=$(dk exec -t "$id" sh -c 'test -t 1 && echo tty || echo no-tty' 2>&1 | tr -d '\r')
+    check $P "exec -t: a terminal" tty "$out"
+    # dockerd hands the shim runc.v1 Options; field 6 is BinaryName, field 7 the runtime's root.
+    check $P "the shim's options name the runtime from daemon.json (BinaryName)" "$RUNTIME" \
+        "$(ctr_ -n appd-harness-docker containers info "$id" | /usr/bin/python3 "$OCI_DIR/runc-options.py" 6)"
+    check $P "the runtime's own state under the root dockerd gave it" running \
+        "$(runtime_status "$RUNTIME" "$DOCKER_DIR/exec/runtime-runc/appd-harness-docker" "$id")"
+    dk kill --signal TERM "$id" >/dev/null
+    check $P "kill --signal TERM: the trap's exit code" 42 "$(dk wait "$id")"
+    dk rm "$id" >/dev/null
+}

@@ -1,0 +1,98 @@
+# shellcheck shell=bash
+# The podman part of scripts/oci-harness: podman --runtime PATH on a private storage root
+# (overlay works on this host; vfs is the fallback with --storage-driver vfs), no network
+# (--network none: nothing touches the host's), cgroupfs (systemd is not PID 1 here).
+
+pm() {
+    CONTAINERS_CONF=$WORK/podman/containers.conf podman --root "$WORK/podman/root" --runroot "$WORK/podman/run" --tmpdir "$WORK/podman/tmp" \
+        --storage-driver "$STORAGE_DRIVER" --cgroup-manager cgroupfs --events-backend none \
+        --runtime "$RUNTIME" "$@"
+}
+
+# A container's pid on the host, to read its /proc and cgroup from outside.
+pm_pid() { pm inspect --format '{{.State.Pid}}' "$1"; }
+
+podman_checks() {
+    local P=podman out rc id pid before after cgroup limit
+    mkdir -p "$WORK/podman"
+    # The pod's infra container takes no --ulimit: give every container limits runc can set.
+    printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n' \
+        >"$WORK/podman/containers.conf"
+    on_exit "remove_cgroups libpod_parent"
+    on_exit "for id in \$(ls '$WORK/podman/root/overlay-containers' 2>/dev/null); do \
+        kill_cgroup libpod_parent/libpod-\$id; \"\$RUNTIME\" delete --force \$id; done; kill_work_processes '$WORK/podman'"
+    # The storage is removed with the work directory (its mounts first, by the caller's trap).
+    on_exit "pm pod rm --all --force --time 0; pm rm --all --force --time 0; pm rmi --all --force"
+    out=$(pm load -i "$WORK/busybox.tar" 2>&1) || { fail "$P: podman load of the docker-archive: $out"; return; }
+    check $P "podman load of the docker-archive" "Loaded image: $IMAGE" "$(tail -1 <<<"$out")"
+
+    out=$(pm run --rm --network none "${ULIMITS[@]}" "$IMAGE" echo hello from the image 2>&1)
+    check $P "run --rm: output" "hello from the image" "$out"
+    pm run --rm --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'exit 7' >/dev/null 2>&1 && rc=0 || rc=$?
+    check $P "run --rm: exit code" 7 "$rc"
+
+    # SIGTERM reaches the program (busybox sh as pid 1 only exits on it when it traps it).
+    id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done')
+    sleep 0.5
+    pm kill --signal TERM "$id" >/dev/null
+    check $P "kill --signal TERM: the trap's exit code" 42 "$(pm wait "$id")"
+    pm rm -f "$id" >/dev/null
+    id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sleep 300)
+    pm kill --signal KILL "$id" >/dev/null
+    check $P "kill --signal KILL: exit code 128+9" 137 "$(pm wait "$id")"
+    pm rm -f "$id" >/dev/null
+    # stop: pid 1 ignores SIGTERM without a handler, so stop must fall back to SIGKILL.
+    id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sleep 300)
+    pm stop --time 1 "$id" >/dev/null
+    check $P "stop --time 1 of a program that ignores SIGTERM: killed" 137 \
+        "$(pm inspect --format '{{.State.ExitCode}}' "$id")"
+    pm rm -f "$id" >/dev/null
+
+    # pause/unpause: a counter the program writes every 0.1 s stands still while paused.
+    id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" \
+        sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/n; sleep 0.1; done')
+    sleep 0.5
+    pid=$(pm_pid "$id")
+    pm pause "$id" >/dev/null
+    check $P "pause: state" paused "$(pm inspect --format '{{.State.Status}}' "$id")"
+    before=$(cat "/proc/$pid/root/tmp/n"); sleep 0.6; after=$(cat "/proc/$pid/root/tmp/n")
+    same $P "pause: the counter stands still over 0.6 s" "$before" "$after"
+    pm unpause "$id" >/dev/null
+    sleep 0.6; after=$(cat "/proc/$pid/root/tmp/n")
+    if [[ -n $before && -n $after ]] && ((after > before)); then pass "$P: unpause: the counter moves again ($before -> $after)"
+    else fail "$P: unpause: the counter moves again ($before -> $after)"; fi
+
+    # exec, without and with a terminal.
+    out=$(pm exec "$id" sh -c 'echo in-exec; test -t 0 && echo tty || echo no-tty')
+    check $P "exec without -t: output, no terminal" "in-exec no-tty" "$(echo $out)"
+    pm exec "$id" sh -c 'exit 3' && rc=0 || rc=$?
+    check $P "exec: exit code" 3 "$rc"
+    out=$(pm exec -t "$id" sh -c 'test -t 0 && test -t 1 && echo tty || echo no-tty' </dev/null 2>&1 | tr -d '\r')
+    check $P "exec -t: stdin and stdout are a terminal" tty "$out"
+
+    # update --memory: the runtime's `update` writes the container's memory cgroup.
+    pm update --memory 64m "$id" >/dev/null 2>&1 || fail "$P: podman update --memory 64m failed"
+    cgroup=$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' "/proc/$pid/cgroup")
+    if [[ -n $cgroup ]]; then
+        limit=$(cat "/sys/fs/cgroup/memory$cgroup/memory.limit_in_bytes")
+    else
+        cgroup=$(awk -F: '$1 == 0 {print $3}' "/proc/$pid/cgroup")
+        limit=$(cat "/sys/fs/cgroup$cgroup/memory.max")
+    fi
+    check $P "update --memory 64m: the container's cgroup limit" $((64 << 20)) "$limit"
+    pm rm -f --time 0 "$id" >/dev/null
+
+    # A pod of two containers: one serves on the pod's loopback, the other connects.
+    pm pod create --name appd-harness-pod --network none >/dev/null
+    pm run -d --pod appd-harness-pod --name appd-harness-server "${ULIMITS[@]}" "$IMAGE" \
+        sh -c 'while :; do echo pong | nc -l -p 8080; done' >/dev/null
+    out=$(pm run --pod appd-harness-pod --name appd-harness-client "${ULIMITS[@]}" "$IMAGE" \
+        sh -c 'for i in $(seq 50); do r=$(nc 127.0.0.1 8080 </dev/null) && [ -n "$r" ] && echo "$r" && exit 0; sleep 0.1; done; exit 1' 2>&1)
+    check $P "pod: the client container reads the server's reply on the pod's loopback" pong "$out"
+    local net_server net_infra
+    net_server=$(readlink "/proc/$(pm_pid appd-harness-server)/ns/net")
+    net_infra=$(readlink "/proc/$(pm_pid "$(pm pod inspect --format '{{.InfraContainerID}}' appd-harness-pod)")/ns/net")
+    same $P "pod: the server joined the infra container's network namespace" "$net_infra" "$net_server"
+    pm pod rm --force --time 0 appd-harness-pod >/dev/null
+    check $P "pod rm: no container left" "" "$(pm ps -aq)"
+}
