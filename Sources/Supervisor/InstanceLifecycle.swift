@@ -65,7 +65,8 @@ enum InstanceLifecycle {
     static let ladder: [InstanceState] = [.background, .inactive, .active]
 
     /// The next state of an instance in `state` on `event`, and the actions, in order.
-    static func transition(from state: InstanceState, on event: Event) throws(Refusal) -> Transition {
+    static func transition(from state: InstanceState, on event: Event) throws(Refusal) -> Transition
+    {
         switch event {
         case .spawned:
             guard state == .launching else { throw Refusal(state: state, event: event) }
@@ -91,7 +92,9 @@ enum InstanceLifecycle {
             guard state != .exited else { throw Refusal(state: state, event: event) }
             return Transition(
                 state: .terminating,
-                actions: (state == .suspended ? [.thaw] : []) + [.enter(.terminating), .signalTerminate])
+                actions: (state == .suspended ? [.thaw] : []) + [
+                    .enter(.terminating), .signalTerminate,
+                ])
         case .kill:
             guard state != .exited else { throw Refusal(state: state, event: event) }
             return Transition(state: .terminating, actions: [.enter(.terminating), .killCgroup])

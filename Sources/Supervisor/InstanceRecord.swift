@@ -70,7 +70,8 @@ struct InstanceRecord: Codable, Equatable {
         lastActiveAt = instance.lastActiveAt
         endedAt = instance.endedAt
         exit = instance.exit.map {
-            Exit(reason: Self.word($0.reason), code: $0.code, signal: $0.signal, message: $0.message)
+            Exit(
+                reason: Self.word($0.reason), code: $0.code, signal: $0.signal, message: $0.message)
         }
         channel = instance.channel.map(Self.word)
         backgroundTasks = instance.backgroundTasks
@@ -100,7 +101,8 @@ struct InstanceRecord: Codable, Equatable {
         instance.lastActiveAt = lastActiveAt
         instance.endedAt = endedAt
         if let exit {
-            guard let reason = ExitReason.allCases.first(where: { Self.word($0) == exit.reason }) else {
+            guard let reason = ExitReason.allCases.first(where: { Self.word($0) == exit.reason })
+            else {
                 throw UnknownWord(field: "exit reason", word: exit.reason)
             }
             instance.exit = APIExit(

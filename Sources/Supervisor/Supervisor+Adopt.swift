@@ -28,7 +28,8 @@ extension Supervisor {
             var entry = InstanceLifecycle.adopted(record)
             let cgroup = try? driver.open(instance: id, app: record.app)
             entry.cgroup = cgroup ?? nil
-            switch InstanceLifecycle.adoption(of: record, launcherStartTime: record.pid.flatMap(ProcessInfoReader.startTime)) {
+            let launcherStart = record.pid.flatMap(ProcessInfoReader.startTime)
+            switch InstanceLifecycle.adoption(of: record, launcherStartTime: launcherStart) {
             case .keepExited:
                 entries[id] = entry
                 continue

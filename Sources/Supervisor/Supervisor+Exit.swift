@@ -30,7 +30,8 @@ extension Supervisor {
             request: entry.request, oomKills: oomKills, message: entry.requestMessage,
             memoryLimit: oomKills > 0 ? memoryLimitSource(app: entry.app) : "")
         lifecycleEnded(&entry)
-        entry.state = (try? InstanceLifecycle.transition(from: entry.state, on: .launcherEnded))?.state ?? .exited
+        entry.state =
+            (try? InstanceLifecycle.transition(from: entry.state, on: .launcherEnded))?.state ?? .exited
         entry.endedAt = Date()
         denials.ended(instance: id)
         entry.watcher = nil

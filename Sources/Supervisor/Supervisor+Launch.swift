@@ -284,7 +284,8 @@ extension Supervisor {
             throw error
         }
         instance.pid = started.pid
-        instance.state = (try? InstanceLifecycle.transition(from: instance.state, on: .spawned))?.state ?? .inactive
+        instance.state =
+            (try? InstanceLifecycle.transition(from: instance.state, on: .spawned))?.state ?? .inactive
         instance.stateSince = Date()
         instance.cgroupPath = started.cgroup.directories.first
         instance.pidStartTime = ProcessInfoReader.startTime(of: started.pid)

@@ -82,7 +82,9 @@ extension Supervisor {
     /// published, and the app is told each step it can see. A suspended one is thawed first.
     /// The steps are InstanceLifecycle's; an instance off the ladder stays where it is.
     func move(_ entry: inout Instance, to target: InstanceState, detail: String? = nil) throws {
-        guard let transition = try? InstanceLifecycle.transition(from: entry.state, on: .move(to: target))
+        guard
+            let transition = try? InstanceLifecycle.transition(
+                from: entry.state, on: .move(to: target))
         else { return }
         var thawed = false
         for action in transition.actions {
@@ -112,7 +114,9 @@ extension Supervisor {
         do {
             return try InstanceLifecycle.transition(from: entry.state, on: event)
         } catch {
-            throw AppdError(.conflict, "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)")
+            throw AppdError(
+                .conflict,
+                "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)")
         }
     }
 
@@ -235,7 +239,8 @@ extension Supervisor {
     func end(_ entry: inout Instance, _ request: Instance.Request, message: String) {
         entry.request = request
         entry.requestMessage = message
-        entry.state = (try? InstanceLifecycle.transition(from: entry.state, on: .kill))?.state ?? entry.state
+        entry.state =
+            (try? InstanceLifecycle.transition(from: entry.state, on: .kill))?.state ?? entry.state
         entry.stateSince = Date()
         save(entry)
         publish(.state, entry.api, detail: "\(request.rawValue): \(message)")

@@ -21,7 +21,8 @@ struct InstanceRecordTests {
     }
 
     /// A store holding `texts` as its records, by id.
-    static func withRecords(_ texts: [String: String], _ body: (RecordStore) throws -> Void) throws {
+    static func withRecords(_ texts: [String: String], _ body: (RecordStore) throws -> Void) throws
+    {
         try RecordStoreTests.withStore { store in
             for (id, text) in texts {
                 try Data(text.utf8).write(to: URL(fileURLWithPath: store.recordPath(id)))
@@ -34,7 +35,9 @@ struct InstanceRecordTests {
 
     @Test("a version 1 record reads back as the instance it describes, every field")
     func readsVersion1() throws {
-        try Self.withRecords(["0a1b2c3d4e5f": Self.fixture("background"), "ffeeddccbbaa": Self.fixture("exited")]) { store in
+        try Self.withRecords([
+            "0a1b2c3d4e5f": Self.fixture("background"), "ffeeddccbbaa": Self.fixture("exited"),
+        ]) { store in
             let loaded = store.loadAll()
             #expect(loaded.unreadable.isEmpty)
             let running = try #require(loaded.records.first { $0.id == "0a1b2c3d4e5f" })
@@ -46,7 +49,9 @@ struct InstanceRecordTests {
             #expect(running.arguments == ["--flag", "value with spaces"])
             #expect(running.launchedBy == 1000)
             #expect(running.startedAt == Self.date(1_764_150_000.25))
-            #expect(running.cgroupPath == "/sys/fs/cgroup/appd.slice/app-com.example.upgrade/0a1b2c3d4e5f")
+            #expect(
+                running.cgroupPath
+                    == "/sys/fs/cgroup/appd.slice/app-com.example.upgrade/0a1b2c3d4e5f")
             #expect(running.log == "/var/lib/appd/logs/com.example.upgrade/0a1b2c3d4e5f.log")
             #expect(running.channel == .ready)
             #expect(running.backgroundTasks == 1)
@@ -63,27 +68,36 @@ struct InstanceRecordTests {
             let exited = try #require(loaded.records.first { $0.id == "ffeeddccbbaa" })
             #expect(exited.state == .exited)
             #expect(exited.endedAt == Self.date(1_764_140_100.75))
-            #expect(exited.exit == APIExit(reason: .killedAfterGrace, signal: 9, message: "grace period of 5 s ran out"))
+            #expect(
+                exited.exit
+                    == APIExit(
+                        reason: .killedAfterGrace, signal: 9, message: "grace period of 5 s ran out"
+                    ))
             #expect(exited.request == .killAfterGrace)
             #expect(exited.channel == .closed)
             #expect(exited.cgroupPath == nil)
         }
     }
 
-    @Test("re-adoption from a version 1 record: the same launcher is watched again, its channel closed, its tasks gone")
+    @Test(
+        "re-adoption from a version 1 record: the same launcher is watched again, its channel closed, its tasks gone"
+    )
     func readoptsVersion1() throws {
         // The fixture's launcher made this test process: its pid and start time.
         let pid = getpid()
         let started = try #require(ProcessInfoReader.startTime(of: pid))
         let text = try Self.fixture("background")
             .replacingOccurrences(of: "\"pid\":4242", with: "\"pid\":\(pid)")
-            .replacingOccurrences(of: "\"pidStartTime\":987654", with: "\"pidStartTime\":\(started)")
+            .replacingOccurrences(
+                of: "\"pidStartTime\":987654", with: "\"pidStartTime\":\(started)")
         #expect(text.contains("\"pid\":\(pid)") && text.contains("\"pidStartTime\":\(started)"))
-        try Self.withRecords(["0a1b2c3d4e5f": text, "ffeeddccbbaa": Self.fixture("exited")]) { store in
+        try Self.withRecords(["0a1b2c3d4e5f": text, "ffeeddccbbaa": Self.fixture("exited")]) {
+            store in
             let loaded = store.loadAll()
             let record = try #require(loaded.records.first { $0.id == "0a1b2c3d4e5f" })
             #expect(
-                InstanceLifecycle.adoption(of: record, launcherStartTime: ProcessInfoReader.startTime(of: pid))
+                InstanceLifecycle.adoption(
+                    of: record, launcherStartTime: ProcessInfoReader.startTime(of: pid))
                     == .watch(pid))
             let adopted = InstanceLifecycle.adopted(record)
             #expect(adopted.state == .background)
@@ -91,7 +105,9 @@ struct InstanceRecordTests {
             #expect(adopted.backgroundTasks == 0)
             #expect(adopted.graceDeadline == Self.date(1_764_150_070))
             // Another process under the pid (the launcher ended, the pid was reused): closed.
-            #expect(InstanceLifecycle.adoption(of: record, launcherStartTime: started + 1) == .closeAsEnded)
+            #expect(
+                InstanceLifecycle.adoption(of: record, launcherStartTime: started + 1)
+                    == .closeAsEnded)
             #expect(InstanceLifecycle.adoption(of: record, launcherStartTime: nil) == .closeAsEnded)
             let exited = try #require(loaded.records.first { $0.id == "ffeeddccbbaa" })
             #expect(InstanceLifecycle.adoption(of: exited, launcherStartTime: nil) == .keepExited)
@@ -99,9 +115,13 @@ struct InstanceRecordTests {
         }
     }
 
-    @Test("an upgraded record is saved as version 2, in the record's own fields, and reads back the same")
+    @Test(
+        "an upgraded record is saved as version 2, in the record's own fields, and reads back the same"
+    )
     func writesVersion2() throws {
-        try Self.withRecords(["0a1b2c3d4e5f": Self.fixture("background"), "ffeeddccbbaa": Self.fixture("exited")]) { store in
+        try Self.withRecords([
+            "0a1b2c3d4e5f": Self.fixture("background"), "ffeeddccbbaa": Self.fixture("exited"),
+        ]) { store in
             let before = store.loadAll().records
             for instance in before { try store.save(instance) }
             let text = try String(contentsOfFile: store.recordPath("0a1b2c3d4e5f"), encoding: .utf8)
@@ -122,7 +142,9 @@ struct InstanceRecordTests {
         }
     }
 
-    @Test("a record of a version, state or exit reason this daemon does not know is unreadable, not guessed")
+    @Test(
+        "a record of a version, state or exit reason this daemon does not know is unreadable, not guessed"
+    )
     func unknownWordsRefused() throws {
         try Self.withRecords(["0a1b2c3d4e5f": Self.fixture("background")]) { store in
             let instance = try #require(store.loadAll().records.first)
@@ -132,15 +154,23 @@ struct InstanceRecordTests {
             Instance(
                 id: "aaaaaaaaaaaa", app: "com.example.words", uid: 2_000_000_001, arguments: [],
                 launchedBy: 0, startedAt: Self.date(1_700_000_000), log: "/x.log", state: .active))
-        #expect(throws: Never.self) { try InstanceRecord.decode(APICoding.encoder().encode(record)) }
+        #expect(throws: Never.self) {
+            try InstanceRecord.decode(APICoding.encoder().encode(record))
+        }
         var future = record
         future.version = 3
-        #expect(throws: InstanceRecord.UnknownWord.self) { try InstanceRecord.decode(APICoding.encoder().encode(future)) }
+        #expect(throws: InstanceRecord.UnknownWord.self) {
+            try InstanceRecord.decode(APICoding.encoder().encode(future))
+        }
         record.state = "zombie"
-        #expect(throws: InstanceRecord.UnknownWord.self) { try InstanceRecord.decode(APICoding.encoder().encode(record)) }
+        #expect(throws: InstanceRecord.UnknownWord.self) {
+            try InstanceRecord.decode(APICoding.encoder().encode(record))
+        }
         record.state = "exited"
         record.exit = .init(reason: "vanished")
-        #expect(throws: InstanceRecord.UnknownWord.self) { try InstanceRecord.decode(APICoding.encoder().encode(record)) }
+        #expect(throws: InstanceRecord.UnknownWord.self) {
+            try InstanceRecord.decode(APICoding.encoder().encode(record))
+        }
     }
 
     @Test("the record's words are its own and name every state, exit reason and channel state once")
