@@ -24,35 +24,9 @@ extension Router {
             try await writer.write(AttachFrame.frame(AttachFrame.instance, first))
             // Output: the log from its start (nothing was written before the launch answered,
             // and the log's first bytes may be there already), as `logs?follow=1` sends it.
-            let files = try await supervisor.logFiles(instance.id)
-            guard let path = files.paths.last else { return }
-            // Opened before the older file is read: a rotation in between is seen as one.
-            var log = LogFile(path: path)
-            defer { log.close() }
-            var buffer = [UInt8](repeating: 0, count: AttachFrame.maxOutputPayload)
-            var stamper = LineStamper(timestamps: false)
-            let frames = OutputFrames(writer: writer)
-            // A chatty app may have filled the log and had it rotated already.
-            for older in files.paths.dropLast() {
-                let fd = open(older, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
-                guard fd >= 0 else { continue }
-                defer { close(fd) }
-                // Rotated after `log` was opened: the file is `log` itself, followed below.
-                var mine = stat()
-                var theirs = stat()
-                if log.fd >= 0, fstat(log.fd, &mine) == 0, fstat(fd, &theirs) == 0,
-                    mine.st_ino == theirs.st_ino, mine.st_dev == theirs.st_dev
-                {
-                    continue
-                }
-                _ = try await Self.copy(
-                    fd, from: 0, limit: files.maxBytes, into: frames, buffer: &buffer,
-                    stamper: &stamper)
-            }
-            try await Self.follow(
-                instance.id, log: &log, path: path, from: 0, index: nil, supervisor: supervisor,
-                limit: files.maxBytes, into: frames, buffer: &buffer,
-                stamper: &stamper)
+            let reader = try await LogReader(instance.id, of: supervisor, settle: false)
+            try await reader.followFromStart(
+                pieceSize: AttachFrame.maxOutputPayload, into: OutputFrames(writer: writer))
             // Exited (the follow ends only then): the wait answers at once.
             let ended = try await supervisor.waitForExit(instance.id)
             guard ended.state == .exited else {
@@ -81,7 +55,7 @@ extension Router {
 
 /// Each write becomes one output frame (the log is read in pieces of at most
 /// `AttachFrame.maxOutputPayload` bytes).
-struct OutputFrames: ByteSink {
+struct OutputFrames: ByteSink, LogSink {
     let writer: StreamWriter
 
     func write(_ bytes: some Collection<UInt8>) async throws {

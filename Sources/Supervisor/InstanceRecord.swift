@@ -1,162 +1,222 @@
-import AppBundle
 import AppdAPI
 import Foundation
-import Glibc
 
-/// What the daemon knows of one instance, as written to `<runtime>/instances/<id>.json`: enough
-/// for a daemon that starts after a crash to find the launcher again (pid + its start time, so
-/// a recycled pid is never mistaken for it) and its cgroup, and to tell why it ended.
-struct InstanceRecord: Codable, Sendable {
-    var instance: APIInstance
-    /// Field 22 of /proc/PID/stat when it was spawned.
-    var pidStartTime: UInt64?
-    /// What appd asked of it; decides the exit reason.
-    var request: Request?
-    /// When the grace period of a terminate runs out.
+/// What the daemon keeps of one instance in `<runtime>/instances/<id>.json`: enough for a
+/// daemon that starts after a crash, or after an upgrade, to find the launcher again (pid and
+/// its start time) and its cgroup, and to tell why it ended (Supervisor+Adopt.swift).
+///
+/// The supervisor's own format, versioned, not the API's: a field of `APIInstance` renamed or a
+/// value respelled changes what clients see, never what the next daemon reads. Every word the
+/// file holds (states, exit reasons, channel states) is spelled here. Version 1 (daemons up to
+/// wave 3) wrote `{"instance": APIInstance, ...}`: `RecordV1` still reads it, and
+/// Tests/Fixtures/instance-records/v1-*.json are records that format wrote.
+struct InstanceRecord: Codable, Equatable {
+    static let currentVersion = 2
+
+    var version: Int
+    var id: String
+    var app: String
+    var uid: UInt32
+    var arguments: [String]
+    var launchedBy: UInt32
+    var startedAt: Date
+    var log: String
+    var appVersion: String?
+    var bundle: String?
+    var state: String
+    var stateSince: Date?
+    var lastActiveAt: Date?
+    var endedAt: Date?
+    var exit: Exit?
+    var channel: String?
+    var backgroundTasks: Int?
+    var backgroundModes: [String]?
+    var service: Bool?
+    var outdated: Bool?
+    var request: Instance.Request?
     var graceDeadline: Date?
-    /// Why appd ended it, for the exit's message (jetsam says which budget and why this one).
     var requestMessage: String?
-    /// The bundle container it was launched from (InstalledApp.bundleUUID): another one
-    /// installed since makes it `outdated`.
+    var pid: Int32?
+    var pidStartTime: UInt64?
+    var cgroup: String?
+
+    struct Exit: Codable, Equatable {
+        var reason: String
+        var code: Int32?
+        var signal: Int32?
+        var message: String?
+    }
+
+    /// A word of the file that names no value this daemon knows (a newer daemon's record).
+    struct UnknownWord: Error, CustomStringConvertible {
+        var field: String
+        var word: String
+        var description: String { "instance record: unknown \(field) '\(word.prefix(40))'" }
+    }
+
+    init(_ instance: Instance) {
+        version = Self.currentVersion
+        id = instance.id
+        app = instance.app
+        uid = instance.uid
+        arguments = instance.arguments
+        launchedBy = instance.launchedBy
+        startedAt = instance.startedAt
+        log = instance.log
+        appVersion = instance.version
+        bundle = instance.bundle
+        state = Self.word(instance.state)
+        stateSince = instance.stateSince
+        lastActiveAt = instance.lastActiveAt
+        endedAt = instance.endedAt
+        exit = instance.exit.map {
+            Exit(
+                reason: Self.word($0.reason), code: $0.code, signal: $0.signal, message: $0.message)
+        }
+        channel = instance.channel.map(Self.word)
+        backgroundTasks = instance.backgroundTasks
+        backgroundModes = instance.backgroundModes
+        service = instance.service
+        outdated = instance.outdated
+        request = instance.request
+        graceDeadline = instance.graceDeadline
+        requestMessage = instance.requestMessage
+        pid = instance.pid
+        pidStartTime = instance.pidStartTime
+        cgroup = instance.cgroupPath
+    }
+
+    /// The instance this record describes (its daemon-only parts empty: no watcher, no
+    /// channel, not our child).
+    func instance() throws -> Instance {
+        guard let state = InstanceState.allCases.first(where: { Self.word($0) == state }) else {
+            throw UnknownWord(field: "state", word: state)
+        }
+        var instance = Instance(
+            id: id, app: app, uid: uid, arguments: arguments, launchedBy: launchedBy,
+            startedAt: startedAt, log: log, state: state)
+        instance.version = appVersion
+        instance.bundle = bundle
+        instance.stateSince = stateSince
+        instance.lastActiveAt = lastActiveAt
+        instance.endedAt = endedAt
+        if let exit {
+            guard let reason = ExitReason.allCases.first(where: { Self.word($0) == exit.reason })
+            else {
+                throw UnknownWord(field: "exit reason", word: exit.reason)
+            }
+            instance.exit = APIExit(
+                reason: reason, code: exit.code, signal: exit.signal, message: exit.message)
+        }
+        if let channel {
+            guard let value = Self.channelStates.first(where: { Self.word($0) == channel }) else {
+                throw UnknownWord(field: "channel", word: channel)
+            }
+            instance.channel = value
+        }
+        instance.backgroundTasks = backgroundTasks
+        instance.backgroundModes = backgroundModes
+        instance.service = service
+        instance.outdated = outdated
+        instance.request = request
+        instance.graceDeadline = graceDeadline
+        instance.requestMessage = requestMessage
+        instance.pid = pid
+        instance.pidStartTime = pidStartTime
+        instance.cgroupPath = cgroup
+        return instance
+    }
+
+    /// A record of any version this daemon reads: a file without `version` is version 1.
+    static func decode(_ data: Data) throws -> Instance {
+        struct Probe: Decodable { var version: Int? }
+        let decoder = APICoding.decoder()
+        switch try decoder.decode(Probe.self, from: data).version {
+        case nil: return try decoder.decode(RecordV1.self, from: data).current()
+        case currentVersion?: return try decoder.decode(InstanceRecord.self, from: data).instance()
+        case let other?: throw UnknownWord(field: "version", word: String(other))
+        }
+    }
+
+    // MARK: The file's words
+
+    // The words are switches, not raw values: a case the API gains does not build until it
+    // has its word here, and the API respelling one changes nothing here.
+    static func word(_ state: InstanceState) -> String {
+        switch state {
+        case .launching: "launching"
+        case .inactive: "inactive"
+        case .active: "active"
+        case .background: "background"
+        case .suspended: "suspended"
+        case .terminating: "terminating"
+        case .exited: "exited"
+        case .running: "running"
+        }
+    }
+
+    static func word(_ reason: ExitReason) -> String {
+        switch reason {
+        case .exited: "exited"
+        case .signaled: "signaled"
+        case .terminated: "terminated"
+        case .killedAfterGrace: "killed-after-grace"
+        case .killed: "killed"
+        case .outOfMemory: "out-of-memory"
+        case .failedToLaunch: "failed-to-launch"
+        case .lost: "lost"
+        case .launchWatchdog: "launch-watchdog"
+        case .backgroundTaskExpired: "background-task-expired"
+        case .jetsam: "jetsam"
+        }
+    }
+
+    static func word(_ channel: ChannelState) -> String {
+        switch channel {
+        case .silent: "silent"
+        case .launching: "launching"
+        case .ready: "ready"
+        case .closed: "closed"
+        }
+    }
+
+    static let channelStates: [ChannelState] = [.silent, .launching, .ready, .closed]
+}
+
+/// Version 1 of the record, as daemons before the versioned format wrote it: the API's
+/// instance with the supervisor's few fields beside it. Read only (an upgrade re-adopts what
+/// the old daemon left); never written.
+struct RecordV1: Decodable {
+    var instance: APIInstance
+    var pidStartTime: UInt64?
+    var request: Instance.Request?
+    var graceDeadline: Date?
+    var requestMessage: String?
     var bundle: String?
 
-    enum Request: String, Codable, Sendable {
-        case terminate
-        /// The grace period ran out and the cgroup was killed.
-        case killAfterGrace
-        case kill
-        /// Killed by the lifecycle (docs/lifecycle.md): no ready in time, a background task
-        /// held too long, memory reclaimed.
-        case launchWatchdog
-        case backgroundTaskExpired
-        case jetsam
-    }
-}
-
-/// The folder of instance records and launcher status files (tmpfs under /run: they describe
-/// processes, which do not survive a reboot either).
-struct RecordStore: Sendable {
-    let directory: String
-
-    init(runtimeDirectory: String) throws {
-        directory = "\(runtimeDirectory)/instances"
-        // The runtime directory holds the socket, which callers must reach (its own mode and
-        // group decide who may connect); the records are root's.
-        for (path, mode) in [(runtimeDirectory, mode_t(0o755)), (directory, mode_t(0o700))] {
-            if mkdir(path, mode) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(path)") }
-            guard chmod(path, mode) == 0 else { throw AppdError.system("chmod \(path)") }
-        }
-    }
-
-    func statusPath(_ id: String) -> String { "\(directory)/\(id).status" }
-    func recordPath(_ id: String) -> String { "\(directory)/\(id).json" }
-
-    /// The file the launcher writes the app's fate to. It outlives the daemon, unlike a pipe.
-    func openStatus(_ id: String) throws -> Int32 {
-        let fd = open(statusPath(id), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw AppdError.system("open \(statusPath(id))") }
-        return fd
-    }
-
-    func readStatus(_ id: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: statusPath(id)), !data.isEmpty else { return nil }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    /// Written to a temporary name and renamed: a crash of the daemon leaves the old record or
-    /// the new one. Not fsync'd: a record describes processes, which a crash of the machine
-    /// ends too (and the runtime directory is a tmpfs there); what must survive is a crash of
-    /// appd, and the page cache does. (An fsync per state change cost 0.5–5 ms of each launch.)
-    ///
-    /// A record that exists already is overwritten in place when the new text fits one page:
-    /// a single `pwrite` at offset 0 of at most 4096 bytes, padded with spaces to the old length
-    /// (JSON allows trailing whitespace), which a crash of appd cannot tear. Replacing the file
-    /// instead freed an inode per state change: on an ext4 without a journal (this machine
-    /// kind's /run), the inode allocator skips every inode freed in the last seconds one by one,
-    /// so 1,000 launches in a burst spent a fifth of the machine's CPU in `find_inode_bit`.
-    func save(_ record: InstanceRecord) throws {
-        let data = try APICoding.encoder().encode(record)
-        let path = recordPath(record.instance.id)
-        if Self.overwrite(path, with: data) { return }
-        let temporary = path + ".tmp"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard fd >= 0 else { throw AppdError.system("open \(temporary)") }
-        var written = 0
-        while written < data.count {
-            let count = data[(data.startIndex + written)...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else {
-                let code = errno
-                close(fd)
-                unlink(temporary)
-                throw AppdError.system("write \(temporary)", errno: code)
-            }
-            written += count
-        }
-        guard close(fd) == 0, rename(temporary, path) == 0 else {
-            let code = errno
-            unlink(temporary)
-            throw AppdError.system("write \(path)", errno: code)
-        }
-    }
-
-    /// The largest record written in place: one page, which one `pwrite` fills whole.
-    static let inPlaceLimit = 4096
-
-    /// Overwrites an existing record in place; false (nothing written, or a write that did not
-    /// complete) leaves the caller to replace the file.
-    static func overwrite(_ path: String, with data: Data) -> Bool {
-        guard data.count <= inPlaceLimit else { return false }
-        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
-            status.st_size <= Int64(inPlaceLimit)
-        else { return false }
-        var bytes = [UInt8](data)
-        let old = Int(status.st_size)
-        if bytes.count < old { bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: old - bytes.count)) }
-        let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
-        return written == bytes.count
-    }
-
-    func remove(_ id: String) {
-        unlink(recordPath(id))
-        unlink(statusPath(id))
-        // The read offset of the journal forwarding daemons before the output relay kept
-        // (docs/app-output.md): gone with its instance on hosts that upgraded.
-        unlink("\(directory)/\(id).forwarded")
-    }
-
-    /// Every record; unreadable ones are skipped and returned by name.
-    func loadAll() -> (records: [InstanceRecord], unreadable: [String]) {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        var records: [InstanceRecord] = []
-        var unreadable: [String] = []
-        for name in names.sorted() where name.hasSuffix(".json") {
-            guard let data = FileManager.default.contents(atPath: "\(directory)/\(name)"),
-                let record = try? APICoding.decoder().decode(InstanceRecord.self, from: data)
-            else {
-                unreadable.append(name)
-                continue
-            }
-            records.append(record)
-        }
-        return (records, unreadable)
-    }
-}
-
-enum ProcessInfoReader {
-    /// Field 22 (starttime, clock ticks since boot) of /proc/PID/stat: with the pid, it names
-    /// one process for the life of the system.
-    static func startTime(of pid: pid_t) -> UInt64? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
-        let text = String(decoding: data, as: UTF8.self)
-        // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // fields[0] is field 3 (state), so field 22 is fields[19].
-        return fields.count > 19 ? UInt64(fields[19]) : nil
+    /// The instance it describes, as version 2 holds it.
+    func current() -> Instance {
+        var result = Instance(
+            id: instance.id, app: instance.app, uid: instance.uid, arguments: instance.arguments,
+            launchedBy: instance.launchedBy, startedAt: instance.startedAt, log: instance.log,
+            state: instance.state)
+        result.version = instance.version
+        result.bundle = bundle
+        result.stateSince = instance.stateSince
+        result.lastActiveAt = instance.lastActiveAt
+        result.endedAt = instance.endedAt
+        result.exit = instance.exit
+        result.channel = instance.channel
+        result.backgroundTasks = instance.backgroundTasks
+        result.backgroundModes = instance.backgroundModes
+        result.service = instance.service
+        result.outdated = instance.outdated
+        result.request = request
+        result.graceDeadline = graceDeadline
+        result.requestMessage = requestMessage
+        result.pid = instance.pid
+        result.pidStartTime = pidStartTime
+        result.cgroupPath = instance.cgroup
+        return result
     }
 }

@@ -167,13 +167,13 @@ extension Supervisor {
     func checkMemory(pressure: MemoryPressure? = MemoryPressure.read()) {
         let settings = lifecycle
         // Instances already on their way out are not counted: their memory is going.
-        let live = entries.values.filter { Self.level($0.record.instance.state) != nil }
+        let live = entries.values.filter { InstanceLifecycle.level($0.state) != nil }
         guard !live.isEmpty else {
             jetsam.warned = false
             return
         }
         var usage: [String: Int64] = [:]
-        for entry in live { usage[entry.record.instance.id] = (try? entry.cgroup?.memory())??.current ?? 0 }
+        for entry in live { usage[entry.id] = (try? entry.cgroup?.memory())??.current ?? 0 }
         var total = usage.values.reduce(0, +)
         let overBudget = settings.memoryBudget.map { total > $0 } ?? false
         let critical = settings.memoryPressureCritical > 0 && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical
@@ -199,18 +199,18 @@ extension Supervisor {
         // The order of victims: suspended, then background and inactive, each least recently
         // used first, then services (oldest first); the active app is last and only for its
         // own excess.
-        func recency(_ entry: Entry) -> Date { entry.record.instance.lastActiveAt ?? entry.record.instance.startedAt }
-        let ordinary = live.filter { $0.record.instance.service != true }
-        let suspended = ordinary.filter { $0.record.instance.state == .suspended }.sorted { recency($0) < recency($1) }
-        let background = ordinary.filter { [InstanceState.background, .inactive].contains($0.record.instance.state) }.sorted { recency($0) < recency($1) }
-        let services = live.filter { $0.record.instance.service == true }.sorted { recency($0) < recency($1) }
+        func recency(_ entry: Instance) -> Date { entry.lastActiveAt ?? entry.startedAt }
+        let ordinary = live.filter { $0.service != true }
+        let suspended = ordinary.filter { $0.state == .suspended }.sorted { recency($0) < recency($1) }
+        let background = ordinary.filter { [InstanceState.background, .inactive].contains($0.state) }.sorted { recency($0) < recency($1) }
+        let services = live.filter { $0.service == true }.sorted { recency($0) < recency($1) }
         let activeLimit = settings.activeMemoryLimit ?? settings.memoryBudget
         let active = live.filter { entry in
-            entry.record.instance.state == .active
-                && activeLimit.map { limit in (usage[entry.record.instance.id] ?? 0) > limit } ?? false
+            entry.state == .active
+                && activeLimit.map { limit in (usage[entry.id] ?? 0) > limit } ?? false
         }
         for victim in suspended + background + services + active {
-            let id = victim.record.instance.id
+            let id = victim.id
             let used = usage[id] ?? 0
             let reason = settings.memoryBudget.map { budget in
                 total > budget
@@ -221,10 +221,10 @@ extension Supervisor {
             let why = [reason, pressureText].filter { !$0.isEmpty }.joined(separator: ", ")
             var entry = victim
             end(&entry, .jetsam,
-                message: "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.record.instance.state.rawValue)"
-                    + (victim.record.instance.state == .active
+                message: "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.state.rawValue)"
+                    + (victim.state == .active
                         ? " over ActiveMemoryLimit"
-                        : victim.record.instance.service == true
+                        : victim.service == true
                             ? ", a service, ended once no ordinary background app was left"
                             : ", least recently used of those left"))
             total -= used

@@ -14,19 +14,6 @@ public struct AdoptionReport: Sendable {
 }
 
 extension Supervisor {
-    /// What survives of an instance's lifecycle across a daemon restart: its state (an old
-    /// daemon's `running` reads as `inactive`), not its channel (the daemon's end died with the
-    /// daemon, so an app that spoke it is `closed`) nor its tasks.
-    func adoptedLifecycle(_ record: InstanceRecord) -> InstanceRecord {
-        var record = record
-        if record.instance.state == .running { record.instance.state = .inactive }
-        if record.instance.state != .exited {
-            if record.instance.channel == .launching || record.instance.channel == .ready { record.instance.channel = .closed }
-            if record.instance.backgroundTasks != nil { record.instance.backgroundTasks = 0 }
-        }
-        return record
-    }
-
     /// Re-adopts what the previous daemon left: a record whose launcher is still the same
     /// process (pid and start time match) is watched again through a new pidfd; one whose
     /// launcher is gone is closed with the status the launcher wrote. Then starts the slow sweep
@@ -37,32 +24,33 @@ extension Supervisor {
         for name in loaded.unreadable { unlink("\(records.directory)/\(name)") }
         report.unreadable = loaded.unreadable
         for record in loaded.records {
-            let id = record.instance.id
-            let cgroup = try? driver.open(instance: id, app: record.instance.app)
-            var entry = Entry(record: adoptedLifecycle(record), cgroup: cgroup ?? nil, isChild: false)
-            guard record.instance.state != .exited else {
+            let id = record.id
+            var entry = InstanceLifecycle.adopted(record)
+            let cgroup = try? driver.open(instance: id, app: record.app)
+            entry.cgroup = cgroup ?? nil
+            let launcherStart = record.pid.flatMap(ProcessInfoReader.startTime)
+            switch InstanceLifecycle.adoption(of: record, launcherStartTime: launcherStart) {
+            case .keepExited:
                 entries[id] = entry
                 continue
-            }
-            guard let pid = record.instance.pid, let started = record.pidStartTime,
-                ProcessInfoReader.startTime(of: pid) == started
-            else {
+            case .closeAsEnded:
                 entries[id] = entry
                 launcherEnded(id)
                 report.ended.append(id)
                 continue
+            case .watch(let pid):
+                denials.register(
+                    instance: id, app: record.app, uid: record.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
+                denials.setCgroups(instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
+                // An exit the watcher sees is handled by a task that runs after this one, when
+                // the entry is in place.
+                entry.watcher = watch(id: id, pid: pid)
             }
-            denials.register(
-                instance: id, app: record.instance.app, uid: record.instance.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
-            denials.setCgroups(instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
-            // An exit the watcher sees is handled by a task that runs after this one, when the
-            // entry is in place.
-            entry.watcher = watch(id: id, pid: pid)
             entries[id] = entry
-            if record.instance.state == .terminating, let deadline = record.graceDeadline {
+            if record.state == .terminating, let deadline = record.graceDeadline {
                 scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
             }
-            if entry.record.instance.state == .background {
+            if entry.state == .background {
                 entry.life.backgroundSince = Date()
                 scheduleBackgroundCheck(id, after: lifecycle.backgroundGracePeriod)
             }

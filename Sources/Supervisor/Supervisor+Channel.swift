@@ -23,31 +23,31 @@ extension Supervisor {
     }
 
     func received(_ id: String, _ message: AppMessage) {
-        guard var entry = entries[id], entry.record.instance.state != .exited, entry.life.channel != nil else { return }
-        let speaking = entry.record.instance.channel == .launching || entry.record.instance.channel == .ready
+        guard var entry = entries[id], entry.state != .exited, entry.life.channel != nil else { return }
+        let speaking = entry.channel == .launching || entry.channel == .ready
         // Only a message that changes something is published and saved: one the app repeats
         // (a second hello, ready when ready, a task it does not hold) costs the daemon nothing
         // but the parse, so an app within its rate cannot fill /v1/events or the disk.
-        let heard = { (entry: Entry) in self.publish(.message, entry.record.instance, detail: "<- \(message.name)") }
+        let heard = { (entry: Instance) in self.publish(.message, entry.api, detail: "<- \(message.name)") }
         switch message {
         case .hello:
-            guard entry.record.instance.channel == .silent else { return }
+            guard entry.channel == .silent else { return }
             heard(entry)
-            entry.record.instance.channel = .launching
+            entry.channel = .launching
             // Launching is inactive, wherever it is headed; `ready` brings it the rest of the way
             // (didBecomeActive, or didEnterBackground for a launch into the background).
             entry.life.told = .inactive
-            var launchedBy: [String: Any] = ["uid": Int(entry.record.instance.launchedBy)]
-            if let user = getpwuid(entry.record.instance.launchedBy)?.pointee.pw_name { launchedBy["user"] = String(cString: user) }
+            var launchedBy: [String: Any] = ["uid": Int(entry.launchedBy)]
+            if let user = getpwuid(entry.launchedBy)?.pointee.pw_name { launchedBy["user"] = String(cString: user) }
             send(entry, [
-                "type": "didFinishLaunching", "instance": id, "arguments": entry.record.instance.arguments,
+                "type": "didFinishLaunching", "instance": id, "arguments": entry.arguments,
                 "launchedBy": launchedBy, "state": entry.life.told.rawValue,
             ])
             scheduleWatchdog(id)
         case .ready:
-            guard entry.record.instance.channel == .launching else { return }
+            guard entry.channel == .launching else { return }
             heard(entry)
-            entry.record.instance.channel = .ready
+            entry.channel = .ready
             tell(&entry)
         case .beginBackgroundTask(let name, let ref, let seconds):
             guard speaking else { return }
@@ -57,14 +57,14 @@ extension Supervisor {
         case .endBackgroundTask(let task):
             guard entry.life.tasks.removeValue(forKey: task) != nil else { return }
             heard(entry)
-            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            entry.backgroundTasks = entry.life.tasks.count
             save(entry)
             backgroundCheck(id)
             return
         case .unknown:
             return
         case .protocolError(let why):
-            publish(.message, entry.record.instance, detail: "channel closed: \(why); a plain program from now on")
+            publish(.message, entry.api, detail: "channel closed: \(why); a plain program from now on")
             closeChannel(&entry)
         case .closed:
             closeChannel(&entry)
@@ -74,13 +74,13 @@ extension Supervisor {
 
     /// No more messages either way. An app that had spoken is `closed`; one that never did
     /// stays `silent` (a plain program that closed the fds it inherited).
-    func closeChannel(_ entry: inout Entry) {
+    func closeChannel(_ entry: inout Instance) {
         entry.life.channel?.close()
         entry.life.channel = nil
-        if entry.record.instance.channel != .silent { entry.record.instance.channel = .closed }
+        if entry.channel != .silent { entry.channel = .closed }
         entry.life.tasks = [:]
-        entry.record.instance.backgroundTasks = 0
-        let id = entry.record.instance.id
+        entry.backgroundTasks = 0
+        let id = entry.id
         Task { self.backgroundCheck(id) }
     }
 
@@ -97,26 +97,26 @@ extension Supervisor {
     /// No `ready` within `LaunchWatchdog` of `hello`: killed. A frozen app cannot answer, so
     /// the watchdog starts again when it is thawed.
     func watchdogFired(_ id: String, after seconds: Double) {
-        guard var entry = entries[id], entry.record.instance.channel == .launching,
-            entry.record.instance.state != .exited, entry.record.instance.state != .terminating,
-            entry.record.instance.state != .suspended
+        guard var entry = entries[id], entry.channel == .launching,
+            entry.state != .exited, entry.state != .terminating,
+            entry.state != .suspended
         else { return }
         end(&entry, .launchWatchdog, message: "said hello but not ready within \(Self.seconds(seconds)) (LaunchWatchdog)")
     }
 
-    func rearmWatchdogIfLaunching(_ entry: Entry) {
-        if entry.record.instance.channel == .launching { scheduleWatchdog(entry.record.instance.id) }
+    func rearmWatchdogIfLaunching(_ entry: Instance) {
+        if entry.channel == .launching { scheduleWatchdog(entry.id) }
     }
 
     // MARK: Background tasks
 
     /// Answers a request for a background task; true if it was granted.
     @discardableResult
-    func beginTask(_ entry: inout Entry, name: String, ref: Int?, seconds: Double?) -> Bool {
+    func beginTask(_ entry: inout Instance, name: String, ref: Int?, seconds: Double?) -> Bool {
         var answer: [String: Any] = ["type": "backgroundTaskBegan", "task": 0]
         var granted = false
         if let ref { answer["ref"] = ref }
-        if entry.record.instance.state == .terminating {
+        if entry.state == .terminating {
             answer["reason"] = "the app is terminating"
         } else if entry.life.tasks.count >= lifecycle.maxBackgroundTasks {
             answer["reason"] = "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
@@ -125,11 +125,11 @@ extension Supervisor {
             entry.life.nextTask += 1
             let time = lifecycle.taskTime(requested: seconds)
             entry.life.tasks[task] = BackgroundTask(name: name, deadline: Date().addingTimeInterval(time))
-            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            entry.backgroundTasks = entry.life.tasks.count
             answer["task"] = task
             answer["timeRemaining"] = time
             granted = true
-            let id = entry.record.instance.id
+            let id = entry.id
             Task {
                 try? await Task.sleep(nanoseconds: UInt64(time * 1e9))
                 self.taskExpired(id, task)
@@ -142,10 +142,10 @@ extension Supervisor {
     /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.
     func taskExpired(_ id: String, _ task: Int) {
         guard var entry = entries[id], var held = entry.life.tasks[task], !held.warned else { return }
-        if entry.record.instance.state == .suspended {
+        if entry.state == .suspended {
             // Frozen by request while it held the task: it cannot end it, and needs no time.
             entry.life.tasks[task] = nil
-            entry.record.instance.backgroundTasks = entry.life.tasks.count
+            entry.backgroundTasks = entry.life.tasks.count
             save(entry)
             return
         }
@@ -164,14 +164,14 @@ extension Supervisor {
     /// `ExpiredBackgroundTask`); in the foreground the task just ends.
     func taskOverdue(_ id: String, _ task: Int) {
         guard var entry = entries[id], let held = entry.life.tasks.removeValue(forKey: task) else { return }
-        entry.record.instance.backgroundTasks = entry.life.tasks.count
+        entry.backgroundTasks = entry.life.tasks.count
         save(entry)
-        guard entry.record.instance.state == .background else { return }
+        guard entry.state == .background else { return }
         if lifecycle.expiredTaskAction == .kill {
             end(&entry, .backgroundTaskExpired,
                 message: "background task \(task) '\(held.name)' was not ended in time (BackgroundTaskTime, then BackgroundTaskExpirationGrace)")
         } else {
-            publish(.message, entry.record.instance, detail: "background task \(task) '\(held.name)' expired")
+            publish(.message, entry.api, detail: "background task \(task) '\(held.name)' expired")
             backgroundCheck(id)
         }
     }
@@ -183,11 +183,11 @@ extension Supervisor {
     public func memoryWarning(app: String? = nil) -> [String] {
         var delivered: [String] = []
         for entry in entries.values
-        where (app == nil || entry.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame)
-            && (entry.record.instance.channel == .ready || entry.record.instance.channel == .launching)
-            && entry.record.instance.state != .suspended && entry.record.instance.state != .exited
+        where (app == nil || entry.app.caseInsensitiveCompare(app ?? "") == .orderedSame)
+            && (entry.channel == .ready || entry.channel == .launching)
+            && entry.state != .suspended && entry.state != .exited
         {
-            if send(entry, ["type": "didReceiveMemoryWarning"]) { delivered.append(entry.record.instance.id) }
+            if send(entry, ["type": "didReceiveMemoryWarning"]) { delivered.append(entry.id) }
         }
         return delivered.sorted()
     }

@@ -11,16 +11,17 @@ extension Supervisor {
     public func terminate(_ id: String, grace: Double? = nil) throws -> APIInstance {
         var entry = try live(id, "terminate")
         let grace = max(0, grace ?? settings.terminateGracePeriod)
-        if entry.record.instance.state == .suspended { try entry.cgroup?.thaw() }
-        if entry.record.request == nil { entry.record.request = .terminate }
-        entry.record.instance.state = .terminating
-        entry.record.graceDeadline = Date().addingTimeInterval(grace)
+        let transition = try transition(entry, on: .terminate, "terminate")
+        if transition.actions.contains(.thaw) { try entry.cgroup?.thaw() }
+        if entry.request == nil { entry.request = .terminate }
+        entry.state = transition.state
+        entry.graceDeadline = Date().addingTimeInterval(grace)
         lifecycleWillTerminate(entry, grace: grace)
-        if let pid = entry.record.instance.pid { Glibc.kill(pid, SIGTERM) }
+        if let pid = entry.pid { Glibc.kill(pid, SIGTERM) }
         save(entry)
-        publish(.state, entry.record.instance)
-        scheduleGraceKill(entry.record.instance.id, after: grace)
-        return entry.record.instance
+        publish(.state, entry.api)
+        scheduleGraceKill(entry.id, after: grace)
+        return entry.api
     }
 
     func scheduleGraceKill(_ id: String, after seconds: Double) {
@@ -31,8 +32,8 @@ extension Supervisor {
     }
 
     func graceExpired(_ id: String) {
-        guard var entry = entries[id], entry.record.instance.state == .terminating else { return }
-        entry.record.request = .killAfterGrace
+        guard var entry = entries[id], entry.state == .terminating else { return }
+        entry.request = .killAfterGrace
         save(entry)
         killCgroup(entry)
     }
@@ -40,22 +41,22 @@ extension Supervisor {
     /// Kills every process of the instance at once.
     public func kill(_ id: String) throws -> APIInstance {
         var entry = try live(id, "kill")
-        entry.record.request = .kill
-        entry.record.instance.state = .terminating
+        entry.request = .kill
+        entry.state = try transition(entry, on: .kill, "kill").state
         save(entry)
-        publish(.state, entry.record.instance)
+        publish(.state, entry.api)
         killCgroup(entry)
-        return entry.record.instance
+        return entry.api
     }
 
-    func killCgroup(_ entry: Entry) {
+    func killCgroup(_ entry: Instance) {
         if let cgroup = entry.cgroup {
             do { try cgroup.kill(timeoutSeconds: 2) } catch {
                 // The freezer or kill file failed: the launcher at least must go, which takes
                 // PID 1 of the app's namespace, and with it every process inside.
-                if let pid = entry.record.instance.pid { Glibc.kill(pid, SIGKILL) }
+                if let pid = entry.pid { Glibc.kill(pid, SIGKILL) }
             }
-        } else if let pid = entry.record.instance.pid {
+        } else if let pid = entry.pid {
             Glibc.kill(pid, SIGKILL)
         }
     }
@@ -65,45 +66,45 @@ extension Supervisor {
     /// CPU until resumed.
     public func suspend(_ id: String) throws -> APIInstance {
         var entry = try live(id, "suspend")
-        if entry.record.instance.state == .suspended { return entry.record.instance }
-        guard Self.level(entry.record.instance.state) != nil else {
-            throw AppdError(.conflict, "instance \(entry.record.instance.id) is \(entry.record.instance.state.rawValue); only a running instance can be suspended")
+        if entry.state == .suspended { return entry.api }
+        guard InstanceLifecycle.level(entry.state) != nil else {
+            throw AppdError(.conflict, "instance \(entry.id) is \(entry.state.rawValue); only a running instance can be suspended")
         }
         guard entry.cgroup != nil else { throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze") }
-        guard entry.record.instance.service != true else {
+        guard entry.service != true else {
             throw AppdError(.conflict,
-                "instance \(entry.record.instance.id) of \(entry.record.instance.app) is a service (LSBackgroundOnly): services are never frozen",
-                hint: "appctl terminate \(entry.record.instance.id) stops it")
+                "instance \(entry.id) of \(entry.app) is a service (LSBackgroundOnly): services are never frozen",
+                hint: "appctl terminate \(entry.id) stops it")
         }
         try move(&entry, to: .background)
         try freeze(&entry, detail: "suspended by request")
         save(entry)
-        return entry.record.instance
+        return entry.api
     }
 
     /// A suspended instance comes back as the active app (background → inactive → active, as
     /// `activate`); a running one is left as it is.
     public func resume(_ id: String) throws -> APIInstance {
         let entry = try live(id, "resume")
-        guard entry.record.instance.state == .suspended else {
-            if entry.record.instance.state.isRunning { return entry.record.instance }
-            throw AppdError(.conflict, "instance \(entry.record.instance.id) is \(entry.record.instance.state.rawValue), not suspended")
+        guard entry.state == .suspended else {
+            if entry.state.isRunning { return entry.api }
+            throw AppdError(.conflict, "instance \(entry.id) is \(entry.state.rawValue), not suspended")
         }
         return try activate(id)
     }
 
     /// The entry of an instance that has not exited.
-    func live(_ id: String, _ action: String) throws -> Entry {
+    func live(_ id: String, _ action: String) throws -> Instance {
         let entry = try entry(id)
-        guard entry.record.instance.state != .exited else {
-            throw AppdError(.conflict, "cannot \(action) instance \(entry.record.instance.id) of \(entry.record.instance.app): it has exited (\(entry.record.instance.exit?.description ?? "?"))")
+        guard entry.state != .exited else {
+            throw AppdError(.conflict, "cannot \(action) instance \(entry.id) of \(entry.app): it has exited (\(entry.exit?.description ?? "?"))")
         }
         return entry
     }
 
     /// Keeps the entry and its record in step.
-    func save(_ entry: Entry) {
-        entries[entry.record.instance.id] = entry
-        try? records.save(entry.record)
+    func save(_ entry: Instance) {
+        entries[entry.id] = entry
+        try? records.save(entry)
     }
 }

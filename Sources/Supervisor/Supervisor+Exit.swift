@@ -7,9 +7,9 @@ extension Supervisor {
     /// The launcher is gone: reap it (if it is our child), read the status it wrote, decide
     /// the reason, clean the cgroup, tell waiters and subscribers.
     func launcherEnded(_ id: String) {
-        guard var entry = entries[id], entry.record.instance.state != .exited else { return }
+        guard var entry = entries[id], entry.state != .exited else { return }
         var waitStatus: Int32?
-        if entry.isChild, let pid = entry.record.instance.pid {
+        if entry.isChild, let pid = entry.pid {
             var raw: Int32 = 0
             while true {
                 let result = waitpid(pid, &raw, 0)
@@ -25,23 +25,24 @@ extension Supervisor {
             try? cgroup.kill(timeoutSeconds: 2)
             try? cgroup.remove()
         }
-        entry.record.instance.exit = Self.exit(
+        entry.exit = Self.exit(
             status: statusText.flatMap(SandboxLaunch.parseStatus), waitStatus: waitStatus,
-            request: entry.record.request, oomKills: oomKills, message: entry.record.requestMessage,
-            memoryLimit: oomKills > 0 ? memoryLimitSource(app: entry.record.instance.app) : "")
+            request: entry.request, oomKills: oomKills, message: entry.requestMessage,
+            memoryLimit: oomKills > 0 ? memoryLimitSource(app: entry.app) : "")
         lifecycleEnded(&entry)
-        entry.record.instance.state = .exited
-        entry.record.instance.endedAt = Date()
+        entry.state =
+            (try? InstanceLifecycle.transition(from: entry.state, on: .launcherEnded))?.state ?? .exited
+        entry.endedAt = Date()
         denials.ended(instance: id)
         entry.watcher = nil
         let waiters = entry.waiters
         entry.waiters = [:]
         save(entry)
-        publish(.exited, entry.record.instance)
-        for waiter in waiters.values { waiter.resume(returning: entry.record.instance) }
+        publish(.exited, entry.api)
+        for waiter in waiters.values { waiter.resume(returning: entry.api) }
         pruneExited()
         templates.sweep()
-        keepAliveAfterExit(entry.record.instance)
+        keepAliveAfterExit(entry.api)
     }
 
     /// The setting that set an instance's memory limit, for the OOM message: the app's own
@@ -59,7 +60,7 @@ extension Supervisor {
     /// the OOM killer (naming `memoryLimit`, the setting that set the limit), then what the
     /// launcher wrote.
     static func exit(
-        status: AppExitStatus?, waitStatus: Int32?, request: InstanceRecord.Request?, oomKills: Int64, message: String? = nil,
+        status: AppExitStatus?, waitStatus: Int32?, request: Instance.Request?, oomKills: Int64, message: String? = nil,
         memoryLimit: String
     ) -> APIExit {
         let status = status ?? waitStatus.map { SandboxLaunch.status(line: "", waitStatus: $0) }
@@ -93,14 +94,14 @@ extension Supervisor {
 
     /// Forgets the oldest exited instances beyond `KeepExited`, with their records and logs.
     func pruneExited() {
-        let exited = entries.values.filter { $0.record.instance.state == .exited }
-            .sorted { ($0.record.instance.endedAt ?? .distantPast) < ($1.record.instance.endedAt ?? .distantPast) }
+        let exited = entries.values.filter { $0.state == .exited }
+            .sorted { ($0.endedAt ?? .distantPast) < ($1.endedAt ?? .distantPast) }
         guard exited.count > settings.keepExited else { return }
         for entry in exited.prefix(exited.count - settings.keepExited) {
-            let id = entry.record.instance.id
+            let id = entry.id
             entries[id] = nil
             records.remove(id)
-            logs.remove(entry.record.instance.log)
+            logs.remove(entry.log)
         }
     }
 
@@ -113,12 +114,12 @@ extension Supervisor {
     /// never should: each one is published as a message, so that a test or an admin sees it).
     /// It reads no output: the instances' relays write their logs (docs/app-output.md).
     func checkExits() {
-        for entry in entries.values where entry.record.instance.state != .exited {
+        for entry in entries.values where entry.state != .exited {
             if entry.watcher?.hasExited == true {
                 // Readable, yet the loop has not taken the event: it may be on its way (an exit
                 // in the last instant), or lost. launcherEnded runs once, whichever comes first.
-                publish(.message, entry.record.instance, detail: "exit found by the sweep, not the event loop")
-                launcherEnded(entry.record.instance.id)
+                publish(.message, entry.api, detail: "exit found by the sweep, not the event loop")
+                launcherEnded(entry.id)
             }
         }
     }

@@ -36,22 +36,15 @@ public struct LaunchTimings: Sendable, Equatable {
 }
 
 extension Supervisor {
-    /// What a launch reads from the actor before it leaves it: the settings as they are now.
-    struct LaunchContext: Sendable {
-        var launcher: String
-        var logMaxBytes: Int64
-        var journalSocket: String?
-        var logDenials: Bool
-        var spawner: LauncherSpawner?
-    }
-
     /// A launcher spawned off the actor, still to be recorded on it.
     struct SpawnedInstance: Sendable {
-        var record: InstanceRecord
+        var instance: Instance
         var started: SandboxLaunch.Started
         var channel: Int32
         var modes: [String]
         var app: InstalledApp
+        /// The stages so far (app, check, profile, files, spawn).
+        var timings: LaunchTimings
     }
 
     public func launch(
@@ -88,41 +81,37 @@ extension Supervisor {
             launchingBy[caller, default: 1] -= 1
             if launchingBy[caller] == 0 { launchingBy[caller] = nil }
         }
-        let context = LaunchContext(
-            launcher: launcher, logMaxBytes: settings.logMaxBytes, journalSocket: journalSocket,
-            logDenials: logDenials, spawner: spawner)
-        var timings = LaunchTimings()
         let spawned = try await Self.spawnInstance(
-            appID, arguments: arguments, caller: caller, context: context, timings: &timings,
-            store: store, kernel: kernel, driver: driver, records: records, logs: logs,
-            bpfCache: bpfCache, denials: denials, templates: templates)
+            appID, arguments: arguments, caller: caller, with: launchDependencies)
+        var timings = spawned.timings
         let recording = ContinuousClock.now
-        var record = spawned.record
+        var entry = spawned.instance
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
         // app's [App ID] BackgroundModes.
         let allowed = spawned.modes.filter(lifecycle.allowedBackgroundModes.contains)
-        let override = store.config.override(for: record.instance.app)
-        record.instance.backgroundModes = override?.narrowedBackgroundModes(allowed) ?? allowed
+        let override = store.config.override(for: entry.app)
+        entry.backgroundModes = override?.narrowedBackgroundModes(allowed) ?? allowed
         // `BackgroundModes=` empty (appd override --no-background): nothing keeps it running in
         // the background, LSBackgroundOnly neither; it is an ordinary app.
-        if override?.backgroundModes == [] { record.instance.service = nil }
-        var entry = Entry(record: record, cgroup: spawned.started.cgroup, isChild: true)
-        if origin == .client { serviceLaunched(record.instance.app) }
+        if override?.backgroundModes == [] { entry.service = nil }
+        entry.cgroup = spawned.started.cgroup
+        entry.isChild = true
+        if origin == .client { serviceLaunched(entry.app) }
         if stopping {
             // appd stops: nobody watches any more; the record lets the next daemon adopt it.
-            try? records.save(record)
+            try? records.save(entry)
             close(spawned.channel)
-            entries[record.instance.id] = entry
+            entries[entry.id] = entry
             timings.record = Self.seconds(since: recording)
-            return (record.instance, timings)
+            return (entry.api, timings)
         }
-        recordRevokedEntitlements(spawned.app, instance: record.instance.id)
-        entry.watcher = watch(id: record.instance.id, pid: spawned.started.pid)
-        entry.life.channel = openChannel(id: record.instance.id, fd: spawned.channel)
-        entries[record.instance.id] = entry
-        publish(.launched, record.instance)
+        recordRevokedEntitlements(spawned.app, instance: entry.id)
+        entry.watcher = watch(id: entry.id, pid: spawned.started.pid)
+        entry.life.channel = openChannel(id: entry.id, fd: spawned.channel)
+        entries[entry.id] = entry
+        publish(.launched, entry.api)
         // Its first state change saves the record, with the pid and the background modes.
-        let instance = try launched(record.instance.id, background: background)
+        let instance = try launched(entry.id, background: background)
         timings.record = Self.seconds(since: recording)
         return (instance, timings)
     }
@@ -137,10 +126,10 @@ extension Supervisor {
         var total = launching.values.reduce(0, +)
         var own = launchingBy[caller, default: 0]
         var app = launching[key, default: 0]
-        for entry in entries.values where entry.record.instance.state.isLive {
+        for entry in entries.values where entry.state.isLive {
             total += 1
-            if entry.record.instance.launchedBy == caller { own += 1 }
-            if entry.record.instance.app.lowercased() == key { app += 1 }
+            if entry.launchedBy == caller { own += 1 }
+            if entry.app.lowercased() == key { app += 1 }
         }
         if total >= settings.maxInstances {
             throw AppdError(
@@ -170,12 +159,11 @@ extension Supervisor {
     /// Everything of a launch that does not touch the actor's state: runs on the global
     /// executor, many at once. On failure nothing is left (no record, no cgroup, no fd).
     nonisolated static func spawnInstance(
-        _ appID: String, arguments: [String], caller: UInt32, context: LaunchContext,
-        timings: inout LaunchTimings,
-        store: AppStore, kernel: KernelLayers, driver: any CgroupDriver, records: RecordStore,
-        logs: InstanceLogs,
-        bpfCache: BPFCache, denials: DenialLog, templates: NamespaceTemplates
+        _ appID: String, arguments: [String], caller: UInt32, with dependencies: LaunchDependencies
     ) async throws -> SpawnedInstance {
+        let (store, kernel, driver) = (dependencies.store, dependencies.kernel, dependencies.driver)
+        let (records, logs, denials) = (dependencies.records, dependencies.logs, dependencies.denials)
+        var timings = LaunchTimings()
         var clock = ContinuousClock.now
         func lap() -> Double {
             let elapsed = seconds(since: clock)
@@ -190,31 +178,28 @@ extension Supervisor {
             try store.checkInstalledBundle(app)
             timings.check = lap()
             profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
-            bpf = profile.seccomp.required ? try bpfCache.filter(for: profile.seccomp) : []
+            bpf = profile.seccomp.required ? try dependencies.bpfCache.filter(for: profile.seccomp) : []
         } catch {
             // appd's own refusal: the admin sees it next to the kernel's.
             denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
             throw error
         }
         profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
-        profile.logDenials = context.logDenials
+        profile.logDenials = dependencies.logDenials
         timings.profile = lap()
         let info = infoKeys(of: app, root: store.root)
         let modes = info.backgroundModes
         let id = newInstanceID()
-        var record = InstanceRecord(
-            instance: APIInstance(
-                id: id, app: app.bundleID, state: .launching, pid: nil, uid: app.uid,
-                arguments: arguments,
-                launchedBy: caller, startedAt: Date(),
-                log: logs.path(app: app.bundleID, instance: id)))
-        record.instance.channel = .silent
-        record.instance.service = info.backgroundOnly ? true : nil
-        record.instance.version = app.version
-        record.bundle = app.bundleUUID
+        var instance = Instance(
+            id: id, app: app.bundleID, uid: app.uid, arguments: arguments, launchedBy: caller,
+            startedAt: Date(), log: logs.path(app: app.bundleID, instance: id), state: .launching)
+        instance.channel = .silent
+        instance.service = info.backgroundOnly ? true : nil
+        instance.version = app.version
+        instance.bundle = app.bundleUUID
         // The record exists before the process does: a crash in between leaves a record
         // without a pid, which the next start closes as failed, and a cgroup it removes.
-        try records.save(record)
+        try records.save(instance)
         // The app's stdout and stderr are a pipe whose read end goes to the launcher's output
         // relay (docs/app-output.md): the daemon never reads it and the app never holds a file.
         var opened: [Int32] = []
@@ -236,25 +221,25 @@ extension Supervisor {
             records.remove(id)
             throw error
         }
-        let journal = context.journalSocket.flatMap(connectJournal)
+        let journal = dependencies.journalSocket.flatMap(connectJournal)
         if let journal { opened.append(journal) }
         var launch = SandboxLaunch(
-            profile: profile, launcher: context.launcher, cgroups: driver.settings,
+            profile: profile, launcher: dependencies.launcher, cgroups: driver.settings,
             limits: profile.cgroupLimits, output: output.write)
         launch.channel = channel.app
         launch.relay = .init(
             readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
-            logMaxBytes: min(context.logMaxBytes, Int64(Int32.max)), journalFD: journal,
+            logMaxBytes: min(dependencies.logMaxBytes, Int64(Int32.max)), journalFD: journal,
             journalFields: [
                 "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",
                 "APPD_INSTANCE=\(id)",
                 "APPD_UID=\(app.uid)",
             ])
         launch.bpf = bpf
-        launch.spawner = context.spawner
+        launch.spawner = dependencies.spawner
         timings.files = lap()
         // The app's shared namespaces (built here by the first launch that finds none).
-        launch.namespaces = templates.lease(for: profile, launcher: context.launcher)
+        launch.namespaces = dependencies.templates.lease(for: profile, launcher: dependencies.launcher)
         defer { launch.namespaces?.close() }
         let started: SandboxLaunch.Started
         // Registered before the launcher starts: an app quicker than the launch's return
@@ -267,14 +252,15 @@ extension Supervisor {
             denials.forget(instance: id)
             close(channel.daemon)
             records.remove(id)
-            logs.remove(record.instance.log)
+            logs.remove(instance.log)
             throw error
         }
-        record.instance.pid = started.pid
-        record.instance.state = .inactive
-        record.instance.stateSince = Date()
-        record.instance.cgroup = started.cgroup.directories.first
-        record.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
+        instance.pid = started.pid
+        instance.state =
+            (try? InstanceLifecycle.transition(from: instance.state, on: .spawned))?.state ?? .inactive
+        instance.stateSince = Date()
+        instance.cgroupPath = started.cgroup.directories.first
+        instance.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
         denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
         if let counter = started.bindCounter { denials.watch(.bind, instance: id, counter: counter) }
         if let counter = started.loopbackCounter {
@@ -282,7 +268,8 @@ extension Supervisor {
         }
         timings.spawn = lap()
         return SpawnedInstance(
-            record: record, started: started, channel: channel.daemon, modes: modes, app: app)
+            instance: instance, started: started, channel: channel.daemon, modes: modes, app: app,
+            timings: timings)
     }
 
     /// What the lifecycle reads of the installed bundle's Info.plist (docs/info-plist.md):
@@ -306,23 +293,5 @@ extension Supervisor {
         default: backgroundOnly = false
         }
         return (modes, backgroundOnly)
-    }
-}
-
-/// Compiled seccomp filters by rule set: every app with the same entitlements shares one, so
-/// libseccomp runs once per rule set, not once per launch. Shared by launches running side by
-/// side off the actor; at most 256 rule sets are kept (then it starts over).
-final class BPFCache: Sendable {
-    private let filters = Mutex<[SeccompRules: [UInt8]]>([:])
-
-    func filter(for rules: SeccompRules) throws -> [UInt8] {
-        if let cached = filters.withLock({ $0[rules] }) { return cached }
-        // Compiled outside the lock: two launches may both compile a new rule set once.
-        let compiled = try SeccompCompiler.bpf(for: rules)
-        filters.withLock { filters in
-            if filters.count >= 256 { filters.removeAll() }
-            filters[rules] = compiled
-        }
-        return compiled
     }
 }

@@ -219,7 +219,7 @@ extension Supervisor {
     public func restart(_ id: String, grace: Double? = nil, caller: UInt32) async throws
         -> APIInstance
     {
-        let old = try entry(id).record.instance
+        let old = try entry(id).api
         if old.state != .exited {
             _ = try terminate(old.id, grace: grace)
             let ended = try await waitForExit(old.id)
@@ -240,17 +240,17 @@ extension Supervisor {
     /// are marked `outdated` (`appctl ps` shows it; `appd install --restart` restarts them).
     public func appInstalled(_ app: InstalledApp) {
         for var entry in entries.values
-        where entry.record.instance.state != .exited
-            && entry.record.instance.app.caseInsensitiveCompare(app.bundleID) == .orderedSame
-            && entry.record.instance.outdated != true
-            && entry.record.bundle != nil && entry.record.bundle != app.bundleUUID
+        where entry.state != .exited
+            && entry.app.caseInsensitiveCompare(app.bundleID) == .orderedSame
+            && entry.outdated != true
+            && entry.bundle != nil && entry.bundle != app.bundleUUID
         {
-            entry.record.instance.outdated = true
+            entry.outdated = true
             save(entry)
             publish(
-                .message, entry.record.instance,
+                .message, entry.api,
                 detail:
-                    "outdated: runs version \(entry.record.instance.version ?? "?"), \(app.version ?? "?") is installed"
+                    "outdated: runs version \(entry.version ?? "?"), \(app.version ?? "?") is installed"
             )
         }
     }
@@ -258,8 +258,8 @@ extension Supervisor {
     /// After adoption: an instance whose app was upgraded while no daemon ran is outdated too.
     func markOutdatedAdopted() {
         let apps = Set(
-            entries.values.filter { $0.record.instance.state != .exited }.map {
-                $0.record.instance.app.lowercased()
+            entries.values.filter { $0.state != .exited }.map {
+                $0.app.lowercased()
             })
         for app in apps.sorted() {
             if let installed = try? store.app(app) { appInstalled(installed) }

@@ -24,10 +24,10 @@ extension Supervisor {
     public func applyOverrideLimits(old: AppdConfiguration, new: AppdConfiguration) -> [String] {
         var lines: [String] = []
         for id in entries.keys.sorted() {
-            guard let entry = entries[id], entry.record.instance.state != .exited,
+            guard let entry = entries[id], entry.state != .exited,
                 let cgroup = entry.cgroup
             else { continue }
-            let app = entry.record.instance.app
+            let app = entry.app
             let before = old.override(for: app)
             let after = new.override(for: app)
             guard before != after else { continue }

@@ -8,12 +8,12 @@ extension Supervisor {
     public func usageTargets(app: String? = nil) -> [(
         instance: APIInstance, cgroup: (any InstanceCgroup)?
     )] {
-        entries.values.filter { $0.record.instance.state != .exited }
+        entries.values.filter { $0.state != .exited }
             .filter {
                 app == nil
-                    || $0.record.instance.app.caseInsensitiveCompare(app ?? "") == .orderedSame
+                    || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame
             }
-            .map { ($0.record.instance, $0.cgroup) }
+            .map { ($0.api, $0.cgroup) }
     }
 
     /// What each live instance uses now (its cgroup's memory and CPU time): two small cgroup
@@ -40,8 +40,8 @@ extension Supervisor {
     public func endedCPUSeconds() -> [String: Double] { endedCPU }
 
     /// Called as an instance ends, before its cgroup goes: what it used stays counted.
-    func noteEnded(_ entry: Entry) {
+    func noteEnded(_ entry: Instance) {
         guard let micro = (try? entry.cgroup?.cpuMicroseconds()) ?? nil, micro > 0 else { return }
-        endedCPU[entry.record.instance.app.lowercased(), default: 0] += Double(micro) / 1_000_000
+        endedCPU[entry.app.lowercased(), default: 0] += Double(micro) / 1_000_000
     }
 }

@@ -20,30 +20,16 @@ public actor Supervisor {
     let records: RecordStore
     let logs: InstanceLogs
     let hub: EventHub
-    /// What the sandbox and appd refused each app (Denials.swift), and the kernel's side of it.
+    /// What the sandbox and appd refused each app (DenialLog.swift), and the kernel's side of it.
     public nonisolated let denials: DenialLog
     let auditReader: AuditReader
     let exitQueue = DispatchQueue(label: "appd.supervisor.exits")
     /// The one thread that waits for the kernel: launcher pidfds, memory-pressure triggers.
     let kernelEvents: KernelEvents
 
-    struct Entry {
-        var record: InstanceRecord
-        var cgroup: (any InstanceCgroup)?
-        var watcher: ExitWatcher?
-        /// Our own child (spawned by this daemon): reaped with waitpid. Adopted launchers are
-        /// reaped by init; their status file is all there is.
-        var isChild: Bool
-        /// Who waits for its exit, by a token of `waitForExit`'s, so that a waiter that gives up
-        /// (its client went away) takes its continuation out again.
-        var waiters: [UInt64: CheckedContinuation<APIInstance, Never>] = [:]
-        /// The lifecycle channel, background tasks, what the app was told (Supervisor+Lifecycle).
-        var life = LifecycleState()
-    }
-
     /// Every change to an instance (a field of its record included) passes through here:
     /// `listingVersion` tells GET /v1/instances' cache that its answer is stale.
-    var entries: [String: Entry] = [:] {
+    var entries: [String: Instance] = [:] {
         didSet {
             listingVersion &+= 1
             listing = nil
@@ -158,7 +144,7 @@ public actor Supervisor {
         if let listing {
             current = listing
         } else {
-            let all = entries.values.map(\.record.instance).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+            let all = entries.values.map(\.api).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
             current = (all, all.filter { $0.state != .exited })
             listing = current
         }
@@ -168,7 +154,7 @@ public actor Supervisor {
         return (version, chosen.filter { $0.app.caseInsensitiveCompare(app) == .orderedSame })
     }
 
-    public func instance(_ id: String) throws -> APIInstance { withDenials(try entry(id).record.instance) }
+    public func instance(_ id: String) throws -> APIInstance { withDenials(try entry(id).api) }
 
     /// The instance with its denial counts (kept by the denial log, not in the record).
     public nonisolated func withDenials(_ instance: APIInstance) -> APIInstance {
@@ -183,7 +169,7 @@ public actor Supervisor {
     /// counts `instances` fills in for each.
     public func runningCount(app: String? = nil) -> Int { listed(app: app).instances.count }
 
-    func entry(_ id: String) throws -> Entry {
+    func entry(_ id: String) throws -> Instance {
         guard let entry = entries[id.lowercased()] else {
             throw AppdError(.notFound, "no instance '\(id)'", hint: "'appctl ps --all' lists the instances appd knows")
         }
@@ -196,8 +182,8 @@ public actor Supervisor {
     /// often, costs nothing once it is gone.
     public func waitForExit(_ id: String) async throws -> APIInstance {
         let current = try entry(id)
-        let key = current.record.instance.id
-        if current.record.instance.state == .exited || stopping { return current.record.instance }
+        let key = current.id
+        if current.state == .exited || stopping { return current.api }
         lastWaiter &+= 1
         let token = lastWaiter
         return await withTaskCancellationHandler {
@@ -205,7 +191,7 @@ public actor Supervisor {
                 // Runs on the actor, before the caller suspends: a cancellation that came
                 // earlier is seen here, a later one finds the token in `waiters`.
                 guard !Task.isCancelled, entries[key] != nil else {
-                    continuation.resume(returning: entries[key]?.record.instance ?? current.record.instance)
+                    continuation.resume(returning: entries[key]?.api ?? current.api)
                     return
                 }
                 entries[key]?.waiters[token] = continuation
@@ -217,7 +203,7 @@ public actor Supervisor {
 
     private func cancelWait(_ id: String, token: UInt64) {
         guard let entry = entries[id], let waiter = entries[id]?.waiters.removeValue(forKey: token) else { return }
-        waiter.resume(returning: entry.record.instance)
+        waiter.resume(returning: entry.api)
     }
 
     /// Returns when the instance has exited or after `duration`, whichever comes first (a
@@ -235,8 +221,8 @@ public actor Supervisor {
     /// file a reader takes at most (the relay keeps them below it).
     public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool, maxBytes: Int64) {
         let entry = try entry(id)
-        let path = entry.record.instance.log
-        return ([path + ".1", path], entry.record.instance.state == .exited, logs.maxBytes)
+        let path = entry.log
+        return ([path + ".1", path], entry.state == .exited, logs.maxBytes)
     }
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
@@ -267,7 +253,7 @@ public actor Supervisor {
         stopping = true
         for entry in entries.values { entry.watcher?.cancel() }
         for (id, entry) in entries {
-            for waiter in entry.waiters.values { waiter.resume(returning: entry.record.instance) }
+            for waiter in entry.waiters.values { waiter.resume(returning: entry.api) }
             entries[id]?.waiters = [:]
         }
         hub.finishAll()

@@ -10,13 +10,12 @@ import Testing
 @Suite("instance records: in place within a page, renamed beyond it, always whole")
 struct RecordStoreTests {
     static func record(id: String, arguments: [String], state: InstanceState = .launching)
-        -> InstanceRecord
+        -> Instance
     {
-        InstanceRecord(
-            instance: APIInstance(
-                id: id, app: "com.example.records", state: state, pid: nil, uid: 2_000_000_001,
-                arguments: arguments, launchedBy: 0, startedAt: Date(timeIntervalSince1970: 1_700_000_000),
-                log: "/var/log/x.log"))
+        Instance(
+            id: id, app: "com.example.records", uid: 2_000_000_001, arguments: arguments,
+            launchedBy: 0, startedAt: Date(timeIntervalSince1970: 1_700_000_000),
+            log: "/var/log/x.log", state: state)
     }
 
     static func withStore(_ body: (RecordStore) throws -> Void) throws {
@@ -45,8 +44,8 @@ struct RecordStoreTests {
             #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int == size)
             let loaded = store.loadAll()
             #expect(loaded.unreadable.isEmpty)
-            #expect(loaded.records.map(\.instance.arguments) == [["short"]])
-            #expect(loaded.records.first?.instance.state == .active)
+            #expect(loaded.records.map(\.arguments) == [["short"]])
+            #expect(loaded.records.first?.state == .active)
             #expect(!FileManager.default.fileExists(atPath: path + ".tmp"))
         }
     }
@@ -61,10 +60,10 @@ struct RecordStoreTests {
             let big = Array(repeating: String(repeating: "x", count: 100), count: 60)
             try store.save(Self.record(id: id, arguments: big))
             #expect(Self.inode(path) != inode, "over 4096 bytes: written to a new file and renamed")
-            #expect(store.loadAll().records.first?.instance.arguments == big)
+            #expect(store.loadAll().records.first?.arguments == big)
             // And back under a page: the big file is not written in place (it exceeds a page).
             try store.save(Self.record(id: id, arguments: ["b"]))
-            #expect(store.loadAll().records.first?.instance.arguments == ["b"])
+            #expect(store.loadAll().records.first?.arguments == ["b"])
             #expect(store.loadAll().unreadable.isEmpty)
         }
     }
@@ -78,7 +77,7 @@ struct RecordStoreTests {
             #expect(symlink(victim, store.recordPath(id)) == 0)
             try store.save(Self.record(id: id, arguments: ["c"]))
             #expect(try String(contentsOfFile: victim, encoding: .utf8) == "keep")
-            #expect(store.loadAll().records.first?.instance.arguments == ["c"])
+            #expect(store.loadAll().records.first?.arguments == ["c"])
         }
     }
 }
