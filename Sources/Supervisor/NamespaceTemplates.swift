@@ -2,6 +2,7 @@ import AppBundle
 import CLinux
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 import Synchronization
 
@@ -253,8 +254,9 @@ public final class NamespaceTemplates: Sendable {
             _ = SandboxLaunch.wait(pid)
         }
         let line = readLine(status[0], timeoutMilliseconds: buildTimeoutMilliseconds)
-        guard line == "ready" else {
-            let reason = line.hasPrefix("error ") ? String(line.dropFirst(6)) : line.isEmpty ? "it ended without a word" : line
+        guard line == LauncherStatus.readyLine else {
+            let reason: String
+            if case .failed(let message)? = LauncherStatus(line: line) { reason = message } else { reason = line.isEmpty ? "it ended without a word" : line }
             throw AppdError(.io, "appd-exec --template: \(reason)")
         }
         func open(_ name: String, _ flags: Int32 = O_RDONLY) throws -> Int32 {
@@ -280,7 +282,7 @@ public final class NamespaceTemplates: Sendable {
         guard null >= 0 else { throw AppdError.system("open /dev/null") }
         defer { close(null) }
         var plan = SpawnPlan(
-            path: launcher, arguments: [launcher, "--template", "--profile-fd", "3", "--status-fd", "4"],
+            path: launcher, arguments: [launcher, LauncherFlag.template, LauncherFlag.profileFD, "3", LauncherFlag.statusFD, "4"],
             newSession: false)
         plan.stdinFromDevNull = true
         plan.place(null, at: 1)

@@ -3,6 +3,7 @@ import AppdAPI
 import CLinux
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 
 /// How an instance ended.
@@ -232,16 +233,15 @@ public struct SandboxLaunch {
         return raw & 0x7F == 0 ? .exited((raw >> 8) & 0xFF) : .signaled(raw & 0x7F)
     }
 
-    /// The first line of a status file, or nil when the launcher wrote none.
+    /// The first line of a status file (LauncherProtocol's `LauncherStatus`), or nil when the
+    /// launcher wrote none.
     public static func parseStatus(_ text: String) -> AppExitStatus? {
         let line = text.split(separator: "\n").first ?? ""
-        let word = line.prefix { $0 != " " }
-        let rest = String(line.dropFirst(word.count + 1))
-        switch (word, Int32(rest)) {
-        case ("error", _): return .failedToLaunch(rest)
-        case ("exit", let code?): return .exited(code)
-        case ("signal", let number?): return .signaled(number)
-        default: return nil
+        switch LauncherStatus(line: String(line)) {
+        case .failed(let message)?: return .failedToLaunch(message)
+        case .exited(let code)?: return .exited(code)
+        case .signaled(let number)?: return .signaled(number)
+        case nil: return nil
         }
     }
 
@@ -263,26 +263,28 @@ public struct SandboxLaunch {
         plan.place(profileFD, at: 3)
         plan.place(bpfFD, at: 4)
         plan.place(statusFD, at: 5)
-        plan.arguments += ["--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+        plan.arguments += [LauncherFlag.profileFD, "3", LauncherFlag.seccompFD, "4", LauncherFlag.statusFD, "5"]
         var next: Int32 = 6
         func place(_ fd: Int32, _ option: String) {
             plan.place(fd, at: next)
             plan.arguments += [option, String(next)]
             next += 1
         }
-        if let channel { place(channel, "--channel-fd") }
+        if let channel { place(channel, LauncherFlag.channelFD) }
         if let relay {
-            place(relay.readFD, "--output-fd")
-            place(relay.logDirectoryFD, "--log-dir-fd")
-            if let journal = relay.journalFD { place(journal, "--journal-fd") }
-            plan.arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
-            for field in relay.journalFields { plan.arguments += ["--journal-field", field] }
+            place(relay.readFD, LauncherFlag.outputFD)
+            place(relay.logDirectoryFD, LauncherFlag.logDirectoryFD)
+            if let journal = relay.journalFD { place(journal, LauncherFlag.journalFD) }
+            plan.arguments += [
+                LauncherFlag.logName, relay.logName, LauncherFlag.logMaxBytes, String(relay.logMaxBytes),
+            ]
+            for field in relay.journalFields { plan.arguments += [LauncherFlag.journalField, field] }
         }
         if let namespaces {
-            place(namespaces.mount, "--mount-ns-fd")
-            place(namespaces.root, "--root-fd")
-            if namespaces.net >= 0 { place(namespaces.net, "--net-ns-fd") }
-            if namespaces.uts >= 0 { place(namespaces.uts, "--uts-ns-fd") }
+            place(namespaces.mount, LauncherFlag.mountNamespaceFD)
+            place(namespaces.root, LauncherFlag.rootFD)
+            if namespaces.net >= 0 { place(namespaces.net, LauncherFlag.netNamespaceFD) }
+            if namespaces.uts >= 0 { place(namespaces.uts, LauncherFlag.utsNamespaceFD) }
         }
         plan.closeFrom = next
         if let spawner { return try spawner.spawn(plan) }
