@@ -27,20 +27,7 @@ import Synchronization
 public final class NamespaceTemplates: Sendable {
     /// A launch's own copies of a template's fds (close-on-exec): the launch hands them to
     /// appd-exec and closes them, whatever happens to the template meanwhile.
-    public struct Lease: Sendable {
-        public var mount: Int32
-        /// The template's root directory (the builder's `/proc/PID/root`): the launcher enters
-        /// it after joining the mount namespace. The namespace's own root is not it when appd
-        /// runs chrooted (systemd's RootDirectory=, a VM's init): there the template's root is
-        /// a directory below it, and `setns` alone would leave the launcher at the host's.
-        public var root: Int32
-        public var net: Int32
-        public var uts: Int32
-
-        public func close() {
-            for fd in [mount, root, net, uts] where fd >= 0 { Glibc.close(fd) }
-        }
-    }
+    public typealias Lease = SharedNamespaces
 
     /// What a template is built from: the profile's namespace part (the records `unshare` to
     /// `console`), and the device and inode of every bind source as they were.

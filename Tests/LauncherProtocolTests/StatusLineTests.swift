@@ -1,5 +1,5 @@
 import LauncherProtocol
-import Supervisor
+import Sandbox
 import Testing
 
 /// The status line (docs/launcher-protocol.md): written by appd-exec as `LauncherStatus.line`,

@@ -1,10 +1,8 @@
 import AppBundle
-import AppdAPI
 import CLinux
 import Foundation
 import Glibc
 import LauncherProtocol
-import Sandbox
 
 /// How an instance ended.
 public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible {
@@ -22,15 +20,6 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
         }
     }
 
-    /// The same status as the API and `appctl ps` show it (`{"reason":"exited","code":0}`).
-    public var api: APIExit {
-        switch self {
-        case .exited(let code): APIExit(reason: .exited, code: code)
-        case .signaled(let signal): APIExit(reason: .signaled, signal: signal)
-        case .failedToLaunch(let message): APIExit(reason: .failedToLaunch, message: message)
-        }
-    }
-
     public var description: String {
         switch self {
         case .exited(let code): "exited with code \(code)"
@@ -40,8 +29,10 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
     }
 }
 
-/// Starts one sandboxed instance with `appd-exec` and waits for it: the direct path of
-/// `appd run` (the daemon issue moves this behind the supervisor).
+/// Starts one sandboxed instance with `appd-exec`: `run` waits for it (the direct path of
+/// `appd run`), `start` returns once it is in its cgroup (the daemon's Supervisor). Everything
+/// comes in as a value (the profile, the launcher's path, the cgroup settings and limits, the
+/// fds): no state root, no daemon, so any front door can launch with it.
 ///
 /// The order matters: the instance cgroup exists before the launcher starts (the launcher joins
 /// it first thing, so every process of the app is in it); the profile and the BPF travel on
@@ -67,9 +58,9 @@ public struct SandboxLaunch {
     /// The output relay's fds and settings (docs/app-output.md): `output` is then the pipe's
     /// write end and the launcher's relay writes the log. nil: `output` is used as it is.
     public var relay: OutputRelayArguments?
-    /// The app's shared namespaces to join (NamespaceTemplates); the caller closes them after
-    /// the start. nil: the launcher builds its own.
-    public var namespaces: NamespaceTemplates.Lease?
+    /// The app's shared namespaces to join (the daemon's NamespaceTemplates); the caller closes
+    /// them after the start. nil: the launcher builds its own.
+    public var namespaces: SharedNamespaces?
     /// Spawns from a thread with a small fd table of its own (the daemon's); nil: posix_spawn
     /// from this thread.
     public var spawner: LauncherSpawner?
@@ -291,7 +282,7 @@ public struct SandboxLaunch {
         return try plan.run(with: plan.sources)
     }
 
-    static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
+    public static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
         let fd = appd_memfd(name)
         guard fd >= 0 else { throw AppdError.system("memfd_create \(name)") }
         var offset = 0
@@ -307,13 +298,13 @@ public struct SandboxLaunch {
         return fd
     }
 
-    static func wait(_ pid: pid_t) -> Int32 {
+    public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
     }
 
-    static func readAll(_ fd: Int32) -> String {
+    public static func readAll(_ fd: Int32) -> String {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
