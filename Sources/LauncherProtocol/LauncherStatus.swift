@@ -29,9 +29,13 @@ public enum LauncherStatus: Equatable, Sendable {
             self = .failed(String(line.dropFirst(Self.errorWord.utf8.count)))
         } else if line == "error" {
             self = .failed("")
-        } else if line.hasPrefix(Self.exitWord), let code = Int32(line.dropFirst(Self.exitWord.utf8.count)) {
+        } else if line.hasPrefix(Self.exitWord),
+            let code = Int32(line.dropFirst(Self.exitWord.utf8.count))
+        {
             self = .exited(code)
-        } else if line.hasPrefix(Self.signalWord), let signal = Int32(line.dropFirst(Self.signalWord.utf8.count)) {
+        } else if line.hasPrefix(Self.signalWord),
+            let signal = Int32(line.dropFirst(Self.signalWord.utf8.count))
+        {
             self = .signaled(signal)
         } else {
             return nil

@@ -32,7 +32,9 @@ extension SandboxProfile {
             case .symlink:
                 record(.mount, mount.kind.rawValue, mount.source ?? "", mount.destination)
             case .file:
-                record(.mount, mount.kind.rawValue, mount.destination, octal(mount.mode), mount.content ?? "")
+                record(
+                    .mount, mount.kind.rawValue, mount.destination, octal(mount.mode),
+                    mount.content ?? "")
             }
         }
         if console { record(.console) }
@@ -53,7 +55,9 @@ extension SandboxProfile {
             }
             for scope in landlock.scopes { record(.landlockScope, scope.rawValue) }
         }
-        record(.seccomp, seccomp.required ? ProfileFormat.seccompRequired : ProfileFormat.seccompOptional)
+        record(
+            .seccomp,
+            seccomp.required ? ProfileFormat.seccompRequired : ProfileFormat.seccompOptional)
         if logDenials { record(.logDenials) }
         if refuseExecGain { record(.mdwe) }
         if memfdNoexec { record(.memfdNoexec) }

@@ -4,8 +4,8 @@ import Glibc
 import LauncherProtocol
 import Sandbox
 import Supervisor
-import Testing
 import TestSupport
+import Testing
 
 /// The whole protocol between the two real sides: a profile the daemon's policy compiles,
 /// encoded by `SandboxProfile.encoded()`, handed to the built appd-exec with the daemon's
@@ -27,8 +27,10 @@ struct DaemonProfileTests {
             cgroupParent = "/appd-tests/\(URL(fileURLWithPath: path).lastPathComponent)"
             chmod(path, 0o755)
             let bundle = "\(path)/Bundle/Echo.app"
-            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
-            try FileManager.default.createDirectory(atPath: "\(path)/Data", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: bundle, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(
+                atPath: "\(path)/Data", withIntermediateDirectories: true)
             for directory in [path + "/Bundle", bundle] { chmod(directory, 0o755) }
             chmod("\(path)/Data", 0o777)
             try "#!/bin/sh\nprintf '[%s]\\n' \"$@\"\nexit 7\n".write(
@@ -55,7 +57,9 @@ struct DaemonProfileTests {
         }
     }
 
-    @Test("the launcher accepts the daemon's profile and options, and its status and log index are read back", rootOnly)
+    @Test(
+        "the launcher accepts the daemon's profile and options, and its status and log index are read back",
+        rootOnly)
     func wholeProtocol() throws {
         let world = try World()
         let profile = try world.profile(Self.hostileArguments)
@@ -74,8 +78,10 @@ struct DaemonProfileTests {
         #expect(directory >= 0)
         var launch = SandboxLaunch(
             profile: profile, launcher: builtExecutable("appd-exec"),
-            cgroups: CgroupSettings(parent: world.cgroupParent), limits: profile.cgroupLimits, output: pipe[1])
-        launch.relay = .init(readFD: pipe[0], logDirectoryFD: directory, logName: "app.log", logMaxBytes: 1 << 20)
+            cgroups: CgroupSettings(parent: world.cgroupParent), limits: profile.cgroupLimits,
+            output: pipe[1])
+        launch.relay = .init(
+            readFD: pipe[0], logDirectoryFD: directory, logName: "app.log", logMaxBytes: 1 << 20)
         let before = Int64(Date().timeIntervalSince1970 * 1_000_000)
         let status = try launch.run()
         let after = Int64(Date().timeIntervalSince1970 * 1_000_000)
@@ -86,12 +92,16 @@ struct DaemonProfileTests {
         let logFD = open("\(world.path)/app.log", O_RDONLY | O_CLOEXEC)
         defer { close(logFD) }
         let index = try #require(
-            LogTimeIndex(forLog: logFD, candidates: ["\(world.path)/\(LogIndexLayout.indexName(ofLog: "app.log"))"]))
+            LogTimeIndex(
+                forLog: logFD,
+                candidates: ["\(world.path)/\(LogIndexLayout.indexName(ofLog: "app.log"))"]))
         let time = try #require(index.time(at: 0))
         #expect(time >= before && time <= after, "\(before) <= \(time) <= \(after)")
     }
 
-    @Test("a profile the launcher refuses comes back as the launcher's error, naming the line", rootOnly)
+    @Test(
+        "a profile the launcher refuses comes back as the launcher's error, naming the line",
+        rootOnly)
     func refusedProfile() throws {
         let world = try World()
         var profile = try world.profile([])

@@ -1,8 +1,8 @@
 import Foundation
 import LauncherProtocol
 import Supervisor
-import Testing
 import TestSupport
+import Testing
 
 /// The time index's layout (docs/app-output.md): written by appd-exec's output relay with
 /// `LogIndexLayout`, read by the daemon's `LogTimeIndex`.
@@ -17,7 +17,9 @@ struct LogIndexLayoutTests {
         var info = stat()
         guard stat(logPath, &info) == 0 else { throw CocoaError(.fileNoSuchFile) }
         var entries = [LogIndexLayout.entry(LogIndexLayout.magic, inode ?? UInt64(info.st_ino))]
-        for (offset, time) in records { entries.append(LogIndexLayout.entry(offset, UInt64(bitPattern: time))) }
+        for (offset, time) in records {
+            entries.append(LogIndexLayout.entry(offset, UInt64(bitPattern: time)))
+        }
         let bytes = entries.withUnsafeBytes { Array($0) }
         let index = "\(directory)/\(LogIndexLayout.indexName(ofLog: "app.log"))"
         try Data(bytes).write(to: URL(fileURLWithPath: index))
@@ -42,16 +44,21 @@ struct LogIndexLayoutTests {
 
     @Test("the header is APPDIDX1 and the log's inode; another file's index is not read")
     func header() throws {
-        #expect(withUnsafeBytes(of: LogIndexLayout.magic.littleEndian) { Array($0) } == Array("APPDIDX1".utf8))
+        #expect(
+            withUnsafeBytes(of: LogIndexLayout.magic.littleEndian) { Array($0) }
+                == Array("APPDIDX1".utf8))
         let directory = try makeTemporaryDirectory("/tmp/appd-index-test.XXXXXX")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (fd, index) = try Self.write(in: directory, log: Array("x\n".utf8), records: [(0, 1)], inode: 1)
+        let (fd, index) = try Self.write(
+            in: directory, log: Array("x\n".utf8), records: [(0, 1)], inode: 1)
         defer { close(fd) }
         #expect(LogTimeIndex(forLog: fd, candidates: [index]) == nil)
     }
 
     @Test("the rotated log's index is NAME.1.idx")
     func names() {
-        #expect(LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: "a.log")) == "a.log.1.idx")
+        #expect(
+            LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: "a.log"))
+                == "a.log.1.idx")
     }
 }

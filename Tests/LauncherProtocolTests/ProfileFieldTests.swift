@@ -1,7 +1,6 @@
 import LauncherProtocol
-import Testing
-
 import TestSupport
+import Testing
 
 /// The profile's field encoding (docs/launcher-protocol.md): what the daemon writes with
 /// `ProfileField.encode` is what appd-exec reads with `ProfileField.decode`.
@@ -14,7 +13,8 @@ struct ProfileFieldTests {
     func roundTrip() throws {
         var generator = SeededGenerator(seed: 26)
         // Every ASCII byte but NUL, plus multi-byte scalars (é, €, an emoji, a bidi override).
-        let alphabet: [Unicode.Scalar] = (1...0x7F).compactMap(Unicode.Scalar.init)
+        let alphabet: [Unicode.Scalar] =
+            (1...0x7F).compactMap(Unicode.Scalar.init)
             + ["\u{E9}", "\u{20AC}", "\u{1F600}", "\u{202E}"]
         for _ in 0..<2000 {
             let length = Int.random(in: 0...40, using: &generator)
@@ -48,12 +48,15 @@ struct ProfileFieldTests {
             ("%FF%FE", "field is not UTF-8"),
         ])
     func refusals(field: String, message: String) {
-        #expect(throws: ProfileFieldError(message)) { try ProfileField.decode(ArraySlice(field.utf8)) }
+        #expect(throws: ProfileFieldError(message)) {
+            try ProfileField.decode(ArraySlice(field.utf8))
+        }
     }
 
     @Test("a record is its kind and its encoded fields, one space apart")
     func record() {
-        #expect(ProfileField.record(.mount, ["ro-bind", "/a b", "/c"]) == "mount ro-bind /a%20b /c")
+        #expect(
+            ProfileField.record(.mount, ["ro-bind", "/a b", "/c"]) == "mount ro-bind /a%20b /c")
         #expect(ProfileField.record(.loopback, []) == "loopback")
     }
 }

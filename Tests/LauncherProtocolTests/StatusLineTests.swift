@@ -13,7 +13,10 @@ struct StatusLineTests {
             (.exited(255), .exited(255)),
             (.exited(-1), .exited(-1)),
             (.signaled(9), .signaled(9)),
-            (.failed("mount: ro-bind /a on /b (ENOENT)"), .failedToLaunch("mount: ro-bind /a on /b (ENOENT)")),
+            (
+                .failed("mount: ro-bind /a on /b (ENOENT)"),
+                .failedToLaunch("mount: ro-bind /a on /b (ENOENT)")
+            ),
             (.failed(""), .failedToLaunch("")),
         ])
     func roundTrip(status: LauncherStatus, expected: AppExitStatus) {
@@ -30,7 +33,9 @@ struct StatusLineTests {
             #expect(SandboxLaunch.parseStatus(line) == nil, "\(line)")
         }
         #expect(SandboxLaunch.status(line: "", waitStatus: 3 << 8) == .exited(3))
-        #expect(SandboxLaunch.status(line: "", waitStatus: nil) == .failedToLaunch("the launcher ended without a status"))
+        #expect(
+            SandboxLaunch.status(line: "", waitStatus: nil)
+                == .failedToLaunch("the launcher ended without a status"))
     }
 
     @Test("the template's ready line is no exit status")

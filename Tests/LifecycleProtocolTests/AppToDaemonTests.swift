@@ -8,13 +8,16 @@ import Testing
 /// an `AppMessage`) is what the Supervisor's parser reads.
 @Suite("lifecycle vocabulary, app to daemon")
 struct AppToDaemonTests {
-    @Test("every message type AppRuntime sends parses as that message in the daemon", arguments: AppMessageType.allCases)
+    @Test(
+        "every message type AppRuntime sends parses as that message in the daemon",
+        arguments: AppMessageType.allCases)
     func eachType(type: AppMessageType) {
         let expected: AppMessage
         switch type {
         case .hello: expected = .hello(version: LifecycleWire.version)
         case .ready: expected = .ready
-        case .beginBackgroundTask: expected = .beginBackgroundTask(name: "sync notes", ref: 4, seconds: nil)
+        case .beginBackgroundTask:
+            expected = .beginBackgroundTask(name: "sync notes", ref: 4, seconds: nil)
         case .endBackgroundTask: expected = .endBackgroundTask(task: 9)
         }
         let parsed = AppMessage.parse(AppSide.encoded(type))
@@ -24,7 +27,9 @@ struct AppToDaemonTests {
 
     @Test("a type the vocabulary does not name is unknown to the daemon, not an error")
     func unknownType() {
-        #expect(AppMessage.parse(Array(#"{"type":"futureThing"}"#.utf8)) == .unknown(type: "futureThing"))
+        #expect(
+            AppMessage.parse(Array(#"{"type":"futureThing"}"#.utf8))
+                == .unknown(type: "futureThing"))
     }
 }
 
