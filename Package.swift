@@ -51,6 +51,20 @@ let package = Package(
         // The one rule for printing text someone else chose (Printable): control and bidi
         // characters shown as \u{..}. Standard library only, so appctl and the daemon share it.
         .target(name: "PrintableText"),
+        // The launcher protocol, spelled once for its two sides (docs/launcher-protocol.md): the
+        // profile's records and field encoding, appd-exec's options, its status line, and the
+        // output relay's time-index layout. Standard library only: the static appd-exec links
+        // it, built with appd-exec's flag (below) so that it adds no run-time type lookups.
+        .target(
+            name: "LauncherProtocol",
+            swiftSettings: [
+                .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
+            ]
+        ),
+        // The lifecycle channel's vocabulary (docs/lifecycle.md): message types, field names,
+        // the states an app sees, the limits. Standard library only: AppRuntime (what apps
+        // link) and the Supervisor both import it, and neither gets the other.
+        .target(name: "LifecycleProtocol"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
         .target(name: "AppdAPI", dependencies: ["AppdBase"]),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
@@ -82,12 +96,13 @@ let package = Package(
         ),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
-        .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp"]),
+        .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
         .target(
             name: "Supervisor",
             dependencies: [
-                "AppBundle", "AppdAPI", "CLinux", "PrintableText", "Sandbox", "AppContainers",
+                "AppBundle", "AppdAPI", "CLinux", "LauncherProtocol", "LifecycleProtocol", "PrintableText",
+                "Sandbox", "AppContainers",
             ]),
         // The daemon's API: HTTP/1.1 + JSON on a Unix socket (SwiftNIO), callers known by
         // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
@@ -142,15 +157,17 @@ let package = Package(
         // launcher, 2 in the output relay; issue 15, docs/launch-path.md).
         .executableTarget(
             name: "appd-exec",
-            dependencies: ["CLinux"],
+            dependencies: ["CLinux", "LauncherProtocol"],
             swiftSettings: [
                 .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
             ],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
         // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,
-        // preferences, localized resources. Foundation only: never the daemon's modules.
-        .target(name: "AppRuntime"),
+        // preferences, localized resources. Foundation only: never the daemon's modules (the
+        // lifecycle vocabulary it shares with the daemon is a module of its own, standard
+        // library only).
+        .target(name: "AppRuntime", dependencies: ["LifecycleProtocol"]),
         // The sample app; scripts/build-sample assembles it into Hello.app.
         .executableTarget(
             name: "Hello",
@@ -200,6 +217,15 @@ let package = Package(
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
         .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport"]),
+        // Each launcher contract round-tripped between the daemon's side and the shared parser,
+        // without root; and a profile the daemon writes, accepted by the built appd-exec.
+        .testTarget(
+            name: "LauncherProtocolTests",
+            dependencies: ["LauncherProtocol", "Sandbox", "Supervisor", "AppBundle", "TestSupport"]),
+        // The lifecycle vocabulary round-tripped between AppRuntime's and the Supervisor's ends
+        // of the channel, without root.
+        .testTarget(
+            name: "LifecycleProtocolTests", dependencies: ["LifecycleProtocol", "AppRuntime", "Supervisor"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,

@@ -1,4 +1,5 @@
 import Foundation
+import LifecycleProtocol
 
 /// The app's end of the lifecycle channel: a `SOCK_SEQPACKET` socket, one message per datagram.
 ///
@@ -25,15 +26,16 @@ final class LifecycleChannel: Sendable {
     /// outside appd). The fd becomes close-on-exec and the variable is removed, so a child
     /// process the app starts neither inherits the channel nor mistakes another fd for it.
     static func fromEnvironment(_ environment: [String: String]) throws -> LifecycleChannel? {
-        guard let text = environment["APPD_LIFECYCLE_FD"] else { return nil }
-        unsetenv("APPD_LIFECYCLE_FD")
+        let variable = LifecycleWire.environmentVariable
+        guard let text = environment[variable] else { return nil }
+        unsetenv(variable)
         guard let fd = Int32(text), fd >= 0 else {
             throw AppRuntimeError(.invalidEnvironment,
-                "APPD_LIFECYCLE_FD is '\(text)', not a file descriptor number")
+                "\(variable) is '\(text)', not a file descriptor number")
         }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw AppRuntimeError.system("APPD_LIFECYCLE_FD=\(fd): fstat")
+            throw AppRuntimeError.system("\(variable)=\(fd): fstat")
         }
         var type: Int32 = 0
         var length = socklen_t(MemoryLayout<Int32>.size)
@@ -42,7 +44,7 @@ final class LifecycleChannel: Sendable {
             type == Int32(SOCK_SEQPACKET.rawValue)
         else {
             throw AppRuntimeError(.invalidEnvironment,
-                "APPD_LIFECYCLE_FD=\(fd) is not a SOCK_SEQPACKET socket")
+                "\(variable)=\(fd) is not a SOCK_SEQPACKET socket")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         return LifecycleChannel(fd: fd)

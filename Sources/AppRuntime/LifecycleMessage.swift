@@ -1,11 +1,9 @@
 import Foundation
+import LifecycleProtocol
 
-/// The wire format of docs/lifecycle.md: one UTF-8 JSON object per datagram, at most 64 KiB,
-/// with a `"type"`; unknown types and unknown fields are ignored (forward compatibility).
-enum LifecycleWire {
-    static let maxMessageBytes = 64 << 10
-    static let version = 1
-}
+// The wire format of docs/lifecycle.md: one UTF-8 JSON object per datagram, at most 64 KiB,
+// with a `"type"`; unknown types and unknown fields are ignored (forward compatibility). The
+// message types, field names and states are LifecycleProtocol's, which the daemon uses too.
 
 /// A message the app sends to appd.
 enum AppMessage: Equatable, Sendable {
@@ -15,21 +13,30 @@ enum AppMessage: Equatable, Sendable {
     case endBackgroundTask(task: Int)
 
     private struct Wire: Encodable {
-        var type: String
+        var type: AppMessageType
         var version: Int?
         var name: String?
         var ref: Int?
         var task: Int?
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: LifecycleField.self)
+            try container.encode(type.rawValue, forKey: .type)
+            try container.encodeIfPresent(version, forKey: .version)
+            try container.encodeIfPresent(name, forKey: .name)
+            try container.encodeIfPresent(ref, forKey: .ref)
+            try container.encodeIfPresent(task, forKey: .task)
+        }
     }
 
     func encoded() -> Data {
         let wire: Wire
         switch self {
-        case .hello: wire = Wire(type: "hello", version: LifecycleWire.version)
-        case .ready: wire = Wire(type: "ready")
+        case .hello: wire = Wire(type: .hello, version: LifecycleWire.version)
+        case .ready: wire = Wire(type: .ready)
         case .beginBackgroundTask(let name, let ref):
-            wire = Wire(type: "beginBackgroundTask", name: name, ref: ref)
-        case .endBackgroundTask(let task): wire = Wire(type: "endBackgroundTask", task: task)
+            wire = Wire(type: .beginBackgroundTask, name: name, ref: ref)
+        case .endBackgroundTask(let task): wire = Wire(type: .endBackgroundTask, task: task)
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -58,6 +65,12 @@ enum DaemonMessage: Equatable, Sendable {
         struct LaunchedBy: Decodable {
             var uid: Int
             var user: String?
+
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: LifecycleField.self)
+                uid = try container.decode(Int.self, forKey: .uid)
+                user = try container.decodeIfPresent(String.self, forKey: .user)
+            }
         }
         var type: String
         var instance: String?
@@ -69,6 +82,20 @@ enum DaemonMessage: Equatable, Sendable {
         var task: Int?
         var timeRemaining: Double?
         var reason: String?
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: LifecycleField.self)
+            type = try container.decode(String.self, forKey: .type)
+            instance = try container.decodeIfPresent(String.self, forKey: .instance)
+            arguments = try container.decodeIfPresent([String].self, forKey: .arguments)
+            launchedBy = try container.decodeIfPresent(LaunchedBy.self, forKey: .launchedBy)
+            state = try container.decodeIfPresent(String.self, forKey: .state)
+            gracePeriod = try container.decodeIfPresent(Double.self, forKey: .gracePeriod)
+            ref = try container.decodeIfPresent(Int.self, forKey: .ref)
+            task = try container.decodeIfPresent(Int.self, forKey: .task)
+            timeRemaining = try container.decodeIfPresent(Double.self, forKey: .timeRemaining)
+            reason = try container.decodeIfPresent(String.self, forKey: .reason)
+        }
     }
 
     /// Decodes one datagram; the error says what is wrong, for the log line.
@@ -86,32 +113,43 @@ enum DaemonMessage: Equatable, Sendable {
         } catch {
             throw AppRuntimeError(.invalidData, "message has no type or a field of the wrong type: \(error)")
         }
-        func require<T>(_ value: T?, _ field: String) throws -> T {
+        func require<T>(_ value: T?, _ field: LifecycleField) throws -> T {
             guard let value else {
-                throw AppRuntimeError(.invalidData, "\(wire.type) without '\(field)'")
+                throw AppRuntimeError(.invalidData, "\(wire.type) without '\(field.rawValue)'")
             }
             return value
         }
-        switch wire.type {
-        case "didFinishLaunching":
+        guard let type = DaemonMessageType(rawValue: wire.type) else { return .unknown(type: wire.type) }
+        switch type {
+        case .didFinishLaunching:
             return .didFinishLaunching(
                 instance: wire.instance, arguments: wire.arguments ?? [],
                 launchedBy: wire.launchedBy.map { .init(uid: $0.uid, user: $0.user) },
-                state: wire.state.flatMap(ApplicationState.init(rawValue:)) ?? .inactive)
-        case "didBecomeActive": return .didBecomeActive
-        case "willResignActive": return .willResignActive
-        case "didEnterBackground": return .didEnterBackground(gracePeriod: wire.gracePeriod)
-        case "willEnterForeground": return .willEnterForeground
-        case "willTerminate": return .willTerminate(gracePeriod: wire.gracePeriod)
-        case "didReceiveMemoryWarning": return .didReceiveMemoryWarning
-        case "backgroundTaskBegan":
+                state: wire.state.flatMap(LifecycleAppState.init(rawValue:)).map(ApplicationState.init) ?? .inactive)
+        case .didBecomeActive: return .didBecomeActive
+        case .willResignActive: return .willResignActive
+        case .didEnterBackground: return .didEnterBackground(gracePeriod: wire.gracePeriod)
+        case .willEnterForeground: return .willEnterForeground
+        case .willTerminate: return .willTerminate(gracePeriod: wire.gracePeriod)
+        case .didReceiveMemoryWarning: return .didReceiveMemoryWarning
+        case .backgroundTaskBegan:
             return .backgroundTaskBegan(
-                ref: try require(wire.ref, "ref"), task: try require(wire.task, "task"),
+                ref: try require(wire.ref, .ref), task: try require(wire.task, .task),
                 timeRemaining: wire.timeRemaining, reason: wire.reason)
-        case "backgroundTaskWillExpire":
+        case .backgroundTaskWillExpire:
             return .backgroundTaskWillExpire(
-                task: try require(wire.task, "task"), timeRemaining: wire.timeRemaining)
-        default: return .unknown(type: wire.type)
+                task: try require(wire.task, .task), timeRemaining: wire.timeRemaining)
+        }
+    }
+}
+
+extension ApplicationState {
+    /// The state as the channel names it (LifecycleProtocol's `LifecycleAppState`).
+    init(_ state: LifecycleAppState) {
+        switch state {
+        case .inactive: self = .inactive
+        case .active: self = .active
+        case .background: self = .background
         }
     }
 }

@@ -1,3 +1,5 @@
+import LauncherProtocol
+
 /// Everything the sandbox of one app is, as a value: which namespaces it gets, what it sees,
 /// who it runs as, what Landlock and seccomp let it do, its limits and its environment.
 ///
@@ -79,18 +81,11 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public var dataContainer: String
     }
 
-    public enum Namespace: String, Sendable, Codable, CaseIterable {
-        case user, mount, pid, net, ipc, uts, cgroup
-    }
+    /// The names are the launcher protocol's (LauncherProtocol).
+    public typealias Namespace = ProfileNamespace
 
     public struct Mount: Sendable, Equatable, Codable {
-        public enum Kind: String, Sendable, Codable {
-            case roBind = "ro-bind"
-            case roBindTry = "ro-bind-try"
-            case rwBind = "rw-bind"
-            case devBind = "dev-bind"
-            case tmpfs, proc, dev, symlink, dir, file
-        }
+        public typealias Kind = ProfileMountKind
         public var kind: Kind
         /// Host path for binds, link target for symlinks, nil otherwise.
         public var source: String?
@@ -150,30 +145,18 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
 /// Landlock: what the app may reach in the filesystem and over TCP, and the scopes it is
 /// confined to. Anything not listed is denied.
 public struct LandlockRules: Sendable, Equatable, Codable {
-    public enum Access: String, Sendable, Codable {
-        /// Read files and list directories.
-        case ro
-        /// ro + execute.
-        case rx
-        /// Everything but execute: create, remove, write, truncate, device ioctls.
-        case rw
-        case rwx
-    }
+    /// ro, rx, rw, rwx (LauncherProtocol).
+    public typealias Access = LandlockAccess
     public struct PathRule: Sendable, Equatable, Codable {
         public var access: Access
         public var path: String
     }
-    public enum PortAction: String, Sendable, Codable {
-        case bind, connect
-    }
+    public typealias PortAction = LandlockPortAction
     public struct PortRule: Sendable, Equatable, Codable {
         public var action: PortAction
         public var port: UInt16
     }
-    public enum Scope: String, Sendable, Codable {
-        case abstractUnix = "abstract-unix"
-        case signal
-    }
+    public typealias Scope = LandlockScopeName
 
     public var paths: [PathRule] = []
     /// TCP actions denied except for the ports in `ports`.

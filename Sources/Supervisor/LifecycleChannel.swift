@@ -2,9 +2,11 @@ import AppBundle
 import Dispatch
 import Foundation
 import Glibc
+import LifecycleProtocol
 import Synchronization
 
-/// A message from the app on its lifecycle channel (docs/lifecycle.md, "App → daemon").
+/// A message from the app on its lifecycle channel (docs/lifecycle.md, "App → daemon"); the
+/// types and field names are LifecycleProtocol's, which AppRuntime sends with.
 enum AppMessage: Sendable, Equatable {
     case hello(version: Int)
     case ready
@@ -21,10 +23,10 @@ enum AppMessage: Sendable, Equatable {
 
     var name: String {
         switch self {
-        case .hello: "hello"
-        case .ready: "ready"
-        case .beginBackgroundTask: "beginBackgroundTask"
-        case .endBackgroundTask: "endBackgroundTask"
+        case .hello: AppMessageType.hello.rawValue
+        case .ready: AppMessageType.ready.rawValue
+        case .beginBackgroundTask: AppMessageType.beginBackgroundTask.rawValue
+        case .endBackgroundTask: AppMessageType.endBackgroundTask.rawValue
         case .unknown(let type): type
         case .protocolError: "protocol error"
         case .closed: "closed"
@@ -44,44 +46,48 @@ enum AppMessage: Sendable, Equatable {
         case .success(let fields): object = fields
         case .failure(let failure): return .protocolError("not a message: \(failure.message)")
         }
-        guard case .string(let type)? = object["type"] else { return .protocolError("a message without a \"type\" string") }
+        guard case .string(let type)? = object[LifecycleField.type.rawValue] else {
+            return .protocolError("a message without a \"type\" string")
+        }
+        func field(_ key: LifecycleField) -> LifecycleJSON.Value? { object[key.rawValue] }
         /// nil: absent (or null); a protocol error: present but not an integer in range.
-        func integer(_ key: String, in range: ClosedRange<Int>) -> Result<Int?, Failure> {
-            switch object[key] {
+        func integer(_ key: LifecycleField, in range: ClosedRange<Int>) -> Result<Int?, Failure> {
+            switch field(key) {
             case nil, .null?: return .success(nil)
             case .number(let literal, let value)?:
                 // Digits alone are read as written (a Double would round 2^53 + 1 into range);
                 // a fraction or exponent must still make a whole number.
                 let plain = literal.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (48...57).contains($0) }
                 guard let exact = plain ? Int(literal) : Int(exactly: value), range.contains(exact) else {
-                    return .failure(Failure("\(type): \"\(key)\" is \(literal), not a whole number in \(range.lowerBound)...\(range.upperBound)"))
+                    return .failure(Failure("\(type): \"\(key.rawValue)\" is \(literal), not a whole number in \(range.lowerBound)...\(range.upperBound)"))
                 }
                 return .success(exact)
-            default: return .failure(Failure("\(type): \"\(key)\" is not a number"))
+            default: return .failure(Failure("\(type): \"\(key.rawValue)\" is not a number"))
             }
         }
-        switch type {
-        case "hello":
-            switch integer("version", in: 1...maxInteger) {
+        guard let known = AppMessageType(rawValue: type) else { return .unknown(type: String(type.prefix(100))) }
+        switch known {
+        case .hello:
+            switch integer(.version, in: 1...maxInteger) {
             case .success(let version): return .hello(version: version ?? 1)
             case .failure(let failure): return .protocolError(failure.message)
             }
-        case "ready":
+        case .ready:
             return .ready
-        case "beginBackgroundTask":
+        case .beginBackgroundTask:
             var name = ""
-            switch object["name"] {
+            switch field(.name) {
             case nil, .null?: break
             case .string(let text)?: name = String(text.prefix(200))
             default: return .protocolError("beginBackgroundTask: \"name\" is not a string")
             }
             let ref: Int?
-            switch integer("ref", in: -maxInteger...maxInteger) {
+            switch integer(.ref, in: -maxInteger...maxInteger) {
             case .success(let value): ref = value
             case .failure(let failure): return .protocolError(failure.message)
             }
             var seconds: Double?
-            switch object["seconds"] {
+            switch field(.seconds) {
             case nil, .null?: break
             case .number(let literal, let value)?:
                 // Finite (the reader refuses others); negative makes no sense.
@@ -90,14 +96,12 @@ enum AppMessage: Sendable, Equatable {
             default: return .protocolError("beginBackgroundTask: \"seconds\" is not a number")
             }
             return .beginBackgroundTask(name: name, ref: ref, seconds: seconds)
-        case "endBackgroundTask":
-            switch integer("task", in: 0...maxInteger) {
+        case .endBackgroundTask:
+            switch integer(.task, in: 0...maxInteger) {
             case .success(let task?): return .endBackgroundTask(task: task)
             case .success(nil): return .protocolError("endBackgroundTask without a \"task\" number")
             case .failure(let failure): return .protocolError(failure.message)
             }
-        default:
-            return .unknown(type: String(type.prefix(100)))
         }
     }
 
@@ -118,7 +122,7 @@ enum AppMessage: Sendable, Equatable {
 /// supervisor by `bufferedMessages` (more is a protocol error too). Messages of unknown types
 /// count against the rate and are then forgotten: never buffered, never published.
 final class LifecycleChannel: @unchecked Sendable {
-    static let maxMessageBytes = 64 << 10
+    static let maxMessageBytes = LifecycleWire.maxMessageBytes
     static let messagesPerSecond = 100.0
     static let burst = 200
     static let bufferedMessages = 256
@@ -261,13 +265,17 @@ final class LifecycleChannel: @unchecked Sendable {
     /// Sends one message; false if it could not (closed, or the app's buffer is full).
     @discardableResult
     func send(_ message: [String: Any]) -> Bool {
-        guard let data = try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])
-        else { return false }
+        guard let data = Self.encode(message) else { return false }
         return fd.value.withLock { value in
             guard value >= 0 else { return false }
             let sent = data.withUnsafeBytes { Glibc.send(value, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
             return sent == data.count
         }
+    }
+
+    /// One message as the datagram `send` writes; nil when it is not JSON.
+    static func encode(_ message: [String: Any]) -> Data? {
+        try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     /// Stops reading and closes the daemon's end: the app reads EOF.

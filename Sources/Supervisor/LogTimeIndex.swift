@@ -1,16 +1,16 @@
 import Glibc
+import LauncherProtocol
 
-/// The time index the output relay keeps beside each log file (docs/app-output.md): a 16-byte
-/// header (`APPDIDX1`, the log file's inode), then 16-byte records, each the offset in the log
-/// from which the bytes were read at that time (u64, microseconds since the epoch as i64, both
-/// little-endian). A line's time is that of the last record at or before its first byte.
+/// The time index the output relay keeps beside each log file (docs/app-output.md), in
+/// LauncherProtocol's `LogIndexLayout`, which the relay writes with: a 16-byte header
+/// (`APPDIDX1`, the log file's inode), then 16-byte records (offset in the log, time). A line's
+/// time is that of the last record at or before its first byte.
 ///
 /// Read with `pread` a block at a time, never loaded whole: the index of a 2 GiB log is
 /// read as cheaply as that of a small one. The relay is the only writer, but the reader still
 /// trusts nothing it reads: a record that goes backwards or past the log's end ends the index.
 public final class LogTimeIndex {
-    public static let recordSize = 16
-    static let magic = Array("APPDIDX1".utf8)
+    public static let recordSize = LogIndexLayout.recordSize
     /// Records read per block.
     static let block = 256
 
@@ -32,9 +32,9 @@ public final class LogTimeIndex {
         for path in candidates {
             let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
             guard fd >= 0 else { continue }
-            var header = [UInt8](repeating: 0, count: 16)
-            let got = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 16, 0) }
-            if got == 16, Array(header[0..<8]) == Self.magic, Self.u64(header, 8) == inode {
+            var header = [UInt8](repeating: 0, count: LogIndexLayout.headerSize)
+            let got = header.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, 0) }
+            if got == LogIndexLayout.headerSize, LogIndexLayout.isHeader(header, inode: inode) {
                 self.fd = fd
                 refresh()
                 return
@@ -50,7 +50,7 @@ public final class LogTimeIndex {
     public func refresh() {
         var info = stat()
         guard fstat(fd, &info) == 0 else { return }
-        count = max(0, (Int(info.st_size) - Self.recordSize) / Self.recordSize)
+        count = max(0, (Int(info.st_size) - LogIndexLayout.headerSize) / Self.recordSize)
     }
 
     /// Record `index` (0-based, after the header), nil past the end or where it is unreadable.
@@ -61,15 +61,12 @@ public final class LogTimeIndex {
             let wanted = min(Self.block, count - cacheStart)
             var bytes = [UInt8](repeating: 0, count: wanted * Self.recordSize)
             let got = bytes.withUnsafeMutableBytes {
-                pread(fd, $0.baseAddress, $0.count, off_t((cacheStart + 1) * Self.recordSize))
+                pread(fd, $0.baseAddress, $0.count, off_t(LogIndexLayout.headerSize + cacheStart * Self.recordSize))
             }
             let records = max(0, got / Self.recordSize)
             cache = (0..<records).map { record in
-                let base = record * Self.recordSize
-                return (
-                    Int64(exactly: Self.u64(bytes, base)) ?? Int64.max,
-                    Int64(bitPattern: Self.u64(bytes, base + 8))
-                )
+                let entry = LogIndexLayout.record(bytes, record * Self.recordSize)
+                return (entry.offset ?? Int64.max, entry.time)
             }
         }
         let position = index - cacheStart
@@ -117,11 +114,5 @@ public final class LogTimeIndex {
             if record.time < time { low = middle + 1 } else { high = middle }
         }
         return record(low)?.offset
-    }
-
-    static func u64(_ bytes: [UInt8], _ start: Int) -> UInt64 {
-        var value: UInt64 = 0
-        for byte in (0..<8).reversed() { value = value << 8 | UInt64(bytes[start + byte]) }
-        return value
     }
 }

@@ -2,6 +2,7 @@ import AppBundle
 import CLinux
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 import Synchronization
 
@@ -26,20 +27,7 @@ import Synchronization
 public final class NamespaceTemplates: Sendable {
     /// A launch's own copies of a template's fds (close-on-exec): the launch hands them to
     /// appd-exec and closes them, whatever happens to the template meanwhile.
-    public struct Lease: Sendable {
-        public var mount: Int32
-        /// The template's root directory (the builder's `/proc/PID/root`): the launcher enters
-        /// it after joining the mount namespace. The namespace's own root is not it when appd
-        /// runs chrooted (systemd's RootDirectory=, a VM's init): there the template's root is
-        /// a directory below it, and `setns` alone would leave the launcher at the host's.
-        public var root: Int32
-        public var net: Int32
-        public var uts: Int32
-
-        public func close() {
-            for fd in [mount, root, net, uts] where fd >= 0 { Glibc.close(fd) }
-        }
-    }
+    public typealias Lease = SharedNamespaces
 
     /// What a template is built from: the profile's namespace part (the records `unshare` to
     /// `console`), and the device and inode of every bind source as they were.
@@ -253,8 +241,9 @@ public final class NamespaceTemplates: Sendable {
             _ = SandboxLaunch.wait(pid)
         }
         let line = readLine(status[0], timeoutMilliseconds: buildTimeoutMilliseconds)
-        guard line == "ready" else {
-            let reason = line.hasPrefix("error ") ? String(line.dropFirst(6)) : line.isEmpty ? "it ended without a word" : line
+        guard line == LauncherStatus.readyLine else {
+            let reason: String
+            if case .failed(let message)? = LauncherStatus(line: line) { reason = message } else { reason = line.isEmpty ? "it ended without a word" : line }
             throw AppdError(.io, "appd-exec --template: \(reason)")
         }
         func open(_ name: String, _ flags: Int32 = O_RDONLY) throws -> Int32 {
@@ -280,7 +269,7 @@ public final class NamespaceTemplates: Sendable {
         guard null >= 0 else { throw AppdError.system("open /dev/null") }
         defer { close(null) }
         var plan = SpawnPlan(
-            path: launcher, arguments: [launcher, "--template", "--profile-fd", "3", "--status-fd", "4"],
+            path: launcher, arguments: [launcher, LauncherFlag.template, LauncherFlag.profileFD, "3", LauncherFlag.statusFD, "4"],
             newSession: false)
         plan.stdinFromDevNull = true
         plan.place(null, at: 1)

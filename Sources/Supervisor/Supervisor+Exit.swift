@@ -2,6 +2,7 @@ import AppBundle
 import AppdAPI
 import Foundation
 import Glibc
+import Sandbox
 
 extension Supervisor {
     /// The launcher is gone: reap it (if it is our child), read the status it wrote, decide

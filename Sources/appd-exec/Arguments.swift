@@ -1,11 +1,12 @@
 import Glibc
+import LauncherProtocol
 
 /// `appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C]
 ///  [--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N
 ///   [--journal-fd J] [--journal-field KEY=VALUE]...]
 ///  [--mount-ns-fd F --root-fd F [--net-ns-fd F] [--uts-ns-fd F]]`, or
 /// `appd-exec --template --profile-fd N --status-fd S` (docs/launcher-protocol.md, "Shared
-/// namespaces").
+/// namespaces"). The option names are LauncherProtocol's `LauncherFlag`, which the daemon passes.
 struct Arguments {
     var profileFD: Int32
     var seccompFD: Int32
@@ -20,10 +21,7 @@ struct Arguments {
     /// The app's shared namespaces to join instead of building them (nil: build them).
     var joined: JoinedNamespaces?
 
-    static let usage =
-        "usage: appd-exec --profile-fd N --seccomp-fd M [--status-fd S] [--channel-fd C] "
-        + "[--output-fd R --log-dir-fd D --log-name NAME --log-max-bytes N [--journal-fd J] [--journal-field KEY=VALUE]...] "
-        + "[--mount-ns-fd F --root-fd F [--net-ns-fd F] [--uts-ns-fd F]]; or: appd-exec --template --profile-fd N --status-fd S"
+    static var usage: String { LauncherFlag.usage }
 
     /// `statusFD` is set as soon as `--status-fd` is read, so that a later argument error can
     /// still be reported there.
@@ -40,7 +38,7 @@ struct Arguments {
         var index = 1
         while index < argv.count {
             let option = argv[index]
-            if option == "--template" && !template {
+            if option == LauncherFlag.template && !template {
                 template = true
                 index += 1
                 continue
@@ -50,20 +48,22 @@ struct Arguments {
             }
             let value = argv[index + 1]
             switch option {
-            case "--profile-fd", "--seccomp-fd", "--status-fd", "--channel-fd", "--output-fd",
-                "--log-dir-fd", "--journal-fd", "--mount-ns-fd", "--root-fd", "--net-ns-fd", "--uts-ns-fd":
+            case LauncherFlag.profileFD, LauncherFlag.seccompFD, LauncherFlag.statusFD,
+                LauncherFlag.channelFD, LauncherFlag.outputFD, LauncherFlag.logDirectoryFD,
+                LauncherFlag.journalFD, LauncherFlag.mountNamespaceFD, LauncherFlag.rootFD,
+                LauncherFlag.netNamespaceFD, LauncherFlag.utsNamespaceFD:
                 let given: Bool
                 switch option {
-                case "--profile-fd": given = profileFD != nil
-                case "--seccomp-fd": given = seccompFD != nil
-                case "--status-fd": given = statusGiven
-                case "--channel-fd": given = channelFD != nil
-                case "--output-fd": given = outputFD != nil
-                case "--log-dir-fd": given = logDirectoryFD != nil
-                case "--mount-ns-fd": given = mountNamespaceFD != nil
-                case "--root-fd": given = rootFD != nil
-                case "--net-ns-fd": given = netNamespaceFD != nil
-                case "--uts-ns-fd": given = utsNamespaceFD != nil
+                case LauncherFlag.profileFD: given = profileFD != nil
+                case LauncherFlag.seccompFD: given = seccompFD != nil
+                case LauncherFlag.statusFD: given = statusGiven
+                case LauncherFlag.channelFD: given = channelFD != nil
+                case LauncherFlag.outputFD: given = outputFD != nil
+                case LauncherFlag.logDirectoryFD: given = logDirectoryFD != nil
+                case LauncherFlag.mountNamespaceFD: given = mountNamespaceFD != nil
+                case LauncherFlag.rootFD: given = rootFD != nil
+                case LauncherFlag.netNamespaceFD: given = netNamespaceFD != nil
+                case LauncherFlag.utsNamespaceFD: given = utsNamespaceFD != nil
                 default: given = journalFD != nil
                 }
                 guard !given else {
@@ -73,27 +73,27 @@ struct Arguments {
                     throw LaunchFailure("arguments", "\(option) needs an fd number; \(usage)")
                 }
                 switch option {
-                case "--profile-fd": profileFD = fd
-                case "--seccomp-fd": seccompFD = fd
-                case "--status-fd":
+                case LauncherFlag.profileFD: profileFD = fd
+                case LauncherFlag.seccompFD: seccompFD = fd
+                case LauncherFlag.statusFD:
                     statusFD = fd
                     statusGiven = true
-                case "--channel-fd": channelFD = fd
-                case "--output-fd": outputFD = fd
-                case "--log-dir-fd": logDirectoryFD = fd
-                case "--mount-ns-fd": mountNamespaceFD = fd
-                case "--root-fd": rootFD = fd
-                case "--net-ns-fd": netNamespaceFD = fd
-                case "--uts-ns-fd": utsNamespaceFD = fd
+                case LauncherFlag.channelFD: channelFD = fd
+                case LauncherFlag.outputFD: outputFD = fd
+                case LauncherFlag.logDirectoryFD: logDirectoryFD = fd
+                case LauncherFlag.mountNamespaceFD: mountNamespaceFD = fd
+                case LauncherFlag.rootFD: rootFD = fd
+                case LauncherFlag.netNamespaceFD: netNamespaceFD = fd
+                case LauncherFlag.utsNamespaceFD: utsNamespaceFD = fd
                 default: journalFD = fd
                 }
-            case "--log-name" where logName == nil:
+            case LauncherFlag.logName where logName == nil:
                 guard isPlainName(value) else {
                     throw LaunchFailure(
                         "arguments", "--log-name '\(value)' must be a file name without '/'")
                 }
                 logName = value
-            case "--log-max-bytes" where logMaxBytes == nil:
+            case LauncherFlag.logMaxBytes where logMaxBytes == nil:
                 guard let number = ProfileParser.number(value), number >= 1,
                     number <= UInt64(Int32.max)
                 else {
@@ -101,7 +101,7 @@ struct Arguments {
                         "arguments", "--log-max-bytes '\(value)' must be 1 to \(Int32.max)")
                 }
                 logMaxBytes = Int(number)
-            case "--journal-field":
+            case LauncherFlag.journalField:
                 guard isJournalField(value) else {
                     throw LaunchFailure(
                         "arguments",

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 /// Where the relay puts the app's output (docs/app-output.md): the log folder, the log's
 /// name and bound, and optionally the journal.
@@ -39,8 +40,8 @@ struct OutputRelay {
     static let maxLine = 16 << 10
     static let journalWaitMilliseconds: Int32 = 250
     /// A time record: the offset (u64) and the time in microseconds since the epoch (i64),
-    /// both little-endian.
-    static let recordSize = 16
+    /// both little-endian (LauncherProtocol's `LogIndexLayout`, which the daemon reads with).
+    static let recordSize = LogIndexLayout.recordSize
     /// Reads closer together than this share a record.
     static let recordSpacingMicroseconds: Int64 = 1000
 
@@ -68,7 +69,8 @@ struct OutputRelay {
         self.launcherPID = launcherPID
         indexing = settings.logMaxBytes >= 4 * Self.recordSize
         // A piece, the index's header and one record fit in a fresh file.
-        pieceLimit = max(1, min(Self.maxLine, settings.logMaxBytes - (indexing ? 2 * Self.recordSize : 0)))
+        pieceLimit = max(
+            1, min(Self.maxLine, settings.logMaxBytes - (indexing ? LogIndexLayout.headerSize + Self.recordSize : 0)))
         var common = ""
         for field in settings.journalFields { common += field + "\n" }
         common += "PRIORITY=6\nAPPD_PID=\(launcherPID)\nSYSLOG_PID=\(launcherPID)\n"
@@ -220,27 +222,26 @@ struct OutputRelay {
         guard indexing else { return }
         if indexFD >= 0 { close(indexFD) }
         indexFD = openat(
-            settings.logDirectoryFD, settings.logName + ".idx",
+            settings.logDirectoryFD, LogIndexLayout.indexName(ofLog: settings.logName),
             O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0o600)
         lastRecordTime = nil
         indexSize = 0
         guard indexFD >= 0 else { return }
         var info = stat()
         indexSize = fstat(indexFD, &info) == 0 ? Int(info.st_size) : 0
-        let magic = Array("APPDIDX1".utf8).withUnsafeBytes { UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self)) }
         // An index left from another file (a rename that failed) or a torn record (a relay
         // started again on an existing file; never today) starts over rather than mislead.
         var header: (UInt64, UInt64) = (0, 0)
-        let headerRead = withUnsafeMutableBytes(of: &header) { pread(indexFD, $0.baseAddress, 16, 0) }
+        let headerRead = withUnsafeMutableBytes(of: &header) { pread(indexFD, $0.baseAddress, LogIndexLayout.headerSize, 0) }
         if indexSize % Self.recordSize != 0 || (indexSize > 0
-            && (headerRead != 16 || UInt64(littleEndian: header.0) != magic
+            && (headerRead != LogIndexLayout.headerSize || UInt64(littleEndian: header.0) != LogIndexLayout.magic
                 || UInt64(littleEndian: header.1) != logInode))
         {
             _ = ftruncate(indexFD, 0)
             indexSize = 0
         }
         if indexSize == 0 {
-            guard append(magic, logInode) else {
+            guard append(LogIndexLayout.magic, logInode) else {
                 close(indexFD)
                 indexFD = -1
                 return
@@ -255,7 +256,7 @@ struct OutputRelay {
 
     /// Two little-endian u64s as one write.
     private mutating func append(_ first: UInt64, _ second: UInt64) -> Bool {
-        var record = (first.littleEndian, second.littleEndian)
+        var record = LogIndexLayout.entry(first, second)
         let written = withUnsafeBytes(of: &record) { write(indexFD, $0.baseAddress, $0.count) }
         // A record is one write of 16 bytes to a file opened O_APPEND: all or (disk full)
         // nothing; without it the lines take the previous record's time.
@@ -285,12 +286,13 @@ struct OutputRelay {
             close(indexFD)
             indexFD = -1
             _ = renameat(
-                settings.logDirectoryFD, settings.logName + ".idx", settings.logDirectoryFD,
-                settings.logName + ".1.idx")
+                settings.logDirectoryFD, LogIndexLayout.indexName(ofLog: settings.logName),
+                settings.logDirectoryFD,
+                LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: settings.logName)))
         }
         _ = renameat(
             settings.logDirectoryFD, settings.logName, settings.logDirectoryFD,
-            settings.logName + ".1")
+            LogIndexLayout.rotatedName(ofLog: settings.logName))
         openLog()
         if logSize > 0 {
             // The rename failed: rather than grow past the bound, start the log again.

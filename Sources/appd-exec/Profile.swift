@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 /// The sandbox as `docs/launcher-protocol.md` spells it: a value parsed from the profile fd.
 /// The launcher has no policy of its own; every field comes from one kind of record.
@@ -40,9 +41,14 @@ struct Profile {
     var arguments: [String] = []
 }
 
-enum Namespace: String {
-    case user, mount, pid, net, ipc, uts, cgroup
+/// The names of `unshare`, `landlock-fs`, `landlock-net*` and `landlock-scope` are the
+/// protocol's (LauncherProtocol); what they mean to the kernel is the launcher's.
+typealias Namespace = ProfileNamespace
+typealias FilesystemAccess = LandlockAccess
+typealias NetworkRight = LandlockPortAction
+typealias LandlockScope = LandlockScopeName
 
+extension Namespace {
     var cloneFlag: Int32 {
         switch self {
         case .user: APPD_CLONE_NEWUSER
@@ -56,11 +62,19 @@ enum Namespace: String {
     }
 }
 
-enum BindKind: String {
-    case readOnly = "ro-bind"
-    case readOnlyTry = "ro-bind-try"
-    case readWrite = "rw-bind"
-    case device = "dev-bind"
+/// The bind kinds of `mount`.
+enum BindKind {
+    case readOnly, readOnlyTry, readWrite, device
+
+    /// The kind as the profile names it, for messages.
+    var rawValue: String {
+        switch self {
+        case .readOnly: ProfileMountKind.roBind.rawValue
+        case .readOnlyTry: ProfileMountKind.roBindTry.rawValue
+        case .readWrite: ProfileMountKind.rwBind.rawValue
+        case .device: ProfileMountKind.devBind.rawValue
+        }
+    }
 }
 
 /// One `mount` record. Destinations are paths inside the new root.
@@ -79,19 +93,6 @@ struct ResourceLimit {
     var resource: Int32
     var soft: UInt64
     var hard: UInt64
-}
-
-enum FilesystemAccess: String {
-    case ro, rx, rw, rwx
-}
-
-enum NetworkRight: String {
-    case bind, connect
-}
-
-enum LandlockScope: String {
-    case abstractUnix = "abstract-unix"
-    case signal
 }
 
 extension Profile {

@@ -1,11 +1,13 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 /// Reads profile format version 1 (docs/launcher-protocol.md) strictly: a wrong header, an
 /// unknown record, a field count that does not fit, a bad escape or a raw control byte is an
 /// error, never skipped. The launcher would rather not run than run something it misread.
+/// The records' names and the field encoding are LauncherProtocol's, which the daemon writes with.
 struct ProfileParser {
-    static let header = "appd-profile 1"
+    static let header = ProfileFormat.header
 
     static func parse(_ bytes: [UInt8]) throws -> Profile {
         // Lines and fields are walked by index, not split into arrays: each array of a new
@@ -16,7 +18,7 @@ struct ProfileParser {
         var lineStart = 0
         var headerSeen = false
         while true {
-            let newline = bytes[lineStart...].firstIndex(of: 0x0A)
+            let newline = bytes[lineStart...].firstIndex(of: ProfileField.newline)
             // The end of the bytes, or the empty piece after the final newline.
             if newline == nil && lineStart == bytes.count { break }
             let line = bytes[lineStart..<(newline ?? bytes.count)]
@@ -45,7 +47,7 @@ struct ProfileParser {
         do {
             var index = line.startIndex
             while true {
-                if index == line.endIndex || line[index] == 0x20 {
+                if index == line.endIndex || line[index] == ProfileField.separator {
                     let field = line[fieldStart..<index]
                     if kind == nil {
                         kind = String(decoding: field, as: UTF8.self)
@@ -66,43 +68,13 @@ struct ProfileParser {
     private var profile = Profile()
     private var seen: [String] = []
 
-    /// Undoes the percent-encoding: `%XX` (upper-case hex) for 0x00-0x20, `%` and 0x7F. Those
-    /// bytes may not appear raw, and the decoded field must be UTF-8 without NUL.
+    /// Undoes the percent-encoding (LauncherProtocol's `ProfileField`).
     static func decode(_ field: ArraySlice<UInt8>) throws -> String {
-        func hex(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
+        do {
+            return try ProfileField.decode(field)
+        } catch {
+            throw LaunchFailure("profile", error.message)
         }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(field.count)
-        var index = field.startIndex
-        while index < field.endIndex {
-            let byte = field[index]
-            if byte == UInt8(ascii: "%") {
-                guard field.endIndex - index >= 3, let high = hex(field[index + 1]),
-                    let low = hex(field[index + 2])
-                else { throw LaunchFailure("profile", "bad percent escape") }
-                bytes.append(high << 4 | low)
-                index += 3
-            } else if byte <= 0x20 || byte == 0x7F {
-                throw LaunchFailure("profile", "byte 0x\(String(byte, radix: 16)) must be encoded")
-            } else {
-                bytes.append(byte)
-                index += 1
-            }
-        }
-        guard !bytes.contains(0) else { throw LaunchFailure("profile", "NUL byte in a field") }
-        // Decoding replaces each invalid sequence with U+FFFD (EF BF BD), so the bytes come
-        // back unchanged exactly when they were valid UTF-8. Not String(validating:as:): that
-        // generic looks up UTF8's associated types and its metadata at run time, on every field.
-        let text = String(decoding: bytes, as: UTF8.self)
-        guard text.utf8.elementsEqual(bytes) else {
-            throw LaunchFailure("profile", "field is not UTF-8")
-        }
-        return text
     }
 
     private mutating func apply(_ kind: String, _ values: [String]) throws {
@@ -117,14 +89,17 @@ struct ProfileParser {
             }
             seen.append(kind)
         }
-        switch kind {
-        case "cgroup":
+        guard let record = ProfileRecord(rawValue: kind) else {
+            throw LaunchFailure("profile", "unknown record '\(singleLine(kind))'")
+        }
+        switch record {
+        case .cgroup:
             try fields(1)
             profile.cgroups.append(try Self.absolute(values[0]))
-        case "relay-cgroup":
+        case .relayCgroup:
             try fields(1)
             profile.relayCgroups.append(try Self.absolute(values[0]))
-        case "unshare":
+        case .unshare:
             guard !values.isEmpty else { throw LaunchFailure("profile", "'unshare' needs names") }
             for name in values {
                 guard let namespace = Namespace(rawValue: name) else {
@@ -132,39 +107,39 @@ struct ProfileParser {
                 }
                 profile.namespaces.appendUnique(namespace)
             }
-        case "hostname":
+        case .hostname:
             try fields(1)
             try once()
             profile.hostname = values[0]
-        case "loopback":
+        case .loopback:
             try fields(0)
             try once()
             profile.loopback = true
-        case "root":
+        case .root:
             try fields(1)
             try once()
-            guard values[0] == "tmpfs" else {
+            guard values[0] == ProfileFormat.tmpfsRoot else {
                 throw LaunchFailure("profile", "unknown root '\(values[0])'")
             }
             profile.tmpfsRoot = true
-        case "mount":
+        case .mount:
             profile.mounts.append(try Self.mount(values))
-        case "console":
+        case .console:
             try fields(0)
             try once()
             profile.console = true
-        case "uid":
+        case .uid:
             try fields(1)
             try once()
             profile.uid = try Self.id(values[0])
-        case "gid":
+        case .gid:
             try fields(1)
             try once()
             profile.gid = try Self.id(values[0])
-        case "groups":
+        case .groups:
             try once()
             profile.groups = try values.map(Self.id)
-        case "rlimit":
+        case .rlimit:
             try fields(3)
             let resource = appd_rlimit_resource(values[0])
             guard resource >= 0 else {
@@ -177,74 +152,75 @@ struct ProfileParser {
             }
             profile.rlimits.append(
                 ResourceLimit(name: values[0], resource: resource, soft: soft, hard: hard))
-        case "landlock-fs":
+        case .landlockFS:
             try fields(2)
             guard let access = FilesystemAccess(rawValue: values[0]) else {
                 throw LaunchFailure("profile", "unknown landlock-fs access '\(values[0])'")
             }
             profile.landlockPaths.append((access, try Self.absolute(values[1])))
-        case "landlock-net":
+        case .landlockNet:
             try fields(2)
             let right = try Self.networkRight(values[0])
             guard let port = Self.number(values[1]), port <= 65535 else {
                 throw LaunchFailure("profile", "bad port '\(values[1])'")
             }
             profile.landlockPorts.append((right, port))
-        case "landlock-net-restrict":
+        case .landlockNetRestrict:
             try fields(1)
             profile.landlockNetRestrict.appendUnique(try Self.networkRight(values[0]))
-        case "landlock-scope":
+        case .landlockScope:
             try fields(1)
             guard let scope = LandlockScope(rawValue: values[0]) else {
                 throw LaunchFailure("profile", "unknown landlock-scope '\(values[0])'")
             }
             profile.landlockScopes.appendUnique(scope)
-        case "landlock-min-abi":
+        case .landlockMinABI:
             try fields(1)
             try once()
             guard let abi = Self.number(values[0]), abi <= 1000 else {
                 throw LaunchFailure("profile", "bad landlock-min-abi '\(values[0])'")
             }
             profile.landlockMinABI = Int(abi)
-        case "seccomp":
+        case .seccomp:
             try fields(1)
             try once()
             switch values[0] {
-            case "required": profile.seccompRequired = true
-            case "optional": profile.seccompRequired = false
-            default: throw LaunchFailure("profile", "seccomp is 'required' or 'optional'")
+            case ProfileFormat.seccompRequired: profile.seccompRequired = true
+            case ProfileFormat.seccompOptional: profile.seccompRequired = false
+            default:
+                throw LaunchFailure(
+                    "profile",
+                    "seccomp is '\(ProfileFormat.seccompRequired)' or '\(ProfileFormat.seccompOptional)'")
             }
-        case "log-denials":
+        case .logDenials:
             try fields(0)
             try once()
             profile.logDenials = true
-        case "mdwe":
+        case .mdwe:
             try fields(0)
             try once()
             profile.refuseExecGain = true
-        case "memfd-noexec":
+        case .memfdNoexec:
             try fields(0)
             try once()
             profile.memfdNoexec = true
-        case "chdir":
+        case .chdir:
             try fields(1)
             try once()
             profile.directory = try Self.absolute(values[0])
-        case "env":
+        case .env:
             try fields(1)
             guard let equals = values[0].utf8.firstIndex(of: UInt8(ascii: "=")),
                 equals != values[0].utf8.startIndex
             else { throw LaunchFailure("profile", "env needs KEY=VALUE") }
             profile.environment.append(values[0])
-        case "exec":
+        case .exec:
             try fields(1)
             try once()
             profile.executable = try Self.absolute(values[0])
-        case "arg":
+        case .arg:
             try fields(1)
             profile.arguments.append(values[0])
-        default:
-            throw LaunchFailure("profile", "unknown record '\(singleLine(kind))'")
         }
     }
 
@@ -257,35 +233,40 @@ struct ProfileParser {
                 throw LaunchFailure("profile", "'mount \(kind)' takes \(count) field(s)")
             }
         }
-        if let bind = BindKind(rawValue: kind) {
+        guard let mountKind = ProfileMountKind(rawValue: kind) else {
+            throw LaunchFailure("profile", "unknown mount kind '\(kind)'")
+        }
+        func bind(_ bind: BindKind) throws -> MountRecord {
             try fields(2)
             return .bind(
                 bind, source: try absolute(values[1]), destination: try absolute(values[2]))
         }
-        switch kind {
-        case "tmpfs":
+        switch mountKind {
+        case .roBind: return try bind(.readOnly)
+        case .roBindTry: return try bind(.readOnlyTry)
+        case .rwBind: return try bind(.readWrite)
+        case .devBind: return try bind(.device)
+        case .tmpfs:
             try fields(2)
             return .tmpfs(destination: try absolute(values[1]), mode: try mode(values[2]))
-        case "proc":
+        case .proc:
             try fields(1)
             return .proc(destination: try absolute(values[1]))
-        case "dev":
+        case .dev:
             try fields(1)
             return .dev(destination: try absolute(values[1]))
-        case "symlink":
+        case .symlink:
             try fields(2)
             guard !values[1].isEmpty else { throw LaunchFailure("profile", "empty symlink target") }
             return .symlink(target: values[1], destination: try absolute(values[2]))
-        case "dir":
+        case .dir:
             try fields(2)
             return .directory(destination: try absolute(values[1]), mode: try mode(values[2]))
-        case "file":
+        case .file:
             try fields(3)
             return .file(
                 destination: try absolute(values[1]), mode: try mode(values[2]),
                 content: Array(values[3].utf8))
-        default:
-            throw LaunchFailure("profile", "unknown mount kind '\(kind)'")
         }
     }
 
@@ -330,7 +311,7 @@ struct ProfileParser {
     }
 
     static func limit(_ text: String) throws -> UInt64 {
-        if text == "unlimited" { return APPD_RLIM_INFINITY }
+        if text == ProfileFormat.unlimited { return APPD_RLIM_INFINITY }
         guard let value = number(text), value != APPD_RLIM_INFINITY else {
             throw LaunchFailure("profile", "bad rlimit value '\(text)'")
         }

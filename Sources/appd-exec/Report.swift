@@ -1,8 +1,9 @@
 import Glibc
+import LauncherProtocol
 
 /// The close-on-exec pipe from PID 1 and the app process back to the outer launcher. Each
-/// sends one line: PID 1 `exit CODE` or `signal N` when the app ended, either of them
-/// `error STEP: MESSAGE` when a step failed. The pipe closes by itself when the app execs,
+/// sends one line (LauncherProtocol's `LauncherStatus`): PID 1 `exit CODE` or `signal N` when
+/// the app ended, either of them `error STEP: MESSAGE` when a step failed. The pipe closes by itself when the app execs,
 /// so a line in it is only ever about the sandbox, never from the app.
 struct Report {
     let fd: Int32
@@ -13,7 +14,7 @@ struct Report {
 
     /// Reports `error`, and ends the process without running the app.
     func fail(_ error: Error) -> Never {
-        send("error " + failureText(error))
+        send(LauncherStatus.failed(failureText(error)).line)
         _exit(127)
     }
 }
@@ -33,12 +34,16 @@ enum Outcome {
             let end = report[start...].firstIndex(of: 0x0A) ?? report.count
             if end > start {
                 let line = String(decoding: report[start..<end], as: UTF8.self)
-                if line.hasPrefix("error ") { error = line } else if first == nil { first = line }
+                if case .failed(let message)? = LauncherStatus(line: line) {
+                    error = message
+                } else if first == nil {
+                    first = line
+                }
             }
             start = end + 1
         }
         if let error {
-            self = .failed(String(error.dropFirst("error ".count)))
+            self = .failed(error)
         } else if let line = first, let status = ExitStatus(line: line) {
             self = .ended(status)
         } else if case .signaled = initStatus {

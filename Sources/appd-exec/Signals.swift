@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 /// Signals and exit statuses. The outer launcher and PID 1 keep the forwarded signals and
 /// SIGCHLD blocked and take them with sigwaitinfo, so there are no handlers and no races
@@ -79,10 +80,11 @@ enum ExitStatus: Equatable {
         self = signal == 0 ? .exited((status >> 8) & 0xFF) : .signaled(signal)
     }
 
+    /// The status line (LauncherProtocol's `LauncherStatus`).
     var line: String {
         switch self {
-        case .exited(let code): "exit \(code)"
-        case .signaled(let signo): "signal \(signo)"
+        case .exited(let code): LauncherStatus.exited(code).line
+        case .signaled(let signo): LauncherStatus.signaled(signo).line
         }
     }
 
@@ -95,12 +97,10 @@ enum ExitStatus: Equatable {
 
     /// Parses a `line` back (PID 1 sends it to the outer launcher).
     init?(line: String) {
-        if line.hasPrefix("exit "), let code = Int32(line.dropFirst(5)) {
-            self = .exited(code)
-        } else if line.hasPrefix("signal "), let signo = Int32(line.dropFirst(7)) {
-            self = .signaled(signo)
-        } else {
-            return nil
+        switch LauncherStatus(line: line) {
+        case .exited(let code)?: self = .exited(code)
+        case .signaled(let signo)?: self = .signaled(signo)
+        case .failed?, nil: return nil
         }
     }
 }

@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 /// `appd-exec --template`: builds an app's shared namespaces (docs/launcher-protocol.md,
 /// "Shared namespaces") from its profile: a mount namespace holding the app's root (without the
@@ -28,7 +29,7 @@ enum Template {
         try mounts.build()
         try mounts.seal()
         try Network.setUp(profile)
-        guard let statusFD = arguments.statusFD, FileIO.writeAll(statusFD, "ready\n") else {
+        guard let statusFD = arguments.statusFD, FileIO.writeAll(statusFD, LauncherStatus.readyLine + "\n") else {
             throw LaunchFailure.system("template", "cannot write ready to the status fd")
         }
         while true { pause() }

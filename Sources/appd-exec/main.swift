@@ -1,5 +1,6 @@
 import CLinux
 import Glibc
+import LauncherProtocol
 
 // appd-exec: builds the sandbox a profile describes and execs the app in it
 // (docs/launcher-protocol.md, DESIGN.md "The launch path"). Single-threaded and synchronous by
@@ -158,7 +159,7 @@ enum Launcher {
     private static func fail(_ text: String, statusFD: Int32?, relay: pid_t? = nil) -> Int32 {
         FileIO.writeAll(2, "appd-exec: \(text)\n")
         finishOutput(relay)
-        if let statusFD { FileIO.writeAll(statusFD, "error \(text)\n") }
+        if let statusFD { FileIO.writeAll(statusFD, LauncherStatus.failed(text).line + "\n") }
         return 127
     }
 }

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-@testable import Supervisor
+@testable import Sandbox
 
 /// The daemon's spawner thread (LauncherSpawner): a child gets exactly the fds its plan places,
 /// whatever the process opened after the thread started, and fails as posix_spawn would.

@@ -46,7 +46,7 @@ public struct SpawnPlan: Sendable {
     /// posix_spawn with `fds` standing for `sources` (the same fds, or a spawner's copies):
     /// every source must be above every target, as the caller's own fds are, or a dup2 could
     /// overwrite a source before it is placed.
-    func run(with fds: [Int32]) throws -> pid_t {
+    public func run(with fds: [Int32]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

@@ -1,9 +1,8 @@
 import AppBundle
-import AppdAPI
 import CLinux
 import Foundation
 import Glibc
-import Sandbox
+import LauncherProtocol
 
 /// How an instance ended.
 public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible {
@@ -21,15 +20,6 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
         }
     }
 
-    /// The same status as the API and `appctl ps` show it (`{"reason":"exited","code":0}`).
-    public var api: APIExit {
-        switch self {
-        case .exited(let code): APIExit(reason: .exited, code: code)
-        case .signaled(let signal): APIExit(reason: .signaled, signal: signal)
-        case .failedToLaunch(let message): APIExit(reason: .failedToLaunch, message: message)
-        }
-    }
-
     public var description: String {
         switch self {
         case .exited(let code): "exited with code \(code)"
@@ -39,8 +29,10 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
     }
 }
 
-/// Starts one sandboxed instance with `appd-exec` and waits for it: the direct path of
-/// `appd run` (the daemon issue moves this behind the supervisor).
+/// Starts one sandboxed instance with `appd-exec`: `run` waits for it (the direct path of
+/// `appd run`), `start` returns once it is in its cgroup (the daemon's Supervisor). Everything
+/// comes in as a value (the profile, the launcher's path, the cgroup settings and limits, the
+/// fds): no state root, no daemon, so any front door can launch with it.
 ///
 /// The order matters: the instance cgroup exists before the launcher starts (the launcher joins
 /// it first thing, so every process of the app is in it); the profile and the BPF travel on
@@ -66,9 +58,9 @@ public struct SandboxLaunch {
     /// The output relay's fds and settings (docs/app-output.md): `output` is then the pipe's
     /// write end and the launcher's relay writes the log. nil: `output` is used as it is.
     public var relay: OutputRelayArguments?
-    /// The app's shared namespaces to join (NamespaceTemplates); the caller closes them after
-    /// the start. nil: the launcher builds its own.
-    public var namespaces: NamespaceTemplates.Lease?
+    /// The app's shared namespaces to join (the daemon's NamespaceTemplates); the caller closes
+    /// them after the start. nil: the launcher builds its own.
+    public var namespaces: SharedNamespaces?
     /// Spawns from a thread with a small fd table of its own (the daemon's); nil: posix_spawn
     /// from this thread.
     public var spawner: LauncherSpawner?
@@ -232,16 +224,15 @@ public struct SandboxLaunch {
         return raw & 0x7F == 0 ? .exited((raw >> 8) & 0xFF) : .signaled(raw & 0x7F)
     }
 
-    /// The first line of a status file, or nil when the launcher wrote none.
+    /// The first line of a status file (LauncherProtocol's `LauncherStatus`), or nil when the
+    /// launcher wrote none.
     public static func parseStatus(_ text: String) -> AppExitStatus? {
         let line = text.split(separator: "\n").first ?? ""
-        let word = line.prefix { $0 != " " }
-        let rest = String(line.dropFirst(word.count + 1))
-        switch (word, Int32(rest)) {
-        case ("error", _): return .failedToLaunch(rest)
-        case ("exit", let code?): return .exited(code)
-        case ("signal", let number?): return .signaled(number)
-        default: return nil
+        switch LauncherStatus(line: String(line)) {
+        case .failed(let message)?: return .failedToLaunch(message)
+        case .exited(let code)?: return .exited(code)
+        case .signaled(let number)?: return .signaled(number)
+        case nil: return nil
         }
     }
 
@@ -263,33 +254,35 @@ public struct SandboxLaunch {
         plan.place(profileFD, at: 3)
         plan.place(bpfFD, at: 4)
         plan.place(statusFD, at: 5)
-        plan.arguments += ["--profile-fd", "3", "--seccomp-fd", "4", "--status-fd", "5"]
+        plan.arguments += [LauncherFlag.profileFD, "3", LauncherFlag.seccompFD, "4", LauncherFlag.statusFD, "5"]
         var next: Int32 = 6
         func place(_ fd: Int32, _ option: String) {
             plan.place(fd, at: next)
             plan.arguments += [option, String(next)]
             next += 1
         }
-        if let channel { place(channel, "--channel-fd") }
+        if let channel { place(channel, LauncherFlag.channelFD) }
         if let relay {
-            place(relay.readFD, "--output-fd")
-            place(relay.logDirectoryFD, "--log-dir-fd")
-            if let journal = relay.journalFD { place(journal, "--journal-fd") }
-            plan.arguments += ["--log-name", relay.logName, "--log-max-bytes", String(relay.logMaxBytes)]
-            for field in relay.journalFields { plan.arguments += ["--journal-field", field] }
+            place(relay.readFD, LauncherFlag.outputFD)
+            place(relay.logDirectoryFD, LauncherFlag.logDirectoryFD)
+            if let journal = relay.journalFD { place(journal, LauncherFlag.journalFD) }
+            plan.arguments += [
+                LauncherFlag.logName, relay.logName, LauncherFlag.logMaxBytes, String(relay.logMaxBytes),
+            ]
+            for field in relay.journalFields { plan.arguments += [LauncherFlag.journalField, field] }
         }
         if let namespaces {
-            place(namespaces.mount, "--mount-ns-fd")
-            place(namespaces.root, "--root-fd")
-            if namespaces.net >= 0 { place(namespaces.net, "--net-ns-fd") }
-            if namespaces.uts >= 0 { place(namespaces.uts, "--uts-ns-fd") }
+            place(namespaces.mount, LauncherFlag.mountNamespaceFD)
+            place(namespaces.root, LauncherFlag.rootFD)
+            if namespaces.net >= 0 { place(namespaces.net, LauncherFlag.netNamespaceFD) }
+            if namespaces.uts >= 0 { place(namespaces.uts, LauncherFlag.utsNamespaceFD) }
         }
         plan.closeFrom = next
         if let spawner { return try spawner.spawn(plan) }
         return try plan.run(with: plan.sources)
     }
 
-    static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
+    public static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {
         let fd = appd_memfd(name)
         guard fd >= 0 else { throw AppdError.system("memfd_create \(name)") }
         var offset = 0
@@ -305,13 +298,13 @@ public struct SandboxLaunch {
         return fd
     }
 
-    static func wait(_ pid: pid_t) -> Int32 {
+    public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
         return status
     }
 
-    static func readAll(_ fd: Int32) -> String {
+    public static func readAll(_ fd: Int32) -> String {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {

@@ -1,7 +1,6 @@
 import AppBundle
 import CLinux
 import Glibc
-import Sandbox
 
 extension SandboxLaunch {
     /// Attaches the bind filter (CLinux's appd_cgroup_deny_port_binds) to the instance's

@@ -1,0 +1,31 @@
+/// The options of `appd-exec`'s command line (docs/launcher-protocol.md): each takes a value
+/// but `template`. The daemon passes them, the launcher parses them.
+public enum LauncherFlag {
+    public static let profileFD = "--profile-fd"
+    public static let seccompFD = "--seccomp-fd"
+    public static let statusFD = "--status-fd"
+    /// The app's end of the lifecycle channel: fd 3 in the app (docs/lifecycle.md).
+    public static let channelFD = "--channel-fd"
+    /// The output relay (docs/app-output.md): the pipe's read end, the log folder, the log's
+    /// name and bound, the journal and its fields.
+    public static let outputFD = "--output-fd"
+    public static let logDirectoryFD = "--log-dir-fd"
+    public static let logName = "--log-name"
+    public static let logMaxBytes = "--log-max-bytes"
+    public static let journalFD = "--journal-fd"
+    public static let journalField = "--journal-field"
+    /// The app's shared namespaces to join ("Shared namespaces").
+    public static let mountNamespaceFD = "--mount-ns-fd"
+    public static let rootFD = "--root-fd"
+    public static let netNamespaceFD = "--net-ns-fd"
+    public static let utsNamespaceFD = "--uts-ns-fd"
+    /// Build the shared namespaces, say `ready` and wait (no value).
+    public static let template = "--template"
+
+    public static let usage =
+        "usage: appd-exec \(profileFD) N \(seccompFD) M [\(statusFD) S] [\(channelFD) C] "
+        + "[\(outputFD) R \(logDirectoryFD) D \(logName) NAME \(logMaxBytes) N [\(journalFD) J] "
+        + "[\(journalField) KEY=VALUE]...] "
+        + "[\(mountNamespaceFD) F \(rootFD) F [\(netNamespaceFD) F] [\(utsNamespaceFD) F]]; "
+        + "or: appd-exec \(template) \(profileFD) N \(statusFD) S"
+}

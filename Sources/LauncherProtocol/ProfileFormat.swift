@@ -1,0 +1,165 @@
+// The launcher protocol (docs/launcher-protocol.md), spelled once for both of its sides: the
+// daemon writes it (Sandbox) and the static appd-exec reads it. Standard library only, no
+// Foundation and no Glibc: appd-exec links this module statically and pays for every runtime
+// type lookup on every launch, so the types here are plain enums with String raw values (a
+// string switch, no generic metadata) and the functions work on arrays of bytes.
+
+/// Profile format version 1: a header line, then one record per line, `KIND FIELD...`, fields
+/// separated by one space and percent-encoded (`ProfileField`).
+public enum ProfileFormat {
+    public static let header = "appd-profile 1"
+    /// The field of `rlimit` for no limit.
+    public static let unlimited = "unlimited"
+    /// The one kind of `root`.
+    public static let tmpfsRoot = "tmpfs"
+    /// The two values of `seccomp`.
+    public static let seccompRequired = "required"
+    public static let seccompOptional = "optional"
+}
+
+/// The kind of each record (its first field).
+public enum ProfileRecord: String, Sendable {
+    case cgroup
+    case relayCgroup = "relay-cgroup"
+    case unshare
+    case hostname
+    case loopback
+    case root
+    case mount
+    case console
+    case uid
+    case gid
+    case groups
+    case rlimit
+    case landlockMinABI = "landlock-min-abi"
+    case landlockFS = "landlock-fs"
+    case landlockNetRestrict = "landlock-net-restrict"
+    case landlockNet = "landlock-net"
+    case landlockScope = "landlock-scope"
+    case seccomp
+    case logDenials = "log-denials"
+    case mdwe
+    case memfdNoexec = "memfd-noexec"
+    case chdir
+    case env
+    case exec
+    case arg
+}
+
+/// The names of `unshare`.
+public enum ProfileNamespace: String, Sendable, Codable, CaseIterable {
+    case user, mount, pid, net, ipc, uts, cgroup
+}
+
+/// The second field of `mount`.
+public enum ProfileMountKind: String, Sendable, Codable {
+    case roBind = "ro-bind"
+    case roBindTry = "ro-bind-try"
+    case rwBind = "rw-bind"
+    case devBind = "dev-bind"
+    case tmpfs, proc, dev, symlink, dir, file
+}
+
+/// The access of `landlock-fs`.
+public enum LandlockAccess: String, Sendable, Codable {
+    /// Read files and list directories.
+    case ro
+    /// ro + execute.
+    case rx
+    /// Everything but execute: create, remove, write, truncate, device ioctls.
+    case rw
+    case rwx
+}
+
+/// The TCP action of `landlock-net` and `landlock-net-restrict`.
+public enum LandlockPortAction: String, Sendable, Codable {
+    case bind, connect
+}
+
+/// The scopes of `landlock-scope`.
+public enum LandlockScopeName: String, Sendable, Codable {
+    case abstractUnix = "abstract-unix"
+    case signal
+}
+
+/// Why a field could not be decoded.
+public struct ProfileFieldError: Error, Sendable, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+}
+
+/// A field's encoding: the bytes 0x00-0x20, `%` and 0x7F as `%XX` (upper-case hex), so that a
+/// field never holds the separator or a line break, whatever a path or argument contains.
+public enum ProfileField {
+    public static let separator: UInt8 = 0x20
+    public static let newline: UInt8 = 0x0A
+
+    static func mustEncode(_ byte: UInt8) -> Bool { byte <= 0x20 || byte == 0x25 || byte == 0x7F }
+
+    public static func encode(_ field: String) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(field.utf8.count)
+        for byte in field.utf8 {
+            if mustEncode(byte) {
+                out.append(0x25)
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0xF))
+            } else {
+                out.append(byte)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// One record as a line (without its newline): the kind and the encoded fields.
+    public static func record(_ kind: ProfileRecord, _ fields: [String]) -> String {
+        var line = kind.rawValue
+        for field in fields {
+            line += " "
+            line += encode(field)
+        }
+        return line
+    }
+
+    /// Undoes `encode`. The bytes that must be encoded may not appear raw, and the decoded
+    /// field must be UTF-8 without NUL.
+    public static func decode(_ field: ArraySlice<UInt8>) throws(ProfileFieldError) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(field.count)
+        var index = field.startIndex
+        while index < field.endIndex {
+            let byte = field[index]
+            if byte == 0x25 {
+                guard field.endIndex - index >= 3, let high = hexValue(field[index + 1]),
+                    let low = hexValue(field[index + 2])
+                else { throw ProfileFieldError("bad percent escape") }
+                bytes.append(high << 4 | low)
+                index += 3
+            } else if byte <= 0x20 || byte == 0x7F {
+                throw ProfileFieldError("byte 0x\(String(byte, radix: 16)) must be encoded")
+            } else {
+                bytes.append(byte)
+                index += 1
+            }
+        }
+        guard !bytes.contains(0) else { throw ProfileFieldError("NUL byte in a field") }
+        // Decoding replaces each invalid sequence with U+FFFD (EF BF BD), so the bytes come
+        // back unchanged exactly when they were valid UTF-8. Not String(validating:as:): that
+        // generic looks up UTF8's associated types and its metadata at run time, on every field.
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.utf8.elementsEqual(bytes) else { throw ProfileFieldError("field is not UTF-8") }
+        return text
+    }
+
+    static func hexDigit(_ value: UInt8) -> UInt8 {
+        value < 10 ? UInt8(ascii: "0") + value : UInt8(ascii: "A") + value - 10
+    }
+
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
