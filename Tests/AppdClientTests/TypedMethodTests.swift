@@ -151,4 +151,24 @@ struct TypedMethodTests {
         #expect(try client.terminate(id, grace: 1) == instanceAnswer)
         _ = server.finish()
     }
+
+    @Test("install streams the body chunked to POST /v1/apps with its query")
+    func install() throws {
+        let server = try CannedServer { connection in
+            connection.readBody()
+            connection.respond("404 Not Found", #"{"error": {"code": "notFound", "message": "x"}}"#)
+        }
+        #expect(throws: APIError.self) {
+            try AppdClient(socketPath: server.socketPath).install(
+                name: "Hello World.app", allowSignerChange: true
+            ) { write in
+                try Array("tar bytes".utf8).withUnsafeBytes { try write($0) }
+            }
+        }
+        let request = try #require(server.finish().first)
+        #expect(request.line == "POST /v1/apps?name=Hello%20World.app&allowSignerChange=1 HTTP/1.1")
+        #expect(request.header("Content-Type") == "application/x-tar")
+        #expect(request.header("Transfer-Encoding") == "chunked")
+        #expect(request.complete && request.body == Data("tar bytes".utf8))
+    }
 }
