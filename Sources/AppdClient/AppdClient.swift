@@ -13,7 +13,9 @@ import Glibc
 /// `{"error": ...}` body), or one the client makes — `unavailable` when nothing answers on the
 /// socket, `badResponse` when what answers does not speak HTTP, `tooLarge` past the limits.
 ///
-/// Paths are percent-encoded by `AppdClient.path(_:query:)`; the methods take them as built.
+/// Each route has its typed method (`apps()`, `launch(_:_:)`, `terminate(_:grace:)`, ... in
+/// AppdClient+Apps, +Instances, +System); `get`/`post`/`stream` below are what they are built
+/// on, with paths percent-encoded by `AppdClient.path(_:query:)`.
 public struct AppdClient: Sendable {
     public let socketPath: String
     /// `--host ssh://...`: requests go through ssh to that machine's appd (RemoteHost.swift).

@@ -4,13 +4,12 @@ import AppdAPI
 /// command line names; nothing when it does not answer within a second.
 public enum ShellCompletion {
     public static func appIDs(_ words: [String], _: Int, _ prefix: String) -> [String] {
-        let apps = (try? client(words).get(AppdClient.path("apps"), as: [APIApp].self)) ?? []
+        let apps = (try? client(words).apps()) ?? []
         return apps.map(\.bundleId).filter { $0.hasPrefix(prefix) }
     }
 
     public static func targets(_ words: [String], _ index: Int, _ prefix: String) -> [String] {
-        let instances =
-            (try? client(words).get(AppdClient.path("instances"), as: [APIInstance].self)) ?? []
+        let instances = (try? client(words).instances()) ?? []
         return appIDs(words, index, prefix) + instances.map(\.id).filter { $0.hasPrefix(prefix) }
     }
 

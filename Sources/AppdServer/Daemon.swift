@@ -11,9 +11,12 @@ import ServiceLifecycle
 import Supervisor
 import UnixSignals
 
-/// `appd serve`: the supervisor and the API server as one service. On SIGTERM it stops
-/// accepting, ends streams, and exits; running apps are left running for the next start to
-/// re-adopt.
+/// `appd serve`: prepares, in order, what must exist before the first request (the state
+/// root's lock, the store, the supervisor and its re-adopted instances, the denial reader, the
+/// bound socket), then runs the long-lived parts as a `ServiceGroup` (DaemonServices/,
+/// Systemd/): the API server, the supervisor, the denial reader, reloads, systemd status and
+/// watchdog. On SIGTERM it stops accepting, ends streams, and exits; running apps are left
+/// running for the next start to re-adopt.
 public final class Daemon: Service {
     public struct Options: Sendable {
         public var root: StateRoot
@@ -108,11 +111,6 @@ public final class Daemon: Service {
         let listener = try await server.bind(
             path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,
             groupID: adopted == nil ? try Self.socketGroup(options.config.api.socketGroup, logger: logger) : nil)
-        // systemctl reload appd (ExecReload= sends SIGHUP): a refused file is logged and
-        // reported in STATUS=, and the daemon carries on with the settings it had.
-        let reloads = Task {
-            for await _ in hangups { _ = try? await reloader.reload() }
-        }
         // Where clients of `--root` find this daemon when its socket is not the root's default.
         let record = APISocket.socketRecordPath(runtimeDirectory: runtime)
         if adopted == nil {
@@ -126,65 +124,35 @@ public final class Daemon: Service {
         }
         logger.info("appd \(AppdVersion.current) serving \(options.root.path) on \(shown)")
         onReady(shown)
-        let statusUpdates = Self.reportEvents(supervisor: supervisor, systemd: systemd, logger: logger, serving: shown)
-        let watchdog = systemd.watchdogIntervalMicroseconds.map { interval in
-            // On the event loop that answers the API: if it hangs, the pings stop and systemd
-            // restarts appd (the apps stay: KillMode=process).
-            group.next().scheduleRepeatedTask(initialDelay: .zero, delay: .microseconds(interval)) { _ in
-                systemd.watchdog()
-            }
-        }
-        do {
-            try await withGracefulShutdownHandler {
-                try await cancelWhenGracefulShutdown { try await server.serve(listener) }
-            } onGracefulShutdown: {
-                // serve() returns once every connection is done, and a `wait` long poll is
-                // done only when its instance exits (minutes, or never): answer them now.
-                Task { await supervisor.shutdown() }
-            }
-        } catch is CancellationError {}
-        let running = await supervisor.runningCount()
-        logger.info("stopping: \(running) running instance(s) keep running")
-        systemd.stopping(status: "stopping; \(running) running instance(s) keep running")
-        watchdog?.cancel()
-        statusUpdates.cancel()
-        reloads.cancel()
-        await supervisor.shutdown()
-        supervisor.stopDenialLog()
+        // Subscribed before the server accepts: no launch goes unlogged.
+        let events = supervisor.events()
+        // Started in this order, each in its own task; on graceful shutdown (SIGTERM, through
+        // the ServiceGroup of `appd serve`, which this one follows) stopped in reverse, each
+        // after the one before it has ended: the server stops accepting and answers what waits,
+        // then the "stopping" status, the watchdog, reloads, the supervisor, the denial reader.
+        let services = ServiceGroup(
+            configuration: .init(
+                services: [
+                    .init(service: DenialReaderService(supervisor: supervisor)),
+                    .init(service: SupervisorService(supervisor: supervisor)),
+                    .init(service: ReloadService(hangups: hangups, reloader: reloader)),
+                    .init(service: WatchdogService(systemd: systemd, eventLoop: group.next())),
+                    .init(
+                        service: SystemdStatusService(
+                            supervisor: supervisor, events: events, systemd: systemd,
+                            logger: logger, serving: shown)),
+                    .init(
+                        service: HTTPServerService(
+                            server: server, listener: listener, supervisor: supervisor)),
+                ],
+                logger: logger))
+        try await services.run()
         if adopted == nil {
             unlink(path)
             unlink(record)
         }
         try await group.shutdownGracefully()
         systemd.flush()
-    }
-
-    /// Logs each launch and exit with the instance's fields (in the journal: APPD_APP,
-    /// APPD_INSTANCE, APPD_PID); under systemd, READY=1 now and then a STATUS= line
-    /// (`systemctl status appd`) on each of them.
-    static func reportEvents(supervisor: Supervisor, systemd: SystemdNotifier, logger: Logger, serving: String) -> Task<Void, Never> {
-        let events = supervisor.events()
-        let line: @Sendable (Int) -> String = { "serving on \(serving); \($0) running instance(s)" }
-        return Task {
-            systemd.ready(status: line(await supervisor.runningCount()))
-            for await event in events where event.kind == .launched || event.kind == .exited || event.kind == .denial {
-                if event.kind == .denial, let denial = event.denial {
-                    logDenial(denial, logger: logger)
-                    continue
-                }
-                guard let id = event.instance else { continue }
-                let instance = try? await supervisor.instance(id)
-                var metadata: Logger.Metadata = ["app": "\(event.app)", "instance": "\(id)"]
-                if let pid = instance?.pid { metadata["pid"] = "\(pid)" }
-                if event.kind == .launched {
-                    logger.info("launched \(event.app) as instance \(id)", metadata: metadata)
-                } else {
-                    let exit = event.exit.map { "\($0.reason.rawValue)" + ($0.code.map { " \($0)" } ?? "") + ($0.signal.map { " signal \($0)" } ?? "") }
-                    logger.info("\(event.app) instance \(id) ended: \(exit ?? "unknown")", metadata: metadata)
-                }
-                systemd.status(line(await supervisor.runningCount()))
-            }
-        }
     }
 
     /// A denial in the journal: APPD_APP, APPD_INSTANCE, APPD_PID, APPD_SOURCE, APPD_RIGHT

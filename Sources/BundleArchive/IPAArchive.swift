@@ -118,8 +118,10 @@ public struct IPAArchive {
                     item.path, mode: item.mode, size: item.size, type: Tar.EntryType.regular)
                 var written: Int64 = 0
                 let what = "\(shown): Payload/\(appName)/\(item.path)"
+                let checksum: CRC32
                 do {
-                    _ = try archive.extract(item.entry, bufferSize: 64 << 10) { data in
+                    // ZIPFoundation computes the CRC but leaves comparing it to the caller.
+                    checksum = try archive.extract(item.entry, bufferSize: 64 << 10) { data in
                         // A bomb that inflates past what it declared stops here, at the size the
                         // header already promised.
                         guard Int64(data.count) <= item.size - written else {
@@ -140,6 +142,10 @@ public struct IPAArchive {
                     throw AppdError(
                         .invalidBundle,
                         "\(what) holds \(written) bytes but declares \(item.size)")
+                }
+                guard checksum == item.entry.checksum else {
+                    throw AppdError(
+                        .invalidBundle, "\(what): its CRC does not match; the archive is corrupt")
                 }
                 try output.append(zeros: Tar.padding(for: item.size))
                 onFile?(item.size)
@@ -313,7 +319,7 @@ extension IPAArchive {
 
     /// Bit 0 of the general purpose flags. ZIPFoundation reads it but keeps it internal; its
     /// stored properties are reached by reflection (the version is pinned in Package.swift, and
-    /// IPATests prove this still sees an encrypted entry).
+    /// IPAArchiveTests (BundleArchiveTests) prove this still sees an encrypted entry).
     static func isEncrypted(_ entry: Entry) -> Bool {
         for structure in ["centralDirectoryStructure", "localFileHeader"] {
             guard

@@ -24,7 +24,7 @@ struct Activate: ParsableCommand {
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "activate"), as: APIInstance.self)
+            try client.activate(id)
         }
     }
 }

@@ -23,7 +23,7 @@ struct Background: ParsableCommand {
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "background"), as: APIInstance.self)
+            try client.background(id)
         }
     }
 }

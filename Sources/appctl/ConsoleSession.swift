@@ -55,13 +55,10 @@ final class ConsoleSession: @unchecked Sendable {
             return ended
         case .notAttached(let launched):
             // An appd from before attach=1: its output and its exit, each on its own request.
-            try client.stream(
-                AppdClient.path("instances", launched.id, "logs", query: ["follow": "1"])
-            ) { bytes in
+            try client.logs(launched.id, .init(follow: true)) { bytes in
                 try Output.raw(bytes)
             }
-            return try client.get(
-                AppdClient.path("instances", launched.id, "wait"), as: APIInstance.self)
+            return try client.wait(launched.id)
         }
     }
 
@@ -85,11 +82,9 @@ final class ConsoleSession: @unchecked Sendable {
             kill ? "appctl: killing \(id)" : "appctl: terminating \(id) (Ctrl-C again to kill it)")
         do {
             if kill {
-                _ = try client.post(AppdClient.path("instances", id, "kill"), as: APIInstance.self)
+                _ = try client.kill(id)
             } else {
-                _ = try client.post(
-                    AppdClient.path("instances", id, "terminate"), body: TerminateRequest(),
-                    as: APIInstance.self)
+                _ = try client.terminate(id)
             }
         } catch  where error.code == "notFound" || error.code == "conflict" {
             // Already gone: the stream ends by itself.

@@ -46,11 +46,11 @@ struct Container: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let path =
-                if let group { AppdClient.path("apps", id, "containers", "group", group) } else {
-                    AppdClient.path("apps", id, "containers", kind.rawValue)
+            let client = options.client
+            let container =
+                if let group { try client.groupContainer(id, group: group) } else {
+                    try client.container(id, kind: kind.rawValue)
                 }
-            let container = try options.client.get(path, as: APIContainer.self)
             if options.json { Output.json(container) } else { print(container.path) }
         }
     }

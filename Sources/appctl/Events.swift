@@ -65,7 +65,7 @@ struct Events: ParsableCommand {
 
     func run() throws {
         try options.run {
-            try options.client.streamLines(AppdClient.path("events", query: ["since": sinceQuery])) { line in
+            try options.client.events(since: sinceQuery) { line in
                 guard !line.isEmpty else { return }
                 if options.json {
                     try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }

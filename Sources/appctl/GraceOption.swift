@@ -18,13 +18,14 @@ struct GraceOption: ParsableArguments {
 }
 
 extension GraceOption {
-    /// `POST /v1/instances/{iid}/ACTION` with this grace period, for each instance `target`
-    /// names (terminate, restart).
-    func post(_ action: String, _ target: Target, options: GlobalOptions) throws {
+    /// `action` (`AppdClient.terminate` or `.restart`) with this grace period, for each instance
+    /// `target` names.
+    func run(
+        _ target: Target, options: GlobalOptions,
+        _ action: (AppdClient, String, Double?) throws(APIError) -> APIInstance
+    ) throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(
-                AppdClient.path("instances", id, action), body: TerminateRequest(grace: grace),
-                as: APIInstance.self)
+            try action(client, id, grace)
         }
     }
 }

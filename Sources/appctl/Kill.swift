@@ -22,7 +22,7 @@ struct Kill: ParsableCommand {
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "kill"), as: APIInstance.self)
+            try client.kill(id)
         }
     }
 }

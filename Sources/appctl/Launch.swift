@@ -26,7 +26,9 @@ struct Launch: ParsableCommand {
             a third leaves without waiting) and appctl exits with the app's code once it has \
             ended. The app gets no input from this terminal.
 
-            The new instance becomes the active app (with the daemon's ActivePolicy=single the             active one goes to the background); --background launches it into the background             instead, where it is frozen after the grace period (docs/lifecycle.md).
+            The new instance becomes the active app (with the daemon's ActivePolicy=single the \
+            active one goes to the background); --background launches it into the background \
+            instead, where it is frozen after the grace period (docs/lifecycle.md).
 
             Examples:
               appctl launch com.example.notes
@@ -63,17 +65,15 @@ struct Launch: ParsableCommand {
             if console {
                 ended = try ConsoleSession(client: client).run(app: id, arguments: arguments)
             } else {
-                let instance = try client.post(
-                    AppdClient.path("apps", id, "launch"),
-                    body: LaunchRequest(arguments: arguments, background: background), as: APIInstance.self)
+                let instance = try client.launch(
+                    id, LaunchRequest(arguments: arguments, background: background))
                 guard wait else {
                     if options.json { Output.json(instance) } else { print(instance.id) }
                     return
                 }
                 // Shown before the wait, which may be long: through stdout's buffer it would not be.
                 if !options.json { try Output.raw("\(instance.id)\n") }
-                ended = try client.get(
-                    AppdClient.path("instances", instance.id, "wait"), as: APIInstance.self)
+                ended = try client.wait(instance.id)
             }
             code = Self.report(ended, json: options.json)
         }

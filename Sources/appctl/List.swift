@@ -14,12 +14,12 @@ struct List: ParsableCommand {
     func run() throws {
         try options.run {
             let client = options.client
-            let apps = try client.get(AppdClient.path("apps"), as: [APIApp].self)
+            let apps = try client.apps()
             if options.json {
                 Output.json(apps)
             } else if apps.isEmpty {
                 // Only to say where nothing is installed.
-                let root = (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?
+                let root = (try? client.version())?
                     .stateRoot
                 print("No apps installed\(root.map { " in \($0)" } ?? "").")
             } else {
@@ -50,7 +50,7 @@ struct Info: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let app = try options.client.get(AppdClient.path("apps", id), as: APIApp.self)
+            let app = try options.client.app(id)
             if options.json { Output.json(app) } else { app.printText() }
         }
     }

@@ -55,14 +55,9 @@ struct Logs: ParsableCommand {
         try options.run {
             let client = options.client
             let id = try client.latestInstance(target)
-            try client.stream(
-                AppdClient.path(
-                    "instances", id, "logs",
-                    query: [
-                        "follow": follow ? "1" : nil, "tail": lines.map(String.init),
-                        "since": since?.rfc3339, "timestamps": timestamps ? "1" : nil,
-                    ])
-            ) { bytes in
+            let wanted = AppdClient.LogOptions(
+                follow: follow, tail: lines, since: since?.rfc3339, timestamps: timestamps)
+            try client.logs(id, wanted) { bytes in
                 try Output.raw(bytes)
             }
         }

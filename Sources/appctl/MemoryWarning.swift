@@ -26,8 +26,7 @@ struct MemoryWarning: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let answer = try options.client.post(
-                AppdClient.path("memory-warning", query: ["app": id]), as: APIMemoryWarning.self)
+            let answer = try options.client.memoryWarning(app: id)
             if options.json {
                 Output.json(answer)
             } else if answer.delivered.isEmpty {

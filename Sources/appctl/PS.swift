@@ -49,15 +49,11 @@ struct PS: ParsableCommand {
             let instances: [APIInstance]
             switch target {
             case .instance(let id)?:
-                instances = [try client.get(AppdClient.path("instances", id), as: APIInstance.self)]
+                instances = [try client.instance(id)]
             case .app(let id)?:
-                instances = try client.get(
-                    AppdClient.path("instances", query: ["app": id, "all": all ? "1" : nil]),
-                    as: [APIInstance].self)
+                instances = try client.instances(app: id, all: all)
             case nil:
-                instances = try client.get(
-                    AppdClient.path("instances", query: ["all": all ? "1" : nil]),
-                    as: [APIInstance].self)
+                instances = try client.instances(all: all)
             }
             let sorted = instances.sorted { $0.startedAt < $1.startedAt }
             if options.json {
@@ -77,7 +73,7 @@ struct PS: ParsableCommand {
             }
             if case .instance? = target { return }
             // A daemon before services answers 404: it has none to show.
-            guard var services = try? client.get(AppdClient.path("services"), as: [APIService].self) else { return }
+            guard var services = try? client.services() else { return }
             if case .app(let id)? = target { services = services.filter { $0.app.lowercased() == id.lowercased() } }
             guard !services.isEmpty else { return }
             print("")

@@ -27,5 +27,9 @@ struct Restart: ParsableCommand {
 
     @OptionGroup var graceOption: GraceOption
 
-    func run() throws { try graceOption.post("restart", target, options: options) }
+    func run() throws {
+        try graceOption.run(target, options: options) { client, id, grace throws(APIError) in
+            try client.restart(id, grace: grace)
+        }
+    }
 }

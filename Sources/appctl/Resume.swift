@@ -21,7 +21,7 @@ struct Resume: ParsableCommand {
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "resume"), as: APIInstance.self)
+            try client.resume(id)
         }
     }
 }

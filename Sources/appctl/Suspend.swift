@@ -23,7 +23,7 @@ struct Suspend: ParsableCommand {
 
     func run() throws {
         try InstanceAction.run(target, options: options) { client, id throws(APIError) in
-            try client.post(AppdClient.path("instances", id, "suspend"), as: APIInstance.self)
+            try client.suspend(id)
         }
     }
 }

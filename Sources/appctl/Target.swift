@@ -34,10 +34,8 @@ extension AppdClient {
         case .instance(let id):
             return [id]
         case .app(let id):
-            let live = try get(
-                AppdClient.path("instances", query: ["app": id]), as: [APIInstance].self
-            )
-            .filter { $0.state != .exited }.sorted { $0.startedAt < $1.startedAt }
+            let live = try instances(app: id).filter { $0.state != .exited }
+                .sorted { $0.startedAt < $1.startedAt }
             guard live.isEmpty else { return live.map(\.id) }
             throw noRunningInstance(id)
         }
@@ -46,7 +44,7 @@ extension AppdClient {
     func noRunningInstance(_ app: String) -> APIError {
         // Not installed at all says more than "no running instance".
         do {
-            _ = try get(AppdClient.path("apps", app), as: APIApp.self)
+            _ = try self.app(app)
         } catch {
             return error
         }
@@ -63,14 +61,12 @@ extension AppdClient {
         case .instance(let id):
             return id
         case .app(let id):
-            let all = try get(
-                AppdClient.path("instances", query: ["app": id, "all": "1"]), as: [APIInstance].self
-            )
+            let all = try instances(app: id, all: true)
             let running = all.filter { $0.state != .exited }
             if let latest = (running.isEmpty ? all : running).max(by: { $0.startedAt < $1.startedAt }) {
                 return latest.id
             }
-            _ = try get(AppdClient.path("apps", id), as: APIApp.self)
+            _ = try self.app(id)
             throw APIError(
                 code: "notFound", message: "\(id) has no instance, running or ended",
                 hint: "start one: appctl launch \(id)")

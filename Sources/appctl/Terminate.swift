@@ -25,5 +25,9 @@ struct Terminate: ParsableCommand {
     @Argument(help: Target.help, completion: .custom(ShellCompletion.targets))
     var target: Target
 
-    func run() throws { try graceOption.post("terminate", target, options: options) }
+    func run() throws {
+        try graceOption.run(target, options: options) { client, id, grace throws(APIError) in
+            try client.terminate(id, grace: grace)
+        }
+    }
 }

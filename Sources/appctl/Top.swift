@@ -62,12 +62,11 @@ struct Top: ParsableCommand {
     func run() throws {
         try options.run {
             let client = options.client
-            let path = AppdClient.path("usage", query: ["app": app])
             let live = !once && !options.json && isatty(1) == 1
-            var previous = try client.get(path, as: APIUsage.self)
+            var previous = try client.usage(app: app)
             if !live {
                 usleep(useconds_t(min(interval, 1) * 1_000_000))
-                let current = try client.get(path, as: APIUsage.self)
+                let current = try client.usage(app: app)
                 let rows = Self.rows(previous, current)
                 if options.json {
                     Output.json(rows)
@@ -78,7 +77,7 @@ struct Top: ParsableCommand {
             }
             while true {
                 usleep(useconds_t(interval * 1_000_000))
-                let current = try client.get(path, as: APIUsage.self)
+                let current = try client.usage(app: app)
                 // Home, clear, then the table: a refreshing screen as top(1) draws it.
                 Swift.print("\u{1B}[H\u{1B}[2J", terminator: "")
                 Swift.print(

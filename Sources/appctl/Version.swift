@@ -33,7 +33,7 @@ struct Version: ParsableCommand {
     func run() throws {
         try options.run {
             let client = options.client
-            let info = try client.get(AppdClient.path("version"), as: APIDaemonInfo.self)
+            let info = try client.version()
             if options.json {
                 Output.json(
                     View(client: AppdVersion.current, socket: client.socketPath, daemon: info))

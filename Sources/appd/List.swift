@@ -25,11 +25,11 @@ struct List: ParsableCommand {
                 root = store.root.path
             } else {
                 let client = try options.daemonClient()
-                apps = try client.get(AppdClient.path("apps"), as: [APIApp].self)
+                apps = try client.apps()
                 // Only to say where nothing is installed.
                 root =
                     apps.isEmpty
-                    ? (try? client.get(AppdClient.path("version"), as: APIDaemonInfo.self))?
+                    ? (try? client.version())?
                         .stateRoot : nil
             }
             if options.json {
@@ -64,7 +64,7 @@ struct Info: ParsableCommand {
                 local.adminOverride = APIApp.adminOverride(store.config.override(for: id))
                 app = local
             } else {
-                app = try options.daemonClient().get(AppdClient.path("apps", id), as: APIApp.self)
+                app = try options.daemonClient().app(id)
             }
             if options.json { Output.json(app) } else { app.printText() }
         }

@@ -39,9 +39,7 @@ struct Uninstall: ParsableCommand {
                     app: APIApp(local.app, root: store.root, withEntitlements: false),
                     keptData: local.keptData)
             } else {
-                result = try options.daemonClient().delete(
-                    AppdClient.path("apps", id, query: ["keepData": keepData ? "1" : nil]),
-                    as: APIUninstallResult.self)
+                result = try options.daemonClient().uninstall(id, keepData: keepData)
             }
             let app = result.app
             if options.json {

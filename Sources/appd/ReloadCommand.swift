@@ -19,7 +19,7 @@ struct Reload: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let result = try options.client.post("/v1/reload", as: APIReloadResult.self)
+            let result = try options.client.reload()
             if options.json {
                 Output.json(result)
                 return

@@ -49,20 +49,18 @@ struct Denials: ParsableCommand {
         completion: .custom(ShellCompletion.targets))
     var target: Target?
 
-    func path(follow: Bool) -> String {
-        let follow: String? = follow ? "1" : nil
-        return switch target {
-        case .instance(let id)?:
-            AppdClient.path("denials", query: ["instance": id, "follow": follow])
-        case .app(let id)?: AppdClient.path("denials", query: ["app": id, "follow": follow])
-        case nil: AppdClient.path("denials", query: ["follow": follow])
+    var scope: AppdClient.DenialScope {
+        switch target {
+        case .instance(let id)?: .instance(id)
+        case .app(let id)?: .app(id)
+        case nil: .all
         }
     }
 
     func run() throws {
         try options.run {
             if follow {
-                try options.client.streamLines(path(follow: true)) { line in
+                try options.client.followDenials(scope) { line in
                     guard !line.isEmpty else { return }
                     if options.json {
                         try (line + [0x0A]).withUnsafeBytes { try Output.raw($0) }
@@ -74,7 +72,7 @@ struct Denials: ParsableCommand {
                 }
                 return
             }
-            let answer = try options.client.get(path(follow: false), as: APIDenials.self)
+            let answer = try options.client.denials(scope)
             if options.json {
                 Output.json(answer)
                 return
