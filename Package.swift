@@ -69,7 +69,7 @@ let package = Package(
         .target(name: "AppdAPI", dependencies: ["AppdBase"]),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
         // event loop to start: appctl answers in milliseconds).
-        .target(name: "AppdClient", dependencies: ["AppdAPI"]),
+        .target(name: "AppdClient", dependencies: ["AppdBase", "AppdAPI"]),
         // What appd and appctl print the same way: apps, errors, JSON, tables, and the global
         // options either side of the subcommand.
         .target(name: "AppdCLI", dependencies: ["AppdAPI", "AppdBase", "PrintableText"]),
@@ -79,7 +79,7 @@ let package = Package(
         // the daemon's extractor stays the one reader of hostile archives it trusts.
         .target(
             name: "BundleArchive",
-            dependencies: [
+            dependencies: ["AppdBase", 
                 "AppBundle", "CGunzip", "PrintableText",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -90,17 +90,17 @@ let package = Package(
         // as the API shows them (AppdAPI), for the daemon and appd's in-process commands alike.
         .target(
             name: "AppContainers",
-            dependencies: [
+            dependencies: ["AppdBase", 
                 "AppBundle", "AppdAPI", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
-        .target(name: "Sandbox", dependencies: ["AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
+        .target(name: "Sandbox", dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
         .target(
             name: "Supervisor",
-            dependencies: [
+            dependencies: ["AppdBase", 
                 "AppBundle", "AppdAPI", "CLinux", "LauncherProtocol", "LifecycleProtocol", "PrintableText",
                 "Sandbox", "AppContainers",
             ]),
@@ -108,7 +108,7 @@ let package = Package(
         // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
         .target(
             name: "AppdServer",
-            dependencies: [
+            dependencies: ["AppdBase", 
                 "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "CSystemd", "Supervisor",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -121,7 +121,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "appd",
-            dependencies: [
+            dependencies: ["AppdBase", 
                 "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
                 "BundleArchive", "CLinux", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -204,19 +204,19 @@ let package = Package(
         // and the real `appd serve` process the daemon suites start.
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
-        .testTarget(name: "AppBundleTests", dependencies: ["AppBundle", "PrintableText"]),
+        .testTarget(name: "AppBundleTests", dependencies: ["AppdBase", "AppBundle", "PrintableText"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
         .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
-        .testTarget(name: "BundleArchiveTests", dependencies: ["BundleArchive", "AppBundle", "TestSupport"]),
-        .testTarget(name: "SandboxHostTests", dependencies: ["Sandbox", "AppBundle", "TestSupport"]),
+        .testTarget(name: "BundleArchiveTests", dependencies: ["AppdBase", "BundleArchive", "AppBundle", "TestSupport"]),
+        .testTarget(name: "SandboxHostTests", dependencies: ["AppdBase", "Sandbox", "AppBundle", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
         .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),
-        .testTarget(name: "AppContainersTests", dependencies: ["AppContainers", "AppBundle", "appd", "TestSupport"]),
+        .testTarget(name: "AppContainersTests", dependencies: ["AppdBase", "AppContainers", "AppBundle", "appd", "TestSupport"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
-        .testTarget(name: "SandboxTests", dependencies: ["AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport"]),
+        .testTarget(name: "SandboxTests", dependencies: ["AppdBase", "AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport"]),
         // Each launcher contract round-tripped between the daemon's side and the shared parser,
         // without root; and a profile the daemon writes, accepted by the built appd-exec.
         .testTarget(

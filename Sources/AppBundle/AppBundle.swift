@@ -1,4 +1,4 @@
-@_exported import AppdBase
+import AppdBase
 import Foundation
 
 /// A validated app bundle: what `appd verify` prints and what `appd install` registers.

@@ -1,3 +1,4 @@
+import AppdBase
 import PrintableText
 
 /// A `CFBundleIdentifier`: reverse-DNS, ASCII letters, digits, `-` and `.`, at least two labels,

@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 
 /// The entitlements a bundle requests, every key kept with its type, and what each means here.

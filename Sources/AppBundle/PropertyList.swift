@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 
 /// A property-list value with its type kept: entitlement values are bools, strings, arrays and

@@ -1,5 +1,6 @@
 import AppBundle
 import AppdAPI
+import AppdBase
 import Foundation
 
 // The registry's and the bundle reader's types as the API shows them: the daemon answers with

@@ -1,4 +1,4 @@
-import AppBundle
+import AppdBase
 import Foundation
 import Glibc
 import Sandbox

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Sandbox
 
 /// `[App com.example.x]`: what the host's admin changes for one app without re-signing it, as

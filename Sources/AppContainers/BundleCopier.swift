@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Copies a bundle into staging as the walker hands it over: the walker has opened each source

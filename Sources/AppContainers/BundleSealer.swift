@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// The counterpart of `BundleCopier` for a bundle that is already where it will be installed

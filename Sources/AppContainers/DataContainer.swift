@@ -1,4 +1,4 @@
-import AppBundle
+import AppdBase
 import Glibc
 
 /// The app's home: `Documents`, `Library/Preferences`, `Library/Caches`, `tmp`, all owned by

@@ -1,4 +1,3 @@
-import AppBundle
 import Sandbox
 
 /// How the admin runs one app as a service, launchd-style, in its `[App ID]` section

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// The state root (default `/var/lib/appd`) and the layout under it:

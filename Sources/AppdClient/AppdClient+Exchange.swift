@@ -1,5 +1,6 @@
 import AppdAPI
 #if canImport(FoundationEssentials)
+import AppdBase
 import FoundationEssentials
 #else
 import Foundation

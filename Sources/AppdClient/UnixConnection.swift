@@ -1,3 +1,4 @@
+import AppdBase
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -138,27 +139,3 @@ final class UnixConnection {
     }
 }
 
-/// What people search for: `ECONNREFUSED` rather than "Connection refused" alone.
-func errnoName(_ code: Int32) -> String {
-    switch code {
-    case ENOENT: "ENOENT"
-    case EACCES: "EACCES"
-    case EPERM: "EPERM"
-    case ECONNREFUSED: "ECONNREFUSED"
-    case ECONNRESET: "ECONNRESET"
-    case EPIPE: "EPIPE"
-    case ENOTDIR: "ENOTDIR"
-    case ENOTSOCK: "ENOTSOCK"
-    case EAGAIN: "EAGAIN"
-    case EMFILE: "EMFILE"
-    case ENFILE: "ENFILE"
-    case ENOBUFS: "ENOBUFS"
-    case ETIMEDOUT: "ETIMEDOUT"
-    case EPROTOTYPE: "EPROTOTYPE"
-    default: "errno \(code)"
-    }
-}
-
-func errnoText(_ code: Int32) -> String {
-    "\(errnoName(code)) (\(String(cString: strerror(code))))"
-}

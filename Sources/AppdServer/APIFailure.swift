@@ -1,6 +1,6 @@
-import AppBundle
 import AppContainers
 import AppdAPI
+import AppdBase
 
 /// An error on its way to becoming an HTTP answer: a status and the `{"error": ...}` body.
 public struct APIFailure: Error, Sendable {

@@ -1,6 +1,6 @@
-import AppBundle
 import AppContainers
 import AppdAPI
+import AppdBase
 import CLinux
 import Foundation
 import Glibc

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// What pax (`x`) and GNU long-name (`L`, `K`) records said about the entry that follows them.

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Extracts a bundle archive (docs/bundle-archive.md) that arrives in pieces, as a request body

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Writes a bundle folder as a tar stream (docs/bundle-archive.md), for `appd install` to send

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// The directory an archive is extracted into, and the rules for what may be created there.

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// The entitlement half of the policy: each requested key is decided once, here, and every

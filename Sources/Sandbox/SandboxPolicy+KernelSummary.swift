@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 
 /// What this kernel's layers mean for each kind of app, for `appd doctor`: the policy itself
 /// is asked (a profile compiled for a stand-in app of each network kind), so the report cannot

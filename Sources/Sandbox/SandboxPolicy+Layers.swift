@@ -1,5 +1,5 @@
+import AppdBase
 import Glibc
-import AppBundle
 
 /// Landlock and seccomp: the two layers that keep working after the app's first instruction.
 extension SandboxPolicy {

@@ -1,5 +1,6 @@
 import AppBundle
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 

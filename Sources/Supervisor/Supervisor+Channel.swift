@@ -1,4 +1,3 @@
-import AppBundle
 import AppdAPI
 import Foundation
 import Glibc

@@ -1,5 +1,5 @@
-import AppBundle
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 

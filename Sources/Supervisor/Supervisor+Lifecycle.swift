@@ -1,6 +1,6 @@
-import AppBundle
 import AppContainers
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 

@@ -1,6 +1,6 @@
-import AppBundle
 import AppContainers
 import AppdAPI
+import AppdBase
 import Foundation
 
 /// Who asked for a launch: a client, or appd itself running an app as a service.

@@ -1,4 +1,3 @@
-import AppBundle
 import AppContainers
 import AppdAPI
 import AppdCLI

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import AppdCLI
 import ArgumentParser
 import Foundation

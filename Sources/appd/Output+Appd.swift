@@ -1,6 +1,6 @@
-import AppBundle
 import AppdAPI
 import AppContainers
+import AppdBase
 import AppdCLI
 import Foundation
 import PrintableText

@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdBase
 import AppdCLI
 import AppdClient
 import ArgumentParser

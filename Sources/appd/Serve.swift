@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdBase
 import AppdServer
 import ArgumentParser
 import Foundation

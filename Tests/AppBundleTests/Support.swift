@@ -1,4 +1,5 @@
 @testable import AppBundle
+import AppdBase
 import Foundation
 import Testing
 

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Foundation
 import Testing
 

@@ -1,4 +1,3 @@
-import AppBundle
 import BundleArchive
 import Foundation
 import Testing

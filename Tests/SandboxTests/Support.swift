@@ -1,5 +1,6 @@
 import AppBundle
 import AppContainers
+import AppdBase
 import Foundation
 import Sandbox
 import Supervisor

@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 
 /// A bundle's signature checked against its tree: what `appd verify` reports.

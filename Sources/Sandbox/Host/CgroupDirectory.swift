@@ -1,4 +1,4 @@
-import AppBundle
+import AppdBase
 import Glibc
 
 /// Operations on one cgroup directory that both drivers share: mkdir/rmdir, the v2

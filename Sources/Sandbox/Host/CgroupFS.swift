@@ -1,4 +1,4 @@
-import AppBundle
+import AppdBase
 import Glibc
 
 /// The few file operations cgroups need, each one system call with its errno kept, because

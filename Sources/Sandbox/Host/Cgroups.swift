@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Resource limits for one instance. `nil` leaves the kernel's default (no limit).

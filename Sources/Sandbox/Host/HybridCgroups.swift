@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids and cpu (each mounted

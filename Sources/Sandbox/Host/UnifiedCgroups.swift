@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Glibc
 
 /// Instance cgroups on a unified cgroup v2 host (systemd's default).

@@ -1,4 +1,4 @@
-import AppBundle
+import AppdBase
 import CLinux
 import Foundation
 import Glibc
