@@ -119,16 +119,8 @@ extension AppdConfiguration {
         do {
             defer { close(fd) }
             let bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let written = bytes[offset...].withUnsafeBytes {
-                    Glibc.write(fd, $0.baseAddress, $0.count)
-                }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw AppdError.system("write \(temporary)")
-                }
-                offset += written
+            if case .failure(let error) = bytes.withUnsafeBytes({ writeAll(fd, $0) }) {
+                throw AppdError.system("write \(temporary)", errno: error.rawValue)
             }
             guard fchmod(fd, exists ? old.st_mode & 0o7777 : 0o644) == 0 else {
                 throw AppdError.system("chmod \(temporary)")
@@ -169,8 +161,8 @@ extension AppdConfiguration {
                 hint: errno == ENOENT ? "create it (mkdir -p \(directory)), or name another file with --config" : nil)
         }
         defer { close(fd) }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else { throw AppdError.system("lock \(directory)") }
+        guard retryingInterrupts({ flock(fd, LOCK_EX) }) == 0 else {
+            throw AppdError.system("lock \(directory)")
         }
         return try body()
     }

@@ -74,21 +74,16 @@ struct BundleCopier: BundleVisitor {
     private mutating func copy(from source: Int32, to out: Int32, what: String) throws -> [UInt8] {
         var hasher = ContentHasher()
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(source, $0.baseAddress, $0.count) }
-            if n == 0 { return hasher.finish() }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(what)")
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { read(source, buffer.baseAddress, buffer.count) }
             }
+            if n == 0 { return hasher.finish() }
+            if n < 0 { throw AppdError.system("read \(what)") }
             try buffer.withUnsafeBytes { bytes in
                 let chunk = UnsafeRawBufferPointer(rebasing: bytes[..<n])
                 hasher.update(chunk)
-                var written = 0
-                while written < n {
-                    let w = write(out, chunk.baseAddress! + written, n - written)
-                    if w < 0 && errno == EINTR { continue }
-                    guard w > 0 else { throw AppdError.system("write \(what)") }
-                    written += w
+                if case .failure(let error) = writeAll(out, chunk) {
+                    throw AppdError.system("write \(what)", errno: error.rawValue)
                 }
             }
             bytesCopied += Int64(n)

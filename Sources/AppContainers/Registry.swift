@@ -28,7 +28,7 @@ public final class Registry: Sendable {
         let folderPath = (path as NSString).deletingLastPathComponent
         let folder = open(folderPath.isEmpty ? "." : folderPath, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         if folder >= 0 {
-            while flock(folder, LOCK_EX) != 0 && errno == EINTR {}
+            _ = retryingInterrupts { flock(folder, LOCK_EX) }
         }
         defer { if folder >= 0 { close(folder) } }
         do {

@@ -95,11 +95,10 @@ public final class StateLock {
                 throw AppdError.system("lock \(root.lockPath)")
             }
             onWait()
-            while flock(fd, LOCK_EX) != 0 {
-                guard errno == EINTR else {
-                    close(fd)
-                    throw AppdError.system("lock \(root.lockPath)")
-                }
+            guard retryingInterrupts({ flock(fd, LOCK_EX) }) == 0 else {
+                let code = errno
+                close(fd)
+                throw AppdError.system("lock \(root.lockPath)", errno: code)
             }
         }
     }
@@ -128,8 +127,7 @@ public final class DaemonLock {
         let path = root.daemonLockPath
         fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AppdError.system("open \(path)") }
-        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
-            if errno == EINTR { continue }
+        if retryingInterrupts({ flock(fd, LOCK_EX | LOCK_NB) }) != 0 {
             let code = errno
             let holder = Self.recordedPID(fd)
             close(fd)

@@ -207,8 +207,7 @@ final class RemoteProcess: @unchecked Sendable {
         var buffer = [UInt8](repeating: 0, count: 4096)
         var entry = pollfd(fd: errorFD, events: Int16(POLLIN), revents: 0)
         while bytes.count < 16384, poll(&entry, 1, 2000) > 0 {
-            let count = read(errorFD, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingInterrupts { read(errorFD, &buffer, buffer.count) }
             if count <= 0 { break }
             bytes += buffer[..<count]
         }
@@ -331,8 +330,7 @@ extension AppdClient {
                 throw APIError(code: "internal", message: "poll: \(errnoText(errno))")
             }
             if inputOpen, entries[0].revents != 0 {
-                let count = read(0, &buffer, buffer.count)
-                if count < 0 && errno == EINTR { continue }
+                let count = retryingInterrupts { read(0, &buffer, buffer.count) }
                 if count <= 0 {
                     inputOpen = false
                     shutdown(connection.fd, Int32(SHUT_WR))
@@ -345,18 +343,10 @@ extension AppdClient {
                 }
             }
             if entries[1].revents != 0 {
-                let count = recv(connection.fd, &buffer, buffer.count, 0)
-                if count < 0 && errno == EINTR { continue }
+                let count = retryingInterrupts { recv(connection.fd, &buffer, buffer.count, 0) }
                 if count <= 0 { return }
-                var offset = 0
-                while offset < count {
-                    let written = buffer[offset..<count].withUnsafeBytes {
-                        write(1, $0.baseAddress, $0.count)
-                    }
-                    if written < 0 && errno == EINTR { continue }
-                    if written <= 0 { return }  // the ssh side went away
-                    offset += written
-                }
+                // The ssh side going away ends the relay.
+                guard case .success = buffer[..<count].withUnsafeBytes({ writeAll(1, $0) }) else { return }
             }
         }
     }

@@ -102,9 +102,8 @@ final class UnixConnection {
         guard var base = bytes.baseAddress else { return }
         var remaining = bytes.count
         while remaining > 0 {
-            let sent = send(fd, base, remaining, Int32(MSG_NOSIGNAL))
+            let sent = retryingInterrupts { send(fd, base, remaining, Int32(MSG_NOSIGNAL)) }
             if sent < 0 {
-                if errno == EINTR { continue }
                 if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }
                 throw .write(errno: errno)
             }
@@ -128,14 +127,11 @@ final class UnixConnection {
 
     /// Reads what is there (at most `buffer.count` bytes); 0 at the end of the stream.
     func read(into buffer: UnsafeMutableRawBufferPointer) throws(TransportError) -> Int {
-        while true {
-            let count = recv(fd, buffer.baseAddress, buffer.count, 0)
-            if count > 0 { receivedAnything = true }
-            if count >= 0 { return count }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }
-            throw .read(errno: errno)
-        }
+        let count = retryingInterrupts { recv(fd, buffer.baseAddress, buffer.count, 0) }
+        if count > 0 { receivedAnything = true }
+        if count >= 0 { return count }
+        if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut }
+        throw .read(errno: errno)
     }
 }
 

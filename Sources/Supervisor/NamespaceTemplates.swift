@@ -293,8 +293,7 @@ public final class NamespaceTemplates: Sendable {
             let ready = poll(&entry, 1, wait)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { break }
-            let count = read(fd, &buffer, buffer.count)
-            if count < 0 && errno == EINTR { continue }
+            let count = retryingInterrupts { read(fd, &buffer, buffer.count) }
             guard count > 0 else { break }
             bytes += buffer[..<count]
         }

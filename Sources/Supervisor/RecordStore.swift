@@ -54,8 +54,9 @@ struct RecordStore: Sendable {
         guard fd >= 0 else { throw AppdError.system("open \(temporary)") }
         var written = 0
         while written < data.count {
-            let count = data[(data.startIndex + written)...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if count < 0 && errno == EINTR { continue }
+            let count = data[(data.startIndex + written)...].withUnsafeBytes { bytes in
+                retryingInterrupts { write(fd, bytes.baseAddress, bytes.count) }
+            }
             guard count > 0 else {
                 let code = errno
                 close(fd)

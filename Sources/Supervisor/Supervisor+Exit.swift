@@ -1,3 +1,4 @@
+import AppdBase
 import AppdAPI
 import Foundation
 import Glibc
@@ -11,11 +12,7 @@ extension Supervisor {
         var waitStatus: Int32?
         if entry.isChild, let pid = entry.pid {
             var raw: Int32 = 0
-            while true {
-                let result = waitpid(pid, &raw, 0)
-                if result == pid { waitStatus = raw }
-                if result >= 0 || errno != EINTR { break }
-            }
+            if retryingInterrupts({ waitpid(pid, &raw, 0) }) == pid { waitStatus = raw }
         }
         let statusText = records.readStatus(id)
         let oomKills = (try? entry.cgroup?.events())??.oomKills ?? 0

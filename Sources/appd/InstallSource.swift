@@ -143,7 +143,9 @@ struct InstallSource {
             let remove = { _ = unlink(path) }
             do {
                 defer { Glibc.close(fd) }
-                try writeAll(fd, head, what: path)
+                if case .failure(let error) = head.withUnsafeBytes({ writeAll(fd, $0) }) {
+                    throw AppdError.system("write \(path)", errno: error.rawValue)
+                }
                 try copy(
                     from: STDIN_FILENO, to: fd, limit: limits.maxTotalBytes + (64 << 20), what: path
                 )
@@ -245,12 +247,11 @@ struct InstallSource {
             try head.withUnsafeBytes { try sink($0) }
             var buffer = [UInt8](repeating: 0, count: BundleArchiveWriter.chunkSize)
             while true {
-                let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-                if n == 0 { return }
-                if n < 0 {
-                    if errno == EINTR { continue }
-                    throw AppdError.system("read \(shown)")
+                let n = buffer.withUnsafeMutableBytes { buffer in
+                    retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
                 }
+                if n == 0 { return }
+                if n < 0 { throw AppdError.system("read \(shown)") }
                 try buffer.withUnsafeBytes { try sink(UnsafeRawBufferPointer(rebasing: $0[..<n])) }
             }
         }
@@ -277,14 +278,11 @@ struct InstallSource {
         var head = [UInt8](repeating: 0, count: 512)
         var filled = 0
         while filled < head.count {
-            let n = head.withUnsafeMutableBytes {
-                Glibc.read(fd, $0.baseAddress! + filled, 512 - filled)
+            let n = head.withUnsafeMutableBytes { head in
+                retryingInterrupts { Glibc.read(fd, head.baseAddress! + filled, 512 - filled) }
             }
             if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read \(what)")
-            }
+            if n < 0 { throw AppdError.system("read \(what)") }
             filled += n
         }
         return Array(head[..<filled])
@@ -295,34 +293,19 @@ struct InstallSource {
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         var total: Int64 = 0
         while true {
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(input, $0.baseAddress, $0.count) }
-            if n == 0 { return }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("read stdin")
+            let n = buffer.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { Glibc.read(input, buffer.baseAddress, buffer.count) }
             }
+            if n == 0 { return }
+            if n < 0 { throw AppdError.system("read stdin") }
             total += Int64(n)
             guard total <= limit else {
                 throw AppdError(
                     .invalidBundle, "the .ipa on stdin is over \(limit) bytes; refusing it")
             }
-            try writeAll(output, buffer[..<n], what: what)
-        }
-    }
-
-    private static func writeAll(_ fd: Int32, _ bytes: some Collection<UInt8>, what: String) throws
-    {
-        let array = Array(bytes)
-        var offset = 0
-        while offset < array.count {
-            let n = array.withUnsafeBytes {
-                Glibc.write(fd, $0.baseAddress! + offset, array.count - offset)
+            if case .failure(let error) = buffer[..<n].withUnsafeBytes({ writeAll(output, $0) }) {
+                throw AppdError.system("write \(what)", errno: error.rawValue)
             }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw AppdError.system("write \(what)")
-            }
-            offset += n
         }
     }
 }

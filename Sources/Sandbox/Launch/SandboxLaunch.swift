@@ -300,7 +300,7 @@ public struct SandboxLaunch {
 
     public static func wait(_ pid: pid_t) -> Int32 {
         var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        _ = retryingInterrupts { waitpid(pid, &status, 0) }
         return status
     }
 
@@ -308,8 +308,9 @@ public struct SandboxLaunch {
         var bytes: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)
         while true {
-            let count = read(fd, &buffer, buffer.count)
-            if count > 0 { bytes += buffer[..<count] } else if count < 0 && errno == EINTR { continue } else { break }
+            let count = retryingInterrupts { read(fd, &buffer, buffer.count) }
+            guard count > 0 else { break }
+            bytes += buffer[..<count]
         }
         return String(decoding: bytes, as: UTF8.self)
     }
