@@ -45,12 +45,14 @@ extension Supervisor {
                 // the entry is in place.
                 entry.watcher = watch(id: id, pid: pid)
             }
+            // The grace period starts again now: set before the entry is stored (it is a value;
+            // set after, the background check found no start and never froze the instance).
+            if entry.state == .background { entry.life.backgroundSince = Date() }
             entries[id] = entry
             if record.state == .terminating, let deadline = record.graceDeadline {
                 scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
             }
             if entry.state == .background {
-                entry.life.backgroundSince = Date()
                 scheduleBackgroundCheck(id, after: lifecycle.backgroundGracePeriod)
             }
             report.adopted.append(id)

@@ -77,6 +77,20 @@ struct RestartTests {
         #expect(try daemon.instance(instance.id).state == .active)
     }
 
+    @Test("an app in the background when appd stopped is frozen once its grace period passes after the restart")
+    func adoptedBackgroundIsFrozen() throws {
+        let daemon = try TestDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=3\n")
+        try daemon.installProbe("com.example.later")
+        let instance = try daemon.launch("com.example.later", ["sleep", "120"])
+        #expect(try daemon.act("background", instance.id).state == .background)
+        daemon.stop()
+        try daemon.start()
+        #expect(try daemon.instance(instance.id).state == .background)
+        // Adopted, its grace period starts again: frozen 3 s on. Before the fix its start was
+        // lost and the instance stayed in the background for good.
+        #expect(daemon.eventually(15) { (try? daemon.instance(instance.id).state) == .suspended })
+    }
+
     @Test("events: a subscriber sees launched and exited, with the exit")
     func events() throws {
         let daemon = try TestDaemon()
