@@ -1,3 +1,4 @@
+import LauncherProtocol
 import AppdBase
 import Foundation
 import CLinux
@@ -116,6 +117,9 @@ public struct InstanceLogs: Sendable {
 
     /// The log, its rotated part and their time indexes.
     func remove(_ path: String) {
-        for name in [path, path + ".1", path + ".idx", path + ".1.idx"] { unlink(name) }
+        let rotated = LogIndexLayout.rotatedName(ofLog: path)
+        for name in [path, rotated, LogIndexLayout.indexName(ofLog: path), LogIndexLayout.indexName(ofLog: rotated)] {
+            unlink(name)
+        }
     }
 }

@@ -282,3 +282,21 @@ final class LifecycleChannel: @unchecked Sendable {
     /// Stops reading and closes the daemon's end: the app reads EOF.
     func close() { source.cancel() }
 }
+
+/// A message to the app in the shared vocabulary (LifecycleProtocol): its type and fields by
+/// name, never as free strings; `json` is what `LifecycleChannel.send` writes.
+struct DaemonMessage {
+    var type: DaemonMessageType
+    var fields: [LifecycleField: Any]
+
+    init(_ type: DaemonMessageType, _ fields: [LifecycleField: Any] = [:]) {
+        self.type = type
+        self.fields = fields
+    }
+
+    var json: [String: Any] {
+        var object: [String: Any] = [LifecycleField.type.rawValue: type.rawValue]
+        for (field, value) in fields { object[field.rawValue] = value }
+        return object
+    }
+}

@@ -1,3 +1,4 @@
+import LauncherProtocol
 import AppdAPI
 import Foundation
 import Glibc
@@ -16,6 +17,11 @@ public protocol LogSink: Sendable {
 /// the log's bound (`maxBytes`) is read from each file. The HTTP routes only parse the request
 /// and hand over the sink.
 public struct LogReader: Sendable {
+    /// The index of the rotated log (`NAME.1.idx`).
+    static func rotatedIndex(of path: String) -> String {
+        LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: path))
+    }
+
     public let instance: String
     let supervisor: Supervisor
     /// The log files, oldest first (the rotated one, then the current one).
@@ -59,7 +65,7 @@ public struct LogReader: Sendable {
         // An index is looked for under the file's own name, then (the current file, rotated
         // since it was opened) under the rotated one.
         let indexes = zip(all, paths).map { fd, path in
-            LogTimeIndex(forLog: fd, candidates: [path + ".idx", currentPath + ".1.idx"])
+            LogTimeIndex(forLog: fd, candidates: [LogIndexLayout.indexName(ofLog: path), Self.rotatedIndex(of: currentPath)])
         }
         // Where to start: the beginning, the last `tail` lines, the first line at or after
         // `since`, whichever is latest.
@@ -138,7 +144,7 @@ public struct LogReader: Sendable {
             if stamper.timestamps, currentIndex == nil {
                 // The relay makes the index right after the file: take it once it is there.
                 currentIndex = LogTimeIndex(
-                    forLog: log.fd, candidates: [currentPath + ".idx", currentPath + ".1.idx"])
+                    forLog: log.fd, candidates: [LogIndexLayout.indexName(ofLog: currentPath), Self.rotatedIndex(of: currentPath)])
                 stamper.index = currentIndex
             }
             offset = try await Self.copy(
@@ -153,7 +159,7 @@ public struct LogReader: Sendable {
                 log.reopen()
                 offset = 0
                 if stamper.timestamps {
-                    currentIndex = LogTimeIndex(forLog: log.fd, candidates: [currentPath + ".idx"])
+                    currentIndex = LogTimeIndex(forLog: log.fd, candidates: [LogIndexLayout.indexName(ofLog: currentPath)])
                     stamper.index = currentIndex
                 }
                 stamper.atLineStart = true

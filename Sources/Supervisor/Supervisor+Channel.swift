@@ -1,3 +1,4 @@
+import LifecycleProtocol
 import AppdAPI
 import Foundation
 import Glibc
@@ -36,12 +37,14 @@ extension Supervisor {
             // Launching is inactive, wherever it is headed; `ready` brings it the rest of the way
             // (didBecomeActive, or didEnterBackground for a launch into the background).
             entry.life.told = .inactive
-            var launchedBy: [String: Any] = ["uid": Int(entry.launchedBy)]
-            if let user = getpwuid(entry.launchedBy)?.pointee.pw_name { launchedBy["user"] = String(cString: user) }
-            send(entry, [
-                "type": "didFinishLaunching", "instance": id, "arguments": entry.arguments,
-                "launchedBy": launchedBy, "state": entry.life.told.rawValue,
-            ])
+            var launchedBy: [String: Any] = [LifecycleField.uid.rawValue: Int(entry.launchedBy)]
+            if let user = getpwuid(entry.launchedBy)?.pointee.pw_name {
+                launchedBy[LifecycleField.user.rawValue] = String(cString: user)
+            }
+            send(entry, DaemonMessage(.didFinishLaunching, [
+                .instance: id, .arguments: entry.arguments, .launchedBy: launchedBy,
+                .state: entry.life.told.rawValue,
+            ]))
             scheduleWatchdog(id)
         case .ready:
             guard entry.channel == .launching else { return }
@@ -112,21 +115,21 @@ extension Supervisor {
     /// Answers a request for a background task; true if it was granted.
     @discardableResult
     func beginTask(_ entry: inout Instance, name: String, ref: Int?, seconds: Double?) -> Bool {
-        var answer: [String: Any] = ["type": "backgroundTaskBegan", "task": 0]
+        var answer = DaemonMessage(.backgroundTaskBegan, [.task: 0])
         var granted = false
-        if let ref { answer["ref"] = ref }
+        if let ref { answer.fields[.ref] = ref }
         if entry.state == .terminating {
-            answer["reason"] = "the app is terminating"
+            answer.fields[.reason] = "the app is terminating"
         } else if entry.life.tasks.count >= lifecycle.maxBackgroundTasks {
-            answer["reason"] = "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
+            answer.fields[.reason] = "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
         } else {
             let task = entry.life.nextTask
             entry.life.nextTask += 1
             let time = lifecycle.taskTime(requested: seconds)
             entry.life.tasks[task] = BackgroundTask(name: name, deadline: Date().addingTimeInterval(time))
             entry.backgroundTasks = entry.life.tasks.count
-            answer["task"] = task
-            answer["timeRemaining"] = time
+            answer.fields[.task] = task
+            answer.fields[.timeRemaining] = time
             granted = true
             let id = entry.id
             Task {
@@ -151,7 +154,7 @@ extension Supervisor {
         held.warned = true
         entry.life.tasks[task] = held
         let grace = lifecycle.backgroundTaskExpirationGrace
-        send(entry, ["type": "backgroundTaskWillExpire", "task": task, "timeRemaining": grace])
+        send(entry, DaemonMessage(.backgroundTaskWillExpire, [.task: task, .timeRemaining: grace]))
         save(entry)
         Task {
             try? await Task.sleep(nanoseconds: UInt64(grace * 1e9))
@@ -186,7 +189,7 @@ extension Supervisor {
             && (entry.channel == .ready || entry.channel == .launching)
             && entry.state != .suspended && entry.state != .exited
         {
-            if send(entry, ["type": "didReceiveMemoryWarning"]) { delivered.append(entry.id) }
+            if send(entry, DaemonMessage(.didReceiveMemoryWarning)) { delivered.append(entry.id) }
         }
         return delivered.sorted()
     }

@@ -1,3 +1,4 @@
+import LifecycleProtocol
 import AppBundle
 import AppContainers
 import AppdAPI
@@ -185,7 +186,7 @@ extension Supervisor {
             denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
             throw error
         }
-        profile.environment.append(.init(name: "APPD_LIFECYCLE_FD", value: "3"))
+        profile.environment.append(.init(name: LifecycleWire.environmentVariable, value: "3"))
         profile.logDenials = dependencies.logDenials
         timings.profile = lap()
         let info = infoKeys(of: app, root: store.root)

@@ -1,3 +1,4 @@
+import LifecycleProtocol
 import AppContainers
 import AppdAPI
 import AppdBase
@@ -149,15 +150,15 @@ extension Supervisor {
             let goal = InstanceLifecycle.level(entry.state), var level = InstanceLifecycle.level(entry.life.told)
         else { return }
         while level != goal {
-            let message: [String: Any]
+            let message: DaemonMessage
             switch (level, level < goal) {
-            case (0, true): message = ["type": "willEnterForeground"]
-            case (1, true): message = ["type": "didBecomeActive"]
-            case (2, false): message = ["type": "willResignActive"]
+            case (0, true): message = DaemonMessage(.willEnterForeground)
+            case (1, true): message = DaemonMessage(.didBecomeActive)
+            case (2, false): message = DaemonMessage(.willResignActive)
             default:
-                var enter: [String: Any] = ["type": "didEnterBackground"]
+                var enter = DaemonMessage(.didEnterBackground)
                 // Absent when it will not be frozen (an allowed background mode, a service).
-                if !Self.neverFrozen(entry.api) { enter["gracePeriod"] = lifecycle.backgroundGracePeriod }
+                if !Self.neverFrozen(entry.api) { enter.fields[.gracePeriod] = lifecycle.backgroundGracePeriod }
                 message = enter
                 // The grace period is the app's time after it was told (an app launched into
                 // the background learns it on ready).
@@ -173,11 +174,11 @@ extension Supervisor {
     /// Sends and records the message as an event (`-> didBecomeActive`), unless `publishing`
     /// is false (answers to requests that changed nothing, which an app may repeat at will).
     @discardableResult
-    func send(_ entry: Instance, _ message: [String: Any], publishing: Bool = true) -> Bool {
+    func send(_ entry: Instance, _ message: DaemonMessage, publishing: Bool = true) -> Bool {
         guard let channel = entry.life.channel else { return false }
-        let sent = channel.send(message)
+        let sent = channel.send(message.json)
         if publishing {
-            publish(.message, entry.api, detail: "-> \(message["type"] ?? "?")" + (sent ? "" : " (not delivered)"))
+            publish(.message, entry.api, detail: "-> \(message.type.rawValue)" + (sent ? "" : " (not delivered)"))
         }
         return sent
     }
@@ -221,7 +222,7 @@ extension Supervisor {
     /// Termination starts: an app that speaks the channel gets willTerminate with SIGTERM.
     func lifecycleWillTerminate(_ entry: Instance, grace: Double) {
         guard entry.channel == .ready || entry.channel == .launching else { return }
-        send(entry, ["type": "willTerminate", "gracePeriod": grace])
+        send(entry, DaemonMessage(.willTerminate, [.gracePeriod: grace]))
     }
 
     /// The instance has ended: its channel closes, its tasks are gone.

@@ -1,3 +1,4 @@
+import LauncherProtocol
 import AppBundle
 import AppContainers
 import AppdAPI
@@ -223,7 +224,7 @@ public actor Supervisor {
     public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool, maxBytes: Int64) {
         let entry = try entry(id)
         let path = entry.log
-        return ([path + ".1", path], entry.state == .exited, logs.maxBytes)
+        return ([LogIndexLayout.rotatedName(ofLog: path), path], entry.state == .exited, logs.maxBytes)
     }
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
