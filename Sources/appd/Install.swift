@@ -94,12 +94,8 @@ struct Install: ParsableCommand {
 
     /// `--restart`: each running instance of `app` marked outdated, restarted one after another.
     static func restartOutdated(_ app: String, client: AppdClient) throws -> [APIInstance] {
-        let outdated = try client.get(AppdClient.path("instances", query: ["app": app]), as: [APIInstance].self)
-            .filter { $0.outdated == true && $0.state != .exited }
-        return try outdated.map { instance in
-            try client.post(
-                AppdClient.path("instances", instance.id, "restart"), body: TerminateRequest(), as: APIInstance.self)
-        }
+        let outdated = try client.instances(app: app).filter { $0.outdated == true && $0.state != .exited }
+        return try outdated.map { try client.restart($0.id) }
     }
 
     /// The first line an install prints. `previousVersion` and the app's `version` are both
@@ -122,17 +118,11 @@ struct Install: ParsableCommand {
     private func installThroughDaemon(_ source: InstallSource, client: AppdClient, progress: Bool) throws
         -> APIInstallResult
     {
-        let path = AppdClient.path(
-            "apps",
-            query: [
-                "name": source.name, "allowDowngrade": allowDowngrade ? "1" : nil,
-                "allowSignerChange": allowSignerChange ? "1" : nil,
-            ])
         let display = progress ? UploadProgress(totals: source.totals) : nil
         defer { display?.finish() }
         do {
-            return try client.upload(
-                path, contentType: "application/x-tar", as: APIInstallResult.self
+            return try client.install(
+                name: source.name, allowDowngrade: allowDowngrade, allowSignerChange: allowSignerChange
             ) { write in
                 try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
                     try write(bytes)

@@ -223,7 +223,7 @@ struct Override: ParsableCommand {
     private func reload(_ result: inout Result) throws {
         let answer: APIReloadResult
         do {
-            answer = try options.client.post("/v1/reload", as: APIReloadResult.self)
+            answer = try options.client.reload()
         } catch {
             if error.code == "unavailable" && (error.errno == ENOENT || error.errno == ECONNREFUSED)
             {
