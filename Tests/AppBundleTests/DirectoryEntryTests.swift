@@ -1,3 +1,4 @@
+import AppdBase
 import AppBundle
 import Glibc
 import Testing

@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 import Glibc
 import Testing
