@@ -14,10 +14,10 @@ import Synchronization
 /// flock, per open).
 public final class AppStore: @unchecked Sendable {
     public let root: StateRoot
-    /// The settings in force: `appd reload` (SIGHUP) swaps them as a whole, so a reader gets
-    /// either the old or the new file, never a mix. Read it once per operation.
-    public var config: AppdConfiguration { configuration.withLock { $0 } }
-    private let configuration: Mutex<AppdConfiguration>
+    /// The settings in force, for the store's own work (installs, checks, quotas). The daemon
+    /// owns them and hands the same `LiveConfiguration` to each part that reads them.
+    public var config: AppdConfiguration { configuration.current }
+    public let configuration: LiveConfiguration
     /// nil when opened read-only on a state root that has no registry yet (nothing installed).
     let registry: Registry?
     /// A full recovery ran since this store was opened (lockAndRecover).
@@ -28,9 +28,13 @@ public final class AppStore: @unchecked Sendable {
 
     public enum Access { case readOnly, readWrite }
 
-    public init(root: StateRoot, config: AppdConfiguration, access: Access) throws {
+    public convenience init(root: StateRoot, config: AppdConfiguration, access: Access) throws {
+        try self.init(root: root, configuration: LiveConfiguration(config), access: access)
+    }
+
+    public init(root: StateRoot, configuration: LiveConfiguration, access: Access) throws {
         self.root = root
-        configuration = Mutex(config)
+        self.configuration = configuration
         let registryExists = FileManager.default.fileExists(atPath: root.registryPath)
         switch access {
         case .readOnly:
@@ -54,12 +58,6 @@ public final class AppStore: @unchecked Sendable {
             }
             registry = try Registry(path: root.registryPath)
         }
-    }
-
-    /// Puts `config` in force for every later operation (installs, launches, checks); what is
-    /// running keeps what it started with.
-    public func replaceConfiguration(_ config: AppdConfiguration) {
-        configuration.withLock { $0 = config }
     }
 
     var writableRegistry: Registry {

@@ -20,6 +20,7 @@ actor ConfigurationReloader {
 
     let source: Source
     let store: AppStore
+    let configuration: LiveConfiguration
     let supervisor: Supervisor
     let systemd: SystemdNotifier
     let logger: Logger
@@ -27,12 +28,13 @@ actor ConfigurationReloader {
     let statusLine: @Sendable () async -> String
 
     init(
-        source: Source, store: AppStore, supervisor: Supervisor, systemd: SystemdNotifier,
+        source: Source, store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor, systemd: SystemdNotifier,
         logger: Logger,
         statusLine: @escaping @Sendable () async -> String
     ) {
         self.source = source
         self.store = store
+        self.configuration = configuration
         self.supervisor = supervisor
         self.systemd = systemd
         self.logger = logger
@@ -41,7 +43,7 @@ actor ConfigurationReloader {
 
     func reload() async throws -> APIReloadResult {
         systemd.reloading(status: "reloading \(source.path)")
-        let old = store.config
+        let old = configuration.current
         var new: AppdConfiguration
         let restartRequired: [String]
         do {
@@ -58,7 +60,7 @@ actor ConfigurationReloader {
             throw error
         }
         let changed = Self.changedSections(old, new)
-        store.replaceConfiguration(new)
+        configuration.replace(with: new)
         let applied = await applyOverrides(old: old, new: new)
         var metadata: Logger.Metadata = ["config": "\(source.path)"]
         if !applied.isEmpty { metadata["applied"] = "\(applied.joined(separator: "; "))" }
@@ -99,7 +101,7 @@ actor ConfigurationReloader {
     }
 
     /// Puts the old values of the settings only a restart applies back into `new` (so that
-    /// `store.config` says what is in force); returns the keys whose value the file changed.
+    /// `configuration.current` says what is in force); returns the keys whose value the file changed.
     static func keepRestartOnly(from old: AppdConfiguration, in new: inout AppdConfiguration)
         -> [String]
     {

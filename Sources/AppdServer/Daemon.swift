@@ -79,9 +79,11 @@ public final class Daemon: Service {
         let systemd = SystemdNotifier()
         // Trapped before anything else can take long: SIGHUP's default action ends the process.
         let hangups = await UnixSignalsSequence(trapping: .sighup)
-        let store = try AppStore(root: options.root, config: options.config, access: .readWrite)
+        // The settings in force, owned here and handed to each part that reads them.
+        let configuration = LiveConfiguration(options.config)
+        let store = try AppStore(root: options.root, configuration: configuration, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
-        let supervisor = try Supervisor(store: store, runtimeDirectory: runtime,
+        let supervisor = try Supervisor(store: store, configuration: configuration, runtimeDirectory: runtime,
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         supervisor.templates.onFailure { [logger] message in logger.warning("\(message)") }
@@ -99,10 +101,12 @@ public final class Daemon: Service {
         let shown = adopted.map { "fd \($0) from systemd" } ?? path
         let reloader = ConfigurationReloader(
             source: .init(path: options.configPath, explicit: options.configExplicit), store: store,
+            configuration: configuration,
             supervisor: supervisor, systemd: systemd, logger: logger,
             statusLine: { "serving on \(shown); \(await supervisor.runningCount()) running instance(s)" })
-        let router = Router(store: store, supervisor: supervisor, installer: try Installer(store: store, logger: logger),
-            reloader: reloader)
+        let router = Router(
+            store: store, configuration: configuration, supervisor: supervisor,
+            installer: try Installer(store: store, configuration: configuration, logger: logger), reloader: reloader)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = HTTPServer(
             router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout),

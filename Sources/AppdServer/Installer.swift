@@ -15,14 +15,16 @@ import NIOCore
 /// the event loop or the cooperative pool.
 final class Installer: Sendable {
     let store: AppStore
+    let configuration: LiveConfiguration
     let incoming: String
     let logger: Logger
     private let queue = DispatchQueue(label: "appd.installer")
 
-    init(store: AppStore, logger: Logger) throws {
+    init(store: AppStore, configuration: LiveConfiguration, logger: Logger) throws {
         self.store = store
+        self.configuration = configuration
         self.logger = logger
-        if store.config.signing.allowUnsigned {
+        if configuration.current.signing.allowUnsigned {
             logger.warning(
                 "[Signing] AllowUnsigned=yes: unsigned bundles can be installed; never use that setting outside development"
             )
@@ -58,8 +60,8 @@ final class Installer: Sendable {
         let options = installOptions
         let result: InstallResult
         do {
-            let extractor = try await onQueue { [store] in
-                try ExtractorBox(into: received.path, limits: store.config.bundleLimits)
+            let extractor = try await onQueue { [store, configuration] in
+                try ExtractorBox(into: received.path, limits: configuration.current.bundleLimits)
             }
             while let chunk = try await request.body.next() {
                 try await onQueue { try extractor.consume(chunk) }

@@ -19,7 +19,7 @@ extension Router {
         let running = await supervisor.runningCount(app: app.bundleID)
         var info = APIApp(app, root: store.root, withEntitlements: true, running: running)
         info.denials = supervisor.denials.perAppCounts()[app.bundleID] ?? 0
-        info.adminOverride = APIApp.adminOverride(store.config.override(for: app.bundleID))
+        info.adminOverride = APIApp.adminOverride(configuration.current.override(for: app.bundleID))
         info.service = await supervisor.service(app.bundleID)
         return try .json(info)
     }

@@ -8,6 +8,7 @@ import Supervisor
 /// the whole API; docs/api.md lists the same routes (APIDocTests compares them).
 final class Router: Sendable {
     let store: AppStore
+    let configuration: LiveConfiguration
     let supervisor: Supervisor
     let installer: Installer
     let reloader: ConfigurationReloader
@@ -17,15 +18,19 @@ final class Router: Sendable {
     let limits: ConnectionLimits
     let metrics = DaemonMetrics()
 
-    init(store: AppStore, supervisor: Supervisor, installer: Installer, reloader: ConfigurationReloader) {
+    init(
+        store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor, installer: Installer,
+        reloader: ConfigurationReloader
+    ) {
         self.store = store
+        self.configuration = configuration
         self.supervisor = supervisor
         self.installer = installer
         self.reloader = reloader
         // The caps are fixed for the daemon's life (a reload reports them as restart-only); who
         // is an admin follows the [API] lists as last (re)loaded.
-        limits = ConnectionLimits(settings: store.config.api) {
-            Authorizer(settings: store.config.api).rights(of: $0).contains(.admin)
+        limits = ConnectionLimits(settings: configuration.current.api) {
+            Authorizer(settings: configuration.current.api).rights(of: $0).contains(.admin)
         }
         appList = AppListCache(registryPath: store.root.registryPath)
         supervisor.observeEvents { [metrics] in metrics.record($0) }
@@ -36,8 +41,8 @@ final class Router: Sendable {
     }
 
     /// `[API]` as last (re)loaded: who may do what, and how large a request may be.
-    var authorizer: Authorizer { Authorizer(settings: store.config.api) }
-    var maxRequestBytes: Int { Int(clamping: store.config.api.maxRequestBytes) }
+    var authorizer: Authorizer { Authorizer(settings: configuration.current.api) }
+    var maxRequestBytes: Int { Int(clamping: configuration.current.api.maxRequestBytes) }
 
     struct Route: Sendable {
         var method: HTTPMethod

@@ -25,7 +25,7 @@ extension Supervisor {
     /// appd's own refusal at launch: entitlements the app was granted that the admin's
     /// `[App ID] RevokeEntitlements=` takes away. One denial per key, on the instance.
     func recordRevokedEntitlements(_ app: InstalledApp, instance: String) {
-        guard let override = store.config.override(for: app.bundleID),
+        guard let override = configuration.current.override(for: app.bundleID),
             !override.revokedEntitlements.isEmpty,
             let granted = try? app.decodedEntitlements()
         else { return }

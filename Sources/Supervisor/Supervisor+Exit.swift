@@ -46,7 +46,7 @@ extension Supervisor {
     /// `[App ID]` override when it has one, else `[Sandbox]`. A reload applies a changed limit to
     /// running instances (Supervisor+Settings), so the current settings are the ones in force.
     func memoryLimitSource(app: String) -> String {
-        let config = store.config
+        let config = configuration.current
         if let value = config.override(for: app)?.sandboxValue("MemoryMax") {
             return "MemoryMax=\(value) of [App \(app)] in appd.conf"
         }

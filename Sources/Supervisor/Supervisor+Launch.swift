@@ -70,7 +70,7 @@ extension Supervisor {
     {
         let key = appID.lowercased()
         // A launch that names no arguments gets the admin's `Arguments=`, if any.
-        let arguments = arguments.isEmpty ? store.config.override(for: appID)?.service.arguments ?? [] : arguments
+        let arguments = arguments.isEmpty ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
@@ -91,7 +91,7 @@ extension Supervisor {
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
         // app's [App ID] BackgroundModes.
         let allowed = spawned.modes.filter(lifecycle.allowedBackgroundModes.contains)
-        let override = store.config.override(for: entry.app)
+        let override = configuration.current.override(for: entry.app)
         entry.backgroundModes = override?.narrowedBackgroundModes(allowed) ?? allowed
         // `BackgroundModes=` empty (appd override --no-background): nothing keeps it running in
         // the background, LSBackgroundOnly neither; it is an ordinary app.

@@ -26,7 +26,7 @@ struct BackgroundTask {
 }
 
 extension Supervisor {
-    var lifecycle: LifecycleSettings { store.config.lifecycle }
+    var lifecycle: LifecycleSettings { configuration.current.lifecycle }
 
     // MARK: Requests
 

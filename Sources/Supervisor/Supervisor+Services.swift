@@ -33,7 +33,7 @@ extension Supervisor {
     /// running instance (one re-adopted from the previous daemon counts): called once by
     /// `start()`, after adoption.
     func runAtLoad() {
-        for (key, override) in store.config.apps.sorted(by: { $0.key < $1.key })
+        for (key, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
         where override.service.runAtLoad {
             guard listed(app: key).instances.isEmpty, launching[key] == nil else { continue }
             guard let app = try? store.app(key) else {
@@ -53,7 +53,7 @@ extension Supervisor {
     /// An instance has ended: with `KeepAlive=` and no other instance of its app running, a
     /// restart is scheduled after the backoff, or appd gives up at `KeepAliveLimit`.
     func keepAliveAfterExit(_ instance: APIInstance) {
-        guard !stopping, let override = store.config.override(for: instance.app),
+        guard !stopping, let override = configuration.current.override(for: instance.app),
             override.service.keepAlive != .no
         else { return }
         guard listed(app: instance.app).instances.isEmpty else { return }
@@ -119,7 +119,7 @@ extension Supervisor {
         // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
         // instance): nothing to do.
         guard listed(app: app).instances.isEmpty, launching[key] == nil,
-            store.config.override(for: app)?.service.keepAlive ?? .no != .no
+            configuration.current.override(for: app)?.service.keepAlive ?? .no != .no
         else { return }
         launchService(app, origin: .keepAlive, generation: generation)
     }
@@ -127,7 +127,7 @@ extension Supervisor {
     /// Launches `app` as appd itself (caller uid 0) with its `Arguments=`; a launch that fails
     /// counts as a failed run for KeepAlive.
     private func launchService(_ app: String, origin: LaunchOrigin, generation: Int?) {
-        let arguments = store.config.override(for: app)?.service.arguments ?? []
+        let arguments = configuration.current.override(for: app)?.service.arguments ?? []
         Task {
             do {
                 let instance = try await self.launchTimed(
@@ -147,7 +147,7 @@ extension Supervisor {
     private func serviceLaunchFailed(_ app: String, origin: LaunchOrigin, error: any Error) {
         let label = origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"
         notice(app, "\(label): launch failed: \(error)")
-        guard !stopping, let override = store.config.override(for: app),
+        guard !stopping, let override = configuration.current.override(for: app),
             override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
         else { return }
@@ -188,13 +188,13 @@ extension Supervisor {
 
     /// Every app whose `[App ID]` sets RunAtLoad or KeepAlive, installed or not.
     public func services() -> [APIService] {
-        store.config.apps.keys.sorted().compactMap { service($0) }
+        configuration.current.apps.keys.sorted().compactMap { service($0) }
     }
 
     /// How appd runs `app` as a service; nil when its `[App ID]` sets neither RunAtLoad nor
     /// KeepAlive.
     public func service(_ app: String) -> APIService? {
-        guard let override = store.config.override(for: app),
+        guard let override = configuration.current.override(for: app),
             override.service.runAtLoad || override.service.keepAlive != .no
         else { return nil }
         let run = serviceRuns[app.lowercased()] ?? ServiceRun()

@@ -14,6 +14,8 @@ import Sandbox
 /// started after a crash re-adopts them (Supervisor+Adopt.swift).
 public actor Supervisor {
     let store: AppStore
+    /// The settings in force (the daemon owns them; a reload swaps them whole).
+    let configuration: LiveConfiguration
     /// `[Supervisor]` and `[Sandbox] Launcher=` as last (re)loaded (Supervisor+Settings.swift).
     var settings: SupervisorSettings
     var launcher: String
@@ -73,13 +75,16 @@ public actor Supervisor {
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 
-    public init(store: AppStore, runtimeDirectory: String, underSystemd: Bool) throws {
+    public init(
+        store: AppStore, configuration: LiveConfiguration, runtimeDirectory: String, underSystemd: Bool
+    ) throws {
         self.store = store
+        self.configuration = configuration
         hub = EventHub()
         denials = DenialLog(hub: hub)
         auditReader = AuditReader(log: denials)
-        settings = store.config.supervisor
-        launcher = try SandboxLaunch.findLauncher(configured: store.config.sandbox.launcher)
+        settings = configuration.current.supervisor
+        launcher = try SandboxLaunch.findLauncher(configured: configuration.current.sandbox.launcher)
         kernel = KernelLayers.detect()
         let layout = CgroupLayout.detect()
         let parent = settings.cgroupParent.isEmpty
