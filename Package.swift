@@ -34,11 +34,13 @@ let package = Package(
         .target(name: "CLinux"),
         // libseccomp, which compiles the seccomp deny list into BPF (in the daemon, not the
         // launcher).
-        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        .systemLibrary(
+            name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // libsystemd for the daemon's side of systemd: sd_notify, sd_listen_fds,
         // sd_watchdog_enabled, sd_journal_sendv. Without systemd (no $NOTIFY_SOCKET, no journal)
         // each call does nothing; libsystemd0 is on every Debian host.
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         // What every module may import: the one error type and its codes (shared with the API,
         // each with its HTTP status), errno names from glibc, the EINTR retry, the UTC calendar.
         // No Foundation: the static launcher links it too.
@@ -47,7 +49,9 @@ let package = Package(
         // reads, never writes (signing returns the bytes to write; the caller writes them).
         .target(
             name: "AppBundle",
-            dependencies: ["AppdBase", "PrintableText", .product(name: "Crypto", package: "swift-crypto")]),
+            dependencies: [
+                "AppdBase", "PrintableText", .product(name: "Crypto", package: "swift-crypto"),
+            ]),
         // The one rule for printing text someone else chose (Printable): control and bidi
         // characters shown as \u{..}. Standard library only, so appctl and the daemon share it.
         .target(name: "PrintableText"),
@@ -58,7 +62,9 @@ let package = Package(
         .target(
             name: "LauncherProtocol",
             swiftSettings: [
-                .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
+                .unsafeFlags([
+                    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
+                ])
             ]
         ),
         // The lifecycle channel's vocabulary (docs/lifecycle.md): message types, field names,
@@ -79,7 +85,8 @@ let package = Package(
         // the daemon's extractor stays the one reader of hostile archives it trusts.
         .target(
             name: "BundleArchive",
-            dependencies: ["AppdBase", 
+            dependencies: [
+                "AppdBase",
                 "AppBundle", "CGunzip", "PrintableText",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
             ]
@@ -90,26 +97,34 @@ let package = Package(
         // as the API shows them (AppdAPI), for the daemon and appd's in-process commands alike.
         .target(
             name: "AppContainers",
-            dependencies: ["AppdBase", 
-                "AppBundle", "AppdAPI", "CLinux", "Sandbox", .product(name: "GRDB", package: "GRDB.swift"),
+            dependencies: [
+                "AppdBase",
+                "AppBundle", "AppdAPI", "CLinux", "Sandbox",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
-        .target(name: "Sandbox", dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
+        .target(
+            name: "Sandbox",
+            dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
         .target(
             name: "Supervisor",
-            dependencies: ["AppdBase", 
-                "AppBundle", "AppdAPI", "CLinux", "LauncherProtocol", "LifecycleProtocol", "PrintableText",
+            dependencies: [
+                "AppdBase",
+                "AppBundle", "AppdAPI", "CLinux", "LauncherProtocol", "LifecycleProtocol",
+                "PrintableText",
                 "Sandbox", "AppContainers",
             ]),
         // The daemon's API: HTTP/1.1 + JSON on a Unix socket (SwiftNIO), callers known by
         // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
         .target(
             name: "AppdServer",
-            dependencies: ["AppdBase", 
-                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "CSystemd", "Supervisor",
+            dependencies: [
+                "AppdBase",
+                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "CSystemd",
+                "Supervisor",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -121,8 +136,10 @@ let package = Package(
         ),
         .executableTarget(
             name: "appd",
-            dependencies: ["AppdBase", 
-                "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI", "AppdClient", "AppdCLI",
+            dependencies: [
+                "AppdBase",
+                "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI",
+                "AppdClient", "AppdCLI",
                 "BundleArchive", "CLinux", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -159,7 +176,9 @@ let package = Package(
             name: "appd-exec",
             dependencies: ["CLinux", "LauncherProtocol"],
             swiftSettings: [
-                .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
+                .unsafeFlags([
+                    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
+                ])
             ],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
@@ -204,19 +223,33 @@ let package = Package(
         // and the real `appd serve` process the daemon suites start.
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
-        .testTarget(name: "AppBundleTests", dependencies: ["AppdBase", "AppBundle", "PrintableText"]),
+        .testTarget(
+            name: "AppBundleTests", dependencies: ["AppdBase", "AppBundle", "PrintableText"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
-        .testTarget(name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
-        .testTarget(name: "BundleArchiveTests", dependencies: ["AppdBase", "BundleArchive", "AppBundle", "TestSupport"]),
-        .testTarget(name: "SandboxHostTests", dependencies: ["AppdBase", "Sandbox", "AppBundle", "TestSupport"]),
+        .testTarget(
+            name: "AppRuntimeTests", dependencies: ["AppRuntime", "Notes", "Player", "TestSupport"]),
+        .testTarget(
+            name: "BundleArchiveTests",
+            dependencies: ["AppdBase", "BundleArchive", "AppBundle", "TestSupport"]),
+        .testTarget(
+            name: "SandboxHostTests",
+            dependencies: ["AppdBase", "Sandbox", "AppBundle", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
-        .testTarget(name: "AppdClientTests", dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),
-        .testTarget(name: "AppContainersTests", dependencies: ["AppdBase", "AppContainers", "AppBundle", "appd", "TestSupport"]),
+        .testTarget(
+            name: "AppdClientTests",
+            dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),
+        .testTarget(
+            name: "AppContainersTests",
+            dependencies: ["AppdBase", "AppContainers", "AppBundle", "appd", "TestSupport"]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
-        .testTarget(name: "SandboxTests", dependencies: ["AppdBase", "AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport"]),
+        .testTarget(
+            name: "SandboxTests",
+            dependencies: [
+                "AppdBase", "AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport",
+            ]),
         // Each launcher contract round-tripped between the daemon's side and the shared parser,
         // without root; and a profile the daemon writes, accepted by the built appd-exec.
         .testTarget(
@@ -225,13 +258,16 @@ let package = Package(
         // The lifecycle vocabulary round-tripped between AppRuntime's and the Supervisor's ends
         // of the channel, without root.
         .testTarget(
-            name: "LifecycleProtocolTests", dependencies: ["LifecycleProtocol", "AppRuntime", "Supervisor"]),
+            name: "LifecycleProtocolTests",
+            dependencies: ["LifecycleProtocol", "AppRuntime", "Supervisor"]),
         // Runs the built appd-exec binary (not linked in: it is found next to the test bundle).
         .testTarget(name: "LauncherTests", dependencies: ["TestSupport"]),
         // The real daemon (the built appd serve) on a private state root: supervision, restarts,
         // permissions, the command-line tools against it. AppBundle only to sign a bundle as a
         // signer's own tool would (TerminalInjectionTests), where `appd sign` refuses it.
-        .testTarget(name: "DaemonTests", dependencies: ["AppBundle", "AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
+        .testTarget(
+            name: "DaemonTests",
+            dependencies: ["AppBundle", "AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
         .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
         .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),

@@ -65,7 +65,9 @@ do {
     try child.run()
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     child.waitUntilExit()
-    print("process:   \(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) (status \(child.terminationStatus))")
+    print(
+        "process:   \(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) (status \(child.terminationStatus))"
+    )
 } catch {
     warn("cannot run /bin/sh: \(error)")
 }

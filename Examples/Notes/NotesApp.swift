@@ -54,7 +54,10 @@ final class NotesApp: AppDelegate {
             say("no saved notes")
             return
         }
-        guard let saved = try? PropertyListSerialization.propertyList(from: data, format: nil) as? [String] else {
+        guard
+            let saved = try? PropertyListSerialization.propertyList(from: data, format: nil)
+                as? [String]
+        else {
             say("\(file.path) is damaged; starting with no notes")
             return
         }
@@ -67,7 +70,8 @@ final class NotesApp: AppDelegate {
         do {
             try FileManager.default.createDirectory(
                 at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
-            let data = try PropertyListSerialization.data(fromPropertyList: notes, format: .binary, options: 0)
+            let data = try PropertyListSerialization.data(
+                fromPropertyList: notes, format: .binary, options: 0)
             try data.write(to: file, options: .atomic)
             say("saved \(notes.count) notes (\(reason))")
         } catch {

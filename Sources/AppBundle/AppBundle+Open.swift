@@ -8,13 +8,15 @@ extension AppBundle {
     static func nestedBundleHint(_ paths: some Sequence<String>) -> String {
         let nested = paths.compactMap { path -> String? in
             let parts = path.split(separator: "/", omittingEmptySubsequences: false)
-            let isInfo = (parts.count == 2 && parts[1] == "Info.plist")
+            let isInfo =
+                (parts.count == 2 && parts[1] == "Info.plist")
                 || (parts.count == 3 && parts[1] == "Contents" && parts[2] == "Info.plist")
             guard isInfo, parts[0].hasSuffix(".app"), parts[0].count > 4 else { return nil }
             return String(parts[0])
         }.sorted()
         guard let folder = nested.first else { return "" }
-        return "; it holds \(folder)/ with one: the archive was made of the folder rather than of its contents "
+        return
+            "; it holds \(folder)/ with one: the archive was made of the folder rather than of its contents "
             + "(make it with tar -C \(folder) -cf \(folder.dropLast(4)).tar . , or install \(folder) itself)"
     }
 
@@ -53,11 +55,17 @@ extension AppBundle {
         let hasContents = tree.entries[BundleLayout.macos.infoPlistPath] != nil
         let layout: BundleLayout = !hasFlat && hasContents ? .macos : .ios
         if hasFlat && hasContents {
-            problems.append(BundleProblem("",
-                "has both Info.plist and Contents/Info.plist; a bundle is either flat (iOS) or has Contents/ (macOS)"))
+            problems.append(
+                BundleProblem(
+                    "",
+                    "has both Info.plist and Contents/Info.plist; a bundle is either flat (iOS) or has Contents/ (macOS)"
+                ))
         } else if !hasFlat && !hasContents && !tree.problems.contains(where: { $0.path.isEmpty }) {
-            problems.append(BundleProblem("",
-                "has no Info.plist (looked for Info.plist and Contents/Info.plist)" + nestedBundleHint(tree.entries.keys)))
+            problems.append(
+                BundleProblem(
+                    "",
+                    "has no Info.plist (looked for Info.plist and Contents/Info.plist)"
+                        + nestedBundleHint(tree.entries.keys)))
         }
 
         var info: InfoPlist?
@@ -72,14 +80,20 @@ extension AppBundle {
             executablePath = layout.executablePath(info.executable)
             switch tree.entries[executablePath]?.kind {
             case nil:
-                problems.append(BundleProblem(executablePath,
-                    "is missing; CFBundleExecutable names '\(info.executable)'"))
+                problems.append(
+                    BundleProblem(
+                        executablePath,
+                        "is missing; CFBundleExecutable names '\(info.executable)'"))
             case .symlink:
-                problems.append(BundleProblem(executablePath,
-                    "is a symlink; the executable must be a regular file"))
+                problems.append(
+                    BundleProblem(
+                        executablePath,
+                        "is a symlink; the executable must be a regular file"))
             case .regularFile where tree.entries[executablePath]!.isExecutable == false:
-                problems.append(BundleProblem(executablePath,
-                    "is not executable (chmod +x it before packaging)"))
+                problems.append(
+                    BundleProblem(
+                        executablePath,
+                        "is not executable (chmod +x it before packaging)"))
             default: break
             }
         }
@@ -94,7 +108,8 @@ extension AppBundle {
 
         guard problems.isEmpty, let info else {
             let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
-            throw AppdError(.invalidBundle, "\(path) is not a valid app bundle (\(count))",
+            throw AppdError(
+                .invalidBundle, "\(path) is not a valid app bundle (\(count))",
                 problems: problems)
         }
         return AppBundle(
@@ -162,7 +177,9 @@ extension InfoPlist {
                 return nil
             case .string(let text)?:
                 if containsBuildPlaceholder(text) {
-                    problems.append("\(key) holds the unexpanded build setting '\(Printable(text))'; build the bundle with Xcode or expand it by hand")
+                    problems.append(
+                        "\(key) holds the unexpanded build setting '\(Printable(text))'; build the bundle with Xcode or expand it by hand"
+                    )
                     return nil
                 }
                 // Every string read here may be printed (verify, install, info, list); a
@@ -208,9 +225,12 @@ extension InfoPlist {
             problems.append("CFBundleExecutable '\(Printable(executable))' \(why)")
         }
         if let packageType, packageType != "APPL" {
-            problems.append("CFBundlePackageType is '\(Printable(packageType))'; only applications (APPL) can be installed")
+            problems.append(
+                "CFBundlePackageType is '\(Printable(packageType))'; only applications (APPL) can be installed"
+            )
         }
-        guard let identifier, let executable, let version, Self.badExecutableName(executable) == nil,
+        guard let identifier, let executable, let version,
+            Self.badExecutableName(executable) == nil,
             packageType == nil || packageType == "APPL"
         else { return nil }
         self.init(

@@ -14,14 +14,17 @@ public struct BundleIdentifier: Sendable, Hashable, Codable, CustomStringConvert
     /// Throws a message that says what is wrong with `text`, without naming the key.
     public init(validating text: String) throws(AppdError) {
         func refuse(_ why: String) -> AppdError {
-            AppdError(.invalidBundle, "'\(Printable(text))' is not a valid bundle identifier: \(why)")
+            AppdError(
+                .invalidBundle, "'\(Printable(text))' is not a valid bundle identifier: \(why)")
         }
         guard !text.isEmpty else { throw refuse("it is empty") }
         guard text.utf8.count <= Self.maxLength else {
             throw refuse("it is \(text.utf8.count) bytes long, the limit is \(Self.maxLength)")
         }
         if let bad = text.unicodeScalars.first(where: { !Self.allowed($0) }) {
-            throw refuse("'\(Printable(String(bad)))' is not allowed (only ASCII letters, digits, '-' and '.')")
+            throw refuse(
+                "'\(Printable(String(bad)))' is not allowed (only ASCII letters, digits, '-' and '.')"
+            )
         }
         let labels = text.split(separator: ".", omittingEmptySubsequences: false)
         guard !labels.contains(where: \.isEmpty) else { throw refuse("it has an empty label") }

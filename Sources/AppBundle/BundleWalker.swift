@@ -123,16 +123,19 @@ public enum BundleWalker {
             throw AppdError.system("stat \(path)")
         }
         guard info.st_mode & S_IFMT != S_IFLNK else {
-            throw AppdError(.invalidBundle, "\(path) is a symlink; name the bundle directory itself")
+            throw AppdError(
+                .invalidBundle, "\(path) is a symlink; name the bundle directory itself")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
-            throw AppdError(.invalidBundle, "\(path) is not a directory; a bundle is a Name.app folder")
+            throw AppdError(
+                .invalidBundle, "\(path) is not a directory; a bundle is a Name.app folder")
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(path)") }
         defer { close(fd) }
         var walk = Walk(limits: limits)
-        let root = BundleEntry(relativePath: "", kind: .directory,
+        let root = BundleEntry(
+            relativePath: "", kind: .directory,
             permissions: info.st_mode & 0o7777, size: 0)
         try visitor.enterDirectory(root, fd: fd)
         try walk.directory(fd: fd, path: "", depth: 0, visitor: &visitor)
@@ -154,7 +157,9 @@ private struct Walk {
     mutating func problem(_ path: String, _ message: String) {
         guard !stopped else { return }
         if tree.problems.count == BundleWalker.maxProblems - 1 {
-            tree.problems.append(BundleProblem("", "more than \(BundleWalker.maxProblems) problems; stopped looking"))
+            tree.problems.append(
+                BundleProblem("", "more than \(BundleWalker.maxProblems) problems; stopped looking")
+            )
             stopped = true
             return
         }
@@ -167,7 +172,9 @@ private struct Walk {
         stopped = true
     }
 
-    mutating func directory(fd: Int32, path: String, depth: Int, visitor: inout some BundleVisitor) throws {
+    mutating func directory(fd: Int32, path: String, depth: Int, visitor: inout some BundleVisitor)
+        throws
+    {
         for name in try Self.names(in: fd, path: path) {
             if stopped { return }
             try entry(name, in: fd, parent: path, depth: depth, visitor: &visitor)
@@ -187,7 +194,9 @@ private struct Walk {
         while true {
             errno = 0
             guard let item = readdir(dir) else {
-                if errno != 0 { throw AppdError.system("read directory \(path.isEmpty ? "." : path)") }
+                if errno != 0 {
+                    throw AppdError.system("read directory \(path.isEmpty ? "." : path)")
+                }
                 break
             }
             let name = directoryEntryName(item)
@@ -213,7 +222,10 @@ private struct Walk {
         }
         let path = displayPath
         guard path.utf8.count <= limits.maxPathLength else {
-            return problem(path, "the path is \(path.utf8.count) bytes long, over the limit of \(limits.maxPathLength) (MaxPathLength)")
+            return problem(
+                path,
+                "the path is \(path.utf8.count) bytes long, over the limit of \(limits.maxPathLength) (MaxPathLength)"
+            )
         }
         var info = stat()
         guard fstatat(parent, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
@@ -227,14 +239,18 @@ private struct Walk {
         switch info.st_mode & S_IFMT {
         case S_IFDIR:
             guard depth + 1 <= limits.maxDepth else {
-                return problem(path, "directories nest deeper than \(limits.maxDepth) levels (MaxDepth)")
+                return problem(
+                    path, "directories nest deeper than \(limits.maxDepth) levels (MaxDepth)")
             }
-            for message in BundleWalker.modeProblems(permissions, isDirectory: true) { problem(path, message) }
+            for message in BundleWalker.modeProblems(permissions, isDirectory: true) {
+                problem(path, message)
+            }
             let fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
             guard fd >= 0 else { throw AppdError.system("open \(path)") }
             defer { close(fd) }
             guard Self.same(fd, as: info) else { return problem(path, "changed while being read") }
-            let entry = BundleEntry(relativePath: path, kind: .directory, permissions: permissions, size: 0)
+            let entry = BundleEntry(
+                relativePath: path, kind: .directory, permissions: permissions, size: 0)
             try visitor.enterDirectory(entry, fd: fd)
             try directory(fd: fd, path: path, depth: depth + 1, visitor: &visitor)
             if !stopped { try visitor.leaveDirectory(entry, fd: fd) }
@@ -253,12 +269,16 @@ private struct Walk {
             tree.fileCount += 1
             tree.totalBytes += size
             guard tree.totalBytes <= limits.maxTotalBytes else {
-                return limit("the bundle holds more than \(limits.maxTotalBytes) bytes (MaxTotalBytes)")
+                return limit(
+                    "the bundle holds more than \(limits.maxTotalBytes) bytes (MaxTotalBytes)")
             }
             if bad { return }
-            let entry = BundleEntry(relativePath: path, kind: .regularFile, permissions: permissions, size: size)
+            let entry = BundleEntry(
+                relativePath: path, kind: .regularFile, permissions: permissions, size: size)
             tree.entries[path] = entry
-            guard visitor.wantsDescriptor(for: entry) else { return try visitor.visitFile(entry, fd: -1) }
+            guard visitor.wantsDescriptor(for: entry) else {
+                return try visitor.visitFile(entry, fd: -1)
+            }
             let fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { throw AppdError.system("open \(path)") }
             defer { close(fd) }
@@ -274,9 +294,13 @@ private struct Walk {
                 !target.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
             else { return problem(path, "is a symlink whose target is not printable UTF-8") }
             if target.hasPrefix("/") {
-                return problem(path, "is a symlink to the absolute path \(target); links must stay inside the bundle")
+                return problem(
+                    path,
+                    "is a symlink to the absolute path \(target); links must stay inside the bundle"
+                )
             }
-            let entry = BundleEntry(relativePath: path, kind: .symlink(target: target), permissions: 0o777, size: 0)
+            let entry = BundleEntry(
+                relativePath: path, kind: .symlink(target: target), permissions: 0o777, size: 0)
             tree.entries[path] = entry
             try visitor.visitSymlink(entry)
 
@@ -312,12 +336,16 @@ private struct Walk {
 
     enum Resolution { case inside, outside, loop }
 
-    private func resolve(_ target: String, from directory: [Substring], hops: inout Int) -> Resolution {
+    private func resolve(_ target: String, from directory: [Substring], hops: inout Int)
+        -> Resolution
+    {
         var current = directory
         return resolve(target, current: &current, hops: &hops)
     }
 
-    private func resolve(_ target: String, current: inout [Substring], hops: inout Int) -> Resolution {
+    private func resolve(_ target: String, current: inout [Substring], hops: inout Int)
+        -> Resolution
+    {
         if target.hasPrefix("/") { return .outside }
         for component in target.split(separator: "/") {
             if component == "." { continue }
@@ -327,7 +355,8 @@ private struct Walk {
                 continue
             }
             current.append(component)
-            guard case .symlink(let next) = tree.entries[current.joined(separator: "/")]?.kind else {
+            guard case .symlink(let next) = tree.entries[current.joined(separator: "/")]?.kind
+            else {
                 continue
             }
             hops += 1

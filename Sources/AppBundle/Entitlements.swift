@@ -38,7 +38,8 @@ public struct Entitlements: Sendable, Equatable {
     /// Every requested key with what it does on Linux, sorted by key.
     public var report: [EntitlementReport] {
         values.keys.sorted().map { key in
-            EntitlementReport(key: key, value: values[key]!, meaning: EntitlementCatalog.meaning(of: key))
+            EntitlementReport(
+                key: key, value: values[key]!, meaning: EntitlementCatalog.meaning(of: key))
         }
     }
 
@@ -57,15 +58,21 @@ public struct Entitlements: Sendable, Equatable {
             let placeholder = value.allStrings.first(where: containsBuildPlaceholder)
             guard case .linux(_, let expected) = EntitlementCatalog.meaning(of: key) else {
                 if let placeholder {
-                    warnings.append(BundleProblem(file,
-                        "\(key) holds the unexpanded build setting '\(placeholder)' (the key has no effect on Linux)"))
+                    warnings.append(
+                        BundleProblem(
+                            file,
+                            "\(key) holds the unexpanded build setting '\(placeholder)' (the key has no effect on Linux)"
+                        ))
                 }
                 continue
             }
             if !expected.matches(value) {
-                errors.append(BundleProblem(file, "\(key) must be \(expected.text), not a \(value.typeName)"))
+                errors.append(
+                    BundleProblem(file, "\(key) must be \(expected.text), not a \(value.typeName)"))
             } else if let placeholder {
-                errors.append(BundleProblem(file, "\(key) holds the unexpanded build setting '\(placeholder)'"))
+                errors.append(
+                    BundleProblem(
+                        file, "\(key) holds the unexpanded build setting '\(placeholder)'"))
             }
         }
         return (errors, warnings)
@@ -126,19 +133,26 @@ public enum EntitlementCatalog {
     public static let networkClient = "com.apple.security.network.client"
     public static let networkServer = "com.apple.security.network.server"
     public static let applicationGroups = "com.apple.security.application-groups"
-    public static let readOnlyPaths = "com.apple.security.temporary-exception.files.absolute-path.read-only"
-    public static let readWritePaths = "com.apple.security.temporary-exception.files.absolute-path.read-write"
+    public static let readOnlyPaths =
+        "com.apple.security.temporary-exception.files.absolute-path.read-only"
+    public static let readWritePaths =
+        "com.apple.security.temporary-exception.files.absolute-path.read-write"
     public static let camera = "com.apple.security.device.camera"
     public static let audioInput = "com.apple.security.device.audio-input"
     public static let usb = "com.apple.security.device.usb"
     public static let allowJIT = "com.apple.security.cs.allow-jit"
-    public static let allowUnsignedExecutableMemory = "com.apple.security.cs.allow-unsigned-executable-memory"
+    public static let allowUnsignedExecutableMemory =
+        "com.apple.security.cs.allow-unsigned-executable-memory"
     public static let debugger = "com.apple.security.cs.debugger"
     public static let getTaskAllow = "com.apple.security.get-task-allow"
 
     public static let effects: [String: (String, EntitlementType)] = [
-        appSandbox: ("the app runs sandboxed; false is refused unless policy allows unsandboxed apps", .bool),
-        networkClient: ("host network for outgoing connections; binding TCP or UDP ports is refused", .bool),
+        appSandbox: (
+            "the app runs sandboxed; false is refused unless policy allows unsandboxed apps", .bool
+        ),
+        networkClient: (
+            "host network for outgoing connections; binding TCP or UDP ports is refused", .bool
+        ),
         networkServer: ("host network; may bind and listen", .bool),
         applicationGroups: ("each group's shared container is mounted read-write", .stringArray),
         readOnlyPaths: ("these host paths readable, where admin policy lists them", .stringArray),
@@ -189,20 +203,28 @@ public enum EntitlementCatalog {
 
     static let inertPrefixes: [(String, String)] = [
         ("com.apple.developer.", "Apple platform service"),
-        ("com.apple.security.personal-information.", "personal information (contacts, calendars, location)"),
+        (
+            "com.apple.security.personal-information.",
+            "personal information (contacts, calendars, location)"
+        ),
         ("com.apple.security.temporary-exception.mach-", "Mach services"),
         ("com.apple.security.temporary-exception.apple-events", "Apple Events"),
         ("com.apple.security.temporary-exception.shared-preference.", "shared preferences"),
         ("com.apple.security.temporary-exception.sbpl", "macOS sandbox profile language"),
         ("com.apple.security.temporary-exception.iokit-", "IOKit"),
-        ("com.apple.security.temporary-exception.files.home-relative-path.", "home-relative paths (there is no user home in appd)"),
+        (
+            "com.apple.security.temporary-exception.files.home-relative-path.",
+            "home-relative paths (there is no user home in appd)"
+        ),
         ("com.apple.private.", "Apple-private"),
     ]
 
     public static func meaning(of key: String) -> EntitlementMeaning {
         if let (effect, type) = effects[key] { return .linux(effect: effect, type: type) }
         if let what = inert[key] { return .noLinuxEffect(what) }
-        if let (_, what) = inertPrefixes.first(where: { key.hasPrefix($0.0) }) { return .noLinuxEffect(what) }
+        if let (_, what) = inertPrefixes.first(where: { key.hasPrefix($0.0) }) {
+            return .noLinuxEffect(what)
+        }
         return .unknown
     }
 }

@@ -71,7 +71,9 @@ enum PlistKeyScanner {
                     // A DOCTYPE: up to its '>', refusing an internal subset ('[' before it).
                     let (end, bracket) = markupEnd(from: i + 2)
                     if bracket {
-                        return .refused("has a DOCTYPE with an internal subset, which is not accepted in a property list")
+                        return .refused(
+                            "has a DOCTYPE with an internal subset, which is not accepted in a property list"
+                        )
                     }
                     i = end + 1
                 } else {
@@ -94,7 +96,9 @@ enum PlistKeyScanner {
                     case ("key", false, true), ("key", true, _):
                         let text = String(decoding: key ?? [], as: UTF8.self)
                         key = nil
-                        if !open.isEmpty, !open[open.count - 1].insert(text).inserted { return .duplicate(text) }
+                        if !open.isEmpty, !open[open.count - 1].insert(text).inserted {
+                            return .duplicate(text)
+                        }
                     default: break
                     }
                 }
@@ -113,7 +117,8 @@ enum PlistKeyScanner {
     }
 
     private static func endsName(_ byte: UInt8) -> Bool {
-        byte == UInt8(ascii: ">") || byte == UInt8(ascii: "/") || byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+        byte == UInt8(ascii: ">") || byte == UInt8(ascii: "/") || byte == 0x20 || byte == 0x09
+            || byte == 0x0A || byte == 0x0D
     }
 
     /// The UTF-8 bytes of a predefined entity or a character reference (`name` without & and ;).
@@ -125,9 +130,13 @@ enum PlistKeyScanner {
         case "apos": return [UInt8(ascii: "'")]
         case "quot": return [UInt8(ascii: "\"")]
         case let text where text.hasPrefix("#x") || text.hasPrefix("#X"):
-            return UInt32(text.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init).map { Array(String($0).utf8) }
+            return UInt32(text.dropFirst(2), radix: 16).flatMap(Unicode.Scalar.init).map {
+                Array(String($0).utf8)
+            }
         case let text where text.hasPrefix("#"):
-            return UInt32(text.dropFirst(1), radix: 10).flatMap(Unicode.Scalar.init).map { Array(String($0).utf8) }
+            return UInt32(text.dropFirst(1), radix: 10).flatMap(Unicode.Scalar.init).map {
+                Array(String($0).utf8)
+            }
         default: return nil
         }
     }

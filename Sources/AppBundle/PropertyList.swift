@@ -33,7 +33,8 @@ public indirect enum PlistValue: Sendable, Equatable {
             default: self = .integer(number.int64Value)
             }
         default:
-            throw AppdError(.invalidBundle, "unsupported property-list value of type \(type(of: object))")
+            throw AppdError(
+                .invalidBundle, "unsupported property-list value of type \(type(of: object))")
         }
     }
 
@@ -109,32 +110,42 @@ extension PlistValue: Encodable {
 /// are XML entity declarations and duplicate keys, which Foundation resolves silently by keeping
 /// the last one: a reviewer reading the file must see what appd sees.
 enum PropertyListReader {
-    static func dictionary(from data: Data, maxBytes: Int) throws(PlistFailure) -> [String: PlistValue] {
+    static func dictionary(from data: Data, maxBytes: Int) throws(PlistFailure) -> [String:
+        PlistValue]
+    {
         guard !data.isEmpty else { throw PlistFailure("is empty") }
         guard data.count <= maxBytes else {
-            throw PlistFailure("is \(data.count) bytes, over the limit of \(maxBytes) (MaxInfoPlistBytes/MaxEntitlementsBytes in appd.conf)")
+            throw PlistFailure(
+                "is \(data.count) bytes, over the limit of \(maxBytes) (MaxInfoPlistBytes/MaxEntitlementsBytes in appd.conf)"
+            )
         }
         let isBinary = data.starts(with: Array("bplist".utf8))
         if !isBinary {
             guard looksLikeXML(data) else {
-                throw PlistFailure("is not an XML or binary property list (text and OpenStep plists are not accepted)")
+                throw PlistFailure(
+                    "is not an XML or binary property list (text and OpenStep plists are not accepted)"
+                )
             }
             if data.range(of: Data("<!ENTITY".utf8)) != nil {
-                throw PlistFailure("declares XML entities, which are not accepted in a property list")
+                throw PlistFailure(
+                    "declares XML entities, which are not accepted in a property list")
             }
             try checkDuplicateKeys(data)
         }
         var format = PropertyListSerialization.PropertyListFormat.xml
         let object: Any
         do {
-            object = try PropertyListSerialization.propertyList(from: data, options: [], format: &format)
+            object = try PropertyListSerialization.propertyList(
+                from: data, options: [], format: &format)
         } catch {
             if isBinary { throw PlistFailure("is a malformed binary property list") }
             let reason = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
-            throw PlistFailure("is not a well-formed XML property list" + (reason.map { " (\($0))" } ?? ""))
+            throw PlistFailure(
+                "is not a well-formed XML property list" + (reason.map { " (\($0))" } ?? ""))
         }
         guard format == .xml || format == .binary else {
-            throw PlistFailure("is not an XML or binary property list (text and OpenStep plists are not accepted)")
+            throw PlistFailure(
+                "is not an XML or binary property list (text and OpenStep plists are not accepted)")
         }
         guard let dict = object as? [String: Any] else {
             throw PlistFailure("must hold a dictionary at the top level")

@@ -33,11 +33,16 @@ extension AppStore {
     ///
     /// Without `repair` it changes nothing, so it also works on a store opened read-only; a
     /// root without a registry yet (nothing ever installed) has no apps to check.
-    public func doctor(repair: Bool, kernel: KernelLayers = .detect(), onWait: () -> Void = {}) throws -> DoctorReport {
+    public func doctor(repair: Bool, kernel: KernelLayers = .detect(), onWait: () -> Void = {})
+        throws -> DoctorReport
+    {
         var exists = stat()
         guard repair || lstat(root.path, &exists) == 0 else {
-            throw AppdError(.notFound, "the state root \(root.path) does not exist: there is nothing to check",
-                hint: "appd serve or 'appd doctor --repair' creates it; or name another one with --root")
+            throw AppdError(
+                .notFound, "the state root \(root.path) does not exist: there is nothing to check",
+                hint:
+                    "appd serve or 'appd doctor --repair' creates it; or name another one with --root"
+            )
         }
         let lock = try StateLock(root, onWait: onWait)
         defer { withExtendedLifetime(lock) {} }
@@ -46,7 +51,8 @@ extension AppStore {
         report.sandbox = SandboxPolicy(settings: config.sandbox, kernel: kernel).kernelSummary()
         report.denialLog = KernelDenialReporting.check()
         func note(_ subject: String, _ problem: String, _ repaired: String?) {
-            report.findings.append(DoctorFinding(subject: subject, problem: problem, repair: repaired))
+            report.findings.append(
+                DoctorFinding(subject: subject, problem: problem, repair: repaired))
         }
 
         for problem in try registry?.integrityProblems() ?? [] {
@@ -57,19 +63,29 @@ extension AppStore {
             var st = stat()
             guard lstat(full, &st) == 0 else { continue }  // createLayout made it
             if st.st_mode & 0o7777 != mode || st.st_uid != 0 {
-                let problem = "mode \(String(st.st_mode & 0o7777, radix: 8)) owner \(st.st_uid), expected mode \(String(mode, radix: 8)) owner 0"
+                let problem =
+                    "mode \(String(st.st_mode & 0o7777, radix: 8)) owner \(st.st_uid), expected mode \(String(mode, radix: 8)) owner 0"
                 let fixed = repair && chown(full, 0, 0) == 0 && chmod(full, mode) == 0
-                note(full, problem, fixed ? "reset to mode \(String(mode, radix: 8)) owner root" : nil)
+                note(
+                    full, problem,
+                    fixed ? "reset to mode \(String(mode, radix: 8)) owner root" : nil)
             }
         }
 
         if repair {
             let recovered = try recover()
-            for name in recovered.staging { note("\(root.stagingPath)/\(name)", "left by an interrupted operation", "removed") }
-            for name in recovered.orphanBundleContainers { note(root.bundleContainer(name), "no app owns this bundle container", "removed") }
-            for name in recovered.orphanDataContainers { note(root.dataContainer(name), "no app owns this data container", "removed") }
+            for name in recovered.staging {
+                note("\(root.stagingPath)/\(name)", "left by an interrupted operation", "removed")
+            }
+            for name in recovered.orphanBundleContainers {
+                note(root.bundleContainer(name), "no app owns this bundle container", "removed")
+            }
+            for name in recovered.orphanDataContainers {
+                note(root.dataContainer(name), "no app owns this data container", "removed")
+            }
             for entry in recovered.quarantined {
-                note(entry.path, "could not be removed (from \(entry.origin)): \(entry.reason)", nil)
+                note(
+                    entry.path, "could not be removed (from \(entry.origin)): \(entry.reason)", nil)
             }
         } else {
             let apps = try registry?.apps() ?? []
@@ -78,7 +94,8 @@ extension AppStore {
                 note("\(root.stagingPath)/\(name)", "left by an interrupted operation", nil)
             }
             for dir in [root.bundleContainersPath, root.dataContainersPath] {
-                for name in (try? FileDescriptor.directory(dir).entries()) ?? [] where !named.contains(name) {
+                for name in (try? FileDescriptor.directory(dir).entries()) ?? []
+                where !named.contains(name) {
                     note("\(dir)/\(name)", "no app owns this container", nil)
                 }
             }
@@ -89,7 +106,10 @@ extension AppStore {
             try check(group, repair: repair, note: note)
         }
         if let bytes = config.sandbox.dataQuota, case .notEnforced(let reason)? = dataQuotaSupport {
-            note(root.path, "[Sandbox] DataQuota=\(bytes) is NOT ENFORCED: \(reason); an app can fill this filesystem", nil)
+            note(
+                root.path,
+                "[Sandbox] DataQuota=\(bytes) is NOT ENFORCED: \(reason); an app can fill this filesystem",
+                nil)
         }
         let quotaEnforced = dataQuotaSupport == .enforced
         for app in try registry?.apps() ?? [] {
@@ -105,7 +125,8 @@ extension AppStore {
                     try applyDataQuota(dir, uid: app.uid, bundleID: app.bundleID, path: dir.path)
                     fixed = "project \(app.uid) limited to \(configured) bytes"
                 }
-                let problem = status.enforced
+                let problem =
+                    status.enforced
                     ? "its limit is \(status.limitBytes) bytes, [Sandbox] DataQuota= says \(configured)"
                     : status.reason ?? "not under its quota"
                 note(app.bundleID, "data container: \(problem)", fixed)
@@ -123,27 +144,36 @@ extension AppStore {
         for name in names {
             let path = quarantine.child(name)
             guard repair else {
-                note(path, "quarantined: an earlier removal failed; fix the cause, then 'appd doctor --repair'", nil)
+                note(
+                    path,
+                    "quarantined: an earlier removal failed; fix the cause, then 'appd doctor --repair'",
+                    nil)
                 continue
             }
             do {
                 try quarantine.removeTree(name)
                 note(path, "quarantined: an earlier removal failed", "removed")
             } catch {
-                note(path, "quarantined, and it still cannot be removed: \((error as? AppdError)?.message ?? "\(error)")", nil)
+                note(
+                    path,
+                    "quarantined, and it still cannot be removed: \((error as? AppdError)?.message ?? "\(error)")",
+                    nil)
             }
         }
     }
 
     /// A group's container must exist, as a directory root:<gid> 2770: a launch mounts it.
-    private func check(_ group: AppGroupRecord, repair: Bool, note: (String, String, String?) -> Void)
+    private func check(
+        _ group: AppGroupRecord, repair: Bool, note: (String, String, String?) -> Void
+    )
         throws
     {
         let path = "\(root.groupContainersPath)/\(group.uuid)"
         var st = stat()
         let missing = lstat(path, &st) != 0
-        guard missing || st.st_mode & S_IFMT != S_IFDIR || st.st_uid != 0 || st.st_gid != group.gid
-            || st.st_mode & 0o7777 != 0o2770
+        guard
+            missing || st.st_mode & S_IFMT != S_IFDIR || st.st_uid != 0 || st.st_gid != group.gid
+                || st.st_mode & 0o7777 != 0o2770
         else { return }
         let problem =
             missing
@@ -164,17 +194,24 @@ extension AppStore {
         note("application group \(group.groupID)", problem, fixed)
     }
 
-    private func check(_ app: InstalledApp, repair: Bool, note: (String, String, String?) -> Void) throws {
+    private func check(_ app: InstalledApp, repair: Bool, note: (String, String, String?) -> Void)
+        throws
+    {
         let id = app.bundleID
         if let other = getpwuid(app.uid) {
-            note(id, "uid \(app.uid) is also the host account '\(String(cString: other.pointee.pw_name))'", nil)
+            note(
+                id,
+                "uid \(app.uid) is also the host account '\(String(cString: other.pointee.pw_name))'",
+                nil)
         }
         if app.state == .installed {
             if let bundle = app.bundlePath(in: root), let executable = app.executable {
                 var st = stat()
                 if lstat(bundle, &st) != 0 || st.st_mode & S_IFMT != S_IFDIR {
                     note(id, "its bundle \(bundle) is missing", nil)
-                } else if lstat("\(bundle)/\(executable)", &st) != 0 || st.st_mode & S_IFMT != S_IFREG {
+                } else if lstat("\(bundle)/\(executable)", &st) != 0
+                    || st.st_mode & S_IFMT != S_IFREG
+                {
                     note(id, "its executable \(bundle)/\(executable) is missing", nil)
                 }
             } else {
@@ -203,7 +240,8 @@ extension AppStore {
         var fixed: String?
         if repair {
             do {
-                try DataContainer.populate(try FileDescriptor.directory(dataPath), uid: app.uid, gid: app.gid)
+                try DataContainer.populate(
+                    try FileDescriptor.directory(dataPath), uid: app.uid, gid: app.gid)
                 fixed = "owner \(app.uid):\(app.gid), mode 700, standard directories restored"
             } catch {
                 problems.append("repair failed: \(error)")

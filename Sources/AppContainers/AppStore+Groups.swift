@@ -168,7 +168,8 @@ extension Registry {
         try read { db in
             Set(
                 try String.fetchAll(
-                    db, sql: "SELECT groupID FROM appGroups WHERE ownerKeyID IS ?", arguments: [keyID]
+                    db, sql: "SELECT groupID FROM appGroups WHERE ownerKeyID IS ?",
+                    arguments: [keyID]
                 ).map { $0.lowercased() })
         }
     }

@@ -9,7 +9,8 @@ public struct InstallOptions: Sendable {
     /// by default an upgrade must come from the same signer, Android's rule).
     public var allowSignerChange = false
     /// Called while files are copied (files so far, bytes so far); for progress displays.
-    public var progress: (@Sendable (_ files: Int, _ bytes: Int64, _ totalFiles: Int, _ totalBytes: Int64) -> Void)?
+    public var progress:
+        (@Sendable (_ files: Int, _ bytes: Int64, _ totalFiles: Int, _ totalBytes: Int64) -> Void)?
     /// Called once if another appd process holds the state lock.
     public var onWait: @Sendable () -> Void = {}
 
@@ -46,7 +47,9 @@ extension AppStore {
     /// registry row; (7) only then remove the old bundle container. A crash before (6) leaves
     /// unnamed containers that recovery removes; after (6), an old container that recovery
     /// removes. No step ever touches the contents of an existing data container.
-    public func install(bundleAt path: String, options: InstallOptions = .init()) throws -> InstallResult {
+    public func install(bundleAt path: String, options: InstallOptions = .init()) throws
+        -> InstallResult
+    {
         try install(.folder(path), options: options)
     }
 
@@ -61,7 +64,8 @@ extension AppStore {
     /// tree must be a directory of the state root's filesystem that no one else can write;
     /// it is gone (moved or removed) when this returns or throws.
     public func install(
-        extractedBundleAt path: String, digests: [String: [UInt8]], options: InstallOptions = .init()
+        extractedBundleAt path: String, digests: [String: [UInt8]],
+        options: InstallOptions = .init()
     ) throws -> InstallResult {
         try install(.extracted(path, digests), options: options)
     }
@@ -95,14 +99,17 @@ extension AppStore {
         let existing = try registry.app(id)
         if let existing {
             guard existing.bundleID == id else {
-                throw AppdError(.conflict,
+                throw AppdError(
+                    .conflict,
                     "'\(id)' differs only in case from the installed '\(existing.bundleID)'; bundle ids are compared without regard to case",
                     hint: "fix CFBundleIdentifier, or uninstall '\(existing.bundleID)' first")
             }
-            if let installed = existing.version, let old = try? BundleVersion(validating: installed),
+            if let installed = existing.version,
+                let old = try? BundleVersion(validating: installed),
                 source.info.version < old, !options.allowDowngrade
             {
-                throw AppdError(.conflict,
+                throw AppdError(
+                    .conflict,
                     "\(id) \(installed) is installed; refusing to replace it with the older \(source.info.version)",
                     hint: "pass --allow-downgrade if the app's data can take it")
             }
@@ -126,7 +133,9 @@ extension AppStore {
         let copiedTree: (manifest: BundleManifest, executableHash: Data?)
         let progress = options.progress.map { progress in
             let (totalFiles, totalBytes) = (source.fileCount, source.totalBytes)
-            return { @Sendable (files: Int, bytes: Int64) in progress(files, bytes, totalFiles, totalBytes) }
+            return { @Sendable (files: Int, bytes: Int64) in
+                progress(files, bytes, totalFiles, totalBytes)
+            }
         }
         do {
             switch input {
@@ -136,21 +145,27 @@ extension AppStore {
                 copier.progress = progress
                 let copied = try BundleWalker.walk(source.path, limits: limits, visitor: &copier)
                 guard copied.problems.isEmpty else {
-                    throw AppdError(.invalidBundle, "\(source.path) changed while it was being installed",
+                    throw AppdError(
+                        .invalidBundle, "\(source.path) changed while it was being installed",
                         problems: copied.problems)
                 }
                 manifest = copier.manifest
             case .extracted(let path, let digests):
                 // One rename: the extracted tree becomes the staged bundle, its bytes stay where
                 // they were written.
-                let parent = try FileDescriptor.directory((path as NSString).deletingLastPathComponent)
-                try parent.rename(source.directoryName, to: bundleContainer, as: source.directoryName)
+                let parent = try FileDescriptor.directory(
+                    (path as NSString).deletingLastPathComponent)
+                try parent.rename(
+                    source.directoryName, to: bundleContainer, as: source.directoryName)
                 stagedBundle = try bundleContainer.openDirectory(source.directoryName)
                 var sealer = BundleSealer(digests: digests, layout: source.layout)
                 sealer.progress = progress
-                let sealed = try BundleWalker.walk(stagedBundle.path, limits: limits, visitor: &sealer)
+                let sealed = try BundleWalker.walk(
+                    stagedBundle.path, limits: limits, visitor: &sealer)
                 guard sealed.problems.isEmpty else {
-                    throw AppdError(.invalidBundle, "\(source.directoryName) changed while it was being installed",
+                    throw AppdError(
+                        .invalidBundle,
+                        "\(source.directoryName) changed while it was being installed",
                         problems: sealed.problems)
                 }
                 try sealer.checkComplete(bundle: source.directoryName)
@@ -159,17 +174,21 @@ extension AppStore {
             CrashPoint.reach("install.copied")
 
             staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
-            guard staged.info.identifier == source.info.identifier, staged.info.version == source.info.version,
+            guard staged.info.identifier == source.info.identifier,
+                staged.info.version == source.info.version,
                 staged.entitlements == source.entitlements
             else {
-                throw AppdError(.invalidBundle,
-                    "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)")
+                throw AppdError(
+                    .invalidBundle,
+                    "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)"
+                )
             }
             copiedTree = try Self.checkCopy(manifest, staged: staged, signature: signature)
         } catch let error as AppdError {
             // An extracted bundle is named where its caller put it, not where staging has it.
             guard case .extracted(let path, _) = input else { throw error }
-            throw error.naming(bundleContainer.path + "/", as: (path as NSString).deletingLastPathComponent + "/")
+            throw error.naming(
+                bundleContainer.path + "/", as: (path as NSString).deletingLastPathComponent + "/")
         }
 
         let uid = try existing?.uid ?? allocateUID(registry)
@@ -183,7 +202,8 @@ extension AppStore {
         if let existing {
             dataUUID = existing.dataUUID
             guard FileManager.default.fileExists(atPath: existing.dataContainer(in: root)) else {
-                throw AppdError(.corruptState,
+                throw AppdError(
+                    .corruptState,
                     "the data container of \(existing.bundleID) (\(existing.dataContainer(in: root))) is missing",
                     hint: "run 'appd doctor' to recreate an empty one")
             }
@@ -223,7 +243,8 @@ extension AppStore {
             entitlements: try staged.entitlements.plistData(),
             fileCount: staged.fileCount, totalBytes: staged.totalBytes,
             installedAt: existing?.installedAt ?? now, updatedAt: now,
-            signerKeyID: signing.keyID, codeResourcesHash: signature.map { Data($0.codeResourcesDigest) },
+            signerKeyID: signing.keyID,
+            codeResourcesHash: signature.map { Data($0.codeResourcesDigest) },
             executableHash: copiedTree.executableHash, treeHash: Data(copiedTree.manifest.digest))
         try registry.save(app)
         published = true
@@ -231,12 +252,16 @@ extension AppStore {
 
         // The new version is live; the old bundle container is garbage from here on (and
         // recovery would remove it if we stopped now).
-        if let old = existing?.bundleUUID { _ = discardReporting(old, in: bundles, into: &recovery) }
+        if let old = existing?.bundleUUID {
+            _ = discardReporting(old, in: bundles, into: &recovery)
+        }
         CrashPoint.reach("install.old-removed")
         // Groups the previous version used and this one does not go with their last app.
         if let existing {
-            let dropped = try existing.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)
-                .filter { id in !signing.groups.contains { $0.lowercased() == id.lowercased() } }
+            let dropped = try existing.decodedEntitlements().strings(
+                EntitlementCatalog.applicationGroups
+            )
+            .filter { id in !signing.groups.contains { $0.lowercased() == id.lowercased() } }
             try removeUnusedGroups(dropped, into: &recovery)
         }
         try staging.removeTree(txnName)
@@ -246,9 +271,11 @@ extension AppStore {
             app: app, previousVersion: existing?.state == .installed ? existing?.version : nil,
             reusedData: existing != nil,
             bundle: AppBundle(
-                path: app.bundlePath(in: root) ?? staged.path, layout: staged.layout, info: staged.info,
+                path: app.bundlePath(in: root) ?? staged.path, layout: staged.layout,
+                info: staged.info,
                 entitlements: staged.entitlements, executablePath: staged.executablePath,
-                fileCount: staged.fileCount, totalBytes: staged.totalBytes, warnings: source.warnings),
+                fileCount: staged.fileCount, totalBytes: staged.totalBytes,
+                warnings: source.warnings),
             recovery: recovery, signing: signing)
     }
 }
@@ -263,18 +290,22 @@ extension AppStore {
     {
         let (manifest, clashes) = builder.finish()
         guard clashes.isEmpty else {
-            throw AppdError(.invalidBundle, "\(staged.directoryName) has names that clash", problems: clashes)
+            throw AppdError(
+                .invalidBundle, "\(staged.directoryName) has names that clash", problems: clashes)
         }
         let stagedSignature = try CodeSignature.read(bundleAt: staged.path, layout: staged.layout)
         guard stagedSignature?.codeResources == signature?.codeResources else {
-            throw AppdError(.invalidBundle,
-                "\(staged.directoryName): the code signature changed while the bundle was being installed")
+            throw AppdError(
+                .invalidBundle,
+                "\(staged.directoryName): the code signature changed while the bundle was being installed"
+            )
         }
         if let signature {
             let changes = manifest.diff(against: signature.resources)
             guard changes.isEmpty else {
                 let count = changes.count == 1 ? "1 file differs" : "\(changes.count) files differ"
-                throw AppdError(.invalidBundle,
+                throw AppdError(
+                    .invalidBundle,
                     "\(staged.directoryName) does not match its code signature (\(count) from CodeResources)",
                     problems: changes)
             }
@@ -298,7 +329,9 @@ extension AppStore {
             exhausted: AppdError(
                 .conflict,
                 "no free uid left in [Users] UIDRange=\(config.uidRange.lowerBound)-\(config.uidRange.upperBound): \(allocator.held(apps)) apps hold one"
-                    + (legacy > 0 ? ", and \(legacy) application groups made before GroupRange existed hold their gid" : "")
+                    + (legacy > 0
+                        ? ", and \(legacy) application groups made before GroupRange existed hold their gid"
+                        : "")
                     + " (the rest are the host's accounts, groups or subordinate ids)",
                 hint: "widen [Users] UIDRange= in appd.conf, or uninstall apps"))
     }
@@ -307,11 +340,17 @@ extension AppStore {
     /// whoever holds another trusted key cannot take over an app and its data (also one
     /// uninstalled with --keep-data). An unsigned (development) install may be replaced by
     /// anyone the policy accepts.
-    static func checkSignerContinuity(_ existing: InstalledApp, _ signing: SigningDecision, options: InstallOptions) throws {
-        guard let installed = existing.signerKeyID, installed != signing.keyID, !options.allowSignerChange
+    static func checkSignerContinuity(
+        _ existing: InstalledApp, _ signing: SigningDecision, options: InstallOptions
+    ) throws {
+        guard let installed = existing.signerKeyID, installed != signing.keyID,
+            !options.allowSignerChange
         else { return }
-        throw AppdError(.conflict,
+        throw AppdError(
+            .conflict,
             "\(existing.bundleID) is installed signed by key \(installed); this bundle is \(signing.keyID.map { "signed by key \($0)" } ?? "unsigned"), and an upgrade must come from the same signer",
-            hint: "sign it with the installed version's key, or an admin passes --allow-signer-change (the app's data goes to the new signer's code)")
+            hint:
+                "sign it with the installed version's key, or an admin passes --allow-signer-change (the app's data goes to the new signer's code)"
+        )
     }
 }

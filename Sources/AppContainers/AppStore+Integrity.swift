@@ -32,19 +32,26 @@ extension AppStore {
         // Hashed once, then trusted while nothing in the tree changed: the fingerprint is taken
         // before the hash, so a change during or after hashing makes the next launch hash again.
         let expected = (wholeTree ? app.treeHash : nil) ?? executableHash
-        let fingerprint = try BundleFingerprint.read(bundleAt: bundlePath, limits: config.bundleLimits)
-        if let fingerprint, launchChecks.isIntact(bundlePath, expected: expected, fingerprint: fingerprint) {
+        let fingerprint = try BundleFingerprint.read(
+            bundleAt: bundlePath, limits: config.bundleLimits)
+        if let fingerprint,
+            launchChecks.isIntact(bundlePath, expected: expected, fingerprint: fingerprint)
+        {
             return
         }
         launchChecks.hashed()
         try checkByHashing(
-            app, bundlePath: bundlePath, executable: executable, executableHash: executableHash, layout: layout,
+            app, bundlePath: bundlePath, executable: executable, executableHash: executableHash,
+            layout: layout,
             wholeTree: wholeTree)
-        if let fingerprint { launchChecks.remember(bundlePath, expected: expected, fingerprint: fingerprint) }
+        if let fingerprint {
+            launchChecks.remember(bundlePath, expected: expected, fingerprint: fingerprint)
+        }
     }
 
     private func checkByHashing(
-        _ app: InstalledApp, bundlePath: String, executable: String, executableHash: Data, layout: BundleLayout,
+        _ app: InstalledApp, bundlePath: String, executable: String, executableHash: Data,
+        layout: BundleLayout,
         wholeTree: Bool
     ) throws {
         if wholeTree, let treeHash = app.treeHash {
@@ -112,7 +119,9 @@ final class LaunchCheckCache: Sendable {
     func hashed() { hashes.withLock { $0 += 1 } }
 
     func isIntact(_ bundle: String, expected: Data, fingerprint: [UInt8]) -> Bool {
-        verified.withLock { $0[bundle].map { $0.expected == expected && $0.fingerprint == fingerprint } ?? false }
+        verified.withLock {
+            $0[bundle].map { $0.expected == expected && $0.fingerprint == fingerprint } ?? false
+        }
     }
 
     func remember(_ bundle: String, expected: Data, fingerprint: [UInt8]) {

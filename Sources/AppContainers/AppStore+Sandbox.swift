@@ -10,7 +10,8 @@ extension InstalledApp {
         guard state == .installed, let container = bundleContainer(in: root),
             let bundlePath = bundlePath(in: root), let executable
         else {
-            throw AppdError(.notFound, "\(bundleID) has no installed bundle (uninstalled with --keep-data)",
+            throw AppdError(
+                .notFound, "\(bundleID) has no installed bundle (uninstalled with --keep-data)",
                 hint: "install it again to launch it")
         }
         let name = title ?? String((bundleName ?? bundleID).split(separator: ".").first ?? "app")
@@ -27,7 +28,9 @@ extension AppStore {
     /// the app itself only gets a pipe).
     public func openLogFolder() throws -> (fd: Int32, path: String) {
         let directory = "\(root.path)/logs"
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST { throw AppdError.system("mkdir \(directory)") }
+        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
+            throw AppdError.system("mkdir \(directory)")
+        }
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(directory)") }
         return (fd, directory)

@@ -16,7 +16,9 @@ extension AppStore {
     /// With `keepData` the row stays in state `data-kept`: the data container and the uid remain
     /// reserved, and installing the same id again brings the app back to its data. Uninstalling
     /// a `data-kept` app without `keepData` removes the data and releases the uid.
-    public func uninstall(_ id: String, keepData: Bool, onWait: () -> Void = {}) throws -> UninstallResult {
+    public func uninstall(_ id: String, keepData: Bool, onWait: () -> Void = {}) throws
+        -> UninstallResult
+    {
         let (lock, recovered) = try lockAndRecover(onWait: onWait)
         var recovery = recovered
         defer { withExtendedLifetime(lock) {} }
@@ -27,7 +29,8 @@ extension AppStore {
 
         if keepData {
             guard app.state == .installed else {
-                throw AppdError(.notFound, "\(app.bundleID) is already uninstalled (its data is kept)",
+                throw AppdError(
+                    .notFound, "\(app.bundleID) is already uninstalled (its data is kept)",
                     hint: "'appd uninstall \(app.bundleID)' without --keep-data removes the data")
             }
             var kept = app
@@ -36,7 +39,9 @@ extension AppStore {
             kept.bundleName = nil
             try registry.save(kept)
             CrashPoint.reach("uninstall.committed")
-            if let bundleUUID = app.bundleUUID { _ = discardReporting(bundleUUID, in: bundles, into: &recovery) }
+            if let bundleUUID = app.bundleUUID {
+                _ = discardReporting(bundleUUID, in: bundles, into: &recovery)
+            }
             mutationFinished()
             return UninstallResult(app: kept, keptData: true, recovery: recovery)
         }
@@ -45,7 +50,9 @@ extension AppStore {
         CrashPoint.reach("uninstall.committed")
         // The row is gone: whatever cannot be removed now is quarantined and reported, and the
         // uninstall stands (the app is gone, and nothing later waits on its leftovers).
-        if let bundleUUID = app.bundleUUID { _ = discardReporting(bundleUUID, in: bundles, into: &recovery) }
+        if let bundleUUID = app.bundleUUID {
+            _ = discardReporting(bundleUUID, in: bundles, into: &recovery)
+        }
         CrashPoint.reach("uninstall.bundle-removed")
         _ = discardReporting(app.dataUUID, in: data, into: &recovery)
         clearDataQuota(uid: app.uid)
@@ -53,7 +60,8 @@ extension AppStore {
         // iOS: a group's container goes with the last app that uses it. A crash before this
         // leaves groups no app uses, which recovery removes.
         try removeUnusedGroups(
-            (try? app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)) ?? [], into: &recovery)
+            (try? app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)) ?? [],
+            into: &recovery)
         mutationFinished()
         return UninstallResult(app: app, keptData: false, recovery: recovery)
     }

@@ -39,7 +39,8 @@ public final class AppStore: @unchecked Sendable {
         switch access {
         case .readOnly:
             if registryExists && Glibc.access(root.registryPath, R_OK) != 0 {
-                throw AppdError(.permissionDenied, "reading \(root.registryPath) needs root",
+                throw AppdError(
+                    .permissionDenied, "reading \(root.registryPath) needs root",
                     errno: errno, hint: "run it with sudo")
             }
             registry = registryExists ? try Registry(path: root.registryPath) : nil
@@ -48,12 +49,16 @@ public final class AppStore: @unchecked Sendable {
             if !registryExists {
                 // Without the registry every container would look like garbage to recover():
                 // never treat a lost registry as "nothing installed".
-                let leftovers = (try? FileDescriptor.directory(root.dataContainersPath).entries())
+                let leftovers =
+                    (try? FileDescriptor.directory(root.dataContainersPath).entries())
                     ?? []
                 guard leftovers.isEmpty else {
-                    throw AppdError(.corruptState,
+                    throw AppdError(
+                        .corruptState,
                         "\(root.registryPath) is missing but \(leftovers.count) data container(s) exist in \(root.dataContainersPath)",
-                        hint: "restore registry.sqlite from a backup; appd will not delete app data it cannot account for")
+                        hint:
+                            "restore registry.sqlite from a backup; appd will not delete app data it cannot account for"
+                    )
                 }
             }
             registry = try Registry(path: root.registryPath)
@@ -62,7 +67,9 @@ public final class AppStore: @unchecked Sendable {
 
     var writableRegistry: Registry {
         get throws {
-            guard let registry else { throw AppdError(.permissionDenied, "the state root was opened read-only") }
+            guard let registry else {
+                throw AppdError(.permissionDenied, "the state root was opened read-only")
+            }
             return registry
         }
     }
@@ -73,7 +80,8 @@ public final class AppStore: @unchecked Sendable {
     /// The app matching `id` without regard to case.
     public func app(_ id: String) throws -> InstalledApp {
         guard let app = try registry?.app(id) else {
-            throw AppdError(.notFound, "no app with id '\(id)' is installed",
+            throw AppdError(
+                .notFound, "no app with id '\(id)' is installed",
                 hint: "'appd list' shows what is installed")
         }
         return app
@@ -153,16 +161,22 @@ extension AppStore {
         let data = Set(apps.map(\.dataUUID))
         let bundleDir = try FileDescriptor.directory(root.bundleContainersPath)
         for name in try bundleDir.entries() where !bundles.contains(name) {
-            if discardReporting(name, in: bundleDir, into: &report) { report.orphanBundleContainers.append(name) }
+            if discardReporting(name, in: bundleDir, into: &report) {
+                report.orphanBundleContainers.append(name)
+            }
         }
         let dataDir = try FileDescriptor.directory(root.dataContainersPath)
         for name in try dataDir.entries() where !data.contains(name) {
-            if discardReporting(name, in: dataDir, into: &report) { report.orphanDataContainers.append(name) }
+            if discardReporting(name, in: dataDir, into: &report) {
+                report.orphanDataContainers.append(name)
+            }
         }
         // A group no app uses any more: its last app's uninstall committed but was stopped
         // before removing it (or it dates from before groups went with their last app).
         let inUse = try writableRegistry.groupsInUse()
-        let unused = try writableRegistry.allGroups().filter { !inUse.contains($0.groupID.lowercased()) }
+        let unused = try writableRegistry.allGroups().filter {
+            !inUse.contains($0.groupID.lowercased())
+        }
         for record in unused {
             try writableRegistry.deleteGroup(record.groupID)
             report.unusedGroups.append(record.groupID)
@@ -170,7 +184,9 @@ extension AppStore {
         let groups = Set(try writableRegistry.allGroups().map(\.uuid))
         if let groupDir = try? FileDescriptor.directory(root.groupContainersPath) {
             for name in try groupDir.entries() where !groups.contains(name) {
-                if discardReporting(name, in: groupDir, into: &report) { report.orphanGroupContainers.append(name) }
+                if discardReporting(name, in: groupDir, into: &report) {
+                    report.orphanGroupContainers.append(name)
+                }
             }
         }
         return report
@@ -178,13 +194,17 @@ extension AppStore {
 
     /// `discard` that never throws: what it cannot remove (or even move) goes into the
     /// report's `quarantined`. True when it is gone.
-    func discardReporting(_ name: String, in directory: FileDescriptor, into report: inout RecoveryReport) -> Bool {
+    func discardReporting(
+        _ name: String, in directory: FileDescriptor, into report: inout RecoveryReport
+    ) -> Bool {
         do {
             guard let entry = try discard(name, in: directory) else { return true }
             report.quarantined.append(entry)
         } catch {
             let reason = (error as? AppdError)?.message ?? "\(error)"
-            report.quarantined.append(QuarantinedEntry(path: directory.child(name), origin: directory.child(name), reason: reason))
+            report.quarantined.append(
+                QuarantinedEntry(
+                    path: directory.child(name), origin: directory.child(name), reason: reason))
         }
         return false
     }
@@ -219,7 +239,9 @@ extension AppStore {
 
     /// Removes `name` from staging; if that fails, moves what is left of it to `quarantine/`
     /// and says why. Nil when it is gone.
-    private func remove(_ name: String, in staging: FileDescriptor, origin: String) -> QuarantinedEntry? {
+    private func remove(_ name: String, in staging: FileDescriptor, origin: String)
+        -> QuarantinedEntry?
+    {
         do {
             try staging.removeTree(name)
             return nil
@@ -234,7 +256,8 @@ extension AppStore {
                 return QuarantinedEntry(path: staging.child(name), origin: origin, reason: reason)
             }
             _ = try? quarantine.sync()
-            return QuarantinedEntry(path: quarantine.child(quarantineName), origin: origin, reason: reason)
+            return QuarantinedEntry(
+                path: quarantine.child(quarantineName), origin: origin, reason: reason)
         }
     }
 }

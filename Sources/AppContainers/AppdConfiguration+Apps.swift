@@ -8,7 +8,9 @@ import Sandbox
 /// grant an entitlement the app's signer did not.
 public struct AppOverride: Sendable, Equatable {
     /// `[Sandbox]` keys this section may set for the one app, as text checked at parse time.
-    public static let sandboxKeys = ["MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "LoopbackPorts"]
+    public static let sandboxKeys = [
+        "MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "LoopbackPorts",
+    ]
     public static let keys =
         sandboxKeys + ["CPUWeight", "BackgroundModes", "RevokeEntitlements"] + ServiceSettings.keys
 
@@ -37,7 +39,9 @@ public struct AppOverride: Sendable, Equatable {
     public var lines: [(key: String, value: String)] {
         var result: [(key: String, value: String)] = []
         for key in Self.sandboxKeys {
-            if let value = sandbox.last(where: { $0.key == key })?.value { result.append((key, value)) }
+            if let value = sandbox.last(where: { $0.key == key })?.value {
+                result.append((key, value))
+            }
         }
         if let cpuWeight { result.append(("CPUWeight", String(cpuWeight))) }
         if let backgroundModes {
@@ -50,7 +54,9 @@ public struct AppOverride: Sendable, Equatable {
     }
 
     /// The value of one sandbox key this section sets, if any.
-    public func sandboxValue(_ key: String) -> String? { sandbox.last(where: { $0.key == key })?.value }
+    public func sandboxValue(_ key: String) -> String? {
+        sandbox.last(where: { $0.key == key })?.value
+    }
 
     /// The cgroup limits of this app's instances: the policy's, with this section's CPUWeight.
     public func cgroupLimits(settings: SandboxSettings) -> CgroupLimits {
@@ -130,7 +136,8 @@ extension AppdConfiguration {
         case .ok:
             apps[id] = override
         case .invalid(let expected):
-            throw AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
+            throw AppdError(
+                .invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
         case .unknownKey:
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [\(section)]",

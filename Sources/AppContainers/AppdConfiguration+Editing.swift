@@ -158,7 +158,8 @@ extension AppdConfiguration {
         guard fd >= 0 else {
             throw AppdError.system(
                 "open the folder of \(path), \(directory)",
-                hint: errno == ENOENT ? "create it (mkdir -p \(directory)), or name another file with --config" : nil)
+                hint: errno == ENOENT
+                    ? "create it (mkdir -p \(directory)), or name another file with --config" : nil)
         }
         defer { close(fd) }
         guard retryingInterrupts({ flock(fd, LOCK_EX) }) == 0 else {

@@ -79,9 +79,15 @@ public struct AppdConfiguration: Sendable, Equatable {
                     try config.addSigner(section, place: place)
                     continue
                 }
-                guard ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing"].contains(section) else {
-                    throw AppdError(.invalidConfig, "\(place): unknown section [\(section)]",
-                        hint: "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME], [App ID]")
+                guard
+                    ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing"]
+                        .contains(section)
+                else {
+                    throw AppdError(
+                        .invalidConfig, "\(place): unknown section [\(section)]",
+                        hint:
+                            "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME], [App ID]"
+                    )
                 }
                 continue
             }
@@ -97,12 +103,14 @@ public struct AppdConfiguration: Sendable, Equatable {
             }
         }
         guard config.api.reservedConnections < config.api.maxConnections else {
-            throw AppdError(.invalidConfig,
+            throw AppdError(
+                .invalidConfig,
                 "\(file): [API] ReservedConnections=\(config.api.reservedConnections) leaves nothing of MaxConnections=\(config.api.maxConnections) for other users",
                 hint: "make ReservedConnections smaller than MaxConnections")
         }
         guard !config.uidRange.overlaps(config.groupRange) else {
-            throw AppdError(.invalidConfig,
+            throw AppdError(
+                .invalidConfig,
                 "\(file): [Users] GroupRange=\(config.groupRange.lowerBound)-\(config.groupRange.upperBound) overlaps UIDRange=\(config.uidRange.lowerBound)-\(config.uidRange.upperBound)",
                 hint: "application groups need gids of their own, apart from the apps' uids")
         }
@@ -112,7 +120,9 @@ public struct AppdConfiguration: Sendable, Equatable {
         return config
     }
 
-    private mutating func set(section: String, key: String, value: String, place: String, file: String) throws {
+    private mutating func set(
+        section: String, key: String, value: String, place: String, file: String
+    ) throws {
         func bad(_ expected: String) -> AppdError {
             AppdError(.invalidConfig, "\(place): [\(section)] \(key)=\(value) is not \(expected)")
         }
@@ -127,7 +137,9 @@ public struct AppdConfiguration: Sendable, Equatable {
             return n
         }
         func access() throws -> AccessList {
-            do { return try AccessList(value) } catch { throw bad("a list of root, *, @group or user names ('\(error.word)')") }
+            do { return try AccessList(value) } catch {
+                throw bad("a list of root, *, @group or user names ('\(error.word)')")
+            }
         }
         switch (section, key) {
         case ("Bundle", "MaxFiles"): bundleLimits.maxFiles = try count()
@@ -135,35 +147,43 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("Bundle", "MaxDepth"): bundleLimits.maxDepth = try count()
         case ("Bundle", "MaxPathLength"): bundleLimits.maxPathLength = try count()
         case ("Bundle", "MaxInfoPlistBytes"): bundleLimits.maxInfoPlistBytes = Int(try bytes())
-        case ("Bundle", "MaxEntitlementsBytes"): bundleLimits.maxEntitlementsBytes = Int(try bytes())
+        case ("Bundle", "MaxEntitlementsBytes"):
+            bundleLimits.maxEntitlementsBytes = Int(try bytes())
         case ("Users", "UIDRange"), ("Users", "GroupRange"):
-            let parts = value.split(separator: "-").map { UInt32($0.trimmingCharacters(in: .whitespaces)) }
+            let parts = value.split(separator: "-").map {
+                UInt32($0.trimmingCharacters(in: .whitespaces))
+            }
             guard parts.count == 2, let low = parts[0], let high = parts[1], low <= high else {
                 throw bad("a range 'FIRST-LAST'")
             }
             guard low >= 1000 else {
-                throw AppdError(.invalidConfig,
+                throw AppdError(
+                    .invalidConfig,
                     "\(place): \(key) starts at \(low); ids below 1000 belong to the system")
             }
             if key == "UIDRange" { uidRange = low...high } else { groupRange = low...high }
         case ("Users", "MaxGroupsPerApp"): maxGroupsPerApp = try count()
         case ("Users", "MaxGroupsPerSigner"): maxGroupsPerSigner = try count()
         case ("Users", _):
-            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Users]",
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [Users]",
                 hint: "known keys: " + Self.usersKeys.joined(separator: ", "))
         case ("Sandbox", _):
             switch sandbox.set(key: key, value: value, parseSize: Self.parseSize) {
             case .ok: break
             case .invalid(let expected): throw bad(expected)
             case .unknownKey:
-                throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Sandbox]",
+                throw AppdError(
+                    .invalidConfig, "\(place): unknown key \(key) in [Sandbox]",
                     hint: "known keys: " + SandboxSettings.keys.joined(separator: ", "))
             }
         case ("API", "Socket"):
             guard value.isEmpty || value.hasPrefix("/") else { throw bad("an absolute path") }
             api.socket = value
         case ("API", "SocketMode"):
-            guard let mode = mode_t(value, radix: 8), mode <= 0o777 else { throw bad("an octal mode like 0660") }
+            guard let mode = mode_t(value, radix: 8), mode <= 0o777 else {
+                throw bad("an octal mode like 0660")
+            }
             api.socketMode = mode
         case ("API", "SocketGroup"): api.socketGroup = value
         case ("API", "ReadAllowed"): api.readAllowed = try access()
@@ -174,7 +194,9 @@ public struct AppdConfiguration: Sendable, Equatable {
         case ("API", "MaxConnectionsPerUser"): api.maxConnectionsPerUser = try count()
         case ("API", "MaxStreamsPerUser"): api.maxStreamsPerUser = try count()
         case ("API", "RequestTimeout"):
-            guard let n = Int(value.hasSuffix("s") ? String(value.dropLast()) : value), n > 0, n <= 86400 else {
+            guard let n = Int(value.hasSuffix("s") ? String(value.dropLast()) : value), n > 0,
+                n <= 86400
+            else {
                 throw bad("a number of seconds (1-86400)")
             }
             api.requestTimeout = n
@@ -182,10 +204,12 @@ public struct AppdConfiguration: Sendable, Equatable {
             guard let n = Int(value), n >= 0 else { throw bad("a whole number (0 or more)") }
             api.reservedConnections = n
         case ("API", _):
-            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [API]",
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [API]",
                 hint: "known keys: " + APISettings.keys.joined(separator: ", "))
         case ("Supervisor", "TerminateGracePeriod"):
-            guard let seconds = Double(value.hasSuffix("s") ? String(value.dropLast()) : value), seconds >= 0, seconds <= 3600
+            guard let seconds = Double(value.hasSuffix("s") ? String(value.dropLast()) : value),
+                seconds >= 0, seconds <= 3600
             else { throw bad("a number of seconds (0-3600)") }
             supervisor.terminateGracePeriod = seconds
         case ("Supervisor", "LogMaxBytes"): supervisor.logMaxBytes = try bytes()
@@ -201,14 +225,16 @@ public struct AppdConfiguration: Sendable, Equatable {
             default: throw bad("yes or no")
             }
         case ("Supervisor", _):
-            throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [Supervisor]",
                 hint: "known keys: " + SupervisorSettings.keys.joined(separator: ", "))
         case ("Lifecycle", _):
             switch lifecycle.set(key: key, value: value, parseSize: Self.parseSize) {
             case .ok: break
             case .invalid(let expected): throw bad(expected)
             case .unknownKey:
-                throw AppdError(.invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
+                throw AppdError(
+                    .invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
                     hint: "known keys: " + LifecycleSettings.keys.joined(separator: ", "))
             }
         case ("Signing", _):

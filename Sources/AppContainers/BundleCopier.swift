@@ -48,7 +48,8 @@ struct BundleCopier: BundleVisitor {
 
     mutating func visitFile(_ entry: BundleEntry, fd source: Int32) throws {
         let name = Self.name(entry)
-        let out = openat(current.raw, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        let out = openat(
+            current.raw, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
         guard out >= 0 else { throw AppdError.system("create \(current.child(name))") }
         defer { close(out) }
         manifest.file(entry, sha256: try copy(from: source, to: out, what: entry.relativePath))
@@ -89,7 +90,8 @@ struct BundleCopier: BundleVisitor {
             bytesCopied += Int64(n)
             // The walker checked sizes before the copy; a file growing under us is caught here.
             guard bytesCopied <= maxTotalBytes else {
-                throw AppdError(.invalidBundle,
+                throw AppdError(
+                    .invalidBundle,
                     "the bundle grew past the \(maxTotalBytes)-byte limit while it was being copied",
                     problems: [BundleProblem(what, "grew while being copied")])
             }

@@ -62,8 +62,10 @@ public struct APISettings: Sendable, Equatable {
     public init() {}
 
     static let keys = [
-        "Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed", "MaxRequestBytes",
-        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser", "RequestTimeout",
+        "Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed",
+        "MaxRequestBytes",
+        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser",
+        "RequestTimeout",
     ]
 }
 
@@ -96,7 +98,8 @@ public struct SupervisorSettings: Sendable, Equatable {
     public init() {}
 
     static let keys = [
-        "TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog", "MaxInstances",
+        "TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog",
+        "MaxInstances",
         "MaxInstancesPerUser", "MaxInstancesPerApp",
     ]
 }

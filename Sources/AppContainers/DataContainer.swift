@@ -29,12 +29,14 @@ enum DataContainer {
                 return false
             }
             guard st.st_mode & S_IFMT == S_IFDIR else {
-                problems.append("\(label) is not a directory (a symlink or file the app put there?)")
+                problems.append(
+                    "\(label) is not a directory (a symlink or file the app put there?)")
                 return false
             }
             if st.st_uid != uid || st.st_gid != gid || st.st_mode & 0o7777 != 0o700 {
                 problems.append(
-                    "\(label) is owner \(st.st_uid):\(st.st_gid) mode \(String(st.st_mode & 0o7777, radix: 8)), expected \(uid):\(gid) mode 700")
+                    "\(label) is owner \(st.st_uid):\(st.st_gid) mode \(String(st.st_mode & 0o7777, radix: 8)), expected \(uid):\(gid) mode 700"
+                )
             }
             return true
         }

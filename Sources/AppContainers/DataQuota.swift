@@ -84,7 +84,8 @@ public enum DataQuota {
 extension AppStore {
     /// Whether `[Sandbox] DataQuota=` is enforced on this state root (nil: none configured).
     public var dataQuotaSupport: DataQuota.Support? {
-        let configured = config.sandbox.dataQuota != nil
+        let configured =
+            config.sandbox.dataQuota != nil
             || config.apps.values.contains { $0.sandboxValue("DataQuota") != nil }
         return configured ? DataQuota.support(at: root.path) : nil
     }
@@ -93,7 +94,8 @@ extension AppStore {
     /// inherit flag on the container and its standard directories, and the configured limit.
     /// Nothing when no DataQuota is configured or the filesystem cannot enforce it.
     func applyDataQuota(_ dir: FileDescriptor, uid: UInt32, bundleID: String, path: String) throws {
-        guard let bytes = config.dataQuota(for: bundleID), DataQuota.support(fd: dir.raw) == .enforced
+        guard let bytes = config.dataQuota(for: bundleID),
+            DataQuota.support(fd: dir.raw) == .enforced
         else {
             return
         }

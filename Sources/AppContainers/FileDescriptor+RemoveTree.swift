@@ -40,21 +40,22 @@ extension FileDescriptor {
         var current: Int32 = -1
         defer { if current >= 0 { close(current) } }
         // The path of `last` in the directory being walked, for messages (levels[0] is `name`).
-        func where_(_ last: String? = nil) -> String {
+        func shownPath(_ last: String? = nil) -> String {
             guard !levels.isEmpty else { return child(name) }
-            return Self.describe(child(name), levels.dropFirst().map(\.name) + (last.map { [$0] } ?? []))
+            return Self.describe(
+                child(name), levels.dropFirst().map(\.name) + (last.map { [$0] } ?? []))
         }
         func descend(from parent: Int32, _ entry: String, rescans: Int = 0) throws -> Bool {
-            let fd = try Self.openForRemoval(parent, entry, path: { where_(entry) })
+            let fd = try Self.openForRemoval(parent, entry, path: { shownPath(entry) })
             guard fd >= 0 else { return false }
             var st = Glibc.stat()
             guard fstat(fd, &st) == 0 else {
                 close(fd)
-                throw AppdError.system("stat \(where_(entry))")
+                throw AppdError.system("stat \(shownPath(entry))")
             }
             let pending: [String]
             do {
-                pending = try Self.emptyOfFiles(fd, path: { where_(entry) })
+                pending = try Self.emptyOfFiles(fd, path: { shownPath(entry) })
             } catch {
                 close(fd)
                 throw error
@@ -78,13 +79,13 @@ extension FileDescriptor {
             let parent: Int32
             if let above = levels.last {
                 parent = openat(current, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard parent >= 0 else { throw AppdError.system("open \(where_())") }
+                guard parent >= 0 else { throw AppdError.system("open \(shownPath())") }
                 var st = Glibc.stat()
                 guard fstat(parent, &st) == 0, UInt64(st.st_dev) == above.device,
                     UInt64(st.st_ino) == above.inode
                 else {
                     close(parent)
-                    throw AppdError(.io, "\(where_()) moved while it was being removed; stopped")
+                    throw AppdError(.io, "\(shownPath()) moved while it was being removed; stopped")
                 }
             } else {
                 parent = raw
@@ -99,7 +100,7 @@ extension FileDescriptor {
                 _ = try descend(from: parent, top.name, rescans: top.rescans + 1)
                 continue
             }
-            throw AppdError.system("rmdir \(where_(top.name))")
+            throw AppdError.system("rmdir \(shownPath(top.name))")
         }
     }
 

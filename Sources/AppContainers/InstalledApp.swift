@@ -70,11 +70,15 @@ public struct InstalledApp: Sendable, Equatable, Codable, FetchableRecord, Persi
 }
 
 extension InstalledApp {
-    public static func databaseDateEncodingStrategy(for column: String) -> DatabaseDateEncodingStrategy {
+    public static func databaseDateEncodingStrategy(for column: String)
+        -> DatabaseDateEncodingStrategy
+    {
         RegistryDates.encoding
     }
 
-    public static func databaseDateDecodingStrategy(for column: String) -> DatabaseDateDecodingStrategy {
+    public static func databaseDateDecodingStrategy(for column: String)
+        -> DatabaseDateDecodingStrategy
+    {
         RegistryDates.decoding
     }
 }

@@ -71,7 +71,8 @@ public struct LifecycleSettings: Sendable, Equatable {
 
     static let keys = [
         "ActivePolicy", "BackgroundGracePeriod", "BackgroundTaskTime", "BackgroundTaskMaxTime",
-        "BackgroundTaskExpirationGrace", "ExpiredBackgroundTask", "MaxBackgroundTasks", "LaunchWatchdog",
+        "BackgroundTaskExpirationGrace", "ExpiredBackgroundTask", "MaxBackgroundTasks",
+        "LaunchWatchdog",
         "AllowedBackgroundModes", "MemoryBudget", "ActiveMemoryLimit", "MemoryPressureWarning",
         "MemoryPressureCritical", "MemoryCheckInterval", "KeepAliveDelay", "KeepAliveLimit",
         "KeepAliveStableTime",
@@ -85,65 +86,98 @@ public struct LifecycleSettings: Sendable, Equatable {
 
     mutating func set(key: String, value: String, parseSize: (String) -> Int64?) -> Outcome {
         func seconds(_ range: ClosedRange<Double>) -> Double? {
-            guard let n = Double(value.hasSuffix("s") ? String(value.dropLast()) : value), range.contains(n) else { return nil }
+            guard let n = Double(value.hasSuffix("s") ? String(value.dropLast()) : value),
+                range.contains(n)
+            else { return nil }
             return n
         }
         func percent() -> Double? {
-            guard let n = Double(value.hasSuffix("%") ? String(value.dropLast()) : value), (0...100).contains(n) else { return nil }
+            guard let n = Double(value.hasSuffix("%") ? String(value.dropLast()) : value),
+                (0...100).contains(n)
+            else { return nil }
             return n
         }
         switch key {
         case "ActivePolicy":
-            guard let policy = ActivePolicy(rawValue: value) else { return .invalid("single or all") }
+            guard let policy = ActivePolicy(rawValue: value) else {
+                return .invalid("single or all")
+            }
             activePolicy = policy
         case "BackgroundGracePeriod":
             guard let n = seconds(0...3600) else { return .invalid("a number of seconds (0-3600)") }
             backgroundGracePeriod = n
         case "BackgroundTaskTime":
-            guard let n = seconds(0.1...86400) else { return .invalid("a number of seconds (0.1-86400)") }
+            guard let n = seconds(0.1...86400) else {
+                return .invalid("a number of seconds (0.1-86400)")
+            }
             backgroundTaskTime = n
         case "BackgroundTaskMaxTime":
-            guard let n = seconds(0.1...86400) else { return .invalid("a number of seconds (0.1-86400)") }
+            guard let n = seconds(0.1...86400) else {
+                return .invalid("a number of seconds (0.1-86400)")
+            }
             backgroundTaskMaxTime = n
         case "BackgroundTaskExpirationGrace":
             guard let n = seconds(0...600) else { return .invalid("a number of seconds (0-600)") }
             backgroundTaskExpirationGrace = n
         case "ExpiredBackgroundTask":
-            guard let action = ExpiredTaskAction(rawValue: value) else { return .invalid("kill or suspend") }
+            guard let action = ExpiredTaskAction(rawValue: value) else {
+                return .invalid("kill or suspend")
+            }
             expiredTaskAction = action
         case "MaxBackgroundTasks":
-            guard let n = Int(value), (1...1024).contains(n) else { return .invalid("a whole number (1-1024)") }
+            guard let n = Int(value), (1...1024).contains(n) else {
+                return .invalid("a whole number (1-1024)")
+            }
             maxBackgroundTasks = n
         case "LaunchWatchdog":
-            guard let n = seconds(0.1...3600) else { return .invalid("a number of seconds (0.1-3600)") }
+            guard let n = seconds(0.1...3600) else {
+                return .invalid("a number of seconds (0.1-3600)")
+            }
             launchWatchdog = n
         case "AllowedBackgroundModes":
             let modes = value.split(whereSeparator: \.isWhitespace).map(String.init)
             guard modes.allSatisfy(Self.knownBackgroundModes.contains) else {
-                return .invalid("a space-separated list of " + Self.knownBackgroundModes.joined(separator: ", "))
+                return .invalid(
+                    "a space-separated list of " + Self.knownBackgroundModes.joined(separator: ", ")
+                )
             }
             allowedBackgroundModes = modes
         case "MemoryBudget", "ActiveMemoryLimit":
             var size: Int64?
             if !value.isEmpty {
-                guard let n = parseSize(value), n > 0 else { return .invalid("a size (a number with an optional K, M, G or T suffix) or empty") }
+                guard let n = parseSize(value), n > 0 else {
+                    return .invalid(
+                        "a size (a number with an optional K, M, G or T suffix) or empty")
+                }
                 size = n
             }
             if key == "MemoryBudget" { memoryBudget = size } else { activeMemoryLimit = size }
         case "MemoryPressureWarning", "MemoryPressureCritical":
             guard let n = percent() else { return .invalid("a percentage (0-100; 0 turns it off)") }
-            if key == "MemoryPressureWarning" { memoryPressureWarning = n } else { memoryPressureCritical = n }
+            if key == "MemoryPressureWarning" {
+                memoryPressureWarning = n
+            } else {
+                memoryPressureCritical = n
+            }
         case "MemoryCheckInterval":
-            guard let n = seconds(0.05...60) else { return .invalid("a number of seconds (0.05-60)") }
+            guard let n = seconds(0.05...60) else {
+                return .invalid("a number of seconds (0.05-60)")
+            }
             memoryCheckInterval = n
         case "KeepAliveDelay":
-            guard let n = seconds(0.05...3600) else { return .invalid("a number of seconds (0.05-3600)") }
+            guard let n = seconds(0.05...3600) else {
+                return .invalid("a number of seconds (0.05-3600)")
+            }
             keepAliveDelay = n
         case "KeepAliveLimit":
-            guard let n = Int(value), (1...1000).contains(n) else { return .invalid("a whole number (1-1000)") }
+            guard let n = Int(value), (1...1000).contains(n) else {
+                return .invalid("a whole number (1-1000)")
+            }
             keepAliveLimit = n
         case "KeepAliveStableTime":
-            guard let n = seconds(0...86400) else { return .invalid("a number of seconds (0-86400)") }
+            guard let n = seconds(0...86400) else {
+                return .invalid("a number of seconds (0-86400)")
+            }
             keepAliveStableTime = n
         default:
             return .unknownKey

@@ -35,7 +35,8 @@ public final class Registry: Sendable {
             db = try DatabasePool(path: path, configuration: config)
             try Self.migrator.migrate(db)
         } catch let error as DatabaseError {
-            throw AppdError(.corruptState, "registry \(path): \(error.message ?? "\(error)")",
+            throw AppdError(
+                .corruptState, "registry \(path): \(error.message ?? "\(error)")",
                 hint: "run 'appd doctor' to check the state root")
         }
         // The registry names every uid and container: nobody but root reads it.
@@ -103,7 +104,8 @@ public final class Registry: Sendable {
     /// The app whose id matches `id` without regard to case, in any state.
     public func app(_ id: String) throws -> InstalledApp? {
         try read { db in
-            try InstalledApp.filter(sql: "bundleID = ? COLLATE NOCASE", arguments: [id]).fetchOne(db)
+            try InstalledApp.filter(sql: "bundleID = ? COLLATE NOCASE", arguments: [id]).fetchOne(
+                db)
         }
     }
 
@@ -117,7 +119,9 @@ public final class Registry: Sendable {
     /// from the apps' range: every number either holds is taken for both.
     public func usedUIDs() throws -> Set<UInt32> {
         try read { db in
-            Set(try UInt32.fetchAll(db, sql: "SELECT uid FROM apps UNION SELECT gid FROM appGroups"))
+            Set(
+                try UInt32.fetchAll(db, sql: "SELECT uid FROM apps UNION SELECT gid FROM appGroups")
+            )
         }
     }
 

@@ -18,7 +18,8 @@ enum RegistryDates {
         let milliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded())
         let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
         let fraction = Int(milliseconds - seconds * 1000)
-        return UTCTime(secondsSince1970: seconds).text(separator: " ") + "." + UTCTime.digits(fraction, 3)
+        return UTCTime(secondsSince1970: seconds).text(separator: " ") + "."
+            + UTCTime.digits(fraction, 3)
     }
 
     /// The inverse of `text(for:)`; also takes no fraction, or one of 1 to 9 digits. nil for
@@ -26,7 +27,8 @@ enum RegistryDates {
     static func date(from text: String) -> Date? {
         let bytes = Array(text.utf8)
         guard bytes.count >= 19, bytes[10] == UInt8(ascii: " "), var time = UTCTime.fields(bytes),
-            (1...12).contains(time.month), (1...31).contains(time.day), time.hour < 24, time.minute < 60,
+            (1...12).contains(time.month), (1...31).contains(time.day), time.hour < 24,
+            time.minute < 60,
             time.second < 61
         else { return nil }
         var fraction = 0.0

@@ -70,11 +70,13 @@ public struct StateRoot: Sendable {
             } else if errno != EEXIST {
                 throw AppdError.system(
                     "create \(full)",
-                    hint: relative.isEmpty ? "choose another state root with --root or APPD_ROOT" : nil)
+                    hint: relative.isEmpty
+                        ? "choose another state root with --root or APPD_ROOT" : nil)
             }
             var st = stat()
             guard lstat(full, &st) == 0, st.st_mode & S_IFMT == S_IFDIR else {
-                throw AppdError(.corruptState, "\(full) exists but is not a directory (or is a symlink)")
+                throw AppdError(
+                    .corruptState, "\(full) exists but is not a directory (or is a symlink)")
             }
         }
     }
@@ -134,11 +136,15 @@ public final class DaemonLock {
             guard code == EWOULDBLOCK else { throw AppdError.system("lock \(path)", errno: code) }
             let who = holder.map { "appd serve pid \($0)" } ?? "another appd serve"
             throw AppdError(
-                .conflict, "\(who) is already serving the state root \(root.path) (it holds \(path))",
-                hint: "stop it first (\(holder.map { "kill \($0)" } ?? "see \(path)"), or systemctl stop appd), or serve another root with --root")
+                .conflict,
+                "\(who) is already serving the state root \(root.path) (it holds \(path))",
+                hint:
+                    "stop it first (\(holder.map { "kill \($0)" } ?? "see \(path)"), or systemctl stop appd), or serve another root with --root"
+            )
         }
         let text = Array("\(getpid())\n".utf8)
-        guard ftruncate(fd, 0) == 0, text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == text.count
+        guard ftruncate(fd, 0) == 0,
+            text.withUnsafeBytes({ pwrite(fd, $0.baseAddress, $0.count, 0) }) == text.count
         else {
             let code = errno
             close(fd)

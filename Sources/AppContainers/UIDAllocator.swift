@@ -38,7 +38,8 @@ struct UIDAllocator {
             }
             for line in text.split(separator: "\n") {
                 let fields = line.split(separator: ":")
-                guard fields.count == 3, let start = UInt32(fields[1]), let count = UInt32(fields[2]),
+                guard fields.count == 3, let start = UInt32(fields[1]),
+                    let count = UInt32(fields[2]),
                     count > 0, start <= UInt32.max - (count - 1)
                 else { continue }
                 ranges.append(start...(start + count - 1))

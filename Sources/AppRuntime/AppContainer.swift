@@ -31,11 +31,14 @@ public struct AppContainer: Sendable, Equatable {
     /// Reads the places from `environment`; `executablePath` is where the bundle is looked for
     /// when `APPD_BUNDLE_PATH` is unset (default: the running executable).
     public init(environment: [String: String], executablePath: String? = nil) throws {
-        guard let homePath = Self.nonEmpty(environment["CFFIXED_USER_HOME"])
-            ?? Self.nonEmpty(environment["HOME"])
+        guard
+            let homePath = Self.nonEmpty(environment["CFFIXED_USER_HOME"])
+                ?? Self.nonEmpty(environment["HOME"])
         else {
-            throw AppRuntimeError(.missingEnvironment,
-                "AppContainer: neither CFFIXED_USER_HOME nor HOME is set; appd sets both to the app's data container")
+            throw AppRuntimeError(
+                .missingEnvironment,
+                "AppContainer: neither CFFIXED_USER_HOME nor HOME is set; appd sets both to the app's data container"
+            )
         }
         home = try Self.directory(homePath, variable: "HOME")
         if let tmpPath = Self.nonEmpty(environment["TMPDIR"]) {
@@ -44,17 +47,21 @@ public struct AppContainer: Sendable, Equatable {
             tmp = home.appendingPathComponent("tmp", isDirectory: true)
         }
 
-        bundleURL = try BundleLocator.bundleURL(environment: environment, executablePath: executablePath)
+        bundleURL = try BundleLocator.bundleURL(
+            environment: environment, executablePath: executablePath)
 
         if let identifier = Self.nonEmpty(environment["APPD_BUNDLE_ID"]) {
             bundleIdentifier = identifier
-        } else if let identifier = BundleLocator.infoDictionary(of: bundleURL)?["CFBundleIdentifier"] as? String,
+        } else if let identifier = BundleLocator.infoDictionary(of: bundleURL)?[
+            "CFBundleIdentifier"] as? String,
             !identifier.isEmpty
         {
             bundleIdentifier = identifier
         } else {
-            throw AppRuntimeError(.missingEnvironment,
-                "AppContainer: APPD_BUNDLE_ID is not set and \(bundleURL.path) has no CFBundleIdentifier in its Info.plist")
+            throw AppRuntimeError(
+                .missingEnvironment,
+                "AppContainer: APPD_BUNDLE_ID is not set and \(bundleURL.path) has no CFBundleIdentifier in its Info.plist"
+            )
         }
     }
 
@@ -67,7 +74,8 @@ public struct AppContainer: Sendable, Equatable {
     /// against whatever the working directory happens to be.
     fileprivate static func directory(_ path: String, variable: String) throws -> URL {
         guard path.hasPrefix("/") else {
-            throw AppRuntimeError(.invalidEnvironment,
+            throw AppRuntimeError(
+                .invalidEnvironment,
                 "AppContainer: \(variable) is '\(path)', not an absolute path")
         }
         return URL(fileURLWithPath: path, isDirectory: true).standardizedFileURL
@@ -78,14 +86,18 @@ public struct AppContainer: Sendable, Equatable {
 enum BundleLocator {
     /// `APPD_BUNDLE_PATH`, else the `.app` folder around `executablePath` (default: the
     /// running executable).
-    static func bundleURL(environment: [String: String], executablePath: String? = nil) throws -> URL {
+    static func bundleURL(environment: [String: String], executablePath: String? = nil) throws
+        -> URL
+    {
         if let bundlePath = AppContainer.nonEmpty(environment["APPD_BUNDLE_PATH"]) {
             return try AppContainer.directory(bundlePath, variable: "APPD_BUNDLE_PATH")
         }
         let executable = executablePath ?? Self.executablePath()
         guard let found = bundle(containing: executable) else {
-            throw AppRuntimeError(.missingEnvironment,
-                "APPD_BUNDLE_PATH is not set and the executable \(executable) is not inside a .app bundle")
+            throw AppRuntimeError(
+                .missingEnvironment,
+                "APPD_BUNDLE_PATH is not set and the executable \(executable) is not inside a .app bundle"
+            )
         }
         return found
     }
@@ -121,6 +133,7 @@ enum BundleLocator {
 
     static func infoDictionary(of bundle: URL) -> [String: Any]? {
         guard let data = try? Data(contentsOf: infoPlistURL(of: bundle)) else { return nil }
-        return (try? PropertyListSerialization.propertyList(from: data, format: nil)) as? [String: Any]
+        return (try? PropertyListSerialization.propertyList(from: data, format: nil))
+            as? [String: Any]
     }
 }

@@ -72,7 +72,9 @@ extension Application {
             return
         }
         if task == 0 {
-            log("appd refused background task '\(entry.name ?? "")': \(reason ?? "no reason given")")
+            log(
+                "appd refused background task '\(entry.name ?? "")': \(reason ?? "no reason given")"
+            )
             tasks.entries[ref] = nil
             if !entry.endedEarly { entry.expirationHandler?() }
             return

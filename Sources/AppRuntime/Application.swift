@@ -34,10 +34,12 @@ public final class Application {
         self.delegate = delegate
         self.channel = channel
         guard let channel else {
-            finishLaunching(LaunchOptions(
-                instance: nil, arguments: Array(CommandLine.arguments.dropFirst()),
-                launchedBy: .init(uid: Int(getuid()), user: ProcessInfo.processInfo.environment["USER"]),
-                state: .inactive, isAttachedToDaemon: false))
+            finishLaunching(
+                LaunchOptions(
+                    instance: nil, arguments: Array(CommandLine.arguments.dropFirst()),
+                    launchedBy: .init(
+                        uid: Int(getuid()), user: ProcessInfo.processInfo.environment["USER"]),
+                    state: .inactive, isAttachedToDaemon: false))
             receive(.message(.didBecomeActive))
             return
         }
@@ -72,14 +74,17 @@ public final class Application {
 
     private func receive(_ message: DaemonMessage) {
         if isTerminating { return }
-        if case .didFinishLaunching(let instance, let arguments, let launchedBy, let state) = message {
+        if case .didFinishLaunching(let instance, let arguments, let launchedBy, let state) =
+            message
+        {
             guard launchOptions == nil else {
                 log("ignored a second didFinishLaunching")
                 return
             }
-            finishLaunching(LaunchOptions(
-                instance: instance, arguments: arguments, launchedBy: launchedBy, state: state,
-                isAttachedToDaemon: true))
+            finishLaunching(
+                LaunchOptions(
+                    instance: instance, arguments: arguments, launchedBy: launchedBy, state: state,
+                    isAttachedToDaemon: true))
             return
         }
         guard launchOptions != nil, let delegate else {

@@ -30,7 +30,8 @@ final class LifecycleChannel: Sendable {
         guard let text = environment[variable] else { return nil }
         unsetenv(variable)
         guard let fd = Int32(text), fd >= 0 else {
-            throw AppRuntimeError(.invalidEnvironment,
+            throw AppRuntimeError(
+                .invalidEnvironment,
                 "\(variable) is '\(text)', not a file descriptor number")
         }
         var info = stat()
@@ -43,7 +44,8 @@ final class LifecycleChannel: Sendable {
             getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &length) == 0,
             type == Int32(SOCK_SEQPACKET.rawValue)
         else {
-            throw AppRuntimeError(.invalidEnvironment,
+            throw AppRuntimeError(
+                .invalidEnvironment,
                 "\(variable)=\(fd) is not a SOCK_SEQPACKET socket")
         }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
@@ -84,7 +86,10 @@ final class LifecycleChannel: Sendable {
                     return
                 }
                 guard n <= LifecycleWire.maxMessageBytes else {
-                    deliver(.malformed("message of \(n) bytes is over the limit of \(LifecycleWire.maxMessageBytes)"))
+                    deliver(
+                        .malformed(
+                            "message of \(n) bytes is over the limit of \(LifecycleWire.maxMessageBytes)"
+                        ))
                     continue
                 }
                 do {

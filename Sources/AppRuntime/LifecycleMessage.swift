@@ -101,8 +101,10 @@ enum DaemonMessage: Equatable, Sendable {
     /// Decodes one datagram; the error says what is wrong, for the log line.
     static func decode(_ data: Data) throws -> DaemonMessage {
         guard data.count <= LifecycleWire.maxMessageBytes else {
-            throw AppRuntimeError(.invalidData,
-                "message of \(data.count) bytes is over the limit of \(LifecycleWire.maxMessageBytes)")
+            throw AppRuntimeError(
+                .invalidData,
+                "message of \(data.count) bytes is over the limit of \(LifecycleWire.maxMessageBytes)"
+            )
         }
         guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else {
             throw AppRuntimeError(.invalidData, "message is not a JSON object")
@@ -111,7 +113,8 @@ enum DaemonMessage: Equatable, Sendable {
         do {
             wire = try JSONDecoder().decode(Wire.self, from: data)
         } catch {
-            throw AppRuntimeError(.invalidData, "message has no type or a field of the wrong type: \(error)")
+            throw AppRuntimeError(
+                .invalidData, "message has no type or a field of the wrong type: \(error)")
         }
         func require<T>(_ value: T?, _ field: LifecycleField) throws -> T {
             guard let value else {
@@ -119,13 +122,16 @@ enum DaemonMessage: Equatable, Sendable {
             }
             return value
         }
-        guard let type = DaemonMessageType(rawValue: wire.type) else { return .unknown(type: wire.type) }
+        guard let type = DaemonMessageType(rawValue: wire.type) else {
+            return .unknown(type: wire.type)
+        }
         switch type {
         case .didFinishLaunching:
             return .didFinishLaunching(
                 instance: wire.instance, arguments: wire.arguments ?? [],
                 launchedBy: wire.launchedBy.map { .init(uid: $0.uid, user: $0.user) },
-                state: wire.state.flatMap(LifecycleAppState.init(rawValue:)).map(ApplicationState.init) ?? .inactive)
+                state: wire.state.flatMap(LifecycleAppState.init(rawValue:)).map(
+                    ApplicationState.init) ?? .inactive)
         case .didBecomeActive: return .didBecomeActive
         case .willResignActive: return .willResignActive
         case .didEnterBackground: return .didEnterBackground(gracePeriod: wire.gracePeriod)

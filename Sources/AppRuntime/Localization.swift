@@ -45,7 +45,9 @@ enum Localization {
     }
 
     /// The lookup order over the `.lproj` names the bundle has (`available`, without `.lproj`).
-    static func resolve(preferred: [String], available: [String], developmentRegion: String?) -> [String] {
+    static func resolve(preferred: [String], available: [String], developmentRegion: String?)
+        -> [String]
+    {
         var order: [String] = []
         func add(_ name: String) {
             if !order.contains(name) { order.append(name) }

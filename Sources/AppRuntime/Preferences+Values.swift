@@ -7,7 +7,8 @@ extension Preferences {
         if let text = value as? String { return text }
         if let flag = PlistValue.bool(value) { return flag ? "1" : "0" }
         if let number = PlistValue.double(value) {
-            return number.rounded() == number && abs(number) < 1e15 ? String(Int(number)) : String(number)
+            return number.rounded() == number && abs(number) < 1e15
+                ? String(Int(number)) : String(number)
         }
         return nil
     }
@@ -48,13 +49,17 @@ extension Preferences {
 
     public func stringArray(forKey key: String) -> [String]? { object(forKey: key) as? [String] }
 
-    public func dictionary(forKey key: String) -> [String: Any]? { object(forKey: key) as? [String: Any] }
+    public func dictionary(forKey key: String) -> [String: Any]? {
+        object(forKey: key) as? [String: Any]
+    }
 
     /// A URL stored by `set(_:forKey:)` (its string); a plain path counts as a file URL.
     public func url(forKey key: String) -> URL? {
         guard let text = object(forKey: key) as? String, !text.isEmpty else { return nil }
         if text.hasPrefix("/") { return URL(fileURLWithPath: text) }
-        if text.hasPrefix("~/"), let home = folder?.deletingLastPathComponent().deletingLastPathComponent() {
+        if text.hasPrefix("~/"),
+            let home = folder?.deletingLastPathComponent().deletingLastPathComponent()
+        {
             return home.appendingPathComponent(String(text.dropFirst(2)))
         }
         return URL(string: text)
@@ -63,7 +68,9 @@ extension Preferences {
     public func set(_ value: Int, forKey key: String) { set(value as Any, forKey: key) }
     public func set(_ value: Double, forKey key: String) { set(value as Any, forKey: key) }
     public func set(_ value: Bool, forKey key: String) { set(value as Any, forKey: key) }
-    public func set(_ url: URL?, forKey key: String) { set(url?.absoluteString as Any?, forKey: key) }
+    public func set(_ url: URL?, forKey key: String) {
+        set(url?.absoluteString as Any?, forKey: key)
+    }
 }
 
 /// The property-list value types, and how Foundation hands them back: on Linux a number read
@@ -142,7 +149,8 @@ enum ArgumentsDomain {
 
     private static func value(_ text: String) -> Any {
         guard let first = text.first, "({<\"".contains(first),
-            let parsed = try? PropertyListSerialization.propertyList(from: Data(text.utf8), format: nil)
+            let parsed = try? PropertyListSerialization.propertyList(
+                from: Data(text.utf8), format: nil)
         else { return text }
         return parsed
     }

@@ -47,7 +47,8 @@ public final class Preferences: @unchecked Sendable {
     public convenience init(
         container: AppContainer, arguments: [String] = Array(CommandLine.arguments.dropFirst())
     ) throws {
-        try self.init(folder: container.preferences, bundleIdentifier: container.bundleIdentifier,
+        try self.init(
+            folder: container.preferences, bundleIdentifier: container.bundleIdentifier,
             arguments: arguments)
     }
 
@@ -55,7 +56,8 @@ public final class Preferences: @unchecked Sendable {
         guard !bundleIdentifier.isEmpty, !bundleIdentifier.contains("/"),
             !bundleIdentifier.hasPrefix(".")
         else {
-            throw AppRuntimeError(.invalidValue,
+            throw AppRuntimeError(
+                .invalidValue,
                 "Preferences: '\(bundleIdentifier)' cannot name a preferences file")
         }
         self.folder = folder
@@ -106,7 +108,9 @@ public final class Preferences: @unchecked Sendable {
     /// Every key visible through the domains, each with the value that wins.
     public func dictionaryRepresentation() -> [String: Any] {
         lock.withLock {
-            registration.merging(global) { $1 }.merging(application) { $1 }.merging(arguments) { $1 }
+            registration.merging(global) { $1 }.merging(application) { $1 }.merging(arguments) {
+                $1
+            }
         }
     }
 
@@ -121,7 +125,9 @@ public final class Preferences: @unchecked Sendable {
             return
         }
         guard let stored = PlistValue.normalize(value) else {
-            runtimeLog("Preferences: cannot store a \(type(of: value)) for '\(key)': not a property-list value")
+            runtimeLog(
+                "Preferences: cannot store a \(type(of: value)) for '\(key)': not a property-list value"
+            )
             return
         }
         lock.withLock {
@@ -168,13 +174,17 @@ public final class Preferences: @unchecked Sendable {
     /// Replaces a domain (the app's bundle id or `NSGlobalDomain`) and saves it.
     public func setPersistentDomain(_ domain: [String: Any], forName name: String) throws {
         guard let url = url(forDomain: name) else {
-            throw AppRuntimeError(.notFound,
-                "Preferences: no domain '\(name)' (only '\(bundleIdentifier)' and \(Self.globalDomain))")
+            throw AppRuntimeError(
+                .notFound,
+                "Preferences: no domain '\(name)' (only '\(bundleIdentifier)' and \(Self.globalDomain))"
+            )
         }
         let normalized = domain.compactMapValues(PlistValue.normalize)
         try lock.withLock {
             try PropertyListFile.write(normalized, to: url)
-            if name == Self.globalDomain { global = normalized } else {
+            if name == Self.globalDomain {
+                global = normalized
+            } else {
                 application = normalized
                 unsaved = false
             }

@@ -29,21 +29,27 @@ enum PropertyListFile {
     static func write(_ dictionary: [String: Any], to url: URL) throws {
         let data: Data
         do {
-            data = try PropertyListSerialization.data(fromPropertyList: dictionary, format: .binary, options: 0)
+            data = try PropertyListSerialization.data(
+                fromPropertyList: dictionary, format: .binary, options: 0)
         } catch {
-            throw AppRuntimeError(.invalidValue, "\(url.lastPathComponent): cannot encode as a property list: \(error)")
+            throw AppRuntimeError(
+                .invalidValue,
+                "\(url.lastPathComponent): cannot encode as a property list: \(error)")
         }
         let folder = url.deletingLastPathComponent()
         do {
             try FileManager.default.createDirectory(
-                at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                at: folder, withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700])
         } catch {
-            throw AppRuntimeError(.io, "\(folder.path): cannot create: \(error.localizedDescription)")
+            throw AppRuntimeError(
+                .io, "\(folder.path): cannot create: \(error.localizedDescription)")
         }
         var template = Array("\(folder.path)/.\(url.lastPathComponent).XXXXXX".utf8CString)
         let fd = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard fd >= 0 else { throw AppRuntimeError.system("mkstemp in \(folder.path)") }
-        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let temporary = String(
+            decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var renamed = false
         defer {
             if !renamed { unlink(temporary) }
@@ -51,7 +57,9 @@ enum PropertyListFile {
         do {
             defer { close(fd) }
             try writeAll(data, to: fd, path: temporary)
-            guard fchmod(fd, 0o600) == 0 else { throw AppRuntimeError.system("fchmod \(temporary)") }
+            guard fchmod(fd, 0o600) == 0 else {
+                throw AppRuntimeError.system("fchmod \(temporary)")
+            }
             guard fsync(fd) == 0 else { throw AppRuntimeError.system("fsync \(temporary)") }
         }
         guard rename(temporary, url.path) == 0 else {

@@ -33,14 +33,16 @@ public final class Resources: @unchecked Sendable {
     /// localized for the process's environment.
     public static func main() throws -> Resources {
         let environment = ProcessInfo.processInfo.environment
-        return try Resources(bundleURL: BundleLocator.bundleURL(environment: environment),
+        return try Resources(
+            bundleURL: BundleLocator.bundleURL(environment: environment),
             languages: Localization.preferredLanguages(environment: environment))
     }
 
     /// The bundle at `bundleURL`, localized for `environment`'s languages (`LANGUAGE`, `LC_ALL`,
     /// `LC_MESSAGES`, `LANG`).
     public convenience init(bundleURL: URL, environment: [String: String]) throws {
-        try self.init(bundleURL: bundleURL,
+        try self.init(
+            bundleURL: bundleURL,
             languages: Localization.preferredLanguages(environment: environment))
     }
 
@@ -51,12 +53,17 @@ public final class Resources: @unchecked Sendable {
         if manager.fileExists(atPath: bundleURL.appendingPathComponent("Info.plist").path) {
             layout = .flat
             resourcesURL = self.bundleURL
-        } else if manager.fileExists(atPath: bundleURL.appendingPathComponent("Contents/Info.plist").path) {
+        } else if manager.fileExists(
+            atPath: bundleURL.appendingPathComponent("Contents/Info.plist").path)
+        {
             layout = .contents
-            resourcesURL = self.bundleURL.appendingPathComponent("Contents/Resources", isDirectory: true)
+            resourcesURL = self.bundleURL.appendingPathComponent(
+                "Contents/Resources", isDirectory: true)
         } else {
-            throw AppRuntimeError(.notFound,
-                "\(bundleURL.path) is not an app bundle: no Info.plist (looked for Info.plist and Contents/Info.plist)")
+            throw AppRuntimeError(
+                .notFound,
+                "\(bundleURL.path) is not an app bundle: no Info.plist (looked for Info.plist and Contents/Info.plist)"
+            )
         }
         infoDictionary = BundleLocator.infoDictionary(of: self.bundleURL) ?? [:]
         let entries = (try? manager.contentsOfDirectory(atPath: resourcesURL.path)) ?? []
@@ -80,11 +87,15 @@ public final class Resources: @unchecked Sendable {
         if let localization {
             folders = [resourcesURL.appendingPathComponent("\(localization).lproj")]
         } else {
-            folders = [resourcesURL] + localizations.map { resourcesURL.appendingPathComponent("\($0).lproj") }
+            folders =
+                [resourcesURL]
+                + localizations.map { resourcesURL.appendingPathComponent("\($0).lproj") }
         }
         for folder in folders {
             var candidate = folder
-            if let subdirectory, !subdirectory.isEmpty { candidate.appendPathComponent(subdirectory) }
+            if let subdirectory, !subdirectory.isEmpty {
+                candidate.appendPathComponent(subdirectory)
+            }
             candidate.appendPathComponent(file)
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: candidate.path, isDirectory: &isDirectory),
@@ -103,7 +114,9 @@ public final class Resources: @unchecked Sendable {
 
     /// The translation of `key` in `table` (default `Localizable`); else `value` if given and not
     /// empty; else the key itself — NSBundle's rule, so a missing translation shows something.
-    public func localizedString(forKey key: String, value: String? = nil, table: String? = nil) -> String {
+    public func localizedString(forKey key: String, value: String? = nil, table: String? = nil)
+        -> String
+    {
         let name = table.flatMap { $0.isEmpty ? nil : $0 } ?? "Localizable"
         for localization in localizations + [""] {
             if let text = strings(name, localization: localization)[key] { return text }

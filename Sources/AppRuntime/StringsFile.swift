@@ -16,7 +16,8 @@ enum StringsFile {
             return table.compactMapValues { $0 as? String }
         }
         guard let text = decode(data) else {
-            throw AppRuntimeError(.invalidData, "\(name) is neither UTF-8 nor UTF-16 with a byte-order mark")
+            throw AppRuntimeError(
+                .invalidData, "\(name) is neither UTF-8 nor UTF-16 with a byte-order mark")
         }
         var parser = Parser(scalars: Array(text.unicodeScalars), name: name)
         return try parser.table()
@@ -25,7 +26,8 @@ enum StringsFile {
     private static func looksLikeXML(_ data: Data) -> Bool {
         let head = String(decoding: data.prefix(64), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        return head.hasPrefix("<?xml") || head.hasPrefix("<plist") || head.hasPrefix("<!DOCTYPE plist")
+        return head.hasPrefix("<?xml") || head.hasPrefix("<plist")
+            || head.hasPrefix("<!DOCTYPE plist")
     }
 
     private static func decode(_ data: Data) -> String? {
@@ -82,7 +84,9 @@ enum StringsFile {
 
         private mutating func expect(_ scalar: Unicode.Scalar) throws {
             guard peek == scalar else {
-                throw failure(peek.map { "expected '\(scalar)', found '\($0)'" } ?? "expected '\(scalar)' at the end")
+                throw failure(
+                    peek.map { "expected '\(scalar)', found '\($0)'" }
+                        ?? "expected '\(scalar)' at the end")
             }
             index += 1
         }
@@ -98,11 +102,15 @@ enum StringsFile {
                     while let next = peek, next != "\n" { index += 1 }
                 } else if scalar == "/", index + 1 < scalars.count, scalars[index + 1] == "*" {
                     index += 2
-                    while index + 1 < scalars.count, !(scalars[index] == "*" && scalars[index + 1] == "/") {
+                    while index + 1 < scalars.count,
+                        !(scalars[index] == "*" && scalars[index + 1] == "/")
+                    {
                         if scalars[index] == "\n" { line += 1 }
                         index += 1
                     }
-                    guard index + 1 < scalars.count else { throw failure("unterminated /* comment") }
+                    guard index + 1 < scalars.count else {
+                        throw failure("unterminated /* comment")
+                    }
                     index += 2
                 } else {
                     return
@@ -151,7 +159,8 @@ enum StringsFile {
             case "U", "u":
                 var value: UInt32 = 0
                 for _ in 0..<4 {
-                    guard let digit = peek, digit.isASCII, let hex = UInt32(String(digit), radix: 16)
+                    guard let digit = peek, digit.isASCII,
+                        let hex = UInt32(String(digit), radix: 16)
                     else { throw failure("\\U needs four hex digits") }
                     value = value * 16 + hex
                     index += 1
@@ -173,7 +182,8 @@ enum StringsFile {
 
         private static func isUnquoted(_ scalar: Unicode.Scalar) -> Bool {
             scalar.isASCII
-                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "_$+/:.-".unicodeScalars.contains(scalar))
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "_$+/:.-".unicodeScalars.contains(scalar))
         }
     }
 }

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// An installed app as `GET /v1/apps` and `GET /v1/apps/{id}` return it (and `appd list`,
@@ -49,7 +49,8 @@ public struct APIApp: Codable, Sendable, Equatable {
         shortVersion: String? = nil, uid: UInt32, gid: UInt32, bundleContainer: String? = nil,
         bundlePath: String? = nil, dataContainer: String, executable: String? = nil,
         layout: String? = nil, fileCount: Int? = nil, totalBytes: Int64? = nil, installedAt: Date,
-        updatedAt: Date, entitlements: APIEntitlements? = nil, running: Int? = nil, signer: String? = nil
+        updatedAt: Date, entitlements: APIEntitlements? = nil, running: Int? = nil,
+        signer: String? = nil
     ) {
         self.bundleId = bundleId
         self.state = state
@@ -75,8 +76,8 @@ public struct APIApp: Codable, Sendable, Equatable {
     /// `1.0 (3)`: the marketing version and the build, as Finder and Xcode show them.
     public var versionText: String {
         switch (shortVersion, version) {
-        case let (short?, build?) where short != build: "\(short) (\(build))"
-        case let (_, build?): build
+        case (let short?, let build?) where short != build: "\(short) (\(build))"
+        case (_, let build?): build
         default: "-"
         }
     }

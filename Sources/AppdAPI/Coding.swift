@@ -1,19 +1,22 @@
 import AppdBase
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The JSON of the API: ISO 8601 dates, sorted keys (stable output for diffs and tests).
 public enum APICoding {
     public static func encoder(pretty: Bool = false) -> JSONEncoder {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty
+            ? [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            : [.sortedKeys, .withoutEscapingSlashes]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
             try container.encode(date.formatted(Self.fractional))
@@ -29,7 +32,8 @@ public enum APICoding {
             if let date = Self.utcDate(text) { return date }
             if let date = try? Self.fractional.parse(text) { return date }
             if let date = try? Date.ISO8601FormatStyle().parse(text) { return date }
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "'\(text)' is not an ISO 8601 date")
         }
         return decoder
     }
@@ -103,7 +107,9 @@ public enum APISocket {
     /// `--socket`, else `$APPD_SOCKET`, else the socket of `--root`/`$APPD_ROOT`'s daemon, else
     /// the system daemon's; a daemon's is the one it recorded (`socketRecordPath`), else the
     /// `appd.sock` of its runtime directory (`/run/appd/appd.sock` for the system's).
-    public static func resolve(explicit: String?, root: String?, environment: [String: String]) -> String {
+    public static func resolve(explicit: String?, root: String?, environment: [String: String])
+        -> String
+    {
         locate(explicit: explicit, root: root, environment: environment).path
     }
 
@@ -111,7 +117,9 @@ public enum APISocket {
         -> (path: String, source: Source)
     {
         if let explicit, !explicit.isEmpty { return (explicit, .flag) }
-        if let socket = environment["APPD_SOCKET"], !socket.isEmpty { return (socket, .environment) }
+        if let socket = environment["APPD_SOCKET"], !socket.isEmpty {
+            return (socket, .environment)
+        }
         let fromEnvironment = environment["APPD_ROOT"].flatMap { $0.isEmpty ? nil : $0 }
         let via = root != nil ? "--root" : fromEnvironment != nil ? "APPD_ROOT" : nil
         let stateRoot = root ?? fromEnvironment ?? defaultStateRoot
@@ -133,14 +141,17 @@ public enum APISocket {
         var count = 0
         while count < buffer.count {
             let read = buffer.withUnsafeMutableBytes { buffer in
-                retryingInterrupts { Glibc.read(fd, buffer.baseAddress.map { $0 + count }, buffer.count - count) }
+                retryingInterrupts {
+                    Glibc.read(fd, buffer.baseAddress.map { $0 + count }, buffer.count - count)
+                }
             }
             guard read > 0 else { break }
             count += read
         }
         var bytes = buffer[..<count]
         if bytes.last == UInt8(ascii: "\n") { bytes = bytes.dropLast() }
-        guard bytes.count <= 4096, bytes.first == UInt8(ascii: "/"), !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
+        guard bytes.count <= 4096, bytes.first == UInt8(ascii: "/"),
+            !bytes.contains(where: { $0 < 0x20 || $0 == 0x7F })
         else { return nil }
         return String(decoding: bytes, as: UTF8.self)
     }

@@ -1,12 +1,12 @@
 import AppdBase
 
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The body of every error response, and what the client throws: `{"error": {...}}` with the
@@ -26,7 +26,10 @@ public struct APIError: Error, Codable, Sendable, Equatable, CustomStringConvert
     public var errno: Int32?
     public var hint: String?
 
-    public init(code: String, message: String, problems: [APIProblem] = [], errno: Int32? = nil, hint: String? = nil) {
+    public init(
+        code: String, message: String, problems: [APIProblem] = [], errno: Int32? = nil,
+        hint: String? = nil
+    ) {
         self.code = code
         self.message = message
         self.problems = problems

@@ -1,10 +1,10 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Where an instance is in its life (docs/lifecycle.md): iOS's states, plus the daemon's own
@@ -73,7 +73,9 @@ public struct APIExit: Codable, Sendable, Equatable, CustomStringConvertible {
     public var signal: Int32?
     public var message: String?
 
-    public init(reason: ExitReason, code: Int32? = nil, signal: Int32? = nil, message: String? = nil) {
+    public init(
+        reason: ExitReason, code: Int32? = nil, signal: Int32? = nil, message: String? = nil
+    ) {
         self.reason = reason
         self.code = code
         self.signal = signal
@@ -150,7 +152,8 @@ public struct APIInstance: Codable, Sendable, Equatable {
     public var outdated: Bool?
 
     public init(
-        id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32, arguments: [String],
+        id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32,
+        arguments: [String],
         launchedBy: UInt32, startedAt: Date, endedAt: Date? = nil, exit: APIExit? = nil,
         cgroup: String? = nil, log: String
     ) {
@@ -249,7 +252,8 @@ public struct APIEvent: Codable, Sendable, Equatable {
 
     public init(
         seq: Int, time: Date, kind: Kind, app: String, instance: String? = nil,
-        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil, detail: String? = nil,
+        state: InstanceState? = nil, exit: APIExit? = nil, version: String? = nil,
+        detail: String? = nil,
         denial: APIDenial? = nil
     ) {
         self.detail = detail
@@ -279,7 +283,8 @@ public struct APIDaemonInfo: Codable, Sendable {
     public var configFileExists: Bool?
 
     public init(
-        version: String, pid: Int32, stateRoot: String, startedAt: Date, caller: APICaller, configFile: String? = nil,
+        version: String, pid: Int32, stateRoot: String, startedAt: Date, caller: APICaller,
+        configFile: String? = nil,
         configFileExists: Bool? = nil
     ) {
         self.version = version

@@ -31,7 +31,11 @@ public indirect enum JSONValue: Codable, Sendable, Equatable, CustomStringConver
         case .null: try container.encodeNil()
         case .bool(let value): try container.encode(value)
         case .number(let value):
-            if value == value.rounded(), abs(value) < 1e15 { try container.encode(Int64(value)) } else { try container.encode(value) }
+            if value == value.rounded(), abs(value) < 1e15 {
+                try container.encode(Int64(value))
+            } else {
+                try container.encode(value)
+            }
         case .string(let value): try container.encode(value)
         case .array(let value): try container.encode(value)
         case .object(let value): try container.encode(value)
@@ -43,11 +47,14 @@ public indirect enum JSONValue: Codable, Sendable, Equatable, CustomStringConver
         switch self {
         case .null: "null"
         case .bool(let value): "\(value)"
-        case .number(let value): value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value))" : "\(value)"
+        case .number(let value):
+            value == value.rounded() && abs(value) < 1e15 ? "\(Int64(value))" : "\(value)"
         case .string(let value): "\"\(value)\""
         case .array(let items): "[" + items.map(\.description).joined(separator: ", ") + "]"
         case .object(let dict):
-            "{" + dict.keys.sorted().map { "\($0): \(dict[$0]?.description ?? "")" }.joined(separator: ", ") + "}"
+            "{"
+                + dict.keys.sorted().map { "\($0): \(dict[$0]?.description ?? "")" }.joined(
+                    separator: ", ") + "}"
         }
     }
 }

@@ -116,7 +116,8 @@ public enum TextFormatting {
             return nil
         }
         guard (1...31).contains(day), year >= 1583 else { return nil }
-        let time = UTCTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        let time = UTCTime(
+            year: year, month: month, day: day, hour: hour, minute: minute, second: second)
         let seconds = Int(time.secondsSince1970) - offset
         // As CFDateFormatter turned ICU's milliseconds into a Date.
         let udate = Double(seconds * 1000 + milliseconds)

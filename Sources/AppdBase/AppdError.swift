@@ -100,7 +100,8 @@ extension AppdError {
         copy.message = message.replacing(path, with: shown)
         copy.hint = hint?.replacing(path, with: shown)
         copy.problems = problems.map {
-            BundleProblem($0.path.replacing(path, with: shown), $0.message.replacing(path, with: shown))
+            BundleProblem(
+                $0.path.replacing(path, with: shown), $0.message.replacing(path, with: shown))
         }
         return copy
     }

@@ -7,7 +7,9 @@ import Glibc
 public func directoryEntryName(_ entry: UnsafePointer<dirent>) -> [UInt8] {
     let offset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
     let name = UnsafeRawPointer(entry).advanced(by: offset).assumingMemoryBound(to: UInt8.self)
-    return Array(UnsafeBufferPointer(start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))))
+    return Array(
+        UnsafeBufferPointer(
+            start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self))))
 }
 
 /// `directoryEntryName` as a String (invalid UTF-8 repaired).

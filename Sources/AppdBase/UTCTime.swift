@@ -89,7 +89,8 @@ public struct UTCTime: Equatable, Sendable, CustomStringConvertible {
             let day = number(bytes[8..<10]), let hour = number(bytes[11..<13]),
             let minute = number(bytes[14..<16]), let second = number(bytes[17..<19])
         else { return nil }
-        return UTCTime(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        return UTCTime(
+            year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
     /// The decimal value of a run of ASCII digits; nil if any byte is not a digit or it is empty.
@@ -106,7 +107,8 @@ public struct UTCTime: Equatable, Sendable, CustomStringConvertible {
     /// `value` in decimal, zero-padded to `width` (a minus sign counts toward it).
     public static func digits(_ value: Int, _ width: Int) -> String {
         let text = String(value.magnitude)
-        let padding = String(repeating: "0", count: max(0, width - text.count - (value < 0 ? 1 : 0)))
+        let padding = String(
+            repeating: "0", count: max(0, width - text.count - (value < 0 ? 1 : 0)))
         return (value < 0 ? "-" : "") + padding + text
     }
 }

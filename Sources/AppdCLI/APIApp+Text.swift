@@ -1,11 +1,12 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Apps as `appd list`/`appd info` have always printed them, from the API's types, so that
@@ -18,7 +19,9 @@ extension APIApp {
         if let bundlePath { rows.append(("bundle", bundlePath)) }
         rows.append(("data", dataContainer))
         if let executable { rows.append(("executable", "\(executable) (\(layout ?? "?") layout)")) }
-        if bundlePath != nil { rows.append(("signer", signer.map { "key \($0)" } ?? "none (installed unsigned)")) }
+        if bundlePath != nil {
+            rows.append(("signer", signer.map { "key \($0)" } ?? "none (installed unsigned)"))
+        }
         if let fileCount, let totalBytes {
             rows.append(("files", "\(fileCount) (\(Output.bytes(totalBytes)))"))
         }
@@ -30,7 +33,9 @@ extension APIApp {
         if let running, running > 0 {
             rows.append(("running", running == 1 ? "1 instance" : "\(running) instances"))
         }
-        if let denials, denials > 0 { rows.append(("denials", "\(denials) (appctl denials \(bundleId))")) }
+        if let denials, denials > 0 {
+            rows.append(("denials", "\(denials) (appctl denials \(bundleId))"))
+        }
         if let service { rows.append(("service", Self.serviceText(service, now: Date()))) }
         for (label, value) in rows {
             Output.line("  \(label.padded(toLength: 11)) \(value)")
@@ -40,15 +45,18 @@ extension APIApp {
 
     /// `waiting: restart 2 of 5 in 4s (RunAtLoad, KeepAlive=yes; last: signaled, signal 9 ...)`.
     public static func serviceText(_ service: APIService, now: Date) -> String {
-        let how = ((service.runAtLoad ? ["RunAtLoad"] : []) + ["KeepAlive=\(service.keepAlive)"]).joined(separator: ", ")
+        let how = ((service.runAtLoad ? ["RunAtLoad"] : []) + ["KeepAlive=\(service.keepAlive)"])
+            .joined(separator: ", ")
         var text = service.state.rawValue
         switch service.state {
         case .running: text += " (\(service.instances.joined(separator: ", ")))"
         case .waiting:
-            let delay = service.nextTry.map { Table.duration(max(0, $0.timeIntervalSince(now))) } ?? "?"
+            let delay =
+                service.nextTry.map { Table.duration(max(0, $0.timeIntervalSince(now))) } ?? "?"
             text += ": restart \(service.restarts) of \(service.restartLimit) in \(delay)"
         case .crashLoop:
-            text += ": gave up after \(service.restarts) restarts in a row; 'appctl launch \(service.app)' starts it again"
+            text +=
+                ": gave up after \(service.restarts) restarts in a row; 'appctl launch \(service.app)' starts it again"
         case .stopped: break
         }
         text += " (\(how)"
@@ -62,7 +70,9 @@ extension APIApp {
             "MemoryMax", "TasksMax", "OpenFilesMax", "DataQuota", "CPUWeight", "BackgroundModes",
             "RevokeEntitlements", "RunAtLoad", "KeepAlive", "Arguments", "Environment",
         ]
-        let keys = order.filter { settings[$0] != nil } + settings.keys.filter { !order.contains($0) }.sorted()
+        let keys =
+            order.filter { settings[$0] != nil }
+            + settings.keys.filter { !order.contains($0) }.sorted()
         return keys.map { key in
             let value = settings[key] ?? ""
             switch key {

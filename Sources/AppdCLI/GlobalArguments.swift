@@ -81,7 +81,8 @@ extension GlobalArguments {
         else { return }
         var message: String
         if let meant = elsewhere[first.lowercased()] {
-            message = "Error: \(program) has no command '\(first)': \(first.lowercased()) is '\(meant)'\n"
+            message =
+                "Error: \(program) has no command '\(first)': \(first.lowercased()) is '\(meant)'\n"
         } else if let guess = suggestion(for: first, among: subcommands) {
             message = "Error: unknown command '\(first)'. Did you mean '\(guess)'?\n"
         } else {

@@ -1,13 +1,14 @@
 import AppdAPI
 import AppdBase
 import PrintableText
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// How appd and appctl print: text for people on stdout, JSON with `--json`, errors on stderr
@@ -66,7 +67,8 @@ public enum Output {
     public static func raw(_ bytes: UnsafeRawBufferPointer) throws {
         if case .failure(let error) = writeAll(STDOUT_FILENO, bytes) {
             throw APIError(
-                code: "io", message: "cannot write to stdout: \(String(cString: strerror(error.rawValue)))",
+                code: "io",
+                message: "cannot write to stdout: \(String(cString: strerror(error.rawValue)))",
                 errno: error.rawValue)
         }
     }

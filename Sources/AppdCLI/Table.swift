@@ -1,12 +1,13 @@
 import AppdAPI
 import PrintableText
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Columns padded to their widest cell, two spaces apart, as `appd list` has always printed.

@@ -1,12 +1,13 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import AppdBase
-import FoundationEssentials
+    import AppdBase
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension AppdClient {
@@ -51,9 +52,11 @@ extension AppdClient {
         case nil:
             return start
         case .flag:
-            return "the path is the one --socket gave; without --socket, APPD_SOCKET or --root name the daemon; or \(start)"
+            return
+                "the path is the one --socket gave; without --socket, APPD_SOCKET or --root name the daemon; or \(start)"
         case .environment:
-            return "the path is APPD_SOCKET's: if that daemon is gone, unset APPD_SOCKET (or give --socket or --root); or \(start)"
+            return
+                "the path is APPD_SOCKET's: if that daemon is gone, unset APPD_SOCKET (or give --socket or --root); or \(start)"
         case .root(let root, let via, let record, let recorded):
             let startRoot = "start it: appd serve --root \(root)"
             guard let via else {

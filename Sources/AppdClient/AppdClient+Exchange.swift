@@ -1,12 +1,13 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import AppdBase
-import FoundationEssentials
+    import AppdBase
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 extension AppdClient {

@@ -1,11 +1,12 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The daemon's client: blocking HTTP/1.1 with JSON over its Unix socket (docs/api.md), one

@@ -1,12 +1,13 @@
 import AppdAPI
+
 #if canImport(FoundationEssentials)
-import AppdBase
-import FoundationEssentials
+    import AppdBase
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 #if canImport(Glibc)
@@ -346,7 +347,9 @@ extension AppdClient {
                 let count = retryingInterrupts { recv(connection.fd, &buffer, buffer.count, 0) }
                 if count <= 0 { return }
                 // The ssh side going away ends the relay.
-                guard case .success = buffer[..<count].withUnsafeBytes({ writeAll(1, $0) }) else { return }
+                guard case .success = buffer[..<count].withUnsafeBytes({ writeAll(1, $0) }) else {
+                    return
+                }
             }
         }
     }

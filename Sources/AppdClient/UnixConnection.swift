@@ -1,4 +1,5 @@
 import AppdBase
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -134,4 +135,3 @@ final class UnixConnection {
         throw .read(errno: errno)
     }
 }
-

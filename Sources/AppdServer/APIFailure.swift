@@ -23,14 +23,20 @@ public struct APIFailure: Error, Sendable {
         switch error {
         case let failure as APIFailure: failure
         case let appd as AppdError: APIFailure(appd)
-        case is DecodingError: APIFailure(400, "badRequest", "the request body is not the JSON this route takes: \(error)")
+        case is DecodingError:
+            APIFailure(
+                400, "badRequest", "the request body is not the JSON this route takes: \(error)")
         // The server's tasks are cancelled when appd stops: a request still reading its body
         // ends there.
         case is CancellationError:
-            APIFailure(503, "unavailable", "appd is stopping; the request was not carried out", hint: "send it again once appd is back")
+            APIFailure(
+                503, "unavailable", "appd is stopping; the request was not carried out",
+                hint: "send it again once appd is back")
         default: APIFailure(500, "io", "internal error: \(error)")
         }
     }
 
-    static func badRequest(_ message: String) -> APIFailure { APIFailure(400, "badRequest", message) }
+    static func badRequest(_ message: String) -> APIFailure {
+        APIFailure(400, "badRequest", message)
+    }
 }

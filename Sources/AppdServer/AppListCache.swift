@@ -24,7 +24,10 @@ final class AppListCache: Sendable {
         for path in [registryPath, registryPath + "-wal"] {
             var info = stat()
             if stat(path, &info) == 0 {
-                stamps += [Int64(info.st_size), Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec), Int64(info.st_ino)]
+                stamps += [
+                    Int64(info.st_size), Int64(info.st_mtim.tv_sec), Int64(info.st_mtim.tv_nsec),
+                    Int64(info.st_ino),
+                ]
             } else {
                 stamps += [-1]
             }

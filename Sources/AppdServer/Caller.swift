@@ -54,14 +54,19 @@ public struct Authorizer: Sendable {
         let identity = Identity(caller)
         let lists = [settings.readAllowed, settings.controlAllowed, settings.adminAllowed]
         // The highest right granted brings the lower ones along.
-        guard let highest = Array(zip(Right.allCases, lists)).last(where: { identity.matches($0.1) })?.0 else { return [] }
+        guard
+            let highest = Array(zip(Right.allCases, lists)).last(where: { identity.matches($0.1) })?
+                .0
+        else { return [] }
         return Right.allCases.filter { $0 <= highest }
     }
 
     public func check(_ caller: Caller, _ right: Right) throws {
         guard rights(of: caller).contains(right) else {
-            let list = [settings.readAllowed, settings.controlAllowed, settings.adminAllowed][Right.allCases.firstIndex(of: right)!]
-            throw APIFailure(403, "permissionDenied",
+            let list = [settings.readAllowed, settings.controlAllowed, settings.adminAllowed][
+                Right.allCases.firstIndex(of: right)!]
+            throw APIFailure(
+                403, "permissionDenied",
                 "uid \(caller.uid) may not \(right.verb): [API] \(right.configKey)=\(list.description.isEmpty ? "(root only)" : list.description) in appd.conf",
                 hint: "ask an admin to add you to one of those groups, or use sudo")
         }

@@ -28,7 +28,8 @@ actor ConfigurationReloader {
     let statusLine: @Sendable () async -> String
 
     init(
-        source: Source, store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor, systemd: SystemdNotifier,
+        source: Source, store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor,
+        systemd: SystemdNotifier,
         logger: Logger,
         statusLine: @escaping @Sendable () async -> String
     ) {
@@ -138,7 +139,8 @@ actor ConfigurationReloader {
         var sections: [String] = []
         if old.bundleLimits != new.bundleLimits { sections.append("[Bundle]") }
         if old.uidRange != new.uidRange || old.groupRange != new.groupRange
-            || old.maxGroupsPerApp != new.maxGroupsPerApp || old.maxGroupsPerSigner != new.maxGroupsPerSigner
+            || old.maxGroupsPerApp != new.maxGroupsPerApp
+            || old.maxGroupsPerSigner != new.maxGroupsPerSigner
         {
             sections.append("[Users]")
         }

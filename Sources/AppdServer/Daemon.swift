@@ -33,8 +33,12 @@ public final class Daemon: Service {
         public var configPath: String
         public var configExplicit: Bool
 
-        public init(root: StateRoot, config: AppdConfiguration, socket: String? = nil, idleTimeout: Duration = .seconds(30),
-            journalSocket: String? = nil, configPath: String = AppdConfiguration.defaultPath, configExplicit: Bool = false) {
+        public init(
+            root: StateRoot, config: AppdConfiguration, socket: String? = nil,
+            idleTimeout: Duration = .seconds(30),
+            journalSocket: String? = nil, configPath: String = AppdConfiguration.defaultPath,
+            configExplicit: Bool = false
+        ) {
             self.root = root
             self.config = config
             self.socket = socket
@@ -50,7 +54,9 @@ public final class Daemon: Service {
     /// Called once the socket listens (tests and `appd serve --ready-fd`).
     let onReady: @Sendable (String) -> Void
 
-    public init(options: Options, logger: Logger, onReady: @escaping @Sendable (String) -> Void = { _ in }) {
+    public init(
+        options: Options, logger: Logger, onReady: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.options = options
         self.logger = logger
         self.onReady = onReady
@@ -81,9 +87,11 @@ public final class Daemon: Service {
         let hangups = await UnixSignalsSequence(trapping: .sighup)
         // The settings in force, owned here and handed to each part that reads them.
         let configuration = LiveConfiguration(options.config)
-        let store = try AppStore(root: options.root, configuration: configuration, access: .readWrite)
+        let store = try AppStore(
+            root: options.root, configuration: configuration, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
-        let supervisor = try Supervisor(store: store, configuration: configuration, runtimeDirectory: runtime,
+        let supervisor = try Supervisor(
+            store: store, configuration: configuration, runtimeDirectory: runtime,
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         supervisor.templates.onFailure { [logger] message in logger.warning("\(message)") }
@@ -93,35 +101,46 @@ public final class Daemon: Service {
             logger.warning("denial log: \(reason)")
         }
         if !report.adopted.isEmpty || !report.ended.isEmpty {
-            logger.info("re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",
+            logger.info(
+                "re-adopted \(report.adopted.count) running instance(s); \(report.ended.count) ended while appd was down",
                 metadata: ["adopted": "\(report.adopted)", "ended": "\(report.ended)"])
         }
         let adopted = SystemdNotifier.listeningSocket()
-        let path = options.socket ?? (options.config.api.socket.isEmpty ? "\(runtime)/appd.sock" : options.config.api.socket)
+        let path =
+            options.socket
+            ?? (options.config.api.socket.isEmpty
+                ? "\(runtime)/appd.sock" : options.config.api.socket)
         let shown = adopted.map { "fd \($0) from systemd" } ?? path
         let reloader = ConfigurationReloader(
             source: .init(path: options.configPath, explicit: options.configExplicit), store: store,
             configuration: configuration,
             supervisor: supervisor, systemd: systemd, logger: logger,
-            statusLine: { "serving on \(shown); \(await supervisor.runningCount()) running instance(s)" })
+            statusLine: {
+                "serving on \(shown); \(await supervisor.runningCount()) running instance(s)"
+            })
         let router = Router(
             store: store, configuration: configuration, supervisor: supervisor,
-            installer: try Installer(store: store, configuration: configuration, logger: logger), reloader: reloader)
+            installer: try Installer(store: store, configuration: configuration, logger: logger),
+            reloader: reloader)
         let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
         let server = HTTPServer(
             router: router, group: group, idleTimeout: TimeAmount(options.idleTimeout),
             requestTimeout: .seconds(Int64(options.config.api.requestTimeout)))
 
         let listener = try await server.bind(
-            path: adopted == nil ? path : nil, adopted: adopted, mode: options.config.api.socketMode,
-            groupID: adopted == nil ? try Self.socketGroup(options.config.api.socketGroup, logger: logger) : nil)
+            path: adopted == nil ? path : nil, adopted: adopted,
+            mode: options.config.api.socketMode,
+            groupID: adopted == nil
+                ? try Self.socketGroup(options.config.api.socketGroup, logger: logger) : nil)
         // Where clients of `--root` find this daemon when its socket is not the root's default.
         let record = APISocket.socketRecordPath(runtimeDirectory: runtime)
         if adopted == nil {
             do {
                 try Self.writeSocketRecord(path, to: record)
             } catch {
-                logger.warning("cannot record the socket in \(record): \(error); clients of --root \(options.root.path) will look for \(runtime)/appd.sock")
+                logger.warning(
+                    "cannot record the socket in \(record): \(error); clients of --root \(options.root.path) will look for \(runtime)/appd.sock"
+                )
             }
         } else {
             unlink(record)
@@ -163,27 +182,32 @@ public final class Daemon: Service {
     /// (what was refused), APPD_SYSCALL, APPD_PATH. Rate-limited upstream, as the log is.
     static func logDenial(_ denial: APIDenial, logger: Logger) {
         var metadata: Logger.Metadata = [
-            "app": "\(denial.app)", "source": "\(denial.source.rawValue)", "right": "\(denial.what)",
+            "app": "\(denial.app)", "source": "\(denial.source.rawValue)",
+            "right": "\(denial.what)",
         ]
         if let instance = denial.instance { metadata["instance"] = "\(instance)" }
         if let pid = denial.pid { metadata["pid"] = "\(pid)" }
         if let syscall = denial.syscall { metadata["syscall"] = "\(syscall)" }
         if let path = denial.path { metadata["path"] = "\(path)" }
         let whom = denial.instance.map { "\(denial.app) instance \($0)" } ?? denial.app
-        logger.warning("\(whom) denied by \(denial.source.rawValue): \(denial.summary)", metadata: metadata)
+        logger.warning(
+            "\(whom) denied by \(denial.source.rawValue): \(denial.summary)", metadata: metadata)
     }
 
     /// Writes the socket's path (absolute) to `record`, mode 0644 (clients of any user read
     /// it), by a rename so that a reader never sees half of it.
     static func writeSocketRecord(_ socket: String, to record: String) throws {
-        let absolute = socket.hasPrefix("/") ? socket : FileManager.default.currentDirectoryPath + "/" + socket
+        let absolute =
+            socket.hasPrefix("/") ? socket : FileManager.default.currentDirectoryPath + "/" + socket
         let temporary = record + ".new"
         unlink(temporary)
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw AppdError.system("create \(temporary)") }
         let bytes = Array((absolute + "\n").utf8)
         // fchmod: the umask (077 in appd serve) applied to open's mode.
-        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count && fchmod(fd, 0o644) == 0
+        let written =
+            bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count
+            && fchmod(fd, 0o644) == 0
         let code = errno
         close(fd)
         guard written else {
@@ -200,8 +224,11 @@ public final class Daemon: Service {
     static func socketGroup(_ name: String, logger: Logger) throws -> gid_t? {
         guard !name.isEmpty else { return nil }
         guard let group = getgrnam(name) else {
-            logger.warning("[API] SocketGroup=\(name): no such group; only root can use the socket",
-                metadata: ["hint": "create it (groupadd --system \(name)) or set SocketGroup= in appd.conf"])
+            logger.warning(
+                "[API] SocketGroup=\(name): no such group; only root can use the socket",
+                metadata: [
+                    "hint": "create it (groupadd --system \(name)) or set SocketGroup= in appd.conf"
+                ])
             return nil
         }
         return group.pointee.gr_gid

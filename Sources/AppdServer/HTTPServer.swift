@@ -1,6 +1,6 @@
 import AppdAPI
-import Foundation
 import CLinux
+import Foundation
 import Glibc
 import NIOCore
 import NIOHTTP1
@@ -49,13 +49,15 @@ final class HTTPServer: Sendable {
             .serverChannelOption(.backlog, value: 1024)
             .childChannelOption(.allowRemoteHalfClosure, value: false)
         let limits = router.limits
-        let initializer: @Sendable (Channel) -> EventLoopFuture<(Connection, Caller)?> = { channel in
+        let initializer: @Sendable (Channel) -> EventLoopFuture<(Connection, Caller)?> = {
+            channel in
             Self.peerCredentials(channel).flatMap { caller in
                 channel.eventLoop.makeCompletedFuture {
                     switch limits.admit(caller) {
                     case .admitted:
                         do {
-                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                                withErrorHandling: true)
                             return (try Connection(wrappingChannelSynchronously: channel), caller)
                         } catch {
                             limits.release(caller)
@@ -63,7 +65,8 @@ final class HTTPServer: Sendable {
                         }
                     case .refused(let failure):
                         channel.closeFuture.whenComplete { _ in limits.refused() }
-                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                            withErrorHandling: true)
                         try channel.pipeline.syncOperations.addHandler(RefusalHandler(failure))
                         return nil
                     case .dropped:
@@ -76,18 +79,24 @@ final class HTTPServer: Sendable {
         // Accepting is not held back by the task that takes admitted connections (NIO's
         // default stops accepting at 10 waiting): refused ones are settled as they are
         // accepted, and the backlog a root client waits in drains at the event loop's pace.
-        let accepting = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(lowWatermark: 64, highWatermark: 256)
+        let accepting = NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark(
+            lowWatermark: 64, highWatermark: 256)
         if let adopted {
-            return try await bootstrap.bind(adopted, serverBackPressureStrategy: accepting, childChannelInitializer: initializer)
+            return try await bootstrap.bind(
+                adopted, serverBackPressureStrategy: accepting, childChannelInitializer: initializer
+            )
         }
         guard let path else { throw APIFailure(500, "invalidConfig", "no socket to listen on") }
         // The socket appears with the umask's mode; make it private until chown and chmod ran.
         let old = umask(0o177)
         defer { umask(old) }
-        let server = try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true,
+        let server = try await bootstrap.bind(
+            unixDomainSocketPath: path, cleanupExistingSocketFile: true,
             serverBackPressureStrategy: accepting, childChannelInitializer: initializer)
         if let groupID, chown(path, 0, groupID) != 0 {
-            throw APIFailure(500, "io", "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
+            throw APIFailure(
+                500, "io",
+                "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
         }
         guard chmod(path, mode) == 0 else {
             throw APIFailure(500, "io", "chmod \(path) failed: \(String(cString: strerror(errno)))")
@@ -97,7 +106,8 @@ final class HTTPServer: Sendable {
 
     static func peerCredentials(_ channel: Channel) -> EventLoopFuture<Caller> {
         guard let provider = channel as? SocketOptionProvider else {
-            return channel.eventLoop.makeFailedFuture(APIFailure(500, "io", "no socket options on this channel"))
+            return channel.eventLoop.makeFailedFuture(
+                APIFailure(500, "io", "no socket options on this channel"))
         }
         return provider.unsafeGetSocketOption(
             level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET),
@@ -129,15 +139,21 @@ final class HTTPServer: Sendable {
             try await connection.executeThenClose { inbound, outbound in
                 let reader = PartReader(
                     inbound, deadline: Deadline(channel: channel, timeout: idleTimeout),
-                    requestDeadline: caller.uid == 0 ? nil : Deadline(channel: channel, timeout: requestTimeout))
+                    requestDeadline: caller.uid == 0
+                        ? nil : Deadline(channel: channel, timeout: requestTimeout))
                 while let part = try await reader.next() {
                     guard case .head(let head) = part else { continue }
                     reader.headArrived(head)
                     // curl asks before sending a body (an install's tar stream) and otherwise
                     // waits a second for an answer that never comes; a final answer may still
                     // follow (RFC 9110 10.1.1), so saying yes to every such request is correct.
-                    if head.version.minor >= 1, head.headers[canonicalForm: "expect"].contains(where: { $0.lowercased() == "100-continue" }) {
-                        try await outbound.write(.head(HTTPResponseHead(version: head.version, status: .continue)))
+                    if head.version.minor >= 1,
+                        head.headers[canonicalForm: "expect"].contains(where: {
+                            $0.lowercased() == "100-continue"
+                        })
+                    {
+                        try await outbound.write(
+                            .head(HTTPResponseHead(version: head.version, status: .continue)))
                     }
                     let body = RequestBody(reader)
                     let reply: Reply
@@ -165,10 +181,14 @@ final class HTTPServer: Sendable {
                         // writer refuses a cancelled task, and a launch's caller must learn its
                         // instance, a waiter that appd stops.
                         try await Task { [keepAlive] in
-                            try await self.write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                            try await self.write(
+                                reply, version: head.version, keepAlive: keepAlive, to: outbound,
+                                channel: channel)
                         }.value
                     } else {
-                        try await write(reply, version: head.version, keepAlive: keepAlive, to: outbound, channel: channel)
+                        try await write(
+                            reply, version: head.version, keepAlive: keepAlive, to: outbound,
+                            channel: channel)
                     }
                     if case .stream = reply { return await flushed(channel) }
                     if !keepAlive { return await flushed(channel) }
@@ -202,7 +222,10 @@ final class HTTPServer: Sendable {
             headers.add(name: "Content-Type", value: "application/json")
             headers.add(name: "Content-Length", value: "\(data.count)")
             headers.add(name: "Connection", value: keepAlive ? "keep-alive" : "close")
-            try await outbound.write(.head(HTTPResponseHead(version: version, status: .init(statusCode: status), headers: headers)))
+            try await outbound.write(
+                .head(
+                    HTTPResponseHead(
+                        version: version, status: .init(statusCode: status), headers: headers)))
             var buffer = channel.allocator.buffer(capacity: data.count)
             buffer.writeBytes(data)
             try await outbound.write(.body(.byteBuffer(buffer)))
@@ -212,7 +235,8 @@ final class HTTPServer: Sendable {
             headers.add(name: "Content-Type", value: contentType)
             headers.add(name: "Transfer-Encoding", value: "chunked")
             headers.add(name: "Connection", value: "close")
-            try await outbound.write(.head(HTTPResponseHead(version: version, status: .ok, headers: headers)))
+            try await outbound.write(
+                .head(HTTPResponseHead(version: version, status: .ok, headers: headers)))
             // A client that goes away while nothing is being written (an idle event stream, a
             // long poll) is noticed through the channel closing: the producer is cancelled.
             let writer = StreamWriter(outbound: outbound, allocator: channel.allocator)

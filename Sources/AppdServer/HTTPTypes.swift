@@ -23,10 +23,12 @@ struct Request {
         }
         let path = components.percentEncodedPath
         guard path.hasPrefix("/v1/") || path == "/v1" else {
-            throw APIFailure(404, "notFound", "no route \(path.prefix(200)): every path starts with /v1",
+            throw APIFailure(
+                404, "notFound", "no route \(path.prefix(200)): every path starts with /v1",
                 hint: "GET /v1/version answers if the daemon is up; docs/api.md lists the routes")
         }
-        segments = try path.dropFirst(4).split(separator: "/", omittingEmptySubsequences: true).map { raw in
+        segments = try path.dropFirst(4).split(separator: "/", omittingEmptySubsequences: true).map
+        { raw in
             guard let decoded = raw.removingPercentEncoding else {
                 throw APIFailure.badRequest("bad percent-encoding in '\(raw.prefix(200))'")
             }
@@ -36,7 +38,9 @@ struct Request {
         for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
     }
 
-    func flag(_ name: String) -> Bool { ["1", "true", "yes"].contains(query[name]?.lowercased() ?? "") }
+    func flag(_ name: String) -> Bool {
+        ["1", "true", "yes"].contains(query[name]?.lowercased() ?? "")
+    }
 
     /// The whole body as `T`; an empty body decodes as `{}`.
     func decode<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
@@ -96,7 +100,7 @@ final class PartReader {
                 requestDeadline?.cancel()
             }
             return part
-        } catch where !(error is CancellationError) {
+        } catch  where !(error is CancellationError) {
             broken = true
             throw error
         }
@@ -132,7 +136,9 @@ final class RequestBody {
         var data = Data()
         while let chunk = try await next() {
             guard data.count + chunk.readableBytes <= limit else {
-                throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes ([API] MaxRequestBytes)")
+                throw APIFailure(
+                    413, "tooLarge",
+                    "the request body is over \(limit) bytes ([API] MaxRequestBytes)")
             }
             data.append(contentsOf: chunk.readableBytesView)
         }
@@ -144,7 +150,9 @@ final class RequestBody {
         var total = 0
         while let chunk = try await next() {
             total += chunk.readableBytes
-            if total > limit { throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes") }
+            if total > limit {
+                throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes")
+            }
         }
     }
 
@@ -161,7 +169,9 @@ enum Reply: Sendable {
         contentType: String, headers: [(String, String)] = [],
         @Sendable (StreamWriter) async throws -> Void)
 
-    static func json(_ value: some Encodable, status: Int = 200, headers: [(String, String)] = []) throws -> Reply {
+    static func json(_ value: some Encodable, status: Int = 200, headers: [(String, String)] = [])
+        throws -> Reply
+    {
         var data = try APICoding.encoder().encode(value)
         data.append(0x0A)
         return .json(status: status, data, headers: headers)

@@ -85,7 +85,8 @@ final class Installer: Sendable {
     /// Recovery's leftovers it could not remove: moved aside (appd doctor lists them), logged.
     func logQuarantined(_ report: RecoveryReport) {
         for entry in report.quarantined {
-            logger.error("could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason)",
+            logger.error(
+                "could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason)",
                 metadata: ["hint": "fix the cause, then run 'appd doctor --repair'"])
         }
     }

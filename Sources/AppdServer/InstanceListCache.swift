@@ -23,7 +23,8 @@ final class InstanceListCache: Sendable {
     private let state = Mutex(State())
 
     /// The answer for `version` and the query if it was made already; else `make()`'s, kept.
-    func data(version: ListingVersion, app: String?, all: Bool, _ make: () throws -> Data) rethrows -> Data
+    func data(version: ListingVersion, app: String?, all: Bool, _ make: () throws -> Data) rethrows
+        -> Data
     {
         let key = Key(app: app, all: all)
         if let hit = state.withLock({ $0.version == version ? $0.answers[key] : nil }) {

@@ -7,7 +7,8 @@ import Foundation
 extension Router {
     func listApps() async throws -> Reply {
         let data = try appList.data {
-            var data = try APICoding.encoder().encode(try store.apps().map { APIApp($0, root: store.root, withEntitlements: false) })
+            var data = try APICoding.encoder().encode(
+                try store.apps().map { APIApp($0, root: store.root, withEntitlements: false) })
             data.append(0x0A)
             return data
         }
@@ -36,11 +37,13 @@ extension Router {
         metrics.recordInstall(ContinuousClock.now - began, succeeded: true)
         appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
-        supervisor.publishAppEvent(.installed, app: result.app.bundleID, version: result.app.version)
+        supervisor.publishAppEvent(
+            .installed, app: result.app.bundleID, version: result.app.version)
         await supervisor.appInstalled(result.app)
-        return try .json(APIInstallResult(
-            app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
-            warnings: result.warnings.map(APIProblem.init)),
+        return try .json(
+            APIInstallResult(
+                app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
+                warnings: result.warnings.map(APIProblem.init)),
             status: 201)
     }
 
@@ -51,9 +54,12 @@ extension Router {
         }
         appList.invalidate()
         installer.logQuarantined(result.recovery)
-        supervisor.publishAppEvent(.uninstalled, app: result.app.bundleID, version: result.app.version)
-        return try .json(APIUninstallResult(
-            app: APIApp(result.app, root: store.root, withEntitlements: false), keptData: result.keptData))
+        supervisor.publishAppEvent(
+            .uninstalled, app: result.app.bundleID, version: result.app.version)
+        return try .json(
+            APIUninstallResult(
+                app: APIApp(result.app, root: store.root, withEntitlements: false),
+                keptData: result.keptData))
     }
 
     func container(_ id: String, kind: String, group: String?) async throws -> Reply {
@@ -63,25 +69,46 @@ extension Router {
             return try .json(APIContainer(kind: kind, path: app.dataContainer(in: store.root)))
         case "bundle":
             guard let path = app.bundlePath(in: store.root) else {
-                throw AppdError(.notFound, "\(app.bundleID) has no bundle (uninstalled with --keep-data)")
+                throw AppdError(
+                    .notFound, "\(app.bundleID) has no bundle (uninstalled with --keep-data)")
             }
             return try .json(APIContainer(kind: kind, path: path))
         case "group":
-            guard let group else { throw APIFailure.badRequest("a group container needs the group id: containers/group/{group}") }
-            let requested = try app.decodedEntitlements().strings(EntitlementCatalog.applicationGroups)
-            guard let match = requested.first(where: { $0.caseInsensitiveCompare(group) == .orderedSame }) else {
-                throw AppdError(.notFound, "\(app.bundleID) is not in application group '\(group.prefix(200))'",
-                    hint: requested.isEmpty ? "it requests no application groups" : "its groups: \(requested.joined(separator: ", "))")
+            guard let group else {
+                throw APIFailure.badRequest(
+                    "a group container needs the group id: containers/group/{group}")
+            }
+            let requested = try app.decodedEntitlements().strings(
+                EntitlementCatalog.applicationGroups)
+            guard
+                let match = requested.first(where: {
+                    $0.caseInsensitiveCompare(group) == .orderedSame
+                })
+            else {
+                throw AppdError(
+                    .notFound, "\(app.bundleID) is not in application group '\(group.prefix(200))'",
+                    hint: requested.isEmpty
+                        ? "it requests no application groups"
+                        : "its groups: \(requested.joined(separator: ", "))")
             }
             // A read: containers are made at install, never here (no lock, no write).
             let containers = try store.groupContainers(for: app)
-            guard let container = containers.first(where: { $0.groupID.caseInsensitiveCompare(match) == .orderedSame }) else {
-                throw AppdError(.notFound, "\(app.bundleID) has no container for group '\(match)'",
-                    hint: "it is made when an app using the group is installed; 'appd doctor' reports a missing one")
+            guard
+                let container = containers.first(where: {
+                    $0.groupID.caseInsensitiveCompare(match) == .orderedSame
+                })
+            else {
+                throw AppdError(
+                    .notFound, "\(app.bundleID) has no container for group '\(match)'",
+                    hint:
+                        "it is made when an app using the group is installed; 'appd doctor' reports a missing one"
+                )
             }
-            return try .json(APIContainer(kind: kind, path: container.path, group: container.groupID))
+            return try .json(
+                APIContainer(kind: kind, path: container.path, group: container.groupID))
         default:
-            throw APIFailure.badRequest("unknown container kind '\(kind.prefix(50))': use data, bundle or group/{group}")
+            throw APIFailure.badRequest(
+                "unknown container kind '\(kind.prefix(50))': use data, bundle or group/{group}")
         }
     }
 }

@@ -23,7 +23,8 @@ extension Router {
         if let app { _ = try store.app(app) }
         let all = request.flag("all")
         let listed = await supervisor.listed(app: app, includeExited: all)
-        let data = try instanceList.data(version: listed.version, app: app?.lowercased(), all: all) {
+        let data = try instanceList.data(version: listed.version, app: app?.lowercased(), all: all)
+        {
             var data = try APICoding.encoder().encode(listed.instances.map(supervisor.withDenials))
             data.append(0x0A)
             return data

@@ -19,7 +19,8 @@ final class Router: Sendable {
     let metrics = DaemonMetrics()
 
     init(
-        store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor, installer: Installer,
+        store: AppStore, configuration: LiveConfiguration, supervisor: Supervisor,
+        installer: Installer,
         reloader: ConfigurationReloader
     ) {
         self.store = store
@@ -55,67 +56,101 @@ final class Router: Sendable {
     static let routes: [Route] = [
         Route(method: .GET, pattern: ["version"], right: .read) { r, q, _ in try r.version(q) },
         Route(method: .GET, pattern: ["apps"], right: .read) { r, _, _ in try await r.listApps() },
-        Route(method: .POST, pattern: ["apps"], right: .admin) { r, q, _ in try await r.install(q) },
-        Route(method: .GET, pattern: ["apps", "{id}"], right: .read) { r, _, p in try await r.appInfo(p[0]) },
-        Route(method: .DELETE, pattern: ["apps", "{id}"], right: .admin) { r, q, p in try await r.uninstall(p[0], q) },
-        Route(method: .GET, pattern: ["apps", "{id}", "containers", "{kind}"], right: .read) { r, _, p in
+        Route(method: .POST, pattern: ["apps"], right: .admin) { r, q, _ in try await r.install(q)
+        },
+        Route(method: .GET, pattern: ["apps", "{id}"], right: .read) { r, _, p in
+            try await r.appInfo(p[0])
+        },
+        Route(method: .DELETE, pattern: ["apps", "{id}"], right: .admin) { r, q, p in
+            try await r.uninstall(p[0], q)
+        },
+        Route(method: .GET, pattern: ["apps", "{id}", "containers", "{kind}"], right: .read) {
+            r, _, p in
             try await r.container(p[0], kind: p[1], group: nil)
         },
-        Route(method: .GET, pattern: ["apps", "{id}", "containers", "group", "{group}"], right: .read) { r, _, p in
+        Route(
+            method: .GET, pattern: ["apps", "{id}", "containers", "group", "{group}"], right: .read
+        ) { r, _, p in
             try await r.container(p[0], kind: "group", group: p[1])
         },
-        Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in try await r.launch(p[0], q) },
-        Route(method: .GET, pattern: ["instances"], right: .read) { r, q, _ in try await r.listInstances(q) },
+        Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in
+            try await r.launch(p[0], q)
+        },
+        Route(method: .GET, pattern: ["instances"], right: .read) { r, q, _ in
+            try await r.listInstances(q)
+        },
         Route(method: .GET, pattern: ["instances", "{iid}"], right: .read) { r, _, p in
             try .json(try await r.supervisor.instance(p[0]))
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "wait"], right: .control) { r, _, p in
             let instance = try await r.supervisor.waitForExit(p[0])
             guard instance.state == .exited else {
-                throw APIFailure(503, "unavailable", "appd is stopping; instance \(instance.id) is still \(instance.state)",
+                throw APIFailure(
+                    503, "unavailable",
+                    "appd is stopping; instance \(instance.id) is still \(instance.state)",
                     hint: "it keeps running; wait again once appd is back")
             }
             return try .json(instance)
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "terminate"], right: .control) { r, q, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "terminate"], right: .control) {
+            r, q, p in
             let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
             if let grace = body.grace, !(0...3600).contains(grace) {
-                throw APIFailure.badRequest("grace must be between 0 and 3600 seconds, not \(grace)")
+                throw APIFailure.badRequest(
+                    "grace must be between 0 and 3600 seconds, not \(grace)")
             }
             return try .json(try await r.supervisor.terminate(p[0], grace: body.grace), status: 202)
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "restart"], right: .control) { r, q, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "restart"], right: .control) {
+            r, q, p in
             let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
             if let grace = body.grace, !(0...3600).contains(grace) {
-                throw APIFailure.badRequest("grace must be between 0 and 3600 seconds, not \(grace)")
+                throw APIFailure.badRequest(
+                    "grace must be between 0 and 3600 seconds, not \(grace)")
             }
-            return try .json(try await r.supervisor.restart(p[0], grace: body.grace, caller: q.caller.uid), status: 201)
+            return try .json(
+                try await r.supervisor.restart(p[0], grace: body.grace, caller: q.caller.uid),
+                status: 201)
         },
-        Route(method: .GET, pattern: ["services"], right: .read) { r, _, _ in try .json(await r.supervisor.services()) },
+        Route(method: .GET, pattern: ["services"], right: .read) { r, _, _ in
+            try .json(await r.supervisor.services())
+        },
         Route(method: .POST, pattern: ["instances", "{iid}", "kill"], right: .control) { r, _, p in
             try .json(try await r.supervisor.kill(p[0]), status: 202)
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "suspend"], right: .control) { r, _, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "suspend"], right: .control) {
+            r, _, p in
             try .json(try await r.supervisor.suspend(p[0]))
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "resume"], right: .control) { r, _, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "resume"], right: .control) {
+            r, _, p in
             try .json(try await r.supervisor.resume(p[0]))
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "activate"], right: .control) { r, _, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "activate"], right: .control) {
+            r, _, p in
             try .json(try await r.supervisor.activate(p[0]))
         },
-        Route(method: .POST, pattern: ["instances", "{iid}", "background"], right: .control) { r, _, p in
+        Route(method: .POST, pattern: ["instances", "{iid}", "background"], right: .control) {
+            r, _, p in
             try .json(try await r.supervisor.background(p[0]))
         },
         Route(method: .POST, pattern: ["memory-warning"], right: .control) { r, q, _ in
             if let app = q.query["app"] { _ = try r.store.app(app) }
-            return try .json(APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
+            return try .json(
+                APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
         },
-        Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in try await r.logs(p[0], q) },
+        Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in
+            try await r.logs(p[0], q)
+        },
         Route(method: .GET, pattern: ["events"], right: .read) { r, q, _ in try r.events(q) },
-        Route(method: .GET, pattern: ["denials"], right: .read) { r, q, _ in try await r.denials(q) },
-        Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in try .json(try await r.reloader.reload()) },
-        Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in try await r.metricsText() },
+        Route(method: .GET, pattern: ["denials"], right: .read) { r, q, _ in try await r.denials(q)
+        },
+        Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in
+            try .json(try await r.reloader.reload())
+        },
+        Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in
+            try await r.metricsText()
+        },
         Route(method: .GET, pattern: ["usage"], right: .read) { r, q, _ in try await r.usage(q) },
     ]
 
@@ -126,7 +161,9 @@ final class Router: Sendable {
             pathMatched = true
             guard route.method == request.method else { continue }
             try authorizer.check(request.caller, route.right)
-            guard Self.isLongLived(route, request) else { return try await route.handler(self, request, parameters) }
+            guard Self.isLongLived(route, request) else {
+                return try await route.handler(self, request, parameters)
+            }
             // Held by the reply while it streams, or until a long poll answers.
             let slot = try limits.openStream(request.caller)
             let reply = try await route.handler(self, request, parameters)
@@ -138,10 +175,15 @@ final class Router: Sendable {
         }
         let path = "/v1/" + request.segments.joined(separator: "/")
         if pathMatched {
-            let allowed = Self.routes.filter { Self.match($0.pattern, request.segments) != nil }.map { "\($0.method)" }
-            throw APIFailure(405, "methodNotAllowed", "\(request.method) is not allowed on \(path.prefix(200)); use \(allowed.joined(separator: " or "))")
+            let allowed = Self.routes.filter { Self.match($0.pattern, request.segments) != nil }.map
+            { "\($0.method)" }
+            throw APIFailure(
+                405, "methodNotAllowed",
+                "\(request.method) is not allowed on \(path.prefix(200)); use \(allowed.joined(separator: " or "))"
+            )
         }
-        throw APIFailure(404, "notFound", "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
+        throw APIFailure(
+            404, "notFound", "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
     }
 
     /// Requests that may hold their connection indefinitely: `MaxStreamsPerUser` bounds them.
@@ -170,10 +212,14 @@ final class Router: Sendable {
     }
 
     func version(_ request: Request) throws -> Reply {
-        try .json(APIDaemonInfo(
-            version: AppdVersion.current, pid: getpid(), stateRoot: store.root.path, startedAt: startedAt,
-            caller: APICaller(uid: request.caller.uid, gid: request.caller.gid, pid: request.caller.pid,
-                rights: authorizer.rights(of: request.caller).map(\.rawValue)),
-            configFile: reloader.source.path, configFileExists: access(reloader.source.path, F_OK) == 0))
+        try .json(
+            APIDaemonInfo(
+                version: AppdVersion.current, pid: getpid(), stateRoot: store.root.path,
+                startedAt: startedAt,
+                caller: APICaller(
+                    uid: request.caller.uid, gid: request.caller.gid, pid: request.caller.pid,
+                    rights: authorizer.rights(of: request.caller).map(\.rawValue)),
+                configFile: reloader.source.path,
+                configFileExists: access(reloader.source.path, F_OK) == 0))
     }
 }

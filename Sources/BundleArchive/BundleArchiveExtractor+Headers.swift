@@ -103,8 +103,11 @@ extension BundleArchiveExtractor {
     /// folder), applied to the mode the archive declares: the extracted file gets normalized
     /// bits, so checking it afterwards would let a setuid entry through.
     static func checkMode(_ mode: Int64, of entry: String, isDirectory: Bool) throws {
-        let problems = BundleWalker.modeProblems(mode_t(truncatingIfNeeded: mode & 0o7777), isDirectory: isDirectory)
-        guard problems.isEmpty else { throw AppdError.archive(entry, problems.joined(separator: "; ")) }
+        let problems = BundleWalker.modeProblems(
+            mode_t(truncatingIfNeeded: mode & 0o7777), isDirectory: isDirectory)
+        guard problems.isEmpty else {
+            throw AppdError.archive(entry, problems.joined(separator: "; "))
+        }
     }
 
     /// Takes in a complete pax or long-name record (in `record`) for the next entry.

@@ -174,7 +174,9 @@ public struct BundleArchiveExtractor: ~Copyable {
         guard let file, let base = bytes.baseAddress else { return }
         hasher.update(bytes)
         bytesWritten += Int64(bytes.count)
-        if case .failure(let error) = writeAll(file.fd, UnsafeRawBufferPointer(start: base, count: bytes.count)) {
+        if case .failure(let error) = writeAll(
+            file.fd, UnsafeRawBufferPointer(start: base, count: bytes.count))
+        {
             throw AppdError.system("write \(file.entry)", errno: error.rawValue)
         }
     }

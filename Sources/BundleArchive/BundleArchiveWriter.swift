@@ -60,9 +60,13 @@ public enum BundleArchiveWriter {
             while offset < bytes.count {
                 // send with MSG_NOSIGNAL: a daemon hanging up must be an error, not a SIGPIPE
                 // that kills the client. Plain write for what is not a socket.
-                var sent = retryingInterrupts { send(fd, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL)) }
+                var sent = retryingInterrupts {
+                    send(fd, base + offset, bytes.count - offset, Int32(MSG_NOSIGNAL))
+                }
                 if sent < 0 && errno == ENOTSOCK {
-                    sent = retryingInterrupts { Glibc.write(fd, base + offset, bytes.count - offset) }
+                    sent = retryingInterrupts {
+                        Glibc.write(fd, base + offset, bytes.count - offset)
+                    }
                 }
                 if sent < 0 { throw AppdError.system("write the bundle archive") }
                 offset += sent

@@ -64,7 +64,9 @@ struct ExtractionTree: ~Copyable {
 
     /// Creates the file and returns its fd, open for writing (the caller closes it), and its
     /// path relative to the root as the installer's walker will name it.
-    mutating func makeFile(_ raw: [UInt8], mode: Int64, size: Int64) throws -> (fd: Int32, path: String) {
+    mutating func makeFile(_ raw: [UInt8], mode: Int64, size: Int64) throws -> (
+        fd: Int32, path: String
+    ) {
         let shown = Tar.shown(raw)
         let (path, parts) = try checked(raw, isDirectory: false, shown)
         guard size <= limits.maxTotalBytes - totalBytes else {

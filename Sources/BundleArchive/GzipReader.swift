@@ -111,7 +111,9 @@ public final class GzipReader {
             start = 0
         }
         let count = input.withUnsafeMutableBytes { bytes in
-            retryingInterrupts { Glibc.read(fd, bytes.baseAddress.map { $0 + end }, bytes.count - end) }
+            retryingInterrupts {
+                Glibc.read(fd, bytes.baseAddress.map { $0 + end }, bytes.count - end)
+            }
         }
         if count < 0 { throw AppdError.system("read \(shown)") }
         if count == 0 { atEOF = true }

@@ -21,9 +21,11 @@ extension KernelLayers {
         let landlock = appd_landlock_abi_version()
         let landlockProbe = landlock >= 0 ? landlock : -errno
         let abi = HostFeatures.landlockStatus(landlockProbe) == .available ? Int(landlockProbe) : 0
-        let seccomp = appd_prctl_get_seccomp() >= 0
+        let seccomp =
+            appd_prctl_get_seccomp() >= 0
             && HostFeatures.filterActionsPresent(HostFeatures.seccompActions())
         return KernelLayers(
-            landlockABI: abi, seccomp: seccomp, mdwe: detectMDWE(), memfdNoexec: detectMemfdNoexec())
+            landlockABI: abi, seccomp: seccomp, mdwe: detectMDWE(), memfdNoexec: detectMemfdNoexec()
+        )
     }
 }

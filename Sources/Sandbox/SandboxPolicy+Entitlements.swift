@@ -29,11 +29,16 @@ struct Grants {
 
     mutating func decide() throws {
         let entitlements = app.entitlements
-        if settings.requireAppSandboxEntitlement && !entitlements.bool(EntitlementCatalog.appSandbox) {
-            throw AppdError(.permissionDenied,
+        if settings.requireAppSandboxEntitlement
+            && !entitlements.bool(EntitlementCatalog.appSandbox)
+        {
+            throw AppdError(
+                .permissionDenied,
                 "\(app.bundleID) does not have \(EntitlementCatalog.appSandbox) = true",
-                hint: "add it to the app's Entitlements.plist; appd sandboxes every app either way, "
-                    + "and an admin can drop the requirement with RequireAppSandboxEntitlement=no in [Sandbox]")
+                hint:
+                    "add it to the app's Entitlements.plist; appd sandboxes every app either way, "
+                    + "and an admin can drop the requirement with RequireAppSandboxEntitlement=no in [Sandbox]"
+            )
         }
         for key in entitlements.values.keys.sorted() {
             decisions.append(decide(key))
@@ -48,10 +53,12 @@ struct Grants {
         let off = EntitlementDecision(key: key, outcome: .notRequested, effect: "false: no change")
         switch EntitlementCatalog.meaning(of: key) {
         case .unknown:
-            return EntitlementDecision(key: key, outcome: .unknown,
+            return EntitlementDecision(
+                key: key, outcome: .unknown,
                 effect: "appd does not know this key; it changes nothing")
         case .noLinuxEffect(let what):
-            return EntitlementDecision(key: key, outcome: .noLinuxEffect,
+            return EntitlementDecision(
+                key: key, outcome: .noLinuxEffect,
                 effect: "\(what): no Linux effect; recorded only")
         case .linux:
             break
@@ -60,7 +67,8 @@ struct Grants {
         case EntitlementCatalog.appSandbox:
             return entitlements.bool(key)
                 ? granted("sandboxed (every app is)")
-                : EntitlementDecision(key: key, outcome: .notRequested,
+                : EntitlementDecision(
+                    key: key, outcome: .notRequested,
                     effect: "false, allowed by RequireAppSandboxEntitlement=no; sandboxed anyway")
         case EntitlementCatalog.networkClient:
             guard entitlements.bool(key) else { return off }
@@ -71,7 +79,8 @@ struct Grants {
         case EntitlementCatalog.networkServer:
             guard entitlements.bool(key) else { return off }
             network = .server
-            return granted("host network; may bind and listen; the host's loopback only on LoopbackPorts=")
+            return granted(
+                "host network; may bind and listen; the host's loopback only on LoopbackPorts=")
         case EntitlementCatalog.allowJIT, EntitlementCatalog.allowUnsignedExecutableMemory:
             guard entitlements.bool(key) else { return off }
             writableExecutableMemory = true
@@ -91,7 +100,8 @@ struct Grants {
             groupContainers = app.groupContainers.filter { requested.contains($0.groupID) }
             let missing = requested.filter { id in !groupContainers.contains { $0.groupID == id } }
             if !missing.isEmpty {
-                return EntitlementDecision(key: key, outcome: .refused,
+                return EntitlementDecision(
+                    key: key, outcome: .refused,
                     effect: "no container for \(missing.joined(separator: ", "))")
             }
             return granted("shared containers read-write: " + requested.joined(separator: ", "))
@@ -116,10 +126,11 @@ struct Grants {
             let verb = writable ? "read-write" : "read-only"
             let setting = writable ? "AllowedReadWritePaths" : "AllowedReadOnlyPaths"
             if refused.isEmpty { return granted("\(verb): " + given.joined(separator: ", ")) }
-            return EntitlementDecision(key: key, outcome: .refused, effect:
-                (given.isEmpty ? "" : "\(verb): \(given.joined(separator: ", ")); ")
-                + "not granted (missing, or not under [Sandbox] \(setting)): "
-                + refused.joined(separator: ", "))
+            return EntitlementDecision(
+                key: key, outcome: .refused,
+                effect: (given.isEmpty ? "" : "\(verb): \(given.joined(separator: ", ")); ")
+                    + "not granted (missing, or not under [Sandbox] \(setting)): "
+                    + refused.joined(separator: ", "))
         default:
             return EntitlementDecision(key: key, outcome: .unknown, effect: "no effect defined")
         }
@@ -133,11 +144,15 @@ struct Grants {
         guard app.entitlements.bool(key) else {
             return EntitlementDecision(key: key, outcome: .notRequested, effect: "false: no change")
         }
-        let found = entries(of: directory).filter { $0.hasPrefix(prefix) }.map { "\(directory)/\($0)" }
+        let found = entries(of: directory).filter { $0.hasPrefix(prefix) }.map {
+            "\(directory)/\($0)"
+        }
         devices += found
         if !found.isEmpty, let gid = hostGroup(group) { deviceGroups.append(gid) }
-        return EntitlementDecision(key: key, outcome: .granted,
-            effect: found.isEmpty ? "no \(directory)/\(prefix)* device on this host" : found.joined(separator: ", "))
+        return EntitlementDecision(
+            key: key, outcome: .granted,
+            effect: found.isEmpty
+                ? "no \(directory)/\(prefix)* device on this host" : found.joined(separator: ", "))
     }
 
     private func entries(of directory: String) -> [String] {

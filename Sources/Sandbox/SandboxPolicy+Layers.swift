@@ -33,7 +33,9 @@ extension SandboxPolicy {
         case .none:
             // The private network namespace is the wall; TCP rules are a second one where the
             // kernel has them.
-            if kernel.landlockABI >= Self.landlockNetworkABI { rules.restrictedTCP = [.bind, .connect] }
+            if kernel.landlockABI >= Self.landlockNetworkABI {
+                rules.restrictedTCP = [.bind, .connect]
+            }
         case .client:
             if kernel.landlockABI >= Self.landlockNetworkABI {
                 rules.restrictedTCP = [.bind]
@@ -46,7 +48,8 @@ extension SandboxPolicy {
                         + "the cgroup filter refuses bind() to a port and seccomp refuses "
                         + "listen(), so the app cannot accept a connection")
             } else {
-                try weaken(.noLandlockNetwork, into: &weakened,
+                try weaken(
+                    .noLandlockNetwork, into: &weakened,
                     "Landlock ABI \(kernel.landlockABI) has no TCP rules (needs 4, Linux 6.7) and "
                         + "the kernel has no seccomp to refuse listen()",
                     effect: "network-client apps may listen on TCP ports")
@@ -68,7 +71,8 @@ extension SandboxPolicy {
                         + "app cannot reach the host's abstract unix sockets (nor make unix "
                         + "sockets of its own); signals stay inside its pid namespace")
             } else {
-                try weaken(.noLandlockScopes, into: &weakened,
+                try weaken(
+                    .noLandlockScopes, into: &weakened,
                     "Landlock ABI \(kernel.landlockABI) has no scoping (needs 6, Linux 6.12) and "
                         + "the kernel has no seccomp to refuse unix sockets",
                     effect: "the app can reach abstract unix sockets of the host")
@@ -77,7 +81,8 @@ extension SandboxPolicy {
         rules.minimumABI = needed
 
         if kernel.landlockABI == 0 {
-            try weaken(.noLandlock, into: &weakened, "the kernel has no Landlock",
+            try weaken(
+                .noLandlock, into: &weakened, "the kernel has no Landlock",
                 effect: "the filesystem is limited by mounts alone",
                 hint: "Landlock needs CONFIG_SECURITY_LANDLOCK=y and 'landlock' in the lsm= boot "
                     + "parameter (Linux 5.13 or later)")
@@ -110,14 +115,17 @@ extension SandboxPolicy {
         }
         if !grants.debugger { filter.rules += Self.noPtrace }
         if grants.network == .client {
-            filter.rules.append(.init(syscall: "listen", action: .errno(EPERM), conditions: [],
-                reason: "network.client without network.server: no listening sockets"))
+            filter.rules.append(
+                .init(
+                    syscall: "listen", action: .errno(EPERM), conditions: [],
+                    reason: "network.client without network.server: no listening sockets"))
         }
         if grants.network != .none && kernel.landlockABI < Self.landlockScopeABI {
             filter.rules += Self.unscopedUnixSockets
         }
         if !kernel.seccomp {
-            try weaken(.noSeccomp, into: &weakened, "the kernel has no seccomp filters",
+            try weaken(
+                .noSeccomp, into: &weakened, "the kernel has no seccomp filters",
                 effect: "no system call is refused by a filter",
                 hint: "seccomp filters need CONFIG_SECCOMP=y and CONFIG_SECCOMP_FILTER=y")
             filter.required = false
@@ -132,7 +140,8 @@ extension SandboxPolicy {
         effect: String, hint: String? = nil
     ) throws {
         guard settings.weakerModes.contains(mode) else {
-            throw AppdError(.unsupported, "refusing to launch: \(what)",
+            throw AppdError(
+                .unsupported, "refusing to launch: \(what)",
                 hint: (hint.map { $0 + "; " } ?? "") + "or accept the weaker sandbox with "
                     + "WeakerModes=\(mode.rawValue) in [Sandbox] (then \(effect))")
         }
@@ -152,11 +161,18 @@ extension SandboxPolicy {
         // SOCK_DGRAM, SOCK_RAW (AF_UNIX makes it a datagram socket), SOCK_SEQPACKET; the type's
         // low 4 bits, whatever SOCK_NONBLOCK/SOCK_CLOEXEC say.
         let pairTypes: [UInt64] = [2, 3, 5]
-        return [SeccompRule(syscall: "socket", action: .errno(EPERM),
-            conditions: [.arg(0, .equal, unix)], reason: why)]
+        return [
+            SeccompRule(
+                syscall: "socket", action: .errno(EPERM),
+                conditions: [.arg(0, .equal, unix)], reason: why)
+        ]
             + pairTypes.map {
-                SeccompRule(syscall: "socketpair", action: .errno(EPERM),
-                    conditions: [.arg(0, .equal, unix), .init(index: 1, op: .maskedEqual, value: $0, mask: 0xF)],
+                SeccompRule(
+                    syscall: "socketpair", action: .errno(EPERM),
+                    conditions: [
+                        .arg(0, .equal, unix),
+                        .init(index: 1, op: .maskedEqual, value: $0, mask: 0xF),
+                    ],
                     reason: why)
             }
     }()

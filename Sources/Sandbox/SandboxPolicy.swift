@@ -130,7 +130,8 @@ public struct SandboxPolicy: Sendable {
             reducedLayers: []
         )
         profile.mounts = mounts(for: app, grants: grants, console: console)
-        profile.landlock = try landlock(for: app, grants: grants, console: console,
+        profile.landlock = try landlock(
+            for: app, grants: grants, console: console,
             weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
         profile.seccomp = try seccomp(
             grants: grants, weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
@@ -175,28 +176,35 @@ public struct SandboxPolicy: Sendable {
         let user = Self.userName(for: app)
         let host = Self.hostname(for: app)
         return [
-            .file("/etc/passwd", mode: 0o644, content: """
-                root:x:0:0:root:/:/usr/sbin/nologin
-                \(user):x:\(app.uid):\(app.gid):\(app.bundleID):\(app.dataContainer):/bin/sh
-                nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
+            .file(
+                "/etc/passwd", mode: 0o644,
+                content: """
+                    root:x:0:0:root:/:/usr/sbin/nologin
+                    \(user):x:\(app.uid):\(app.gid):\(app.bundleID):\(app.dataContainer):/bin/sh
+                    nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin
 
-                """),
-            .file("/etc/group", mode: 0o644, content: """
-                root:x:0:
-                \(user):x:\(app.gid):
-                nogroup:x:65534:
+                    """),
+            .file(
+                "/etc/group", mode: 0o644,
+                content: """
+                    root:x:0:
+                    \(user):x:\(app.gid):
+                    nogroup:x:65534:
 
-                """),
+                    """),
             .file("/etc/hostname", mode: 0o644, content: host + "\n"),
-            .file("/etc/hosts", mode: 0o644, content: """
-                127.0.0.1 localhost \(host)
-                ::1 localhost ip6-localhost ip6-loopback
+            .file(
+                "/etc/hosts", mode: 0o644,
+                content: """
+                    127.0.0.1 localhost \(host)
+                    ::1 localhost ip6-localhost ip6-loopback
 
-                """),
+                    """),
         ]
     }
 
-    func environment(for app: SandboxSubject, console: Bool) -> [SandboxProfile.EnvironmentVariable] {
+    func environment(for app: SandboxSubject, console: Bool) -> [SandboxProfile.EnvironmentVariable]
+    {
         let home = app.dataContainer
         var variables: [(String, String)] = [
             ("HOME", home),
@@ -218,10 +226,11 @@ public struct SandboxPolicy: Sendable {
 
     /// The app's name as a hostname label: letters, digits and '-', at most 63 bytes.
     public static func hostname(for app: SandboxSubject) -> String {
-        var label = String(app.name.unicodeScalars.map { scalar -> Character in
-            scalar.isASCII && (Character(scalar).isLetter || Character(scalar).isNumber)
-                ? Character(scalar) : "-"
-        })
+        var label = String(
+            app.name.unicodeScalars.map { scalar -> Character in
+                scalar.isASCII && (Character(scalar).isLetter || Character(scalar).isNumber)
+                    ? Character(scalar) : "-"
+            })
         while label.hasPrefix("-") { label.removeFirst() }
         while label.hasSuffix("-") { label.removeLast() }
         label = String(label.prefix(63))
@@ -231,7 +240,9 @@ public struct SandboxPolicy: Sendable {
     /// A user name for passwd: the bundle id's last label, or `app`.
     static func userName(for app: SandboxSubject) -> String {
         let candidate = app.bundleID.split(separator: ".").last.map(String.init) ?? "app"
-        let ok = candidate.utf8.allSatisfy { ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D }
+        let ok = candidate.utf8.allSatisfy {
+            ($0 >= 0x61 && $0 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2D
+        }
         return ok && !candidate.isEmpty ? String(candidate.prefix(32)) : "app"
     }
 

@@ -252,7 +252,10 @@ public struct DataQuotaStatus: Sendable, Equatable, Codable {
     /// Why it is not enforced.
     public var reason: String?
 
-    public init(limitBytes: Int64, enforced: Bool, projectID: UInt32, usedBytes: Int64? = nil, reason: String? = nil) {
+    public init(
+        limitBytes: Int64, enforced: Bool, projectID: UInt32, usedBytes: Int64? = nil,
+        reason: String? = nil
+    ) {
         self.limitBytes = limitBytes
         self.enforced = enforced
         self.projectID = projectID

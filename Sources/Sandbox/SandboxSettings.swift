@@ -71,7 +71,8 @@ public struct SandboxSettings: Sendable, Equatable {
     {
         func list() -> [String] { value.split(separator: " ").map(String.init) }
         func absolutePaths() -> SettingResult? {
-            for path in list() where !path.hasPrefix("/") || path.split(separator: "/").contains("..") {
+            for path in list()
+            where !path.hasPrefix("/") || path.split(separator: "/").contains("..") {
                 return .invalid("a list of absolute paths without '..' (\(path) is not)")
             }
             return nil
@@ -81,7 +82,8 @@ public struct SandboxSettings: Sendable, Equatable {
             if let bad = absolutePaths() { return bad }
             systemPaths = list()
         case "EtcFiles":
-            for name in list() where name.hasPrefix("/") || name.split(separator: "/").contains("..") {
+            for name in list()
+            where name.hasPrefix("/") || name.split(separator: "/").contains("..") {
                 return .invalid("a list of paths relative to /etc (\(name) is not)")
             }
             etcFiles = list()
@@ -109,7 +111,8 @@ public struct SandboxSettings: Sendable, Equatable {
             guard let n = UInt64(value), n >= 64 else { return .invalid("a number of at least 64") }
             openFilesMax = n
         case "Path":
-            guard !value.isEmpty, value.split(separator: ":").allSatisfy({ $0.hasPrefix("/") }) else {
+            guard !value.isEmpty, value.split(separator: ":").allSatisfy({ $0.hasPrefix("/") })
+            else {
                 return .invalid("a ':'-separated list of absolute directories")
             }
             path = value
@@ -127,11 +130,14 @@ public struct SandboxSettings: Sendable, Equatable {
             var ports: [UInt16] = []
             for word in list() {
                 guard let port = UInt16(word), port > 0 else {
-                    return .invalid("a space-separated list of ports 1-65535 (\(word) is not), empty for none")
+                    return .invalid(
+                        "a space-separated list of ports 1-65535 (\(word) is not), empty for none")
                 }
                 if !ports.contains(port) { ports.append(port) }
             }
-            guard ports.count <= 64 else { return .invalid("at most 64 ports (\(ports.count) given)") }
+            guard ports.count <= 64 else {
+                return .invalid("at most 64 ports (\(ports.count) given)")
+            }
             loopbackPorts = ports
         case "DataQuota":
             if value.isEmpty || value.lowercased() == "infinity" {

@@ -13,7 +13,8 @@ public enum SeccompCompiler {
             throw AppdError(.io, "seccomp_init failed")
         }
         defer { seccomp_release(context) }
-        try check(seccomp_attr_set(context, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
+        try check(
+            seccomp_attr_set(context, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS),
             "set the foreign-ABI action")
         // No TSYNC and no NNP flag: the launcher sets no_new_privs itself and is
         // single-threaded when it installs the filter.
@@ -37,7 +38,8 @@ public enum SeccompCompiler {
                 case .greaterOrEqual: return appd_scmp_arg(index, SCMP_CMP_GE, condition.value, 0)
                 case .less: return appd_scmp_arg(index, SCMP_CMP_LT, condition.value, 0)
                 case .maskedEqual:
-                    return appd_scmp_arg(index, SCMP_CMP_MASKED_EQ, condition.mask ?? ~0, condition.value)
+                    return appd_scmp_arg(
+                        index, SCMP_CMP_MASKED_EQ, condition.mask ?? ~0, condition.value)
                 }
             }
             let result = conditions.withUnsafeBufferPointer {

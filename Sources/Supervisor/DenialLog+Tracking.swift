@@ -137,7 +137,10 @@ extension DenialLog {
             }
         guard read == 0, refused > counter.reported else { return }
         let app: String? = state.withLock { state in
-            guard let index = state.filterCounters[instance]?.firstIndex(where: { $0.kind == counter.kind })
+            guard
+                let index = state.filterCounters[instance]?.firstIndex(where: {
+                    $0.kind == counter.kind
+                })
             else { return nil }
             state.filterCounters[instance]?[index].reported = refused
             return state.tracked[instance]?.app

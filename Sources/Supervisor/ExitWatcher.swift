@@ -24,7 +24,10 @@ final class ExitWatcher: Sendable {
     }
 
     /// nil when the process is already gone (pidfd_open fails with ESRCH).
-    init?(pid: pid_t, events: KernelEvents, queue: DispatchQueue, onExit: @escaping @Sendable () -> Void) {
+    init?(
+        pid: pid_t, events: KernelEvents, queue: DispatchQueue,
+        onExit: @escaping @Sendable () -> Void
+    ) {
         let fd = appd_pidfd_open(pid, 0)
         guard fd >= 0 else { return nil }
         pidfd = fd

@@ -1,8 +1,8 @@
-import LauncherProtocol
 import AppdBase
-import Foundation
 import CLinux
+import Foundation
 import Glibc
+import LauncherProtocol
 
 /// Each instance's stdout and stderr: `<state root>/logs/<app>/<instance>.log` and `.log.1`,
 /// written and rotated (by rename) by the instance's output relay in `appd-exec`
@@ -77,7 +77,9 @@ public struct InstanceLogs: Sendable {
     /// New descriptions of the relay's end of the output pipe (read-only) and of its lock
     /// memfd (the pipe again for a relay without one), or nil.
     static func relayDescriptors(launcher: pid_t) -> (pipe: Int32, lock: Int32)? {
-        guard let children = try? String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
+        guard
+            let children = try? String(
+                contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
         else { return nil }
         let lockTarget = "/memfd:" + APPD_OUTPUT_LOCK_NAME
         for child in children.split(separator: " ").compactMap({ pid_t($0) }).prefix(8) {
@@ -89,21 +91,28 @@ public struct InstanceLogs: Sendable {
             var seen = 0
             while let entry = readdir(directory), seen < 64 {
                 seen += 1
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                let name = withUnsafeBytes(of: entry.pointee.d_name) {
+                    String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self)
+                }
                 guard let number = Int32(name) else { continue }
                 var target = [CChar](repeating: 0, count: 64)
                 let length = readlink("\(fds)/\(number)", &target, target.count - 1)
                 guard length > 0 else { continue }
-                let text = String(decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                let text = String(
+                    decoding: target[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 if lock == nil, text.hasPrefix(lockTarget) {
                     let fd = open("\(fds)/\(number)", O_RDONLY | O_CLOEXEC)
                     if fd >= 0 { lock = fd }
                     continue
                 }
                 guard pipe == nil, text.hasPrefix("pipe:"),
-                    let info = try? String(contentsOfFile: "/proc/\(child)/fdinfo/\(number)", encoding: .utf8),
-                    let flags = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") })?
-                        .split(separator: "\t").last.flatMap({ Int32($0.trimmingCharacters(in: .whitespaces), radix: 8) }),
+                    let info = try? String(
+                        contentsOfFile: "/proc/\(child)/fdinfo/\(number)", encoding: .utf8),
+                    let flags = info.split(separator: "\n").first(where: { $0.hasPrefix("flags:") }
+                    )?
+                    .split(separator: "\t").last.flatMap({
+                        Int32($0.trimmingCharacters(in: .whitespaces), radix: 8)
+                    }),
                     flags & O_ACCMODE == O_RDONLY
                 else { continue }
                 let fd = open("\(fds)/\(number)", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
@@ -118,7 +127,10 @@ public struct InstanceLogs: Sendable {
     /// The log, its rotated part and their time indexes.
     func remove(_ path: String) {
         let rotated = LogIndexLayout.rotatedName(ofLog: path)
-        for name in [path, rotated, LogIndexLayout.indexName(ofLog: path), LogIndexLayout.indexName(ofLog: rotated)] {
+        for name in [
+            path, rotated, LogIndexLayout.indexName(ofLog: path),
+            LogIndexLayout.indexName(ofLog: rotated),
+        ] {
             unlink(name)
         }
     }

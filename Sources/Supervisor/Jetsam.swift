@@ -19,7 +19,9 @@ struct MemoryPressure: Equatable {
         for line in text.split(separator: "\n") {
             let fields = line.split(separator: " ")
             guard let kind = fields.first,
-                let avg10 = fields.first(where: { $0.hasPrefix("avg10=") }).flatMap({ Double($0.dropFirst(6)) })
+                let avg10 = fields.first(where: { $0.hasPrefix("avg10=") }).flatMap({
+                    Double($0.dropFirst(6))
+                })
             else { continue }
             values[String(kind)] = avg10
         }
@@ -38,7 +40,8 @@ struct PressureTrigger {
     /// `kind` is `some` or `full`; nil when the kernel offers no PSI or refuses the trigger.
     /// A 1 s window needs CAP_SYS_RESOURCE; without it the kernel takes only multiples of 2 s.
     static func open(
-        _ kind: String, percent: Double, events: KernelEvents, path: String = "/proc/pressure/memory",
+        _ kind: String, percent: Double, events: KernelEvents,
+        path: String = "/proc/pressure/memory",
         handler: @escaping KernelEvents.Handler
     ) -> PressureTrigger? {
         guard percent.isFinite, percent > 0, percent <= 100 else { return nil }
@@ -48,9 +51,13 @@ struct PressureTrigger {
             let stall = max(1, min(window, (percent / 100 * window).rounded()))
             // The kernel overwrites the last byte of the write with NUL: it must be one.
             let text = "\(kind) \(Int64(stall)) \(Int64(window))\0"
-            let written = text.utf8CString.withUnsafeBufferPointer { write(fd, $0.baseAddress, $0.count - 1) }
+            let written = text.utf8CString.withUnsafeBufferPointer {
+                write(fd, $0.baseAddress, $0.count - 1)
+            }
             let failure = errno
-            if written > 0, let token = try? events.add(fd, events: KernelEvents.priority, handler: handler) {
+            if written > 0,
+                let token = try? events.add(fd, events: KernelEvents.priority, handler: handler)
+            {
                 return PressureTrigger(fd: fd, token: token)
             }
             Glibc.close(fd)
@@ -109,7 +116,11 @@ extension Supervisor {
     /// (Re)arms the PSI triggers for the thresholds of `[Lifecycle]` now in force.
     func armPressureTriggers() {
         let settings = lifecycle
-        if let armed = jetsam.armedFor, armed == (settings.memoryPressureWarning, settings.memoryPressureCritical) { return }
+        if let armed = jetsam.armedFor,
+            armed == (settings.memoryPressureWarning, settings.memoryPressureCritical)
+        {
+            return
+        }
         for trigger in jetsam.triggers { trigger.close(events: kernelEvents) }
         jetsam.triggers = []
         jetsam.armedFor = (settings.memoryPressureWarning, settings.memoryPressureCritical)
@@ -117,8 +128,13 @@ extension Supervisor {
             guard let self else { return }
             Task { await self.pressureRaised() }
         }
-        for (kind, percent) in [("some", settings.memoryPressureWarning), ("full", settings.memoryPressureCritical)] where percent > 0 {
-            guard let trigger = PressureTrigger.open(kind, percent: percent, events: kernelEvents, handler: raised) else {
+        for (kind, percent) in [
+            ("some", settings.memoryPressureWarning), ("full", settings.memoryPressureCritical),
+        ] where percent > 0 {
+            guard
+                let trigger = PressureTrigger.open(
+                    kind, percent: percent, events: kernelEvents, handler: raised)
+            else {
                 // One missing: read the file every check instead, for both.
                 for trigger in jetsam.triggers { trigger.close(events: kernelEvents) }
                 jetsam.triggers = []
@@ -131,7 +147,9 @@ extension Supervisor {
     /// Whether PSI triggers watch every pressure threshold that is on.
     var pressureWatched: Bool {
         let settings = lifecycle
-        let wanted = (settings.memoryPressureWarning > 0 ? 1 : 0) + (settings.memoryPressureCritical > 0 ? 1 : 0)
+        let wanted =
+            (settings.memoryPressureWarning > 0 ? 1 : 0)
+            + (settings.memoryPressureCritical > 0 ? 1 : 0)
         return jetsam.triggers.count == wanted
     }
 
@@ -151,8 +169,11 @@ extension Supervisor {
         var pressure: MemoryPressure?
         if !suspect, !pressureWatched {
             pressure = MemoryPressure.read()
-            suspect = (settings.memoryPressureWarning > 0 && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning)
-                || (settings.memoryPressureCritical > 0 && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical)
+            suspect =
+                (settings.memoryPressureWarning > 0
+                    && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning)
+                || (settings.memoryPressureCritical > 0
+                    && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical)
         }
         if !suspect, let budget = settings.memoryBudget {
             // The parent holds every instance; nil (no accounting there): ask each instance.
@@ -175,9 +196,13 @@ extension Supervisor {
         for entry in live { usage[entry.id] = (try? entry.cgroup?.memory())??.current ?? 0 }
         var total = usage.values.reduce(0, +)
         let overBudget = settings.memoryBudget.map { total > $0 } ?? false
-        let critical = settings.memoryPressureCritical > 0 && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical
+        let critical =
+            settings.memoryPressureCritical > 0
+            && (pressure?.full10 ?? 0) >= settings.memoryPressureCritical
         let nearBudget = settings.memoryBudget.map { total > $0 / 10 * 9 } ?? false
-        let warning = settings.memoryPressureWarning > 0 && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning
+        let warning =
+            settings.memoryPressureWarning > 0
+            && (pressure?.some10 ?? 0) >= settings.memoryPressureWarning
         guard overBudget || critical || nearBudget || warning else {
             jetsam.warned = false
             return
@@ -185,11 +210,14 @@ extension Supervisor {
         if !jetsam.warned {
             jetsam.warned = true
             let reached = memoryWarning()
-            let why = overBudget || nearBudget
+            let why =
+                overBudget || nearBudget
                 ? "apps use \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(settings.memoryBudget ?? 0))"
                 : "memory pressure some \(pressure?.some10 ?? 0)% full \(pressure?.full10 ?? 0)%"
             hub.publish { seq in
-                APIEvent(seq: seq, time: Date(), kind: .message, app: "-", detail: "memory warning to \(reached.count) app(s): \(why)")
+                APIEvent(
+                    seq: seq, time: Date(), kind: .message, app: "-",
+                    detail: "memory warning to \(reached.count) app(s): \(why)")
             }
             return
         }
@@ -200,8 +228,12 @@ extension Supervisor {
         // own excess.
         func recency(_ entry: Instance) -> Date { entry.lastActiveAt ?? entry.startedAt }
         let ordinary = live.filter { $0.service != true }
-        let suspended = ordinary.filter { $0.state == .suspended }.sorted { recency($0) < recency($1) }
-        let background = ordinary.filter { [InstanceState.background, .inactive].contains($0.state) }.sorted { recency($0) < recency($1) }
+        let suspended = ordinary.filter { $0.state == .suspended }.sorted {
+            recency($0) < recency($1)
+        }
+        let background = ordinary.filter {
+            [InstanceState.background, .inactive].contains($0.state)
+        }.sorted { recency($0) < recency($1) }
         let services = live.filter { $0.service == true }.sorted { recency($0) < recency($1) }
         let activeLimit = settings.activeMemoryLimit ?? settings.memoryBudget
         let active = live.filter { entry in
@@ -211,16 +243,19 @@ extension Supervisor {
         for victim in suspended + background + services + active {
             let id = victim.id
             let used = usage[id] ?? 0
-            let reason = settings.memoryBudget.map { budget in
-                total > budget
-                    ? "apps used \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(budget))"
-                    : ""
-            } ?? ""
+            let reason =
+                settings.memoryBudget.map { budget in
+                    total > budget
+                        ? "apps used \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(budget))"
+                        : ""
+                } ?? ""
             let pressureText = critical ? "memory pressure full \(pressure?.full10 ?? 0)%" : ""
             let why = [reason, pressureText].filter { !$0.isEmpty }.joined(separator: ", ")
             var entry = victim
-            end(&entry, .jetsam,
-                message: "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.state.rawValue)"
+            end(
+                &entry, .jetsam,
+                message:
+                    "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.state.rawValue)"
                     + (victim.state == .active
                         ? " over ActiveMemoryLimit"
                         : victim.service == true

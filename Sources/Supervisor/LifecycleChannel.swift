@@ -58,15 +58,23 @@ enum AppMessage: Sendable, Equatable {
             case .number(let literal, let value)?:
                 // Digits alone are read as written (a Double would round 2^53 + 1 into range);
                 // a fraction or exponent must still make a whole number.
-                let plain = literal.utf8.allSatisfy { $0 == UInt8(ascii: "-") || (48...57).contains($0) }
-                guard let exact = plain ? Int(literal) : Int(exactly: value), range.contains(exact) else {
-                    return .failure(Failure("\(type): \"\(key.rawValue)\" is \(literal), not a whole number in \(range.lowerBound)...\(range.upperBound)"))
+                let plain = literal.utf8.allSatisfy {
+                    $0 == UInt8(ascii: "-") || (48...57).contains($0)
+                }
+                guard let exact = plain ? Int(literal) : Int(exactly: value), range.contains(exact)
+                else {
+                    return .failure(
+                        Failure(
+                            "\(type): \"\(key.rawValue)\" is \(literal), not a whole number in \(range.lowerBound)...\(range.upperBound)"
+                        ))
                 }
                 return .success(exact)
             default: return .failure(Failure("\(type): \"\(key.rawValue)\" is not a number"))
             }
         }
-        guard let known = AppMessageType(rawValue: type) else { return .unknown(type: String(type.prefix(100))) }
+        guard let known = AppMessageType(rawValue: type) else {
+            return .unknown(type: String(type.prefix(100)))
+        }
         switch known {
         case .hello:
             switch integer(.version, in: 1...maxInteger) {
@@ -92,7 +100,9 @@ enum AppMessage: Sendable, Equatable {
             case nil, .null?: break
             case .number(let literal, let value)?:
                 // Finite (the reader refuses others); negative makes no sense.
-                guard value >= 0 else { return .protocolError("beginBackgroundTask: \"seconds\" is \(literal), not ≥ 0") }
+                guard value >= 0 else {
+                    return .protocolError("beginBackgroundTask: \"seconds\" is \(literal), not ≥ 0")
+                }
                 seconds = value
             default: return .protocolError("beginBackgroundTask: \"seconds\" is not a number")
             }
@@ -164,7 +174,8 @@ final class LifecycleChannel: @unchecked Sendable {
         /// Runs `body` with the receive buffer, made for this wakeup (uninitialized: recv
         /// writes what is read, and only that is read) and freed by `release` after it.
         func withBuffer<T>(_ body: (UnsafeMutableRawBufferPointer) -> T) -> T {
-            let buffer = storage ?? .allocate(byteCount: LifecycleChannel.maxMessageBytes + 1, alignment: 1)
+            let buffer =
+                storage ?? .allocate(byteCount: LifecycleChannel.maxMessageBytes + 1, alignment: 1)
             storage = buffer
             return body(buffer)
         }
@@ -181,7 +192,9 @@ final class LifecycleChannel: @unchecked Sendable {
             let now = DispatchTime.now().uptimeNanoseconds
             let elapsed = Double(now &- refilledAt) / 1e9
             refilledAt = now
-            tokens = min(Double(LifecycleChannel.burst), tokens + elapsed * LifecycleChannel.messagesPerSecond)
+            tokens = min(
+                Double(LifecycleChannel.burst),
+                tokens + elapsed * LifecycleChannel.messagesPerSecond)
             guard tokens >= 1 else { return false }
             tokens -= 1
             return true
@@ -203,7 +216,8 @@ final class LifecycleChannel: @unchecked Sendable {
 
     init(fd descriptor: Int32, queue: DispatchQueue) {
         fd = Descriptor(descriptor)
-        (messages, continuation) = AsyncStream<AppMessage>.makeStream(bufferingPolicy: .bufferingOldest(Self.bufferedMessages))
+        (messages, continuation) = AsyncStream<AppMessage>.makeStream(
+            bufferingPolicy: .bufferingOldest(Self.bufferedMessages))
         source = DispatchSource.makeReadSource(fileDescriptor: descriptor, queue: queue)
         let continuation = continuation
         let fd = fd
@@ -218,7 +232,9 @@ final class LifecycleChannel: @unchecked Sendable {
             defer { reader.release() }
             for _ in 0..<Self.messagesPerWakeup {
                 let count = reader.withBuffer {
-                    recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC))
+                    recv(
+                        descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_TRUNC)
+                    )
                 }
                 if count < 0 {
                     if errno == EINTR { continue }
@@ -229,14 +245,18 @@ final class LifecycleChannel: @unchecked Sendable {
                 guard reader.admit() else {
                     reader.dropped += 1
                     if reader.dropped >= Self.burst {
-                        return finish(.protocolError(
-                            "more than \(Int(Self.messagesPerSecond)) messages a second (\(reader.dropped) dropped in a row)"))
+                        return finish(
+                            .protocolError(
+                                "more than \(Int(Self.messagesPerSecond)) messages a second (\(reader.dropped) dropped in a row)"
+                            ))
                     }
                     continue
                 }
                 reader.dropped = 0
                 if count > Self.maxMessageBytes {
-                    return finish(.protocolError("a message of \(count) bytes (at most \(Self.maxMessageBytes))"))
+                    return finish(
+                        .protocolError(
+                            "a message of \(count) bytes (at most \(Self.maxMessageBytes))"))
                 }
                 let message = AppMessage.parse(reader.withBuffer { Array($0.prefix(count)) })
                 switch message {
@@ -244,7 +264,9 @@ final class LifecycleChannel: @unchecked Sendable {
                 case .unknown: continue
                 default:
                     if case .dropped = continuation.yield(message) {
-                        return finish(.protocolError("\(Self.bufferedMessages) messages waiting to be handled"))
+                        return finish(
+                            .protocolError(
+                                "\(Self.bufferedMessages) messages waiting to be handled"))
                     }
                 }
             }
@@ -269,14 +291,18 @@ final class LifecycleChannel: @unchecked Sendable {
         guard let data = Self.encode(message) else { return false }
         return fd.value.withLock { value in
             guard value >= 0 else { return false }
-            let sent = data.withUnsafeBytes { Glibc.send(value, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL)) }
+            let sent = data.withUnsafeBytes {
+                Glibc.send(
+                    value, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT) | Int32(MSG_NOSIGNAL))
+            }
             return sent == data.count
         }
     }
 
     /// One message as the datagram `send` writes; nil when it is not JSON.
     static func encode(_ message: [String: Any]) -> Data? {
-        try? JSONSerialization.data(withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])
+        try? JSONSerialization.data(
+            withJSONObject: message, options: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     /// Stops reading and closes the daemon's end: the app reads EOF.

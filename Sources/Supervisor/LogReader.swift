@@ -1,7 +1,7 @@
-import LauncherProtocol
 import AppdAPI
 import Foundation
 import Glibc
+import LauncherProtocol
 
 /// Where a log's bytes go: the answer to `GET /v1/instances/{id}/logs`, or the output frames
 /// of an attached launch.
@@ -65,7 +65,11 @@ public struct LogReader: Sendable {
         // An index is looked for under the file's own name, then (the current file, rotated
         // since it was opened) under the rotated one.
         let indexes = zip(all, paths).map { fd, path in
-            LogTimeIndex(forLog: fd, candidates: [LogIndexLayout.indexName(ofLog: path), Self.rotatedIndex(of: currentPath)])
+            LogTimeIndex(
+                forLog: fd,
+                candidates: [
+                    LogIndexLayout.indexName(ofLog: path), Self.rotatedIndex(of: currentPath),
+                ])
         }
         // Where to start: the beginning, the last `tail` lines, the first line at or after
         // `since`, whichever is latest.
@@ -144,7 +148,11 @@ public struct LogReader: Sendable {
             if stamper.timestamps, currentIndex == nil {
                 // The relay makes the index right after the file: take it once it is there.
                 currentIndex = LogTimeIndex(
-                    forLog: log.fd, candidates: [LogIndexLayout.indexName(ofLog: currentPath), Self.rotatedIndex(of: currentPath)])
+                    forLog: log.fd,
+                    candidates: [
+                        LogIndexLayout.indexName(ofLog: currentPath),
+                        Self.rotatedIndex(of: currentPath),
+                    ])
                 stamper.index = currentIndex
             }
             offset = try await Self.copy(
@@ -159,7 +167,8 @@ public struct LogReader: Sendable {
                 log.reopen()
                 offset = 0
                 if stamper.timestamps {
-                    currentIndex = LogTimeIndex(forLog: log.fd, candidates: [LogIndexLayout.indexName(ofLog: currentPath)])
+                    currentIndex = LogTimeIndex(
+                        forLog: log.fd, candidates: [LogIndexLayout.indexName(ofLog: currentPath)])
                     stamper.index = currentIndex
                 }
                 stamper.atLineStart = true

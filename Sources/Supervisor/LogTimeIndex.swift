@@ -61,7 +61,9 @@ public final class LogTimeIndex {
             let wanted = min(Self.block, count - cacheStart)
             var bytes = [UInt8](repeating: 0, count: wanted * Self.recordSize)
             let got = bytes.withUnsafeMutableBytes {
-                pread(fd, $0.baseAddress, $0.count, off_t(LogIndexLayout.headerSize + cacheStart * Self.recordSize))
+                pread(
+                    fd, $0.baseAddress, $0.count,
+                    off_t(LogIndexLayout.headerSize + cacheStart * Self.recordSize))
             }
             let records = max(0, got / Self.recordSize)
             cache = (0..<records).map { record in

@@ -95,10 +95,14 @@ public final class NamespaceTemplates: Sendable {
         let app = Self.slot(profile.app.bundleID, console: profile.console)
         let key = Self.key(profile)
         let now = ContinuousClock.now
-        enum Next { case leased(Lease?), build, none }
+        enum Next {
+            case leased(Lease?)
+            case build, none
+        }
         let next: Next = slots.withLock { slots in
             switch slots[app] {
-            case .ready(var template)? where template.key == key && now - template.built < Self.maxAge:
+            case .ready(var template)?
+            where template.key == key && now - template.built < Self.maxAge:
                 template.used = now
                 slots[app] = .ready(template)
                 return .leased(Self.duplicate(template.fds))
@@ -125,8 +129,9 @@ public final class NamespaceTemplates: Sendable {
         } catch {
             slots.withLock { $0[app] = .failed(key: key, retryAfter: .now + Self.retryDelay) }
             let report = failureReporter.withLock { $0 }
-            report?("the shared namespaces of \(profile.app.bundleID) could not be built (\(error)); "
-                + "its launches build their own for \(Self.retryDelay.components.seconds) s")
+            report?(
+                "the shared namespaces of \(profile.app.bundleID) could not be built (\(error)); "
+                    + "its launches build their own for \(Self.retryDelay.components.seconds) s")
             return nil
         }
         let template = Template(key: key, fds: built, built: .now, used: .now)
@@ -160,7 +165,9 @@ public final class NamespaceTemplates: Sendable {
         let idle: [Lease] = slots.withLock { slots in
             var idle: [Lease] = []
             for (app, slot) in slots {
-                guard case .ready(let template) = slot, now - template.used >= Self.idleLimit else { continue }
+                guard case .ready(let template) = slot, now - template.used >= Self.idleLimit else {
+                    continue
+                }
                 idle.append(template.fds)
                 slots[app] = nil
             }
@@ -185,7 +192,8 @@ public final class NamespaceTemplates: Sendable {
             case .roBind, .roBindTry, .rwBind, .devBind:
                 var status = stat()
                 if let source = mount.source, stat(source, &status) == 0 {
-                    sources.append(SourceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
+                    sources.append(
+                        SourceIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino)))
                 } else {
                     sources.append(SourceIdentity(device: 0, inode: 0))
                 }
@@ -199,8 +207,11 @@ public final class NamespaceTemplates: Sendable {
 
     private static func duplicate(_ fds: Lease) -> Lease? {
         func copy(_ fd: Int32) -> Int32 { fd < 0 ? -1 : fcntl(fd, F_DUPFD_CLOEXEC, 0) }
-        let lease = Lease(mount: copy(fds.mount), root: copy(fds.root), net: copy(fds.net), uts: copy(fds.uts))
-        if lease.mount < 0 || lease.root < 0 || (fds.net >= 0 && lease.net < 0) || (fds.uts >= 0 && lease.uts < 0) {
+        let lease = Lease(
+            mount: copy(fds.mount), root: copy(fds.root), net: copy(fds.net), uts: copy(fds.uts))
+        if lease.mount < 0 || lease.root < 0 || (fds.net >= 0 && lease.net < 0)
+            || (fds.uts >= 0 && lease.uts < 0)
+        {
             lease.close()
             return nil
         }
@@ -226,7 +237,9 @@ public final class NamespaceTemplates: Sendable {
         let profileFD = try SandboxLaunch.memfd("appd-profile", Array(profile.encoded().utf8))
         defer { close(profileFD) }
         var status: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&status) == 0 else { throw AppdError.system("pipe for the template's status") }
+        guard appd_pipe_cloexec(&status) == 0 else {
+            throw AppdError.system("pipe for the template's status")
+        }
         defer { close(status[0]) }
         let pid: pid_t
         do {
@@ -243,7 +256,11 @@ public final class NamespaceTemplates: Sendable {
         let line = readLine(status[0], timeoutMilliseconds: buildTimeoutMilliseconds)
         guard line == LauncherStatus.readyLine else {
             let reason: String
-            if case .failed(let message)? = LauncherStatus(line: line) { reason = message } else { reason = line.isEmpty ? "it ended without a word" : line }
+            if case .failed(let message)? = LauncherStatus(line: line) {
+                reason = message
+            } else {
+                reason = line.isEmpty ? "it ended without a word" : line
+            }
             throw AppdError(.io, "appd-exec --template: \(reason)")
         }
         func open(_ name: String, _ flags: Int32 = O_RDONLY) throws -> Int32 {
@@ -264,12 +281,18 @@ public final class NamespaceTemplates: Sendable {
         return lease
     }
 
-    private static func spawnTemplate(launcher: String, profileFD: Int32, statusFD: Int32) throws -> pid_t {
+    private static func spawnTemplate(launcher: String, profileFD: Int32, statusFD: Int32) throws
+        -> pid_t
+    {
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         guard null >= 0 else { throw AppdError.system("open /dev/null") }
         defer { close(null) }
         var plan = SpawnPlan(
-            path: launcher, arguments: [launcher, LauncherFlag.template, LauncherFlag.profileFD, "3", LauncherFlag.statusFD, "4"],
+            path: launcher,
+            arguments: [
+                launcher, LauncherFlag.template, LauncherFlag.profileFD, "3", LauncherFlag.statusFD,
+                "4",
+            ],
             newSession: false)
         plan.stdinFromDevNull = true
         plan.place(null, at: 1)
@@ -289,7 +312,10 @@ public final class NamespaceTemplates: Sendable {
             let left = deadline - .now
             guard left > .zero else { break }
             var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            let wait = Int32(left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000) + 1
+            let wait =
+                Int32(
+                    left.components.seconds * 1000 + left.components.attoseconds
+                        / 1_000_000_000_000_000) + 1
             let ready = poll(&entry, 1, wait)
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0 else { break }

@@ -30,7 +30,9 @@ struct RecordStore: Sendable {
     }
 
     func readStatus(_ id: String) -> String? {
-        guard let data = FileManager.default.contents(atPath: statusPath(id)), !data.isEmpty else { return nil }
+        guard let data = FileManager.default.contents(atPath: statusPath(id)), !data.isEmpty else {
+            return nil
+        }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -88,7 +90,9 @@ struct RecordStore: Sendable {
         else { return false }
         var bytes = [UInt8](data)
         let old = Int(status.st_size)
-        if bytes.count < old { bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: old - bytes.count)) }
+        if bytes.count < old {
+            bytes.append(contentsOf: repeatElement(UInt8(ascii: " "), count: old - bytes.count))
+        }
         let written = bytes.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
         return written == bytes.count
     }
@@ -124,7 +128,9 @@ enum ProcessInfoReader {
     /// Field 22 (starttime, clock ticks since boot) of /proc/PID/stat: with the pid, it names
     /// one process for the life of the system.
     static func startTime(of pid: pid_t) -> UInt64? {
-        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else { return nil }
+        guard let data = FileManager.default.contents(atPath: "/proc/\(pid)/stat") else {
+            return nil
+        }
         let text = String(decoding: data, as: UTF8.self)
         // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
         guard let close = text.lastIndex(of: ")") else { return nil }

@@ -39,8 +39,10 @@ extension Supervisor {
                 continue
             case .watch(let pid):
                 denials.register(
-                    instance: id, app: record.app, uid: record.uid, cgroups: (cgroup ?? nil)?.directories ?? [])
-                denials.setCgroups(instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
+                    instance: id, app: record.app, uid: record.uid,
+                    cgroups: (cgroup ?? nil)?.directories ?? [])
+                denials.setCgroups(
+                    instance: id, cgroups: (cgroup ?? nil)?.directories ?? [], launcherPid: pid)
                 // An exit the watcher sees is handled by a task that runs after this one, when
                 // the entry is in place.
                 entry.watcher = watch(id: id, pid: pid)

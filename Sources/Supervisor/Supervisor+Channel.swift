@@ -1,7 +1,7 @@
-import LifecycleProtocol
 import AppdAPI
 import Foundation
 import Glibc
+import LifecycleProtocol
 
 /// The app's side of the conversation on the lifecycle channel (docs/lifecycle.md): hello and
 /// the launch watchdog, ready, background tasks and their expiry, memory warnings.
@@ -23,12 +23,16 @@ extension Supervisor {
     }
 
     func received(_ id: String, _ message: AppMessage) {
-        guard var entry = entries[id], entry.state != .exited, entry.life.channel != nil else { return }
+        guard var entry = entries[id], entry.state != .exited, entry.life.channel != nil else {
+            return
+        }
         let speaking = entry.channel == .launching || entry.channel == .ready
         // Only a message that changes something is published and saved: one the app repeats
         // (a second hello, ready when ready, a task it does not hold) costs the daemon nothing
         // but the parse, so an app within its rate cannot fill /v1/events or the disk.
-        let heard = { (entry: Instance) in self.publish(.message, entry.api, detail: "<- \(message.name)") }
+        let heard = { (entry: Instance) in
+            self.publish(.message, entry.api, detail: "<- \(message.name)")
+        }
         switch message {
         case .hello:
             guard entry.channel == .silent else { return }
@@ -41,10 +45,14 @@ extension Supervisor {
             if let user = getpwuid(entry.launchedBy)?.pointee.pw_name {
                 launchedBy[LifecycleField.user.rawValue] = String(cString: user)
             }
-            send(entry, DaemonMessage(.didFinishLaunching, [
-                .instance: id, .arguments: entry.arguments, .launchedBy: launchedBy,
-                .state: entry.life.told.rawValue,
-            ]))
+            send(
+                entry,
+                DaemonMessage(
+                    .didFinishLaunching,
+                    [
+                        .instance: id, .arguments: entry.arguments, .launchedBy: launchedBy,
+                        .state: entry.life.told.rawValue,
+                    ]))
             scheduleWatchdog(id)
         case .ready:
             guard entry.channel == .launching else { return }
@@ -66,7 +74,8 @@ extension Supervisor {
         case .unknown:
             return
         case .protocolError(let why):
-            publish(.message, entry.api, detail: "channel closed: \(why); a plain program from now on")
+            publish(
+                .message, entry.api, detail: "channel closed: \(why); a plain program from now on")
             closeChannel(&entry)
         case .closed:
             closeChannel(&entry)
@@ -103,7 +112,9 @@ extension Supervisor {
             entry.state != .exited, entry.state != .terminating,
             entry.state != .suspended
         else { return }
-        end(&entry, .launchWatchdog, message: "said hello but not ready within \(Self.seconds(seconds)) (LaunchWatchdog)")
+        end(
+            &entry, .launchWatchdog,
+            message: "said hello but not ready within \(Self.seconds(seconds)) (LaunchWatchdog)")
     }
 
     func rearmWatchdogIfLaunching(_ entry: Instance) {
@@ -121,12 +132,14 @@ extension Supervisor {
         if entry.state == .terminating {
             answer.fields[.reason] = "the app is terminating"
         } else if entry.life.tasks.count >= lifecycle.maxBackgroundTasks {
-            answer.fields[.reason] = "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
+            answer.fields[.reason] =
+                "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
         } else {
             let task = entry.life.nextTask
             entry.life.nextTask += 1
             let time = lifecycle.taskTime(requested: seconds)
-            entry.life.tasks[task] = BackgroundTask(name: name, deadline: Date().addingTimeInterval(time))
+            entry.life.tasks[task] = BackgroundTask(
+                name: name, deadline: Date().addingTimeInterval(time))
             entry.backgroundTasks = entry.life.tasks.count
             answer.fields[.task] = task
             answer.fields[.timeRemaining] = time
@@ -143,7 +156,9 @@ extension Supervisor {
 
     /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.
     func taskExpired(_ id: String, _ task: Int) {
-        guard var entry = entries[id], var held = entry.life.tasks[task], !held.warned else { return }
+        guard var entry = entries[id], var held = entry.life.tasks[task], !held.warned else {
+            return
+        }
         if entry.state == .suspended {
             // Frozen by request while it held the task: it cannot end it, and needs no time.
             entry.life.tasks[task] = nil
@@ -165,13 +180,18 @@ extension Supervisor {
     /// Still held after the warning: in the background the app is killed (or frozen, by
     /// `ExpiredBackgroundTask`); in the foreground the task just ends.
     func taskOverdue(_ id: String, _ task: Int) {
-        guard var entry = entries[id], let held = entry.life.tasks.removeValue(forKey: task) else { return }
+        guard var entry = entries[id], let held = entry.life.tasks.removeValue(forKey: task) else {
+            return
+        }
         entry.backgroundTasks = entry.life.tasks.count
         save(entry)
         guard entry.state == .background else { return }
         if lifecycle.expiredTaskAction == .kill {
-            end(&entry, .backgroundTaskExpired,
-                message: "background task \(task) '\(held.name)' was not ended in time (BackgroundTaskTime, then BackgroundTaskExpirationGrace)")
+            end(
+                &entry, .backgroundTaskExpired,
+                message:
+                    "background task \(task) '\(held.name)' was not ended in time (BackgroundTaskTime, then BackgroundTaskExpirationGrace)"
+            )
         } else {
             publish(.message, entry.api, detail: "background task \(task) '\(held.name)' expired")
             backgroundCheck(id)

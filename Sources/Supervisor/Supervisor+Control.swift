@@ -68,11 +68,17 @@ extension Supervisor {
         var entry = try live(id, "suspend")
         if entry.state == .suspended { return entry.api }
         guard InstanceLifecycle.level(entry.state) != nil else {
-            throw AppdError(.conflict, "instance \(entry.id) is \(entry.state.rawValue); only a running instance can be suspended")
+            throw AppdError(
+                .conflict,
+                "instance \(entry.id) is \(entry.state.rawValue); only a running instance can be suspended"
+            )
         }
-        guard entry.cgroup != nil else { throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze") }
+        guard entry.cgroup != nil else {
+            throw AppdError(.unsupported, "instance \(id) has no cgroup to freeze")
+        }
         guard entry.service != true else {
-            throw AppdError(.conflict,
+            throw AppdError(
+                .conflict,
                 "instance \(entry.id) of \(entry.app) is a service (LSBackgroundOnly): services are never frozen",
                 hint: "appctl terminate \(entry.id) stops it")
         }
@@ -88,7 +94,8 @@ extension Supervisor {
         let entry = try live(id, "resume")
         guard entry.state == .suspended else {
             if entry.state.isRunning { return entry.api }
-            throw AppdError(.conflict, "instance \(entry.id) is \(entry.state.rawValue), not suspended")
+            throw AppdError(
+                .conflict, "instance \(entry.id) is \(entry.state.rawValue), not suspended")
         }
         return try activate(id)
     }
@@ -97,7 +104,10 @@ extension Supervisor {
     func live(_ id: String, _ action: String) throws -> Instance {
         let entry = try entry(id)
         guard entry.state != .exited else {
-            throw AppdError(.conflict, "cannot \(action) instance \(entry.id) of \(entry.app): it has exited (\(entry.exit?.description ?? "?"))")
+            throw AppdError(
+                .conflict,
+                "cannot \(action) instance \(entry.id) of \(entry.app): it has exited (\(entry.exit?.description ?? "?"))"
+            )
         }
         return entry
     }

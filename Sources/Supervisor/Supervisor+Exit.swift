@@ -1,5 +1,5 @@
-import AppdBase
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import Sandbox
@@ -28,7 +28,8 @@ extension Supervisor {
             memoryLimit: oomKills > 0 ? memoryLimitSource(app: entry.app) : "")
         lifecycleEnded(&entry)
         entry.state =
-            (try? InstanceLifecycle.transition(from: entry.state, on: .launcherEnded))?.state ?? .exited
+            (try? InstanceLifecycle.transition(from: entry.state, on: .launcherEnded))?.state
+            ?? .exited
         entry.endedAt = Date()
         denials.ended(instance: id)
         entry.watcher = nil
@@ -57,7 +58,8 @@ extension Supervisor {
     /// the OOM killer (naming `memoryLimit`, the setting that set the limit), then what the
     /// launcher wrote.
     static func exit(
-        status: AppExitStatus?, waitStatus: Int32?, request: Instance.Request?, oomKills: Int64, message: String? = nil,
+        status: AppExitStatus?, waitStatus: Int32?, request: Instance.Request?, oomKills: Int64,
+        message: String? = nil,
         memoryLimit: String
     ) -> APIExit {
         let status = status ?? waitStatus.map { SandboxLaunch.status(line: "", waitStatus: $0) }
@@ -72,21 +74,32 @@ extension Supervisor {
         }
         switch request {
         case .kill?: return APIExit(reason: .killed, code: code, signal: signal ?? SIGKILL)
-        case .killAfterGrace?: return APIExit(reason: .killedAfterGrace, code: code, signal: signal ?? SIGKILL)
+        case .killAfterGrace?:
+            return APIExit(reason: .killedAfterGrace, code: code, signal: signal ?? SIGKILL)
         case .terminate?: return APIExit(reason: .terminated, code: code, signal: signal)
-        case .launchWatchdog?: return APIExit(reason: .launchWatchdog, code: code, signal: signal ?? SIGKILL, message: message)
+        case .launchWatchdog?:
+            return APIExit(
+                reason: .launchWatchdog, code: code, signal: signal ?? SIGKILL, message: message)
         case .backgroundTaskExpired?:
-            return APIExit(reason: .backgroundTaskExpired, code: code, signal: signal ?? SIGKILL, message: message)
-        case .jetsam?: return APIExit(reason: .jetsam, code: code, signal: signal ?? SIGKILL, message: message)
+            return APIExit(
+                reason: .backgroundTaskExpired, code: code, signal: signal ?? SIGKILL,
+                message: message)
+        case .jetsam?:
+            return APIExit(reason: .jetsam, code: code, signal: signal ?? SIGKILL, message: message)
         case nil: break
         }
         if oomKills > 0 {
-            return APIExit(reason: .outOfMemory, code: code, signal: signal,
-                message: "the OOM killer ended \(oomKills) process(es) of its cgroup (its limit: \(memoryLimit))")
+            return APIExit(
+                reason: .outOfMemory, code: code, signal: signal,
+                message:
+                    "the OOM killer ended \(oomKills) process(es) of its cgroup (its limit: \(memoryLimit))"
+            )
         }
         if let code { return APIExit(reason: .exited, code: code) }
         if let signal { return APIExit(reason: .signaled, signal: signal) }
-        return APIExit(reason: .lost, message: "the launcher ended while appd was not running and wrote no status")
+        return APIExit(
+            reason: .lost,
+            message: "the launcher ended while appd was not running and wrote no status")
     }
 
     /// Forgets the oldest exited instances beyond `KeepExited`, with their records and logs.
@@ -138,7 +151,9 @@ extension Supervisor {
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard connected == 0 else {
             close(fd)

@@ -1,4 +1,3 @@
-import LifecycleProtocol
 import AppBundle
 import AppContainers
 import AppdAPI
@@ -6,6 +5,7 @@ import AppdBase
 import CLinux
 import Foundation
 import Glibc
+import LifecycleProtocol
 import Sandbox
 import Synchronization
 
@@ -64,13 +64,16 @@ extension Supervisor {
     /// a big bundle to hash, holds up no other request). Until it is recorded, a launch counts
     /// in `launching`: an uninstall waits for no launch, it refuses while one is under way.
     public func launchTimed(
-        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false, origin: LaunchOrigin = .client
+        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false,
+        origin: LaunchOrigin = .client
     )
         async throws -> (instance: APIInstance, timings: LaunchTimings)
     {
         let key = appID.lowercased()
         // A launch that names no arguments gets the admin's `Arguments=`, if any.
-        let arguments = arguments.isEmpty ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
+        let arguments =
+            arguments.isEmpty
+            ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
@@ -137,7 +140,9 @@ extension Supervisor {
             throw AppdError(
                 .unavailable,
                 "appd runs \(total) instances, its limit ([Supervisor] MaxInstances=\(settings.maxInstances))",
-                hint: "try again once some have ended; an admin can raise MaxInstances (a restart applies it, and sizes appd's file descriptors)")
+                hint:
+                    "try again once some have ended; an admin can raise MaxInstances (a restart applies it, and sizes appd's file descriptors)"
+            )
         }
         if own >= settings.maxInstancesPerUser {
             throw AppdError(
@@ -164,7 +169,9 @@ extension Supervisor {
         _ appID: String, arguments: [String], caller: UInt32, with dependencies: LaunchDependencies
     ) async throws -> SpawnedInstance {
         let (store, kernel, driver) = (dependencies.store, dependencies.kernel, dependencies.driver)
-        let (records, logs, denials) = (dependencies.records, dependencies.logs, dependencies.denials)
+        let (records, logs, denials) = (
+            dependencies.records, dependencies.logs, dependencies.denials
+        )
         var timings = LaunchTimings()
         var clock = ContinuousClock.now
         func lap() -> Double {
@@ -180,10 +187,13 @@ extension Supervisor {
             try store.checkInstalledBundle(app)
             timings.check = lap()
             profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
-            bpf = profile.seccomp.required ? try dependencies.bpfCache.filter(for: profile.seccomp) : []
+            bpf =
+                profile.seccomp.required
+                ? try dependencies.bpfCache.filter(for: profile.seccomp) : []
         } catch {
             // appd's own refusal: the admin sees it next to the kernel's.
-            denials.record(app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
+            denials.record(
+                app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
             throw error
         }
         profile.environment.append(.init(name: LifecycleWire.environmentVariable, value: "3"))
@@ -241,7 +251,8 @@ extension Supervisor {
         launch.spawner = dependencies.spawner
         timings.files = lap()
         // The app's shared namespaces (built here by the first launch that finds none).
-        launch.namespaces = dependencies.templates.lease(for: profile, launcher: dependencies.launcher)
+        launch.namespaces = dependencies.templates.lease(
+            for: profile, launcher: dependencies.launcher)
         defer { launch.namespaces?.close() }
         let started: SandboxLaunch.Started
         // Registered before the launcher starts: an app quicker than the launch's return
@@ -259,12 +270,16 @@ extension Supervisor {
         }
         instance.pid = started.pid
         instance.state =
-            (try? InstanceLifecycle.transition(from: instance.state, on: .spawned))?.state ?? .inactive
+            (try? InstanceLifecycle.transition(from: instance.state, on: .spawned))?.state
+            ?? .inactive
         instance.stateSince = Date()
         instance.cgroupPath = started.cgroup.directories.first
         instance.pidStartTime = ProcessInfoReader.startTime(of: started.pid)
-        denials.setCgroups(instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
-        if let counter = started.bindCounter { denials.watch(.bind, instance: id, counter: counter) }
+        denials.setCgroups(
+            instance: id, cgroups: started.cgroup.directories, launcherPid: started.pid)
+        if let counter = started.bindCounter {
+            denials.watch(.bind, instance: id, counter: counter)
+        }
         if let counter = started.loopbackCounter {
             denials.watch(.loopback, instance: id, counter: counter)
         }

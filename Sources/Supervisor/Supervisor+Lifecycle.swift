@@ -1,9 +1,9 @@
-import LifecycleProtocol
 import AppContainers
 import AppdAPI
 import AppdBase
 import Foundation
 import Glibc
+import LifecycleProtocol
 
 /// What the supervisor keeps per instance for its lifecycle (docs/lifecycle.md). Not in the
 /// instance record: the channel and the tasks die with the daemon (an adopted instance's
@@ -36,12 +36,16 @@ extension Supervisor {
     public func activate(_ id: String) throws -> APIInstance {
         var entry = try movable(id, "activate")
         if entry.service == true {
-            throw AppdError(.conflict,
+            throw AppdError(
+                .conflict,
                 "instance \(entry.id) of \(entry.app) is a service (LSBackgroundOnly): it runs in the background, never as the active app",
-                hint: "a service needs no activation: it runs as it is; appctl restart \(entry.id) starts it afresh")
+                hint:
+                    "a service needs no activation: it runs as it is; appctl restart \(entry.id) starts it afresh"
+            )
         }
         if lifecycle.activePolicy == .single {
-            for (other, candidate) in entries where other != entry.id && candidate.state == .active {
+            for (other, candidate) in entries where other != entry.id && candidate.state == .active
+            {
                 var previous = candidate
                 try? move(&previous, to: .background, detail: "\(entry.app) became active")
                 save(previous)
@@ -72,7 +76,10 @@ extension Supervisor {
     func movable(_ id: String, _ action: String) throws -> Instance {
         let entry = try live(id, action)
         guard InstanceLifecycle.level(entry.state) != nil else {
-            throw AppdError(.conflict, "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)")
+            throw AppdError(
+                .conflict,
+                "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)"
+            )
         }
         return entry
     }
@@ -117,7 +124,8 @@ extension Supervisor {
         } catch {
             throw AppdError(
                 .conflict,
-                "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)")
+                "cannot \(action) instance \(entry.id) of \(entry.app): it is \(entry.state.rawValue)"
+            )
         }
     }
 
@@ -147,7 +155,8 @@ extension Supervisor {
     /// `hello` and `ready` it is launching and learns its state on `ready`.
     func tell(_ entry: inout Instance) {
         guard entry.channel == .ready, entry.life.channel != nil,
-            let goal = InstanceLifecycle.level(entry.state), var level = InstanceLifecycle.level(entry.life.told)
+            let goal = InstanceLifecycle.level(entry.state),
+            var level = InstanceLifecycle.level(entry.life.told)
         else { return }
         while level != goal {
             let message: DaemonMessage
@@ -158,7 +167,9 @@ extension Supervisor {
             default:
                 var enter = DaemonMessage(.didEnterBackground)
                 // Absent when it will not be frozen (an allowed background mode, a service).
-                if !Self.neverFrozen(entry.api) { enter.fields[.gracePeriod] = lifecycle.backgroundGracePeriod }
+                if !Self.neverFrozen(entry.api) {
+                    enter.fields[.gracePeriod] = lifecycle.backgroundGracePeriod
+                }
                 message = enter
                 // The grace period is the app's time after it was told (an app launched into
                 // the background learns it on ready).
@@ -178,7 +189,9 @@ extension Supervisor {
         guard let channel = entry.life.channel else { return false }
         let sent = channel.send(message.json)
         if publishing {
-            publish(.message, entry.api, detail: "-> \(message.type.rawValue)" + (sent ? "" : " (not delivered)"))
+            publish(
+                .message, entry.api,
+                detail: "-> \(message.type.rawValue)" + (sent ? "" : " (not delivered)"))
         }
         return sent
     }
@@ -215,7 +228,6 @@ extension Supervisor {
         }
         save(entry)
     }
-
 
     // MARK: Termination and exit
 

@@ -54,7 +54,8 @@ extension Supervisor {
                 try cgroup.setLimits(limits)
                 lines.append("\(app) \(id): \(parts.joined(separator: ", "))")
             } catch {
-                lines.append("\(app) \(id): NOT APPLIED (\(parts.joined(separator: ", "))): \(error)")
+                lines.append(
+                    "\(app) \(id): NOT APPLIED (\(parts.joined(separator: ", "))): \(error)")
             }
         }
         return lines

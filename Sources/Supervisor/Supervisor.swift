@@ -1,4 +1,3 @@
-import LauncherProtocol
 import AppBundle
 import AppContainers
 import AppdAPI
@@ -6,6 +5,7 @@ import AppdBase
 import CLinux
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 
 /// The running instances of every app: launches them through `appd-exec`, each in its own
@@ -76,7 +76,8 @@ public actor Supervisor {
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 
     public init(
-        store: AppStore, configuration: LiveConfiguration, runtimeDirectory: String, underSystemd: Bool
+        store: AppStore, configuration: LiveConfiguration, runtimeDirectory: String,
+        underSystemd: Bool
     ) throws {
         self.store = store
         self.configuration = configuration
@@ -84,11 +85,14 @@ public actor Supervisor {
         denials = DenialLog(hub: hub)
         auditReader = AuditReader(log: denials)
         settings = configuration.current.supervisor
-        launcher = try SandboxLaunch.findLauncher(configured: configuration.current.sandbox.launcher)
+        launcher = try SandboxLaunch.findLauncher(
+            configured: configuration.current.sandbox.launcher)
         kernel = KernelLayers.detect()
         let layout = CgroupLayout.detect()
-        let parent = settings.cgroupParent.isEmpty
-            ? Cgroups.defaultParent(layout: layout, underSystemd: underSystemd) : settings.cgroupParent
+        let parent =
+            settings.cgroupParent.isEmpty
+            ? Cgroups.defaultParent(layout: layout, underSystemd: underSystemd)
+            : settings.cgroupParent
         driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: parent))
         try driver.prepare()
         records = try RecordStore(runtimeDirectory: runtimeDirectory)
@@ -100,7 +104,9 @@ public actor Supervisor {
 
     static func newInstanceID() -> String {
         var generator = SystemRandomNumberGenerator()
-        return (0..<6).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &generator)) }.joined()
+        return (0..<6).map { _ in
+            String(format: "%02x", UInt8.random(in: 0...255, using: &generator))
+        }.joined()
     }
 
     func watch(id: String, pid: pid_t) -> ExitWatcher? {
@@ -117,18 +123,25 @@ public actor Supervisor {
 
     /// Runs `body` (an uninstall) only if no instance of `appID` is running, and keeps new
     /// launches of it out until `body` is done.
-    public func whileNotRunning<T: Sendable>(_ appID: String, _ body: @Sendable () async throws -> T) async throws -> T {
+    public func whileNotRunning<T: Sendable>(
+        _ appID: String, _ body: @Sendable () async throws -> T
+    ) async throws -> T {
         let key = appID.lowercased()
         let running = listed(app: appID).instances
         if running.isEmpty, let count = launching[key], count > 0 {
-            throw AppdError(.conflict, "\(appID) is being launched (\(count) launch(es) under way)",
+            throw AppdError(
+                .conflict, "\(appID) is being launched (\(count) launch(es) under way)",
                 hint: "terminate its instances once they run, then uninstall it")
         }
         guard running.isEmpty else {
-            throw AppdError(.conflict, "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
+            throw AppdError(
+                .conflict,
+                "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
                 hint: "terminate them first: appctl terminate \(appID)")
         }
-        guard closedApps.insert(key).inserted else { throw AppdError(.conflict, "\(appID) is already being uninstalled") }
+        guard closedApps.insert(key).inserted else {
+            throw AppdError(.conflict, "\(appID) is already being uninstalled")
+        }
         defer { closedApps.remove(key) }
         // Nothing of its containers stays held by its shared namespaces.
         templates.forget(app: appID)
@@ -146,12 +159,16 @@ public actor Supervisor {
     /// encodes each version once. Sorted once per change, not once per request. Their denial
     /// counts are not filled in (`withDenials`, on a cache miss only); `version` changes with
     /// them too.
-    public func listed(app: String? = nil, includeExited: Bool = false) -> (version: ListingVersion, instances: [APIInstance]) {
+    public func listed(app: String? = nil, includeExited: Bool = false) -> (
+        version: ListingVersion, instances: [APIInstance]
+    ) {
         let current: (all: [APIInstance], live: [APIInstance])
         if let listing {
             current = listing
         } else {
-            let all = entries.values.map(\.api).sorted { ($0.startedAt, $0.id) < ($1.startedAt, $1.id) }
+            let all = entries.values.map(\.api).sorted {
+                ($0.startedAt, $0.id) < ($1.startedAt, $1.id)
+            }
             current = (all, all.filter { $0.state != .exited })
             listing = current
         }
@@ -178,7 +195,9 @@ public actor Supervisor {
 
     func entry(_ id: String) throws -> Instance {
         guard let entry = entries[id.lowercased()] else {
-            throw AppdError(.notFound, "no instance '\(id)'", hint: "'appctl ps --all' lists the instances appd knows")
+            throw AppdError(
+                .notFound, "no instance '\(id)'",
+                hint: "'appctl ps --all' lists the instances appd knows")
         }
         return entry
     }
@@ -209,7 +228,8 @@ public actor Supervisor {
     }
 
     private func cancelWait(_ id: String, token: UInt64) {
-        guard let entry = entries[id], let waiter = entries[id]?.waiters.removeValue(forKey: token) else { return }
+        guard let entry = entries[id], let waiter = entries[id]?.waiters.removeValue(forKey: token)
+        else { return }
         waiter.resume(returning: entry.api)
     }
 
@@ -229,30 +249,39 @@ public actor Supervisor {
     public func logFiles(_ id: String) throws -> (paths: [String], exited: Bool, maxBytes: Int64) {
         let entry = try entry(id)
         let path = entry.log
-        return ([LogIndexLayout.rotatedName(ofLog: path), path], entry.state == .exited, logs.maxBytes)
+        return (
+            [LogIndexLayout.rotatedName(ofLog: path), path], entry.state == .exited, logs.maxBytes
+        )
     }
 
     public nonisolated func events() -> AsyncStream<APIEvent> { hub.subscribe() }
 
     /// The events after `start` the daemon still holds (a `gap` event first if some are gone),
     /// then the stream of new ones (`GET /v1/events?since=`).
-    public nonisolated func events(after start: EventHub.Start) -> (replay: [APIEvent], live: AsyncStream<APIEvent>) {
+    public nonisolated func events(after start: EventHub.Start) -> (
+        replay: [APIEvent], live: AsyncStream<APIEvent>
+    ) {
         hub.subscribe(after: start)
     }
 
     /// Calls `observer` with every event as it is published (the metrics).
-    public nonisolated func observeEvents(_ observer: @escaping @Sendable (APIEvent) -> Void) { hub.observe(observer) }
+    public nonisolated func observeEvents(_ observer: @escaping @Sendable (APIEvent) -> Void) {
+        hub.observe(observer)
+    }
 
     func publish(_ kind: APIEvent.Kind, _ instance: APIInstance, detail: String? = nil) {
         hub.publish { seq in
-            APIEvent(seq: seq, time: Date(), kind: kind, app: instance.app, instance: instance.id,
+            APIEvent(
+                seq: seq, time: Date(), kind: kind, app: instance.app, instance: instance.id,
                 state: instance.state, exit: instance.exit, detail: detail)
         }
     }
 
     /// Install and uninstall events come from the API layer.
     public nonisolated func publishAppEvent(_ kind: APIEvent.Kind, app: String, version: String?) {
-        hub.publish { seq in APIEvent(seq: seq, time: Date(), kind: kind, app: app, version: version) }
+        hub.publish { seq in
+            APIEvent(seq: seq, time: Date(), kind: kind, app: app, version: version)
+        }
     }
 
     /// Stops watching; the apps keep running for the next daemon to adopt.

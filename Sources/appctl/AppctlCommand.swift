@@ -1,13 +1,14 @@
 import AppdAPI
 import AppdCLI
 import ArgumentParser
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 @main
@@ -44,10 +45,12 @@ struct AppctlCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Launch.self, Activate.self, Background.self, Terminate.self, Restart.self, Kill.self, Suspend.self,
+            Launch.self, Activate.self, Background.self, Terminate.self, Restart.self, Kill.self,
+            Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
-            Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self, System.self,
+            Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self,
+            System.self,
         ]
     )
 
@@ -61,7 +64,10 @@ struct AppctlCommand: ParsableCommand {
         Output.program = "appctl"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         GlobalArguments.refuseMisspelledSubcommand(
-            arguments, program: "appctl", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases },
+            arguments, program: "appctl",
+            subcommands: configuration.subcommands.flatMap {
+                [$0._commandName] + $0.configuration.aliases
+            },
             elsewhere: otherToolsWords)
         main(arguments)
     }
@@ -74,13 +80,17 @@ struct AppctlCommand: ParsableCommand {
             "run": "appctl launch (appd run, as root, waits for it in the foreground)",
             "rm": "appd uninstall", "remove": "appd uninstall",
         ]
-        for command in ["install", "uninstall", "verify", "sign", "keygen", "profile", "doctor", "override", "serve", "reload"] {
+        for command in [
+            "install", "uninstall", "verify", "sign", "keygen", "profile", "doctor", "override",
+            "serve", "reload",
+        ] {
             words[command] = "appd \(command)"
         }
         return words
     }()
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        GlobalArguments.hoist(arguments, valued: ["--socket", "--root", "--host"], flags: ["--json"])
+        GlobalArguments.hoist(
+            arguments, valued: ["--socket", "--root", "--host"], flags: ["--json"])
     }
 }

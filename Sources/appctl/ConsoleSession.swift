@@ -1,15 +1,16 @@
 import AppdAPI
 import AppdCLI
 import AppdClient
+import Synchronization
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
-import Synchronization
 
 /// `appctl launch --console`: launch, stream the output until the instance exits, return it
 /// as ended. Ctrl-C (or SIGTERM) asks the daemon to terminate the instance, a second one to
@@ -108,20 +109,23 @@ private final class SignalWaiter: @unchecked Sendable {
     func start() {
         var thread = pthread_t()
         let context = Unmanaged.passRetained(self).toOpaque()
-        let started = pthread_create(&thread, nil, { context in
-            guard let context else { return nil }
-            let waiter = Unmanaged<SignalWaiter>.fromOpaque(context).takeRetainedValue()
-            var set = waiter.signals
-            var signal: Int32 = 0
-            while sigwait(&set, &signal) == 0 { waiter.handler() }
-            return nil
-        }, context)
+        let started = pthread_create(
+            &thread, nil,
+            { context in
+                guard let context else { return nil }
+                let waiter = Unmanaged<SignalWaiter>.fromOpaque(context).takeRetainedValue()
+                var set = waiter.signals
+                var signal: Int32 = 0
+                while sigwait(&set, &signal) == 0 { waiter.handler() }
+                return nil
+            }, context)
         if started == 0 {
             pthread_detach(thread)
         } else {
             // No thread: Ctrl-C stays blocked; say so rather than hang on it silently.
             Unmanaged<SignalWaiter>.fromOpaque(context).release()
-            Output.note("appctl: cannot start the signal thread: \(String(cString: strerror(started)))")
+            Output.note(
+                "appctl: cannot start the signal thread: \(String(cString: strerror(started)))")
         }
     }
 }

@@ -3,13 +3,14 @@ import AppdCLI
 import AppdClient
 import ArgumentParser
 import PrintableText
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Denials: ParsableCommand {

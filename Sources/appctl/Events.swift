@@ -3,13 +3,14 @@ import AppdCLI
 import AppdClient
 import ArgumentParser
 import PrintableText
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Events: ParsableCommand {
@@ -48,14 +49,19 @@ struct Events: ParsableCommand {
     func validate() throws {
         guard let since else { return }
         if Self.isSeq(since) {
-            guard Int(since) != nil else { throw ValidationError("--since '\(since)' is too large for an event seq") }
+            guard Int(since) != nil else {
+                throw ValidationError("--since '\(since)' is too large for an event seq")
+            }
         } else if SinceArgument(argument: since) == nil {
             throw ValidationError(
-                "--since '\(since)' is neither an event seq nor a time (RFC 3339, or a time ago: 90s, 10m, 2h, 1d)")
+                "--since '\(since)' is neither an event seq nor a time (RFC 3339, or a time ago: 90s, 10m, 2h, 1d)"
+            )
         }
     }
 
-    static func isSeq(_ text: String) -> Bool { !text.isEmpty && text.utf8.allSatisfy { (48...57).contains($0) } }
+    static func isSeq(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { (48...57).contains($0) }
+    }
 
     /// What the API takes: a seq as it is, a time as RFC 3339.
     var sinceQuery: String? {
@@ -89,7 +95,8 @@ struct Events: ParsableCommand {
             case .launched, .state:
                 (event.state?.rawValue ?? "") + (event.detail.map { " (\($0))" } ?? "")
             case .message: event.detail ?? ""
-            case .denial: event.denial.map { "\($0.source.rawValue): \($0.summary)" } ?? event.detail ?? ""
+            case .denial:
+                event.denial.map { "\($0.source.rawValue): \($0.summary)" } ?? event.detail ?? ""
             case .uninstalled: ""
             case .gap: event.detail ?? ""
             }

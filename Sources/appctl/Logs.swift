@@ -47,7 +47,8 @@ struct Logs: ParsableCommand {
 
     @Argument(
         help: ArgumentHelp(
-            "A bundle id (its newest running instance, else its newest), or an instance id.", valueName: "id|instance"),
+            "A bundle id (its newest running instance, else its newest), or an instance id.",
+            valueName: "id|instance"),
         completion: .custom(ShellCompletion.targets))
     var target: Target
 

@@ -2,13 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct PS: ParsableCommand {
@@ -68,16 +69,25 @@ struct PS: ParsableCommand {
                 // NOTE only when there is one: the columns scripts read stay where they were.
                 let withNotes = notes.contains { !$0.isEmpty }
                 Table.print(
-                    [["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT", "DENIED"] + (withNotes ? ["NOTE"] : [])]
-                        + zip(sorted, notes).map { Self.row($0, now: now) + (withNotes ? [$1.isEmpty ? "-" : $1] : []) })
+                    [
+                        ["INSTANCE", "APP", "STATE", "PID", "UPTIME/ENDED", "EXIT", "DENIED"]
+                            + (withNotes ? ["NOTE"] : [])
+                    ]
+                        + zip(sorted, notes).map {
+                            Self.row($0, now: now) + (withNotes ? [$1.isEmpty ? "-" : $1] : [])
+                        })
             }
             if case .instance? = target { return }
             // A daemon before services answers 404: it has none to show.
             guard var services = try? client.services() else { return }
-            if case .app(let id)? = target { services = services.filter { $0.app.lowercased() == id.lowercased() } }
+            if case .app(let id)? = target {
+                services = services.filter { $0.app.lowercased() == id.lowercased() }
+            }
             guard !services.isEmpty else { return }
             print("")
-            Table.print([["SERVICE", "STATE", "RESTARTS", "NEXT TRY", "LAST EXIT"]] + services.map { Self.serviceRow($0, now: Date()) })
+            Table.print(
+                [["SERVICE", "STATE", "RESTARTS", "NEXT TRY", "LAST EXIT"]]
+                    + services.map { Self.serviceRow($0, now: Date()) })
         }
     }
 
@@ -92,7 +102,8 @@ struct PS: ParsableCommand {
     static func serviceRow(_ service: APIService, now: Date) -> [String] {
         [
             service.app, service.state.rawValue, "\(service.restarts)/\(service.restartLimit)",
-            service.nextTry.map { "in \(Table.duration(max(0, $0.timeIntervalSince(now))))" } ?? "-",
+            service.nextTry.map { "in \(Table.duration(max(0, $0.timeIntervalSince(now))))" }
+                ?? "-",
             service.lastExit.map(shortExit) ?? "-",
         ]
     }

@@ -1,12 +1,13 @@
 import AppdAPI
 import ArgumentParser
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `--since`: an RFC 3339 time (`2026-11-24T10:00:00Z`, `2026-11-24T10:00:00.5+01:00`), or a

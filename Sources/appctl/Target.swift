@@ -63,7 +63,9 @@ extension AppdClient {
         case .app(let id):
             let all = try instances(app: id, all: true)
             let running = all.filter { $0.state != .exited }
-            if let latest = (running.isEmpty ? all : running).max(by: { $0.startedAt < $1.startedAt }) {
+            if let latest = (running.isEmpty ? all : running).max(by: {
+                $0.startedAt < $1.startedAt
+            }) {
                 return latest.id
             }
             _ = try self.app(id)

@@ -2,13 +2,14 @@ import AppdAPI
 import AppdCLI
 import AppdClient
 import ArgumentParser
+
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 struct Version: ParsableCommand {
@@ -49,9 +50,13 @@ struct Version: ParsableCommand {
                 ),
                 ("socket", client.socketPath),
                 ("state root", info.stateRoot),
-                ("config", info.configFile.map { file in
-                    info.configFileExists == false ? "\(file) (not there: built-in settings)" : file
-                } ?? "(not reported by this daemon)"),
+                (
+                    "config",
+                    info.configFile.map { file in
+                        info.configFileExists == false
+                            ? "\(file) (not there: built-in settings)" : file
+                    } ?? "(not reported by this daemon)"
+                ),
                 (
                     "you",
                     "uid \(caller.uid), gid \(caller.gid); may \(caller.rights.isEmpty ? "nothing" : caller.rights.joined(separator: ", "))"

@@ -42,7 +42,8 @@ enum AppProcess {
         let directory = profile.directory ?? "/"
         try sys(chdir(directory), "chdir", directory)
         if launch.channelFD >= 0 { try placeChannel(&launch) }
-        try closeInheritedDescriptors(keeping: launch.report.fd, from: launch.channelFD >= 0 ? 4 : 3)
+        try closeInheritedDescriptors(
+            keeping: launch.report.fd, from: launch.channelFD >= 0 ? 4 : 3)
 
         // The exec arguments are built before Landlock and seccomp: after seccomp nothing but
         // execve should be left to do.
@@ -72,29 +73,38 @@ enum AppProcess {
             launch.report = Report(fd: moved)
         }
         if launch.channelFD == 3 {
-            try sys(fcntl(3, F_SETFD, 0), "channel", "cannot keep the lifecycle channel open across exec")
+            try sys(
+                fcntl(3, F_SETFD, 0), "channel",
+                "cannot keep the lifecycle channel open across exec")
         } else {
             // dup2 leaves the copy without close-on-exec; the original is closed below.
-            try sys(dup2(launch.channelFD, 3), "channel", "cannot place the lifecycle channel on fd 3")
+            try sys(
+                dup2(launch.channelFD, 3), "channel", "cannot place the lifecycle channel on fd 3")
         }
     }
 
     /// Closes everything from `first` (3, or 4 above the channel) but the report pipe, which
     /// stays open (it is close-on-exec) so that a failure in the last steps can still be reported.
-    private static func closeInheritedDescriptors(keeping report: Int32, from first: UInt32) throws {
+    private static func closeInheritedDescriptors(keeping report: Int32, from first: UInt32) throws
+    {
         let report = UInt32(report)
         if report > first {
-            try sys(appd_close_range(first, report - 1), "close_range", "fds \(first)-\(report - 1)")
+            try sys(
+                appd_close_range(first, report - 1), "close_range", "fds \(first)-\(report - 1)")
         }
         try sys(
-            appd_close_range(max(report + 1, first), UInt32.max), "close_range", "fds above \(report)")
+            appd_close_range(max(report + 1, first), UInt32.max), "close_range",
+            "fds above \(report)")
     }
 
     /// A NULL-terminated array of C strings for execve. Never freed: execve replaces the process.
     /// A raw allocation, not an Array: `[UnsafeMutablePointer<CChar>?]` is a generic type the
     /// runtime would instantiate (swift_getTypeByMangledName) on every launch.
-    private static func cStrings(_ strings: [String]) -> UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> {
-        let array = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(capacity: strings.count + 1)
+    private static func cStrings(_ strings: [String]) -> UnsafeMutablePointer<
+        UnsafeMutablePointer<CChar>?
+    > {
+        let array = UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>.allocate(
+            capacity: strings.count + 1)
         for (index, string) in strings.enumerated() { array[index] = strdup(string) }
         array[strings.count] = nil
         return array

@@ -28,8 +28,16 @@ struct Arguments {
     static func parse(_ argv: [String], statusFD: inout Int32?) throws -> Arguments {
         // One variable per fd option, not a [String: Int32]: a Dictionary's generic metadata
         // and its Hashable conformance are looked up at run time, on every launch.
-        var profileFD, seccompFD, channelFD, outputFD, logDirectoryFD, journalFD: Int32?
-        var mountNamespaceFD, rootFD, netNamespaceFD, utsNamespaceFD: Int32?
+        var profileFD: Int32?
+        var seccompFD: Int32?
+        var channelFD: Int32?
+        var outputFD: Int32?
+        var logDirectoryFD: Int32?
+        var journalFD: Int32?
+        var mountNamespaceFD: Int32?
+        var rootFD: Int32?
+        var netNamespaceFD: Int32?
+        var utsNamespaceFD: Int32?
         var statusGiven = false
         var template = false
         var logName: String?
@@ -115,13 +123,16 @@ struct Arguments {
         }
         if template {
             guard let profileFD, statusGiven, let statusFD else {
-                throw LaunchFailure("arguments", "--template needs --profile-fd and --status-fd; \(usage)")
+                throw LaunchFailure(
+                    "arguments", "--template needs --profile-fd and --status-fd; \(usage)")
             }
-            guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil, journalFD == nil,
+            guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil,
+                journalFD == nil,
                 logName == nil, logMaxBytes == nil, fields.isEmpty, mountNamespaceFD == nil,
                 rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil
             else {
-                throw LaunchFailure("arguments", "--template takes only --profile-fd and --status-fd; \(usage)")
+                throw LaunchFailure(
+                    "arguments", "--template takes only --profile-fd and --status-fd; \(usage)")
             }
             try sys(fcntl(profileFD, F_GETFD), "arguments", "fd \(profileFD) is not open")
             try sys(fcntl(statusFD, F_GETFD), "arguments", "fd \(statusFD) is not open")
@@ -155,9 +166,11 @@ struct Arguments {
                 throw LaunchFailure("arguments", "--mount-ns-fd needs --root-fd; \(usage)")
             }
             arguments.joined = JoinedNamespaces(
-                mount: mountNamespaceFD, root: rootFD, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
+                mount: mountNamespaceFD, root: rootFD, net: netNamespaceFD ?? -1,
+                uts: utsNamespaceFD ?? -1)
         } else if rootFD != nil || netNamespaceFD != nil || utsNamespaceFD != nil {
-            throw LaunchFailure("arguments", "--root-fd, --net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
+            throw LaunchFailure(
+                "arguments", "--root-fd, --net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
         }
         if let readFD = outputFD {
             guard let directory = logDirectoryFD, let logName, let logMaxBytes else {

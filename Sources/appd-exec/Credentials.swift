@@ -20,7 +20,8 @@ enum Credentials {
                     var digits = 0
                     for byte in bytes[0..<count] {
                         if byte == UInt8(ascii: "\n") { break }
-                        guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 4 else {
+                        guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9"), digits < 4
+                        else {
                             return nil
                         }
                         value = value * 10 + Int32(byte - UInt8(ascii: "0"))

@@ -76,7 +76,8 @@ enum FileIO {
                 let saved = copy[index]
                 copy[index] = 0
                 if mkdir(copy, mode) != 0 && errno != EEXIST {
-                    throw LaunchFailure.system(step, "cannot create directory \(String(cString: copy))")
+                    throw LaunchFailure.system(
+                        step, "cannot create directory \(String(cString: copy))")
                 }
                 copy[index] = saved
             }

@@ -62,7 +62,8 @@ enum Init {
         // stays in PID 1's heap, unused.
         var shared = launch
         let app = withUnsafeMutablePointer(to: &shared) { pointer in
-            appd_spawn_shared({ AppProcess.run($0!.assumingMemoryBound(to: Launch.self).pointee) }, pointer)
+            appd_spawn_shared(
+                { AppProcess.run($0!.assumingMemoryBound(to: Launch.self).pointee) }, pointer)
         }
         try sys(app, "fork", "cannot fork the app process")
         // Its switch to the app's uid made the memory it shared with us non-dumpable: PID 1
@@ -79,7 +80,8 @@ enum Init {
     /// the kernel has it). Without a pid namespace of its own it would be the host's: refused.
     private static func denyExecutableMemfds(_ profile: Profile) throws {
         guard profile.namespaces.contains(.pid) else {
-            throw LaunchFailure("memfd-noexec", "needs the instance's own pid namespace (unshare pid)")
+            throw LaunchFailure(
+                "memfd-noexec", "needs the instance's own pid namespace (unshare pid)")
         }
         let path = "/proc/sys/vm/memfd_noexec"
         let fd = open(path, O_WRONLY | O_CLOEXEC)

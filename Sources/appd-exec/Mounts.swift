@@ -94,7 +94,9 @@ struct Mounts {
         try sys(umount2(".", Int32(MNT_DETACH)), "pivot_root", "cannot detach the host root")
         try sys(chdir("/"), "pivot_root", "chdir /")
 
-        for index in 0..<count { try apply(profile.mounts[index], source: sources[index], root: "") }
+        for index in 0..<count {
+            try apply(profile.mounts[index], source: sources[index], root: "")
+        }
     }
 
     /// The bubblewrap layout, for kernels without open_tree: two pivots.
@@ -234,12 +236,16 @@ struct Mounts {
     ) throws {
         var status = stat()
         try sys(fstat(tree, &status), "mount", "\(kind.rawValue) source \(source)")
-        let target = try mountPoint(destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
+        let target = try mountPoint(
+            destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
         let what = "\(kind.rawValue) \(source) on \(destination)"
         try sys(appd_move_mount_onto(tree, target), "mount", what)
         switch kind {
-        case .readOnly, .readOnlyTry: try restrict(target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: true, what)
-        case .readWrite: try restrict(target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: false, what)
+        case .readOnly, .readOnlyTry:
+            try restrict(target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: true, what)
+        case .readWrite:
+            try restrict(
+                target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: false, what)
         case .device: break
         }
     }
@@ -259,12 +265,15 @@ struct Mounts {
     ) throws {
         var status = stat()
         try sys(stat(source, &status), "mount", "\(kind.rawValue) source \(source)")
-        let target = try mountPoint(destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
+        let target = try mountPoint(
+            destination, root: root, directory: status.st_mode & S_IFMT == S_IFDIR)
         let what = "\(kind.rawValue) \(source.dropFirst(Self.oldRoot.count)) on \(destination)"
         try sys(mount(source, target, nil, UInt(MS_BIND | MS_REC), nil), "mount", what)
         switch kind {
-        case .readOnly, .readOnlyTry: try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: true, what)
-        case .readWrite: try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: false, what)
+        case .readOnly, .readOnlyTry:
+            try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: true, what)
+        case .readWrite:
+            try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: false, what)
         case .device: break
         }
     }
@@ -293,7 +302,8 @@ struct Mounts {
         guard errno == EPERM else { throw LaunchFailure.system("mount", "\(what): remount") }
         let lockedFlags = locked()
         try sys(lockedFlags, "mount", "\(what): statvfs of the source")
-        try sys(mount(nil, target, nil, flags | UInt(lockedFlags), nil), "mount", "\(what): remount")
+        try sys(
+            mount(nil, target, nil, flags | UInt(lockedFlags), nil), "mount", "\(what): remount")
     }
 
     /// The per-instance part of a joined template, on the launch's private copy of it (the
@@ -356,7 +366,8 @@ struct Mounts {
             let target = dev + "/" + node
             try FileIO.touch(target, mode: 0o666, step: "mount")
             if let nodes {
-                try sys(appd_move_mount_onto(nodes[index], target), "mount", "dev: bind /dev/\(node)")
+                try sys(
+                    appd_move_mount_onto(nodes[index], target), "mount", "dev: bind /dev/\(node)")
             } else {
                 try sys(
                     mount(Self.oldRoot + "/dev/" + node, target, nil, UInt(MS_BIND), nil), "mount",
@@ -381,7 +392,8 @@ struct Mounts {
         return path
     }
 
-    private func mountTmpfs(_ path: String, mode: mode_t, step: String, noexec: Bool = false) throws {
+    private func mountTmpfs(_ path: String, mode: mode_t, step: String, noexec: Bool = false) throws
+    {
         let options = "mode=0" + FileIO.octal(mode)
         let flags = UInt(MS_NOSUID | MS_NODEV) | (noexec ? UInt(MS_NOEXEC) : 0)
         try sys(

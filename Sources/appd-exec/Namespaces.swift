@@ -33,14 +33,17 @@ enum Namespaces {
         var flags = profile.unshareFlags
         if let joined {
             guard profile.namespaces.contains(.mount), profile.tmpfsRoot else {
-                throw LaunchFailure("unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
+                throw LaunchFailure(
+                    "unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
             }
             try enter(joined.mount, APPD_CLONE_NEWNS, "mount")
             // setns leaves us at the namespace's own root, which is the template's only when
             // appd is not chrooted: enter the template's root by its fd. The unshare below
             // moves root and working directory to their copies.
             guard fchdir(joined.root) == 0, chroot(".") == 0 else {
-                throw LaunchFailure("unshare", "cannot enter the app's shared root (fd \(joined.root))", errno: errno)
+                throw LaunchFailure(
+                    "unshare", "cannot enter the app's shared root (fd \(joined.root))",
+                    errno: errno)
             }
             if joined.net >= 0 {
                 guard profile.namespaces.contains(.net) else {
@@ -68,7 +71,8 @@ enum Namespaces {
         guard appd_setns(fd, type) == 0 else {
             let code = errno
             let hint = code == EINVAL ? "; hint: fd \(fd) is not a \(name) namespace" : ""
-            throw LaunchFailure("unshare", "cannot join the app's \(name) namespace\(hint)", errno: code)
+            throw LaunchFailure(
+                "unshare", "cannot join the app's \(name) namespace\(hint)", errno: code)
         }
     }
 

@@ -70,7 +70,11 @@ struct OutputRelay {
         indexing = settings.logMaxBytes >= 4 * Self.recordSize
         // A piece, the index's header and one record fit in a fresh file.
         pieceLimit = max(
-            1, min(Self.maxLine, settings.logMaxBytes - (indexing ? LogIndexLayout.headerSize + Self.recordSize : 0)))
+            1,
+            min(
+                Self.maxLine,
+                settings.logMaxBytes - (indexing ? LogIndexLayout.headerSize + Self.recordSize : 0))
+        )
         var common = ""
         for field in settings.journalFields { common += field + "\n" }
         common += "PRIORITY=6\nAPPD_PID=\(launcherPID)\nSYSLOG_PID=\(launcherPID)\n"
@@ -164,12 +168,15 @@ struct OutputRelay {
     ) {
         writeLog(buffer, start, end)
         guard settings.journalFD >= 0 else { return }
-        sendJournal(UnsafeRawBufferPointer(start: buffer + start, count: (hasNewline ? end - 1 : end) - start))
+        sendJournal(
+            UnsafeRawBufferPointer(
+                start: buffer + start, count: (hasNewline ? end - 1 : end) - start))
     }
 
     // MARK: The log
 
-    private mutating func writeLog(_ buffer: UnsafeMutablePointer<UInt8>, _ start: Int, _ end: Int) {
+    private mutating func writeLog(_ buffer: UnsafeMutablePointer<UInt8>, _ start: Int, _ end: Int)
+    {
         let length = end - start
         if logFD < 0 { openLog() }
         if logFD >= 0, logSize > 0,
@@ -211,7 +218,9 @@ struct OutputRelay {
     /// this file and the last one is at least a millisecond older.
     private func recordCost() -> Int {
         guard indexing, indexFD >= 0 else { return 0 }
-        if let lastRecordTime, batchTime - lastRecordTime < Self.recordSpacingMicroseconds { return 0 }
+        if let lastRecordTime, batchTime - lastRecordTime < Self.recordSpacingMicroseconds {
+            return 0
+        }
         return Self.recordSize
     }
 
@@ -232,10 +241,14 @@ struct OutputRelay {
         // An index left from another file (a rename that failed) or a torn record (a relay
         // started again on an existing file; never today) starts over rather than mislead.
         var header: (UInt64, UInt64) = (0, 0)
-        let headerRead = withUnsafeMutableBytes(of: &header) { pread(indexFD, $0.baseAddress, LogIndexLayout.headerSize, 0) }
-        if indexSize % Self.recordSize != 0 || (indexSize > 0
-            && (headerRead != LogIndexLayout.headerSize || UInt64(littleEndian: header.0) != LogIndexLayout.magic
-                || UInt64(littleEndian: header.1) != logInode))
+        let headerRead = withUnsafeMutableBytes(of: &header) {
+            pread(indexFD, $0.baseAddress, LogIndexLayout.headerSize, 0)
+        }
+        if indexSize % Self.recordSize != 0
+            || (indexSize > 0
+                && (headerRead != LogIndexLayout.headerSize
+                    || UInt64(littleEndian: header.0) != LogIndexLayout.magic
+                    || UInt64(littleEndian: header.1) != logInode))
         {
             _ = ftruncate(indexFD, 0)
             indexSize = 0
@@ -288,7 +301,8 @@ struct OutputRelay {
             _ = renameat(
                 settings.logDirectoryFD, LogIndexLayout.indexName(ofLog: settings.logName),
                 settings.logDirectoryFD,
-                LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: settings.logName)))
+                LogIndexLayout.indexName(ofLog: LogIndexLayout.rotatedName(ofLog: settings.logName))
+            )
         }
         _ = renameat(
             settings.logDirectoryFD, settings.logName, settings.logDirectoryFD,

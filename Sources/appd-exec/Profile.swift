@@ -123,7 +123,9 @@ extension Profile {
             case .bind(_, _, let destination), .tmpfs(let destination, _), .proc(let destination),
                 .dev(let destination), .symlink(_, let destination), .file(let destination, _, _):
                 if Self.isRoot(destination) {
-                    throw refuse("a mount record cannot have / as its destination (the root is 'root tmpfs')")
+                    throw refuse(
+                        "a mount record cannot have / as its destination (the root is 'root tmpfs')"
+                    )
                 }
             case .directory: break
             }

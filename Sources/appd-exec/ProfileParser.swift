@@ -40,7 +40,9 @@ struct ProfileParser {
     }
 
     /// One record: the kind, then its fields percent-decoded into `values` (reused).
-    private mutating func parseLine(_ line: ArraySlice<UInt8>, number: Int, values: inout [String]) throws {
+    private mutating func parseLine(_ line: ArraySlice<UInt8>, number: Int, values: inout [String])
+        throws
+    {
         values.removeAll(keepingCapacity: true)
         var kind: String?
         var fieldStart = line.startIndex
@@ -190,7 +192,8 @@ struct ProfileParser {
             default:
                 throw LaunchFailure(
                     "profile",
-                    "seccomp is '\(ProfileFormat.seccompRequired)' or '\(ProfileFormat.seccompOptional)'")
+                    "seccomp is '\(ProfileFormat.seccompRequired)' or '\(ProfileFormat.seccompOptional)'"
+                )
             }
         case .logDenials:
             try fields(0)

@@ -29,7 +29,9 @@ enum Template {
         try mounts.build()
         try mounts.seal()
         try Network.setUp(profile)
-        guard let statusFD = arguments.statusFD, FileIO.writeAll(statusFD, LauncherStatus.readyLine + "\n") else {
+        guard let statusFD = arguments.statusFD,
+            FileIO.writeAll(statusFD, LauncherStatus.readyLine + "\n")
+        else {
             throw LaunchFailure.system("template", "cannot write ready to the status fd")
         }
         while true { pause() }

@@ -96,7 +96,8 @@ enum Launcher {
             while true {
                 var now = timespec()
                 clock_gettime(CLOCK_MONOTONIC, &now)
-                let elapsed = (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1_000_000
+                let elapsed =
+                    (now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1_000_000
                 let left = 5000 - elapsed
                 if left <= 0 { break }
                 var entry = pollfd(fd: pidfd, events: Int16(POLLIN), revents: 0)

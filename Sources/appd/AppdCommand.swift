@@ -27,7 +27,8 @@ struct AppdCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self, Profile.self, Run.self, Serve.self,
+            Verify.self, Keygen.self, Sign.self, Install.self, Uninstall.self, List.self, Info.self,
+            Profile.self, Run.self, Serve.self,
             Doctor.self, Reload.self, Override.self,
         ]
     )
@@ -38,7 +39,10 @@ struct AppdCommand: ParsableCommand {
         Output.program = "appd"
         let arguments = hoistingGlobalOptions(Array(CommandLine.arguments.dropFirst()))
         GlobalArguments.refuseMisspelledSubcommand(
-            arguments, program: "appd", subcommands: configuration.subcommands.flatMap { [$0._commandName] + $0.configuration.aliases },
+            arguments, program: "appd",
+            subcommands: configuration.subcommands.flatMap {
+                [$0._commandName] + $0.configuration.aliases
+            },
             elsewhere: otherToolsWords)
         main(arguments)
     }
@@ -46,8 +50,13 @@ struct AppdCommand: ParsableCommand {
     /// Words for which appd has no command but the person typing meant one: appctl's commands
     /// (running apps is appctl's), and the names other tools use for ours.
     static let otherToolsWords: [String: String] = {
-        var words: [String: String] = ["remove": "appd uninstall", "rm": "appd uninstall", "add": "appd install"]
-        for command in ["launch", "activate", "background", "terminate", "kill", "suspend", "resume", "ps", "logs", "events", "top", "denials", "container"] {
+        var words: [String: String] = [
+            "remove": "appd uninstall", "rm": "appd uninstall", "add": "appd install",
+        ]
+        for command in [
+            "launch", "activate", "background", "terminate", "kill", "suspend", "resume", "ps",
+            "logs", "events", "top", "denials", "container",
+        ] {
             words[command] = "appctl \(command)"
         }
         words["log"] = "appctl logs"
@@ -57,6 +66,7 @@ struct AppdCommand: ParsableCommand {
     }()
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        GlobalArguments.hoist(arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])
+        GlobalArguments.hoist(
+            arguments, valued: ["--root", "--config", "--socket"], flags: ["--json"])
     }
 }

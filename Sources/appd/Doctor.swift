@@ -6,7 +6,8 @@ import Foundation
 
 struct Doctor: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check the registry against the disk; with --repair, repair what is safe to repair.",
+        abstract:
+            "Check the registry against the disk; with --repair, repair what is safe to repair.",
         discussion: """
             Without --repair it only reports and changes nothing. --repair repairs: leftovers of interrupted operations, containers no app owns, modes of the \
             state root layout, owner and mode of data containers, a missing data container \
@@ -23,7 +24,9 @@ struct Doctor: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Flag(help: "Repair what is safe to repair (without it, doctor only reports and changes nothing).")
+    @Flag(
+        help: "Repair what is safe to repair (without it, doctor only reports and changes nothing)."
+    )
     var repair = false
 
     // What doctor does without --repair; accepted for the scripts written when repairing was
@@ -50,21 +53,27 @@ struct Doctor: ParsableCommand {
                 }
                 for summary in report.sandbox {
                     let verdict = summary.launches ? "launch" : "REFUSED"
-                    print("sandbox: apps with \(summary.apps): \(verdict)"
-                        + (summary.launches && summary.notes.isEmpty ? " with every layer" : ""))
+                    print(
+                        "sandbox: apps with \(summary.apps): \(verdict)"
+                            + (summary.launches && summary.notes.isEmpty ? " with every layer" : "")
+                    )
                     for note in summary.notes {
                         print("    " + note.replacingOccurrences(of: "\n", with: "\n    "))
                     }
                 }
                 if let denials = report.denialLog {
                     if denials.problems.isEmpty {
-                        print("denial log: the kernel reports Landlock and seccomp denials; appd adds its own")
+                        print(
+                            "denial log: the kernel reports Landlock and seccomp denials; appd adds its own"
+                        )
                     }
                     for problem in denials.problems { print("denial log: \(problem)") }
                     for note in denials.notes { print("    " + note) }
                 }
                 let unresolved = report.unresolved.count
-                print("\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved")
+                print(
+                    "\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved"
+                )
             }
             if !report.unresolved.isEmpty { throw ExitCode.failure }
         }

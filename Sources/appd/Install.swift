@@ -47,7 +47,9 @@ struct Install: ParsableCommand {
     @Flag(help: "Allow an upgrade signed by another key than the installed version (admins only).")
     var allowSignerChange = false
 
-    @Flag(help: "Restart the app's instances still running an older version (through the daemon only).")
+    @Flag(
+        help:
+            "Restart the app's instances still running an older version (through the daemon only).")
     var restart = false
 
     @Option(
@@ -68,12 +70,17 @@ struct Install: ParsableCommand {
             let progress = !options.json && isatty(STDERR_FILENO) == 1
             // A --config the daemon would ignore is refused before anything is read.
             let client = local.noDaemon ? nil : try options.daemonClient()
-            let limits = local.noDaemon ? try options.loadConfiguration().bundleLimits : BundleLimits()
-            let source = try InstallSource.open(bundle, name: name, limits: limits, countFolder: progress)
+            let limits =
+                local.noDaemon ? try options.loadConfiguration().bundleLimits : BundleLimits()
+            let source = try InstallSource.open(
+                bundle, name: name, limits: limits, countFolder: progress)
             defer { source.close() }
-            var result = try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
+            var result =
+                try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
                 ?? installInProcess(source)
-            if restart, let client { result.restarted = try Self.restartOutdated(result.app.bundleId, client: client) }
+            if restart, let client {
+                result.restarted = try Self.restartOutdated(result.app.bundleId, client: client)
+            }
             if options.json {
                 Output.json(result)
                 return
@@ -82,19 +89,24 @@ struct Install: ParsableCommand {
             Output.line(Self.summary(of: result))
             app.printText()
             for warning in result.warnings { Output.line("  warning: \(warning)") }
-            for instance in result.restarted ?? [] { print("Restarted as \(instance.id) (\(instance.state.rawValue))") }
+            for instance in result.restarted ?? [] {
+                print("Restarted as \(instance.id) (\(instance.state.rawValue))")
+            }
         }
     }
 
     func validate() throws {
         if restart && local.noDaemon {
-            throw ValidationError("--restart restarts running instances through the daemon: leave out --no-daemon")
+            throw ValidationError(
+                "--restart restarts running instances through the daemon: leave out --no-daemon")
         }
     }
 
     /// `--restart`: each running instance of `app` marked outdated, restarted one after another.
     static func restartOutdated(_ app: String, client: AppdClient) throws -> [APIInstance] {
-        let outdated = try client.instances(app: app).filter { $0.outdated == true && $0.state != .exited }
+        let outdated = try client.instances(app: app).filter {
+            $0.outdated == true && $0.state != .exited
+        }
         return try outdated.map { try client.restart($0.id) }
     }
 
@@ -115,14 +127,16 @@ struct Install: ParsableCommand {
     }
 
     /// POST /v1/apps with the bundle as a tar stream; the daemon installs what arrives.
-    private func installThroughDaemon(_ source: InstallSource, client: AppdClient, progress: Bool) throws
+    private func installThroughDaemon(_ source: InstallSource, client: AppdClient, progress: Bool)
+        throws
         -> APIInstallResult
     {
         let display = progress ? UploadProgress(totals: source.totals) : nil
         defer { display?.finish() }
         do {
             return try client.install(
-                name: source.name, allowDowngrade: allowDowngrade, allowSignerChange: allowSignerChange
+                name: source.name, allowDowngrade: allowDowngrade,
+                allowSignerChange: allowSignerChange
             ) { write in
                 try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
                     try write(bytes)
@@ -131,7 +145,9 @@ struct Install: ParsableCommand {
                 display?.uploaded()
             }
         } catch let error as APIError {
-            if case .folder = source.kind { throw Self.naming(error, bundle: source.name, as: bundle) }
+            if case .folder = source.kind {
+                throw Self.naming(error, bundle: source.name, as: bundle)
+            }
             throw Self.rewriting(error, name: source.name, shown: source.shown)
         }
     }
@@ -192,8 +208,11 @@ struct Install: ParsableCommand {
         if case .folder(let path) = source.kind {
             result = try store.install(bundleAt: path, options: installOptions)
         } else {
-            let display = installOptions.progress == nil ? nil : UploadProgress(totals: source.totals, verb: "extracting")
-            result = try Self.installArchive(source, into: store, options: installOptions, progress: display)
+            let display =
+                installOptions.progress == nil
+                ? nil : UploadProgress(totals: source.totals, verb: "extracting")
+            result = try Self.installArchive(
+                source, into: store, options: installOptions, progress: display)
         }
         if let warning = result.signing.warning {
             FileHandle.standardError.write(Data("appd: WARNING: \(warning)\n".utf8))
@@ -211,11 +230,13 @@ extension Install {
     /// `IncomingBundle`: the stream is extracted by the daemon's own extractor, each file
     /// hashed as it is written, and that tree is renamed into staging and checked.
     static func installArchive(
-        _ source: InstallSource, into store: AppStore, options: InstallOptions, progress: UploadProgress? = nil
+        _ source: InstallSource, into store: AppStore, options: InstallOptions,
+        progress: UploadProgress? = nil
     ) throws -> InstallResult {
         let incoming = try IncomingBundle(store: store, name: source.name, shown: source.shown)
         do {
-            var extractor = try BundleArchiveExtractor(into: incoming.path, limits: store.config.bundleLimits)
+            var extractor = try BundleArchiveExtractor(
+                into: incoming.path, limits: store.config.bundleLimits)
             try source.write(onFile: progress.map { progress in { progress.file($0) } }) { bytes in
                 try extractor.consume(bytes)
                 progress?.sent(bytes.count)

@@ -94,19 +94,23 @@ struct InstallSource {
         let base = (argument as NSString).lastPathComponent
         if head.starts(with: GzipReader.magic) {
             var guessed = base
-            for suffix in [".tgz", ".gz"] where guessed.hasSuffix(suffix) { guessed.removeLast(suffix.count) }
+            for suffix in [".tgz", ".gz"] where guessed.hasSuffix(suffix) {
+                guessed.removeLast(suffix.count)
+            }
             if guessed.hasSuffix(".tar") { guessed.removeLast(4) }
             let folder: String
             let gzipped: (reader: GzipReader, head: [UInt8])
             do {
-                folder = try tarName(name ?? (guessed.hasSuffix(".app") ? guessed : guessed + ".app"), for: argument)
+                folder = try tarName(
+                    name ?? (guessed.hasSuffix(".app") ? guessed : guessed + ".app"), for: argument)
                 gzipped = try gzippedTar(fd: fd, head: head, shown: argument)
             } catch {
                 Glibc.close(fd)
                 throw error
             }
             return InstallSource(
-                kind: .gzippedTar(gzipped.reader, head: gzipped.head), name: folder, shown: "\(argument):\(folder)",
+                kind: .gzippedTar(gzipped.reader, head: gzipped.head), name: folder,
+                shown: "\(argument):\(folder)",
                 totals: nil, cleanup: [{ Glibc.close(fd) }])
         }
         guard isTar(head) else {
@@ -173,7 +177,8 @@ struct InstallSource {
         }
         let folder = try tarName(name, for: "stdin")
         return InstallSource(
-            kind: gzipped.map { .gzippedTar($0.reader, head: $0.head) } ?? .tar(fd: STDIN_FILENO, head: head, size: nil),
+            kind: gzipped.map { .gzippedTar($0.reader, head: $0.head) }
+                ?? .tar(fd: STDIN_FILENO, head: head, size: nil),
             name: folder,
             shown: "stdin:\(folder)",
             totals: nil, cleanup: [])
@@ -196,7 +201,9 @@ struct InstallSource {
     }
 
     /// A gzip stream whose inflated start is a tar header: the reader, and that start.
-    private static func gzippedTar(fd: Int32, head: [UInt8], shown: String) throws -> (reader: GzipReader, head: [UInt8]) {
+    private static func gzippedTar(fd: Int32, head: [UInt8], shown: String) throws -> (
+        reader: GzipReader, head: [UInt8]
+    ) {
         let reader = try GzipReader(fd: fd, head: head, shown: shown)
         var inner = [UInt8](repeating: 0, count: 512)
         var filled = 0
@@ -211,7 +218,9 @@ struct InstallSource {
         guard isTar(tarHead) else {
             throw AppdError(
                 .invalidBundle, "\(shown) is gzip'd, but what it holds is not a tar archive",
-                hint: "install a gzip'd tar of a bundle's contents: tar -C Name.app -czf Name.tar.gz .")
+                hint:
+                    "install a gzip'd tar of a bundle's contents: tar -C Name.app -czf Name.tar.gz ."
+            )
         }
         return (reader, tarHead)
     }
@@ -221,7 +230,8 @@ struct InstallSource {
             name.utf8.count <= 255
         else {
             throw ValidationError(
-                "'\(name)' (for \(what)) is not a bundle folder name like Hello.app; pass --name Name.app")
+                "'\(name)' (for \(what)) is not a bundle folder name like Hello.app; pass --name Name.app"
+            )
         }
         return name
     }

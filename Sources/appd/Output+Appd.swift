@@ -1,5 +1,5 @@
-import AppdAPI
 import AppContainers
+import AppdAPI
 import AppdBase
 import AppdCLI
 import Foundation
@@ -16,7 +16,9 @@ extension Output {
     static func warnQuarantined(_ report: RecoveryReport) {
         for entry in report.quarantined {
             FileHandle.standardError.write(
-                Data("appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason.printable) (fix the cause, then 'appd doctor --repair')\n".utf8))
+                Data(
+                    "appd: WARNING: could not remove \(entry.origin); quarantined as \(entry.path): \(entry.reason.printable) (fix the cause, then 'appd doctor --repair')\n"
+                        .utf8))
         }
     }
 }

@@ -91,7 +91,9 @@ struct Override: ParsableCommand {
         help: "No background mode keeps it running (it is suspended after the grace period).")
     var noBackground = false
 
-    @Option(help: ArgumentHelp("Launch it when appd starts: yes or no ('default': no).", valueName: "yes|no"))
+    @Option(
+        help: ArgumentHelp(
+            "Launch it when appd starts: yes or no ('default': no).", valueName: "yes|no"))
     var runAtLoad: String?
 
     @Option(
@@ -206,7 +208,8 @@ struct Override: ParsableCommand {
 
         if new.service.runAtLoad && !old.service.runAtLoad {
             warnings.append(
-                "RunAtLoad starts it when appd starts; at boot that needs appd.service enabled, not only appd.socket: systemctl enable appd.service")
+                "RunAtLoad starts it when appd starts; at boot that needs appd.service enabled, not only appd.socket: systemctl enable appd.service"
+            )
         }
         let changes = AppOverride.changes(from: old, to: new)
         var result = Result(

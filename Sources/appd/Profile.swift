@@ -60,10 +60,15 @@ struct Profile: ParsableCommand {
                 if options.json {
                     Output.json(access)
                 } else {
-                    print("\(access.path): \(access.verdict.rawValue)" + (access.executable && access.verdict != .hidden && access.verdict != .noAccess ? " (may execute)" : ""))
+                    print(
+                        "\(access.path): \(access.verdict.rawValue)"
+                            + (access.executable && access.verdict != .hidden
+                                && access.verdict != .noAccess ? " (may execute)" : ""))
                     print("  why: \(access.reason)")
                     if access.verdict != .hidden && access.verdict != .noAccess {
-                        print("  also: the file's own owner and mode apply, for the app's uid \(profile.uid)")
+                        print(
+                            "  also: the file's own owner and mode apply, for the app's uid \(profile.uid)"
+                        )
                     }
                 }
             } else if launcher {
@@ -87,15 +92,25 @@ struct ProfileText {
     func print() {
         let p = profile
         let network =
-            p.namespaces.contains(.net) ? "none (private network namespace, only lo)" : "host network"
+            p.namespaces.contains(.net)
+            ? "none (private network namespace, only lo)" : "host network"
         Output.line("\(p.app.bundleID): sandbox profile")
-        row("runs as", "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
-            + (p.groups.isEmpty ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
+        row(
+            "runs as",
+            "uid \(p.uid), gid \(p.gid), no capabilities, no_new_privs"
+                + (p.groups.isEmpty
+                    ? "" : ", groups \(p.groups.map(String.init).joined(separator: " "))"))
         if let override = p.adminOverride {
             row("override", "[App \(p.app.bundleID)] in appd.conf: \(override)")
         }
-        row("namespaces", p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
-        row("network", network + (p.denyPortBinds ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
+        row(
+            "namespaces",
+            p.namespaces.map(\.rawValue).joined(separator: " ") + "  (hostname \(p.hostname))")
+        row(
+            "network",
+            network
+                + (p.denyPortBinds
+                    ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
         if let ports = p.loopbackPorts { row("loopback", ProfileSummary.loopbackText(ports)) }
         row("code", ProfileSummary.codeText(p))
         row("executable", p.executable)
@@ -104,50 +119,73 @@ struct ProfileText {
         for mount in p.mounts {
             switch mount.kind {
             case .roBind, .roBindTry:
-                item("\(mount.destination)  read-only" + (mount.kind == .roBindTry ? " (if present)" : ""))
+                item(
+                    "\(mount.destination)  read-only"
+                        + (mount.kind == .roBindTry ? " (if present)" : ""))
             case .rwBind: item("\(mount.destination)  read-write, noexec")
             case .devBind: item("\(mount.destination)  device")
             case .symlink: item("\(mount.destination) -> \(mount.source ?? "")")
             case .tmpfs: item("\(mount.destination)  empty tmpfs")
             case .proc: item("\(mount.destination)  private procfs (own pid namespace)")
-            case .dev: item("\(mount.destination)  null zero full random urandom tty" + (p.console ? " pts" : ""))
+            case .dev:
+                item(
+                    "\(mount.destination)  null zero full random urandom tty"
+                        + (p.console ? " pts" : ""))
             case .dir: item("\(mount.destination)  directory")
             case .file: item("\(mount.destination)  generated")
             }
         }
-        section("landlock" + (p.landlock.minimumABI == 0 ? ": OFF" : " (needs ABI \(p.landlock.minimumABI))"))
-        for rule in p.landlock.paths { item("\(rule.access.rawValue.padding(toLength: 4, withPad: " ", startingAt: 0)) \(rule.path)") }
+        section(
+            "landlock"
+                + (p.landlock.minimumABI == 0 ? ": OFF" : " (needs ABI \(p.landlock.minimumABI))"))
+        for rule in p.landlock.paths {
+            item(
+                "\(rule.access.rawValue.padding(toLength: 4, withPad: " ", startingAt: 0)) \(rule.path)"
+            )
+        }
         if !p.landlock.restrictedTCP.isEmpty {
-            item("TCP " + p.landlock.restrictedTCP.map(\.rawValue).joined(separator: " and ") + ": denied")
+            item(
+                "TCP " + p.landlock.restrictedTCP.map(\.rawValue).joined(separator: " and ")
+                    + ": denied")
         }
         if !p.landlock.scopes.isEmpty {
             item("scoped: " + p.landlock.scopes.map(\.rawValue).joined(separator: ", "))
         }
         let rules = p.seccomp.rules
-        section("seccomp: \(rules.count) rules, foreign syscall ABIs kill the process"
-            + (p.seccomp.required ? "" : " (OPTIONAL)"))
+        section(
+            "seccomp: \(rules.count) rules, foreign syscall ABIs kill the process"
+                + (p.seccomp.required ? "" : " (OPTIONAL)"))
         if verbose {
             for rule in rules { item("\(rule.syscall) \(describe(rule)): \(rule.reason)") }
         } else {
             var seen = Set<String>()
-            for rule in rules where seen.insert(rule.reason).inserted && !rule.reason.hasPrefix("address family") {
+            for rule in rules
+            where seen.insert(rule.reason).inserted && !rule.reason.hasPrefix("address family") {
                 let names = Set(rules.filter { $0.reason == rule.reason }.map(\.syscall)).sorted()
                 item("\(names.joined(separator: " ")): \(rule.reason)")
             }
             let families = rules.filter { $0.reason.hasPrefix("address family") }.count
-            if families > 0 { item("socket: \(families) address families refused (only unix, inet, inet6, netlink-route)") }
+            if families > 0 {
+                item(
+                    "socket: \(families) address families refused (only unix, inet, inet6, netlink-route)"
+                )
+            }
         }
         section("limits")
         item("cgroup: " + ProfileSummary.cgroupText(p.cgroupLimits))
         item(ProfileSummary.dataQuotaText(p.dataQuota))
         for limit in p.rlimits {
-            item("\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")")
+            item(
+                "\(limit.name) \(limit.soft.map(String.init) ?? "unlimited")/\(limit.hard.map(String.init) ?? "unlimited")"
+            )
         }
         section("environment (nothing else is inherited)")
         for variable in p.environment { item("\(variable.name)=\(variable.value)") }
         section("entitlements")
         if p.entitlements.isEmpty { item("none requested: the baseline above") }
-        for decision in p.entitlements { item("\(decision.key): \(decision.outcome.rawValue) — \(decision.effect)") }
+        for decision in p.entitlements {
+            item("\(decision.key): \(decision.outcome.rawValue) — \(decision.effect)")
+        }
         if !p.reducedLayers.isEmpty {
             section("REDUCED on this kernel (another layer closes the gap; docs/sandbox-layers.md)")
             for layer in p.reducedLayers { item(layer) }
@@ -167,7 +205,8 @@ struct ProfileText {
         let conditions = rule.conditions.map { c in
             let value = "0x" + String(c.value, radix: 16)
             switch c.op {
-            case .maskedEqual: return "arg\(c.index) & 0x\(String(c.mask ?? 0, radix: 16)) == \(value)"
+            case .maskedEqual:
+                return "arg\(c.index) & 0x\(String(c.mask ?? 0, radix: 16)) == \(value)"
             case .equal: return "arg\(c.index) == \(value)"
             case .notEqual: return "arg\(c.index) != \(value)"
             case .greater: return "arg\(c.index) > \(value)"
@@ -175,7 +214,8 @@ struct ProfileText {
             case .less: return "arg\(c.index) < \(value)"
             }
         }
-        return (conditions.isEmpty ? "" : "if " + conditions.joined(separator: " && ") + " ") + action
+        return (conditions.isEmpty ? "" : "if " + conditions.joined(separator: " && ") + " ")
+            + action
     }
 
     private func row(_ label: String, _ value: String) {

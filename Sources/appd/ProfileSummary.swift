@@ -51,7 +51,9 @@ struct ProfileSummary {
     /// What the loopback guard lets an app on the host's network reach there.
     static func loopbackText(_ ports: [UInt16]) -> String {
         "the host's 127.0.0.0/8 and ::1 refused (cgroup filter)"
-            + (ports.isEmpty ? "" : " but port\(ports.count == 1 ? "" : "s") \(ports.map(String.init).joined(separator: " ")) (LoopbackPorts=)")
+            + (ports.isEmpty
+                ? ""
+                : " but port\(ports.count == 1 ? "" : "s") \(ports.map(String.init).joined(separator: " ")) (LoopbackPorts=)")
             + "; its own sockets there allowed"
     }
 
@@ -61,7 +63,9 @@ struct ProfileSummary {
         let rules = p.seccomp.rules
         if p.refuseExecGain {
             parts.append("no mapping gains PROT_EXEC (PR_SET_MDWE)")
-        } else if rules.contains(where: { $0.syscall == "mprotect" && $0.conditions.count == 1 && $0.conditions[0].value == 0x4 }) {
+        } else if rules.contains(where: {
+            $0.syscall == "mprotect" && $0.conditions.count == 1 && $0.conditions[0].value == 0x4
+        }) {
             parts.append("mprotect(PROT_EXEC) refused (seccomp; this kernel has no PR_SET_MDWE)")
         } else {
             parts.append("writable and executable memory allowed (cs.allow-jit)")

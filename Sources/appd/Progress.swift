@@ -16,15 +16,20 @@ enum Progress {
         if started == 0 { started = now }
         guard now - lastDraw > 100_000_000 || files == totalFiles else { return }
         lastDraw = now
-        draw(line("copying", files: files, of: totalFiles, bytes: bytes, of: totalBytes, since: started, now: now))
+        draw(
+            line(
+                "copying", files: files, of: totalFiles, bytes: bytes, of: totalBytes,
+                since: started, now: now))
     }
 
     /// `copying 1,234/5,000 files, 50 MB of 196 MB (25%), 120 MB/s`.
     static func line(
-        _ verb: String, files: Int, of totalFiles: Int?, bytes: Int64, of totalBytes: Int64?, since start: UInt64,
+        _ verb: String, files: Int, of totalFiles: Int?, bytes: Int64, of totalBytes: Int64?,
+        since start: UInt64,
         now: UInt64
     ) -> String {
-        var text = "\(verb) \(files)\(totalFiles.map { "/\($0)" } ?? "") files, \(Output.bytes(bytes))"
+        var text =
+            "\(verb) \(files)\(totalFiles.map { "/\($0)" } ?? "") files, \(Output.bytes(bytes))"
         if let totalBytes, totalBytes > 0 {
             text += " of \(Output.bytes(totalBytes)) (\(min(100, bytes * 100 / totalBytes))%)"
         }
@@ -79,11 +84,13 @@ final class UploadProgress {
     private func draw(now: UInt64) {
         if totals == nil && files == 0 {
             // A tar stream: what it holds is known only to the daemon.
-            Progress.draw(Progress.line(verb, files: 0, of: nil, bytes: sent, of: nil, since: start, now: now)
-                .replacingOccurrences(of: "\(verb) 0 files, ", with: "\(verb) "))
+            Progress.draw(
+                Progress.line(verb, files: 0, of: nil, bytes: sent, of: nil, since: start, now: now)
+                    .replacingOccurrences(of: "\(verb) 0 files, ", with: "\(verb) "))
         } else {
             Progress.draw(
-                Progress.line(verb, files: files, of: totals?.files, bytes: fileBytes, of: totals?.bytes,
+                Progress.line(
+                    verb, files: files, of: totals?.files, bytes: fileBytes, of: totals?.bytes,
                     since: start, now: now))
         }
     }
@@ -94,7 +101,8 @@ final class UploadProgress {
         draw(now: DispatchTime.now().uptimeNanoseconds)
         let seconds = Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9
         Progress.draw(
-            "\(verb == "sending" ? "sent" : "extracted") \(totals == nil && files == 0 ? "" : "\(files) files, ")\(Output.bytes(totals == nil && files == 0 ? sent : fileBytes)) in \(String(format: "%.1f", seconds)) s; appd is verifying and sealing the bundle...")
+            "\(verb == "sending" ? "sent" : "extracted") \(totals == nil && files == 0 ? "" : "\(files) files, ")\(Output.bytes(totals == nil && files == 0 ? sent : fileBytes)) in \(String(format: "%.1f", seconds)) s; appd is verifying and sealing the bundle..."
+        )
     }
 
     func finish() { Progress.finish() }

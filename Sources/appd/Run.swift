@@ -2,9 +2,9 @@ import AppContainers
 import AppdAPI
 import AppdBase
 import AppdCLI
-import CLinux
 import AppdClient
 import ArgumentParser
+import CLinux
 import Foundation
 import Sandbox
 import Supervisor
@@ -31,21 +31,25 @@ struct Run: ParsableCommand {
         completion: .custom(InstalledAppIDs.complete))
     var id: String
 
-    @Argument(parsing: .postTerminator, help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
+    @Argument(
+        parsing: .postTerminator,
+        help: ArgumentHelp("Arguments for the app, after --.", valueName: "args"))
     var arguments: [String] = []
 
     func run() throws {
         var status: AppExitStatus = .exited(0)
         try options.run {
             guard geteuid() == 0 else {
-                throw AppdError(.permissionDenied, "launching an app needs root for now",
+                throw AppdError(
+                    .permissionDenied, "launching an app needs root for now",
                     hint: "run it with sudo; the daemon (appctl launch) lifts this")
             }
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
             try store.checkInstalledBundle(app)
             let sandbox = store.config.sandbox
-            let profile = try store.sandboxProfile(for: app, arguments: arguments,
+            let profile = try store.sandboxProfile(
+                for: app, arguments: arguments,
                 console: console && isatty(0) == 1)
             let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher)
             var launch = SandboxLaunch(

@@ -42,11 +42,14 @@ struct Serve: ParsableCommand {
     func run() throws {
         try options.run {
             guard geteuid() == 0 else {
-                throw AppdError(.permissionDenied, "appd serve needs root: it creates sandboxes and cgroups",
+                throw AppdError(
+                    .permissionDenied, "appd serve needs root: it creates sandboxes and cgroups",
                     hint: "run it with sudo, or start it with systemctl start appd.socket")
             }
             guard idleTimeout > 0, idleTimeout <= 86400 else {
-                throw AppdError(.invalidConfig, "--idle-timeout \(idleTimeout): give seconds between 0 and 86400")
+                throw AppdError(
+                    .invalidConfig,
+                    "--idle-timeout \(idleTimeout): give seconds between 0 and 86400")
             }
             umask(0o077)
             let config = try options.loadConfiguration()
@@ -60,15 +63,20 @@ struct Serve: ParsableCommand {
                 return handler
             }
             let logger = Logger(label: "appd")
-            let daemon = Daemon(options: .init(root: options.stateRoot, config: config, socket: options.socket,
-                idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
-                journalSocket: journalSocket ?? (toJournal ? "/run/systemd/journal/socket" : nil),
-                configPath: options.configurationSource.path, configExplicit: options.configurationSource.explicit),
+            let daemon = Daemon(
+                options: .init(
+                    root: options.stateRoot, config: config, socket: options.socket,
+                    idleTimeout: .milliseconds(Int64(idleTimeout * 1000)),
+                    journalSocket: journalSocket
+                        ?? (toJournal ? "/run/systemd/journal/socket" : nil),
+                    configPath: options.configurationSource.path,
+                    configExplicit: options.configurationSource.explicit),
                 logger: logger)
-            let group = ServiceGroup(configuration: .init(
-                services: [.init(service: daemon)],
-                gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+            let group = ServiceGroup(
+                configuration: .init(
+                    services: [.init(service: daemon)],
+                    gracefulShutdownSignals: [.sigterm, .sigint],
+                    logger: logger))
             let outcome = BlockingOutcome()
             Task {
                 do { try await group.run() } catch { outcome.set(error) }

@@ -8,7 +8,8 @@ import Foundation
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Check a bundle and its code signature offline; print what it is, or every problem found.",
+        abstract:
+            "Check a bundle and its code signature offline; print what it is, or every problem found.",
         discussion: """
             Changes nothing and needs no privileges. Hashes every file and compares the tree \
             with the signed _CodeSignature/CodeResources, naming each file added, removed or \
@@ -20,7 +21,8 @@ struct Verify: ParsableCommand {
 
     @OptionGroup var options: GlobalOptions
 
-    @Argument(help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
+    @Argument(
+        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
     var bundle: String
 
     func run() throws {
@@ -29,9 +31,12 @@ struct Verify: ParsableCommand {
             let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
             let check = try app.checkSignature(limits: config.bundleLimits)
             guard check.problems.isEmpty else {
-                let count = check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
-                throw AppdError(.invalidBundle,
-                    check.signature == nil ? "\(app.path) is not a valid app bundle (\(count))"
+                let count =
+                    check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
+                throw AppdError(
+                    .invalidBundle,
+                    check.signature == nil
+                        ? "\(app.path) is not a valid app bundle (\(count))"
                         : "\(app.path) does not match its code signature (\(count))",
                     problems: check.problems)
             }
@@ -106,13 +111,17 @@ struct SignatureView: Encodable {
     /// Why the group owners could not be checked (the registry is root's), if so.
     var groupOwnersUnchecked: String?
 
-    init(_ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy, store: AppStore?, root: String) {
+    init(
+        _ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy, store: AppStore?,
+        root: String
+    ) {
         signed = check.signature != nil
         keyID = check.signature?.keyID
         trustedAs = policy.signers.filter { $0.key == check.signature?.publicKey }.map(\.name)
         let id = bundle.info.identifier.rawValue
         do {
-            let decision = try policy.authorize(signature: check.signature, bundleID: id,
+            let decision = try policy.authorize(
+                signature: check.signature, bundleID: id,
                 entitlements: bundle.entitlements)
             groups = decision.groups
             if let store {
@@ -128,15 +137,23 @@ struct SignatureView: Encodable {
 
     func printText() {
         if let keyID {
-            let trust = trustedAs.isEmpty ? "not trusted here" : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
-            Output.line("  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
+            let trust =
+                trustedAs.isEmpty
+                ? "not trusted here"
+                : "trusted here as [Signer \(trustedAs.joined(separator: "], ["))]"
+            Output.line(
+                "  signature   Ed25519, key \(keyID) (\(trust)); every file matches CodeResources")
         } else {
             Output.line("  signature   none (not signed)")
         }
-        Output.line("  install     " + (refusal.map { "would be refused: \($0)" } ?? "would be accepted by this host's policy"))
+        Output.line(
+            "  install     "
+                + (refusal.map { "would be refused: \($0)" }
+                    ?? "would be accepted by this host's policy"))
         if refusal == nil, !groups.isEmpty {
-            Output.line("  groups      \(groups.joined(separator: ", "))"
-                + (groupOwnersUnchecked.map { " (owners not checked: \($0))" } ?? ""))
+            Output.line(
+                "  groups      \(groups.joined(separator: ", "))"
+                    + (groupOwnersUnchecked.map { " (owners not checked: \($0))" } ?? ""))
         }
     }
 }

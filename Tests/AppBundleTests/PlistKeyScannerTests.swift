@@ -7,13 +7,22 @@ import Testing
 /// is written; what is not a duplicate is not reported as one.
 @Suite("duplicate plist keys")
 struct PlistKeyScannerTests {
-    static func scan(_ body: String, doctype: String = #"<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">"#)
+    static func scan(
+        _ body: String,
+        doctype: String =
+            #"<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">"#
+    )
         -> PlistKeyScanner.Outcome
     {
-        PlistKeyScanner.scan(Array(#"<?xml version="1.0" encoding="UTF-8"?>\#n\#(doctype)\#n<plist version="1.0">\#(body)</plist>"#.utf8))
+        PlistKeyScanner.scan(
+            Array(
+                #"<?xml version="1.0" encoding="UTF-8"?>\#n\#(doctype)\#n<plist version="1.0">\#(body)</plist>"#
+                    .utf8))
     }
 
-    @Test("a duplicate written plainly, through entities, character references, CDATA or split by a comment")
+    @Test(
+        "a duplicate written plainly, through entities, character references, CDATA or split by a comment"
+    )
     func duplicatesFound() {
         let cases: [(String, String)] = [
             ("<dict><key>a</key><true/><key>a</key><false/></dict>", "a"),
@@ -30,7 +39,9 @@ struct PlistKeyScannerTests {
         }
     }
 
-    @Test("the same key in different dictionaries, keys that differ, and look-alikes outside keys are fine")
+    @Test(
+        "the same key in different dictionaries, keys that differ, and look-alikes outside keys are fine"
+    )
     func notDuplicates() {
         let cases = [
             "<dict><key>a</key><dict><key>a</key><true/></dict></dict>",
@@ -47,17 +58,23 @@ struct PlistKeyScannerTests {
 
     @Test("a DOCTYPE with an internal subset, and unknown entities in keys, are refused")
     func refused() {
-        if case .refused = Self.scan("<dict><key>a</key><true/></dict>", doctype: "<!DOCTYPE plist [ <!ATTLIST plist x CDATA #IMPLIED> ]>") {} else {
+        if case .refused = Self.scan(
+            "<dict><key>a</key><true/></dict>",
+            doctype: "<!DOCTYPE plist [ <!ATTLIST plist x CDATA #IMPLIED> ]>")
+        {
+        } else {
             Issue.record("internal subset accepted")
         }
-        if case .refused = Self.scan("<dict><key>&nbsp;</key><true/></dict>") {} else {
+        if case .refused = Self.scan("<dict><key>&nbsp;</key><true/></dict>") {
+        } else {
             Issue.record("unknown entity accepted")
         }
     }
 
     @Test("every real plist of the fixtures: no duplicate")
     func fixtures() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appendingPathComponent("Fixtures/real-plists")
         var seen = 0
         for folder in ["info", "entitlements"] {

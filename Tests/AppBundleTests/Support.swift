@@ -1,7 +1,8 @@
-@testable import AppBundle
 import AppdBase
 import Foundation
 import Testing
+
+@testable import AppBundle
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {
@@ -16,8 +17,8 @@ final class Scratch {
 
     deinit {
         // Sealed test trees may hold read-only directories: open them up before removing.
-        _ = try? FileManager.default.subpathsOfDirectory(atPath: path).forEach {
-            chmod("\(path)/\($0)", 0o755)
+        for subpath in (try? FileManager.default.subpathsOfDirectory(atPath: path)) ?? [] {
+            chmod("\(path)/\(subpath)", 0o755)
         }
         try? FileManager.default.removeItem(atPath: path)
     }
@@ -31,7 +32,13 @@ nonisolated(unsafe) let validInfo: [String: Any] = [
 ]
 
 func plist(_ value: Any, format: PropertyListSerialization.PropertyListFormat = .xml) -> Data {
-    try! PropertyListSerialization.data(fromPropertyList: value, format: format, options: 0)
+    // Only the tests' own values are serialized here: a failure is a broken test, shown as one.
+    do {
+        return try PropertyListSerialization.data(
+            fromPropertyList: value, format: format, options: 0)
+    } catch {
+        preconditionFailure("a test's property list does not serialize: \(error)")
+    }
 }
 
 /// Writes an iOS-layout bundle (or macOS with `macos: true`) and returns its path.
@@ -50,7 +57,8 @@ func makeBundle(
     if let executable {
         let dir = macos ? "\(base)/MacOS" : path
         try fm.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try "#!/bin/sh\necho hello\n".write(toFile: "\(dir)/\(executable)", atomically: false, encoding: .utf8)
+        try "#!/bin/sh\necho hello\n".write(
+            toFile: "\(dir)/\(executable)", atomically: false, encoding: .utf8)
         chmod("\(dir)/\(executable)", 0o755)
     }
     return path
@@ -79,7 +87,8 @@ func write(_ text: String, to path: String) throws {
 func sign(_ path: String, with identity: SigningIdentity) throws {
     let bundle = try AppBundle.open(at: path)
     let (_, resources, signature) = try bundle.sign(with: identity, limits: .init())
-    try FileManager.default.createDirectory(atPath: "\(path)/_CodeSignature", withIntermediateDirectories: true)
+    try FileManager.default.createDirectory(
+        atPath: "\(path)/_CodeSignature", withIntermediateDirectories: true)
     try resources.write(to: URL(fileURLWithPath: "\(path)/_CodeSignature/CodeResources"))
     try signature.write(to: URL(fileURLWithPath: "\(path)/_CodeSignature/Signature"))
 }

@@ -13,14 +13,18 @@ struct ArchitectureDocTests {
     /// Each target of Package.swift with the names of what it depends on (targets, and products
     /// by their product name).
     static func manifestTargets() throws -> [String: [String]] {
-        let swift = ["\(ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift")/usr/bin/swift", "/usr/bin/swift"]
-            .first { FileManager.default.isExecutableFile(atPath: $0) }
+        let swift = [
+            "\(ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift")/usr/bin/swift",
+            "/usr/bin/swift",
+        ]
+        .first { FileManager.default.isExecutableFile(atPath: $0) }
         guard let swift else { throw DocFailure("no swift executable to read Package.swift with") }
         // A scratch path of its own: the build directory's lock may be held by `swift test`.
         let scratch = try makeTemporaryDirectory("/var/tmp/appd-dump-package.XXXXXX")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let result = try runTool(
-            swift, ["package", "--package-path", repository, "--scratch-path", scratch, "dump-package"])
+            swift,
+            ["package", "--package-path", repository, "--scratch-path", scratch, "dump-package"])
         guard result.code == 0, let start = result.output.firstIndex(of: "{") else {
             throw DocFailure("swift package dump-package failed: \(result.output)")
         }
@@ -31,7 +35,8 @@ struct ArchitectureDocTests {
         var map: [String: [String]] = [:]
         for target in targets {
             guard let name = target["name"] as? String else { continue }
-            let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap { dependency in
+            let dependencies = (target["dependencies"] as? [[String: Any]] ?? []).compactMap {
+                dependency in
                 dependency.values.first.flatMap { ($0 as? [Any])?.first as? String }
             }
             map[name] = dependencies
@@ -47,24 +52,34 @@ struct ArchitectureDocTests {
         for line in page.split(separator: "\n") where line.hasPrefix("| `") {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
             guard cells.count >= 2, let last = cells.last else { continue }
-            let names = cells[0].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
-            let dependencies = last == "—" ? [] : last.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            let names = cells[0].split(separator: "`", omittingEmptySubsequences: false)
+                .enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+            let dependencies =
+                last == "—"
+                ? [] : last.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
             for name in names { map[name] = dependencies }
         }
         return map
     }
 
-    @Test("every target of Package.swift is on the page with each of its dependencies, and nothing more")
+    @Test(
+        "every target of Package.swift is on the page with each of its dependencies, and nothing more"
+    )
     func tablesMatchTheManifest() throws {
         let manifest = try Self.manifestTargets()
         let documented = try Self.documentedTargets()
         #expect(manifest.count >= 20, "dump-package listed \(manifest.count) targets")
         for (target, dependencies) in manifest.sorted(by: { $0.key < $1.key }) {
             guard let listed = documented[target] else {
-                Issue.record("docs/architecture.md has no row for the target \(target) (Package.swift: \(dependencies))")
+                Issue.record(
+                    "docs/architecture.md has no row for the target \(target) (Package.swift: \(dependencies))"
+                )
                 continue
             }
-            #expect(Set(listed) == Set(dependencies), "docs/architecture.md: \(target) depends on \(listed.sorted()); Package.swift says \(dependencies.sorted())")
+            #expect(
+                Set(listed) == Set(dependencies),
+                "docs/architecture.md: \(target) depends on \(listed.sorted()); Package.swift says \(dependencies.sorted())"
+            )
         }
         for target in documented.keys where manifest[target] == nil {
             Issue.record("docs/architecture.md lists \(target), which Package.swift does not have")

@@ -17,7 +17,10 @@ struct ConfigurationTests {
         #expect(try AppdConfiguration.parse(text, file: "appd.conf") == AppdConfiguration())
         // Uncommenting every documented key must give the defaults too: the comments are true.
         let uncommented = text.split(separator: "\n", omittingEmptySubsequences: false)
-            .map { $0.hasPrefix("#") && $0.contains("=") && !$0.contains(" ") ? String($0.dropFirst()) : String($0) }
+            .map {
+                $0.hasPrefix("#") && $0.contains("=") && !$0.contains(" ")
+                    ? String($0.dropFirst()) : String($0)
+            }
             .joined(separator: "\n")
         #expect(uncommented != text)
         #expect(try AppdConfiguration.parse(uncommented, file: "appd.conf") == AppdConfiguration())
@@ -57,13 +60,28 @@ struct ConfigurationTests {
             ("[Bundle]\nMaxFile=10\n", "t.conf:2: unknown key MaxFile in [Bundle]"),
             ("[Bundel]\n", "t.conf:1: unknown section [Bundel]"),
             ("MaxFiles=10\n", "t.conf:1: 'MaxFiles' is outside any [Section]"),
-            ("[Bundle]\nMaxFiles=-3\n", "t.conf:2: [Bundle] MaxFiles=-3 is not a positive whole number"),
-            ("[Bundle]\nMaxTotalBytes=lots\n", "t.conf:2: [Bundle] MaxTotalBytes=lots is not a size"),
+            (
+                "[Bundle]\nMaxFiles=-3\n",
+                "t.conf:2: [Bundle] MaxFiles=-3 is not a positive whole number"
+            ),
+            (
+                "[Bundle]\nMaxTotalBytes=lots\n",
+                "t.conf:2: [Bundle] MaxTotalBytes=lots is not a size"
+            ),
             ("[Users]\nUIDRange=9-5\n", "t.conf:2: [Users] UIDRange=9-5 is not a range"),
-            ("[Users]\nUIDRange=0-5000\n", "UIDRange starts at 0; ids below 1000 belong to the system"),
+            (
+                "[Users]\nUIDRange=0-5000\n",
+                "UIDRange starts at 0; ids below 1000 belong to the system"
+            ),
             ("[Bundle]\njunk\n", "t.conf:2: expected Key=Value"),
-            ("[Lifecycle]\nActivePolicy=some\n", "t.conf:2: [Lifecycle] ActivePolicy=some is not single or all"),
-            ("[Lifecycle]\nAllowedBackgroundModes=audio music\n", "is not a space-separated list of audio, location"),
+            (
+                "[Lifecycle]\nActivePolicy=some\n",
+                "t.conf:2: [Lifecycle] ActivePolicy=some is not single or all"
+            ),
+            (
+                "[Lifecycle]\nAllowedBackgroundModes=audio music\n",
+                "is not a space-separated list of audio, location"
+            ),
             ("[Lifecycle]\nMemoryPressureCritical=120\n", "is not a percentage"),
             ("[Lifecycle]\nGracePeriod=5\n", "t.conf:2: unknown key GracePeriod in [Lifecycle]"),
         ])
@@ -77,8 +95,12 @@ struct ConfigurationTests {
 
     @Test("a missing default file means defaults; a missing named file is an error")
     func missingFile() throws {
-        #expect(try AppdConfiguration.load(path: "/nonexistent/appd.conf", explicit: false) == AppdConfiguration())
-        #expect(throws: AppdError.self) { try AppdConfiguration.load(path: "/nonexistent/appd.conf", explicit: true) }
+        #expect(
+            try AppdConfiguration.load(path: "/nonexistent/appd.conf", explicit: false)
+                == AppdConfiguration())
+        #expect(throws: AppdError.self) {
+            try AppdConfiguration.load(path: "/nonexistent/appd.conf", explicit: true)
+        }
     }
 }
 
@@ -87,11 +109,14 @@ struct UIDAllocatorTests {
     @Test("takes the lowest free uid, skipping taken ones and subordinate ranges")
     func skips() throws {
         let etc = Scratch("appd-etc")
-        try "alice:3000000000:10\n".write(toFile: etc.sub("subuid"), atomically: true, encoding: .utf8)
+        try "alice:3000000000:10\n".write(
+            toFile: etc.sub("subuid"), atomically: true, encoding: .utf8)
         try "bob:3000000012:2\n".write(toFile: etc.sub("subgid"), atomically: true, encoding: .utf8)
         let allocator = UIDAllocator(range: 3_000_000_000...3_000_000_020, etc: etc.path)
         #expect(try allocator.allocate(excluding: [], exhausted: Self.full) == 3_000_000_010)
-        #expect(try allocator.allocate(excluding: [3_000_000_010, 3_000_000_011], exhausted: Self.full) == 3_000_000_014)
+        #expect(
+            try allocator.allocate(excluding: [3_000_000_010, 3_000_000_011], exhausted: Self.full)
+                == 3_000_000_014)
     }
 
     @Test("skips uids the host uses for accounts")
@@ -104,7 +129,8 @@ struct UIDAllocatorTests {
 
     static let full = AppdError(.conflict, "full")
 
-    @Test("a full range throws the caller's error (GroupLimitTests/exhaustedCounts: what it counts)")
+    @Test(
+        "a full range throws the caller's error (GroupLimitTests/exhaustedCounts: what it counts)")
     func exhausted() {
         let allocator = UIDAllocator(range: 3_000_000_000...3_000_000_001, etc: "/nonexistent")
         #expect {

@@ -26,7 +26,9 @@ struct CrashTests {
         _ = try store(root).doctor(repair: true)
     }
 
-    @Test("a crash at any step of a first install leaves nothing or the installed app", arguments: installPoints)
+    @Test(
+        "a crash at any step of a first install leaves nothing or the installed app",
+        arguments: installPoints)
     func firstInstall(point: String) throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
@@ -50,11 +52,15 @@ struct CrashTests {
         try expectConsistent(root)
     }
 
-    @Test("a crash at any step of an upgrade leaves the old version or the new one, data intact", arguments: installPoints)
+    @Test(
+        "a crash at any step of an upgrade leaves the old version or the new one, data intact",
+        arguments: installPoints)
     func upgrade(point: String) throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
-        let v1 = try store(root).install(bundleAt: makeBundle(at: scratch.sub("v1/Hello.app"), version: "1")).app
+        let v1 = try store(root).install(
+            bundleAt: makeBundle(at: scratch.sub("v1/Hello.app"), version: "1")
+        ).app
         let note = "\(v1.dataContainer(in: StateRoot(path: root)))/Documents/note"
         try "keep me".write(toFile: note, atomically: false, encoding: .utf8)
         let v2 = try makeBundle(at: scratch.sub("v2/Hello.app"), version: "2")
@@ -63,8 +69,11 @@ struct CrashTests {
         let app = try store(root).app("com.example.hello")
         // An upgrade keeps its data container, so it never reaches install.data-published and
         // runs to completion.
-        let committed = ["install.committed", "install.old-removed"].contains(point) || !run.signaled
-        if point != "install.data-published" { #expect(run.signaled, "\(point) not reached: \(run.stderr)") }
+        let committed =
+            ["install.committed", "install.old-removed"].contains(point) || !run.signaled
+        if point != "install.data-published" {
+            #expect(run.signaled, "\(point) not reached: \(run.stderr)")
+        }
         #expect(app.version == (committed ? "2" : "1"), "\(point)")
         #expect(app.bundleUUID == v1.bundleUUID ? !committed : committed)
         #expect(app.dataUUID == v1.dataUUID && app.uid == v1.uid)
@@ -78,14 +87,20 @@ struct CrashTests {
     func uninstall(point: String, keepData: Bool) throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
-        let app = try store(root).install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app"))).app
-        let run = try crash(["uninstall", "--no-daemon", "--root", root] + (keepData ? ["--keep-data"] : []) + ["com.example.hello"], at: point)
+        let app = try store(root).install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app")))
+            .app
+        let run = try crash(
+            ["uninstall", "--no-daemon", "--root", root] + (keepData ? ["--keep-data"] : []) + [
+                "com.example.hello"
+            ], at: point)
         #expect(run.signaled || (keepData && point == "uninstall.bundle-removed"), "\(run.stderr)")
         try recover(root)
         let apps = try store(root).apps()
         if keepData {
             #expect(apps.map(\.state) == [.dataKept])
-            #expect(FileManager.default.fileExists(atPath: app.dataContainer(in: StateRoot(path: root))))
+            #expect(
+                FileManager.default.fileExists(atPath: app.dataContainer(in: StateRoot(path: root)))
+            )
         } else {
             #expect(apps.isEmpty)
         }
@@ -97,9 +112,15 @@ struct CrashTests {
         let scratch = Scratch()
         let root = scratch.sub("root")
         var files: [String: String] = [:]
-        for i in 0..<2000 { files["Resources/d\(i % 20)/f\(i).txt"] = String(repeating: "x", count: 1000 + i) }
-        let v1 = try makeBundle(at: scratch.sub("v1/Big.app"), id: "com.example.big", version: "1", executable: "Big", extraFiles: files)
-        let v2 = try makeBundle(at: scratch.sub("v2/Big.app"), id: "com.example.big", version: "2", executable: "Big", extraFiles: files)
+        for i in 0..<2000 {
+            files["Resources/d\(i % 20)/f\(i).txt"] = String(repeating: "x", count: 1000 + i)
+        }
+        let v1 = try makeBundle(
+            at: scratch.sub("v1/Big.app"), id: "com.example.big", version: "1", executable: "Big",
+            extraFiles: files)
+        let v2 = try makeBundle(
+            at: scratch.sub("v2/Big.app"), id: "com.example.big", version: "2", executable: "Big",
+            extraFiles: files)
         // How long an undisturbed install takes, to spread the kills over it.
         let started = Date()
         #expect(try runAppd(["install", "--no-daemon", "--root", root, v1]).status == 0)
@@ -108,7 +129,8 @@ struct CrashTests {
         var outcomes: [String: Int] = [:]
         for round in 0..<16 {
             let target = round % 2 == 0 ? v2 : v1
-            let run = try runAppd(["install", "--no-daemon", "--root", root, "--allow-downgrade", target],
+            let run = try runAppd(
+                ["install", "--no-daemon", "--root", root, "--allow-downgrade", target],
                 killAfter: Double.random(in: 0...(duration * 1.2), using: &generator))
             try recover(root)
             let app = try store(root).app("com.example.big")
@@ -116,7 +138,8 @@ struct CrashTests {
             outcomes[run.signaled ? "killed" : "finished", default: 0] += 1
             try expectConsistent(root)
         }
-        print("random kills over \(String(format: "%.0f", duration * 1000)) ms installs: \(outcomes)")
+        print(
+            "random kills over \(String(format: "%.0f", duration * 1000)) ms installs: \(outcomes)")
     }
 }
 
@@ -130,7 +153,8 @@ struct MutationMarkTests {
         let scratch = Scratch()
         let root = scratch.sub("root")
         let store = try store(root)
-        let first = try store.install(bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
+        let first = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
         #expect(access("\(root)/.mutating", F_OK) != 0, "a finished install leaves no mark")
         _ = first
 
@@ -138,22 +162,28 @@ struct MutationMarkTests {
         // store already recovered once and does not look.
         let orphan = "\(root)/Containers/Data/\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
-        let second = try store.install(bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
+        let second = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
         #expect(second.recovery.orphanDataContainers.isEmpty)
         #expect(FileManager.default.fileExists(atPath: orphan))
 
         // The mark of a change that did not finish: the next change scans and removes it.
         FileManager.default.createFile(atPath: "\(root)/.mutating", contents: nil)
-        let third = try store.install(bundleAt: makeBundle(at: scratch.sub("c/C.app"), id: "com.example.c"))
-        #expect(third.recovery.orphanDataContainers == [URL(fileURLWithPath: orphan).lastPathComponent])
+        let third = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("c/C.app"), id: "com.example.c"))
+        #expect(
+            third.recovery.orphanDataContainers == [URL(fileURLWithPath: orphan).lastPathComponent])
         #expect(!FileManager.default.fileExists(atPath: orphan))
         #expect(access("\(root)/.mutating", F_OK) != 0)
 
         // A refused install leaves the mark (it may have failed half-way): the next one scans.
-        #expect(throws: AppdError.self) { try store.install(bundleAt: scratch.sub("missing/Nothing.app")) }
+        #expect(throws: AppdError.self) {
+            try store.install(bundleAt: scratch.sub("missing/Nothing.app"))
+        }
         #expect(access("\(root)/.mutating", F_OK) == 0)
         try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
-        let fourth = try store.install(bundleAt: makeBundle(at: scratch.sub("d/D.app"), id: "com.example.d"))
+        let fourth = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("d/D.app"), id: "com.example.d"))
         #expect(fourth.recovery.orphanDataContainers.count == 1)
         try expectConsistent(root)
     }
@@ -162,10 +192,12 @@ struct MutationMarkTests {
     func firstChangeScans() throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
-        _ = try store(root).install(bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
+        _ = try store(root).install(
+            bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a"))
         let orphan = "\(root)/Containers/Data/\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: orphan, withIntermediateDirectories: false)
-        let next = try store(root).install(bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
+        let next = try store(root).install(
+            bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b"))
         #expect(next.recovery.orphanDataContainers.count == 1)
         #expect(!FileManager.default.fileExists(atPath: orphan))
     }

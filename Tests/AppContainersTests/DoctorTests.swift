@@ -40,7 +40,8 @@ struct DoctorTests {
         #expect(try store.doctor(repair: false).findings.isEmpty)
     }
 
-    @Test("appd doctor reports and changes nothing; --repair repairs; --check-only is still accepted")
+    @Test(
+        "appd doctor reports and changes nothing; --repair repairs; --check-only is still accepted")
     func repairOnlyWhenAsked() throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
@@ -49,20 +50,27 @@ struct DoctorTests {
         for arguments in [["doctor"], ["doctor", "--check-only"]] {
             let check = try runAppd(arguments + ["--root", root])
             #expect(check.status == 1, "\(check.stdout)\(check.stderr)")
-            #expect(check.stdout.contains("expected mode 711 owner 0 [NEEDS ATTENTION]"), "\(check.stdout)")
-            #expect(statOf(root).map { $0.st_mode & 0o7777 } == 0o755, "\(arguments) changed the root's mode")
+            #expect(
+                check.stdout.contains("expected mode 711 owner 0 [NEEDS ATTENTION]"),
+                "\(check.stdout)")
+            #expect(
+                statOf(root).map { $0.st_mode & 0o7777 } == 0o755,
+                "\(arguments) changed the root's mode")
         }
         let both = try runAppd(["doctor", "--repair", "--check-only", "--root", root])
         #expect(both.status == 64, "\(both.stderr)")
         #expect(statOf(root).map { $0.st_mode & 0o7777 } == 0o755)
         let repair = try runAppd(["doctor", "--repair", "--root", root])
         #expect(repair.status == 0, "\(repair.stdout)\(repair.stderr)")
-        #expect(repair.stdout.contains("[repaired: reset to mode 711 owner root]"), "\(repair.stdout)")
+        #expect(
+            repair.stdout.contains("[repaired: reset to mode 711 owner root]"), "\(repair.stdout)")
         #expect(statOf(root).map { $0.st_mode & 0o7777 } == 0o711)
 
         let missing = try runAppd(["doctor", "--root", scratch.sub("never-created")])
         #expect(missing.status == 1)
-        #expect(missing.stderr.contains("does not exist: there is nothing to check"), "\(missing.stderr)")
+        #expect(
+            missing.stderr.contains("does not exist: there is nothing to check"),
+            "\(missing.stderr)")
         #expect(!FileManager.default.fileExists(atPath: scratch.sub("never-created")))
     }
 

@@ -7,12 +7,17 @@ import Testing
 
 @Suite("install, upgrade, uninstall", .serialized, rootOnly)
 struct InstallTests {
-    nonisolated(unsafe) static let uuidPattern = #/^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/#
+    nonisolated(unsafe) static let uuidPattern =
+        #/^[0-9A-F]{8}-[0-9A-F]{4}-4[0-9A-F]{3}-[89AB][0-9A-F]{3}-[0-9A-F]{12}$/#
 
-    @Test("install publishes a read-only bundle container and a private data container at random v4 UUIDs")
+    @Test(
+        "install publishes a read-only bundle container and a private data container at random v4 UUIDs"
+    )
     func install() throws {
         let scratch = Scratch()
-        let bundle = try makeBundle(at: scratch.sub("src/Hello.app"), extraFiles: ["greeting.txt": "hi\n", "Base.lproj/x.strings": "x"])
+        let bundle = try makeBundle(
+            at: scratch.sub("src/Hello.app"),
+            extraFiles: ["greeting.txt": "hi\n", "Base.lproj/x.strings": "x"])
         let store = try store(scratch.sub("root"))
         let result = try store.install(bundleAt: bundle)
         let app = result.app
@@ -38,13 +43,19 @@ struct InstallTests {
         #expect(statOf("\(bundlePath)/greeting.txt")!.st_uid == 0)
 
         let data = app.dataContainer(in: store.root)
-        for relative in ["", "/Documents", "/Library", "/Library/Preferences", "/Library/Caches", "/tmp"] {
+        for relative in [
+            "", "/Documents", "/Library", "/Library/Preferences", "/Library/Caches", "/tmp",
+        ] {
             let st = try #require(statOf(data + relative), "\(relative) missing")
-            #expect(st.st_uid == app.uid && st.st_gid == app.gid && st.st_mode & 0o7777 == 0o700, "\(relative)")
+            #expect(
+                st.st_uid == app.uid && st.st_gid == app.gid && st.st_mode & 0o7777 == 0o700,
+                "\(relative)")
         }
         #expect(entries(store.root.stagingPath).isEmpty)
         #expect(try store.app("COM.EXAMPLE.HELLO").bundleID == "com.example.hello")
-        #expect(try store.app("com.example.hello").decodedEntitlements().values["com.apple.security.app-sandbox"] == .bool(true))
+        #expect(
+            try store.app("com.example.hello").decodedEntitlements().values[
+                "com.apple.security.app-sandbox"] == .bool(true))
         try expectConsistent(store.root.path)
     }
 
@@ -52,12 +63,15 @@ struct InstallTests {
     func upgrade() throws {
         let scratch = Scratch()
         let store = try store(scratch.sub("root"))
-        let v1 = try store.install(bundleAt: makeBundle(at: scratch.sub("v1/Hello.app"), version: "1.0")).app
+        let v1 = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("v1/Hello.app"), version: "1.0")
+        ).app
         let note = "\(v1.dataContainer(in: store.root))/Documents/note.txt"
         try "mine".write(toFile: note, atomically: false, encoding: .utf8)
         let oldContainer = try #require(v1.bundleContainer(in: store.root))
 
-        let result = try store.install(bundleAt: makeBundle(at: scratch.sub("v2/Hello.app"), version: "1.1"))
+        let result = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("v2/Hello.app"), version: "1.1"))
         let v2 = result.app
         #expect(result.previousVersion == "1.0" && result.reusedData)
         #expect(v2.bundleUUID != v1.bundleUUID)
@@ -93,9 +107,11 @@ struct InstallTests {
     func caseClash() throws {
         let scratch = Scratch()
         let store = try store(scratch.sub("root"))
-        try store.install(bundleAt: makeBundle(at: scratch.sub("a/Hello.app"), id: "com.example.hello"))
+        try store.install(
+            bundleAt: makeBundle(at: scratch.sub("a/Hello.app"), id: "com.example.hello"))
         #expect {
-            try store.install(bundleAt: makeBundle(at: scratch.sub("b/Hello.app"), id: "com.Example.Hello"))
+            try store.install(
+                bundleAt: makeBundle(at: scratch.sub("b/Hello.app"), id: "com.Example.Hello"))
         } throws: { error in
             (error as? AppdError)?.code == .conflict && "\(error)".contains("differs only in case")
         }
@@ -107,11 +123,16 @@ struct InstallTests {
     func uids() throws {
         let scratch = Scratch()
         let store = try store(scratch.sub("root"))
-        let a = try store.install(bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a", executable: "A")).app
-        let bad = try makeBundle(at: scratch.sub("bad/Bad.app"), id: "com.example.bad", executable: "Bad")
+        let a = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("a/A.app"), id: "com.example.a", executable: "A")
+        ).app
+        let bad = try makeBundle(
+            at: scratch.sub("bad/Bad.app"), id: "com.example.bad", executable: "Bad")
         chmod("\(bad)/Bad", 0o644)  // not executable
         #expect(throws: AppdError.self) { try store.install(bundleAt: bad) }
-        let b = try store.install(bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b", executable: "B")).app
+        let b = try store.install(
+            bundleAt: makeBundle(at: scratch.sub("b/B.app"), id: "com.example.b", executable: "B")
+        ).app
         #expect(a.uid != b.uid)
         #expect(b.uid == a.uid + 1, "the failed install must not have consumed a uid")
     }
@@ -144,7 +165,9 @@ struct InstallTests {
         #expect(try store.apps().isEmpty)
         #expect(!FileManager.default.fileExists(atPath: app.dataContainer(in: store.root)))
         #expect(entries(store.root.bundleContainersPath).isEmpty)
-        #expect(throws: AppdError.self) { try store.uninstall("com.example.hello", keepData: false) }
+        #expect(throws: AppdError.self) {
+            try store.uninstall("com.example.hello", keepData: false)
+        }
         let again = try store.install(bundleAt: makeBundle(at: scratch.sub("src2/Hello.app"))).app
         #expect(again.uid == app.uid && again.dataUUID != app.dataUUID)
     }
@@ -154,18 +177,26 @@ struct InstallTests {
         let scratch = Scratch()
         let store = try store(scratch.sub("root"))
         let app = try store.install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app"))).app
-        try "saved".write(toFile: "\(app.dataContainer(in: store.root))/Documents/s.txt", atomically: false, encoding: .utf8)
+        try "saved".write(
+            toFile: "\(app.dataContainer(in: store.root))/Documents/s.txt", atomically: false,
+            encoding: .utf8)
         let kept = try store.uninstall("com.example.hello", keepData: true).app
         #expect(kept.state == .dataKept && kept.bundleUUID == nil)
         #expect(entries(store.root.bundleContainersPath).isEmpty)
         try expectConsistent(store.root.path)
         // The uid stays reserved: another app does not get it.
-        let other = try store.install(bundleAt: makeBundle(at: scratch.sub("o/O.app"), id: "com.example.other", executable: "O")).app
+        let other = try store.install(
+            bundleAt: makeBundle(
+                at: scratch.sub("o/O.app"), id: "com.example.other", executable: "O")
+        ).app
         #expect(other.uid != app.uid)
 
         let back = try store.install(bundleAt: makeBundle(at: scratch.sub("src2/Hello.app")))
         #expect(back.reusedData && back.app.uid == app.uid && back.app.dataUUID == app.dataUUID)
-        #expect(try String(contentsOfFile: "\(app.dataContainer(in: store.root))/Documents/s.txt", encoding: .utf8) == "saved")
+        #expect(
+            try String(
+                contentsOfFile: "\(app.dataContainer(in: store.root))/Documents/s.txt",
+                encoding: .utf8) == "saved")
         // Removing the kept data of an uninstalled app frees everything.
         _ = try store.uninstall("com.example.hello", keepData: true)
         _ = try store.uninstall("com.example.hello", keepData: false)
@@ -191,14 +222,17 @@ struct InstallTests {
     func lostRegistry() throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
-        let app = try store(root).install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app"))).app
+        let app = try store(root).install(bundleAt: makeBundle(at: scratch.sub("src/Hello.app")))
+            .app
         for suffix in ["", "-wal", "-shm"] { unlink("\(root)/registry.sqlite\(suffix)") }
         #expect {
             try store(root)
         } throws: { error in
-            (error as? AppdError)?.code == .corruptState && "\(error)".contains("registry.sqlite is missing")
+            (error as? AppdError)?.code == .corruptState
+                && "\(error)".contains("registry.sqlite is missing")
         }
-        #expect(FileManager.default.fileExists(atPath: app.dataContainer(in: StateRoot(path: root))))
+        #expect(
+            FileManager.default.fileExists(atPath: app.dataContainer(in: StateRoot(path: root))))
     }
 
     @Test("two installs at the same time, from two processes, both land intact")
@@ -206,14 +240,23 @@ struct InstallTests {
         let scratch = Scratch()
         let root = scratch.sub("root")
         let bundles = try (0..<4).map { i in
-            try makeBundle(at: scratch.sub("s\(i)/App\(i).app"), id: "com.example.app\(i % 2)", version: "\(i + 1)", executable: "App\(i)")
+            try makeBundle(
+                at: scratch.sub("s\(i)/App\(i).app"), id: "com.example.app\(i % 2)",
+                version: "\(i + 1)", executable: "App\(i)")
         }
         let group = DispatchGroup()
         let results = Locked<[RunResult]>([])
         for bundle in bundles {
             DispatchQueue.global().async(group: group) {
-                let result = try? runAppd(["install", "--no-daemon", "--root", root, "--allow-downgrade", bundle])
-                results.withLock { $0.append(result ?? RunResult(status: -1, signaled: false, stdout: "", stderr: "spawn failed")) }
+                let result = try? runAppd([
+                    "install", "--no-daemon", "--root", root, "--allow-downgrade", bundle,
+                ])
+                results.withLock {
+                    $0.append(
+                        result
+                            ?? RunResult(
+                                status: -1, signaled: false, stdout: "", stderr: "spawn failed"))
+                }
             }
         }
         group.wait()

@@ -79,7 +79,9 @@ struct ManPageTests {
         (try? Self.render(page, device: "ascii").output) ?? ""
     }
 
-    @Test("the EXIT STATUS table of appd(8) and appctl(1) lists 0, 1 and 64, and the built tools return them")
+    @Test(
+        "the EXIT STATUS table of appd(8) and appctl(1) lists 0, 1 and 64, and the built tools return them"
+    )
     func exitStatusTable() throws {
         let noDaemon = ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"]
         // A command that gets each code, without a daemon.
@@ -95,16 +97,20 @@ struct ManPageTests {
             let text = try Self.render(page, device: "ascii").output
             let table = Self.sections(text).first { $0.heading == "EXIT STATUS" }?.lines ?? []
             // A row: the code alone at the start of a line, its meaning after it.
-            let codes = Set(table.compactMap { line in
-                line.trimmingCharacters(in: .whitespaces).split(separator: " ").first.flatMap { Int32($0) }
-            })
+            let codes = Set(
+                table.compactMap { line in
+                    line.trimmingCharacters(in: .whitespaces).split(separator: " ").first.flatMap {
+                        Int32($0)
+                    }
+                })
             #expect(codes == [0, 1, 64], "\(page) lists \(codes.sorted())")
         }
         for item in cases {
             let result = try runTool(item.tool, item.arguments, environment: noDaemon)
             #expect(
                 result.code == item.code,
-                "\(item.tool) \(item.arguments.joined(separator: " ")) exited \(result.code), \(item.page) says \(item.code): \(result.output)")
+                "\(item.tool) \(item.arguments.joined(separator: " ")) exited \(result.code), \(item.page) says \(item.code): \(result.output)"
+            )
         }
     }
 

@@ -51,7 +51,8 @@ struct RemoveTreeTests {
             made.insert(try identity(dir))
             guard level % 1000 == 999 || level == levels - 1 else { continue }
             #expect(mkfifoat(dir.raw, "fifo", 0o600) == 0)
-            let socket = try boundUnixSocket(SOCK_STREAM, try #require(UnixAddress("/proc/self/fd/\(dir.raw)/sock")))
+            let socket = try boundUnixSocket(
+                SOCK_STREAM, try #require(UnixAddress("/proc/self/fd/\(dir.raw)/sock")))
             close(socket)
             #expect(symlinkat("/", dir.raw, "to-root") == 0)
             #expect(symlinkat("..", dir.raw, "to-parent") == 0)

@@ -7,7 +7,9 @@ struct RunTests {
     @Test("--json reports how the app ended as the API and appctl ps do: reason and code")
     func jsonExit() throws {
         // appd run puts its cgroups under /appd in each hierarchy; what this test made there goes.
-        let made = DaemonProcess.cgroupHierarchies.filter { !FileManager.default.fileExists(atPath: "\($0)/appd") }
+        let made = DaemonProcess.cgroupHierarchies.filter {
+            !FileManager.default.fileExists(atPath: "\($0)/appd")
+        }
         defer { for hierarchy in made { DaemonProcess.removeCgroup("\(hierarchy)/appd") } }
         let scratch = Scratch()
         let root = scratch.sub("root")

@@ -1,9 +1,8 @@
 import AppBundle
 import AppContainers
 import Foundation
-import Testing
-
 @_exported import TestSupport
+import Testing
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {
@@ -25,7 +24,8 @@ final class Scratch {
 @discardableResult
 func makeBundle(
     at path: String, id: String = "com.example.hello", version: String = "1",
-    executable: String = "Hello", entitlements: [String: Any]? = ["com.apple.security.app-sandbox": true],
+    executable: String = "Hello",
+    entitlements: [String: Any]? = ["com.apple.security.app-sandbox": true],
     extraFiles: [String: String] = [:]
 ) throws -> String {
     let fm = FileManager.default
@@ -40,11 +40,13 @@ func makeBundle(
         try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: "\(path)/Entitlements.plist"))
     }
-    try "#!/bin/sh\necho hello\n".write(toFile: "\(path)/\(executable)", atomically: false, encoding: .utf8)
+    try "#!/bin/sh\necho hello\n".write(
+        toFile: "\(path)/\(executable)", atomically: false, encoding: .utf8)
     chmod("\(path)/\(executable)", 0o755)
     for (relative, content) in extraFiles {
         let file = "\(path)/\(relative)"
-        try fm.createDirectory(atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try fm.createDirectory(
+            atPath: (file as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
         try content.write(toFile: file, atomically: false, encoding: .utf8)
     }
     return path
@@ -84,17 +86,24 @@ func statOf(_ path: String) -> stat? {
 func expectConsistent(_ root: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
     let store = try store(root)
     let apps = try store.apps()
-    #expect(entries(store.root.stagingPath).isEmpty, "staging not empty", sourceLocation: sourceLocation)
-    #expect(Set(entries(store.root.bundleContainersPath)) == Set(apps.compactMap(\.bundleUUID)),
+    #expect(
+        entries(store.root.stagingPath).isEmpty, "staging not empty", sourceLocation: sourceLocation
+    )
+    #expect(
+        Set(entries(store.root.bundleContainersPath)) == Set(apps.compactMap(\.bundleUUID)),
         "bundle containers on disk differ from the registry", sourceLocation: sourceLocation)
-    #expect(Set(entries(store.root.dataContainersPath)) == Set(apps.map(\.dataUUID)),
+    #expect(
+        Set(entries(store.root.dataContainersPath)) == Set(apps.map(\.dataUUID)),
         "data containers on disk differ from the registry", sourceLocation: sourceLocation)
     for app in apps {
         if let bundle = app.bundlePath(in: store.root), let exe = app.executable {
-            #expect(FileManager.default.fileExists(atPath: "\(bundle)/\(exe)"),
+            #expect(
+                FileManager.default.fileExists(atPath: "\(bundle)/\(exe)"),
                 "\(app.bundleID): executable missing", sourceLocation: sourceLocation)
         }
-        #expect(statOf(app.dataContainer(in: store.root))?.st_uid == app.uid, sourceLocation: sourceLocation)
+        #expect(
+            statOf(app.dataContainer(in: store.root))?.st_uid == app.uid,
+            sourceLocation: sourceLocation)
     }
 }
 
@@ -109,13 +118,18 @@ struct RunResult {
 }
 
 /// Runs appd with `args`, extra environment, and an optional kill after `killAfter` seconds.
-func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws -> RunResult {
+func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws
+    -> RunResult
+{
     let process = Process()
     process.executableURL = URL(fileURLWithPath: appdExecutable)
     process.arguments = args
-    process.environment = ProcessInfo.processInfo.environment.merging(["APPD_CONFIG": unsignedConfigFile]) { $1 }
-        .merging(environment) { $1 }
-    let out = Pipe(), err = Pipe()
+    process.environment = ProcessInfo.processInfo.environment.merging([
+        "APPD_CONFIG": unsignedConfigFile
+    ]) { $1 }
+    .merging(environment) { $1 }
+    let out = Pipe()
+    let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     try process.run()
@@ -128,5 +142,6 @@ func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: D
     process.waitUntilExit()
     return RunResult(
         status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-        stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        stdout: String(decoding: stdout, as: UTF8.self),
+        stderr: String(decoding: stderr, as: UTF8.self))
 }

@@ -18,7 +18,8 @@ struct BackgroundTaskTests {
         #expect(begin["name"] as? String == "save")
         let ref = try #require(begin["ref"] as? Int)
         #expect(ref == identifier.rawValue)
-        harness.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(ref),"task":3,"timeRemaining":600.0}"#)
+        harness.daemon.send(
+            #"{"type":"backgroundTaskBegan","ref":\#(ref),"task":3,"timeRemaining":600.0}"#)
         #expect(await eventually { harness.app.tasks.entries[ref]?.task == 3 })
         harness.app.endBackgroundTask(identifier)
         let end = try #require(await harness.daemon.receive())
@@ -46,8 +47,11 @@ struct BackgroundTaskTests {
         #expect(await harness.daemon.receive()?["ref"] as? Int == save.rawValue)
         #expect(await harness.daemon.receive()?["ref"] as? Int == upload.rawValue)
         // Answers in the other order: matched by ref, not by arrival.
-        harness.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(upload.rawValue),"task":8,"timeRemaining":30}"#)
-        harness.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(save.rawValue),"task":7,"timeRemaining":30}"#)
+        harness.daemon.send(
+            #"{"type":"backgroundTaskBegan","ref":\#(upload.rawValue),"task":8,"timeRemaining":30}"#
+        )
+        harness.daemon.send(
+            #"{"type":"backgroundTaskBegan","ref":\#(save.rawValue),"task":7,"timeRemaining":30}"#)
         harness.daemon.send(#"{"type":"backgroundTaskWillExpire","task":8,"timeRemaining":5.0}"#)
         #expect(await eventually { expired == ["upload"] })
         let end = await harness.daemon.receive()
@@ -66,7 +70,9 @@ struct BackgroundTaskTests {
         var expired = 0
         let identifier = harness.app.beginBackgroundTask(name: "x") { expired += 1 }
         _ = await harness.daemon.receive()
-        harness.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(identifier.rawValue),"task":0,"reason":"too many"}"#)
+        harness.daemon.send(
+            #"{"type":"backgroundTaskBegan","ref":\#(identifier.rawValue),"task":0,"reason":"too many"}"#
+        )
         #expect(await eventually { expired == 1 })
         #expect(harness.app.backgroundTaskCount == 0)
         #expect(harness.logLines.contains { $0.contains("too many") })
@@ -82,7 +88,8 @@ struct BackgroundTaskTests {
         _ = await harness.daemon.receive()
         harness.app.endBackgroundTask(identifier)
         #expect(await harness.daemon.isQuiet())
-        harness.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(identifier.rawValue),"task":5}"#)
+        harness.daemon.send(
+            #"{"type":"backgroundTaskBegan","ref":\#(identifier.rawValue),"task":5}"#)
         let end = await harness.daemon.receive()
         #expect(end?["type"] as? String == "endBackgroundTask")
         #expect(end?["task"] as? Int == 5)

@@ -54,10 +54,11 @@ struct ChannelTests {
             #expect(await eventually { harness.delegate.events.count == before + 1 })
             states.append(harness.app.state)
         }
-        #expect(harness.delegate.events == [
-            "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
-            "willEnterForeground", "didBecomeActive", "didReceiveMemoryWarning",
-        ])
+        #expect(
+            harness.delegate.events == [
+                "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
+                "willEnterForeground", "didBecomeActive", "didReceiveMemoryWarning",
+            ])
         #expect(states == [.active, .inactive, .background, .inactive, .active, .active])
         #expect(harness.app.backgroundGracePeriod == 5.0)
         #expect(harness.exitCodes.isEmpty)
@@ -66,7 +67,8 @@ struct ChannelTests {
     @Test("launched into the background, the app starts in the background state")
     func launchedIntoBackground() async throws {
         let harness = try ChannelHarness()
-        try await harness.launch(#"{"type":"didFinishLaunching","state":"background","future":{"x":1}}"#)
+        try await harness.launch(
+            #"{"type":"didFinishLaunching","state":"background","future":{"x":1}}"#)
         #expect(harness.app.state == .background)
         #expect(harness.delegate.options?.arguments == [])
         #expect(harness.delegate.options?.launchedBy == nil)
@@ -85,7 +87,9 @@ struct ChannelTests {
         #expect(harness.exitCodes == [0])
     }
 
-    @Test("malformed messages are logged and ignored; unknown types silently; the channel keeps working")
+    @Test(
+        "malformed messages are logged and ignored; unknown types silently; the channel keeps working"
+    )
     func malformedInput() async throws {
         let harness = try ChannelHarness()
         try await harness.launch()
@@ -156,12 +160,16 @@ struct ChannelEnvironmentTests {
     @Test("the channel becomes close-on-exec and the variable is removed for child processes")
     func adoption() throws {
         let (appEnd, daemonEnd) = try seqpacketPair()
-        defer { close(appEnd); close(daemonEnd) }
+        defer {
+            close(appEnd)
+            close(daemonEnd)
+        }
         // As the app inherits it from its launcher: not close-on-exec.
         _ = fcntl(appEnd, F_SETFD, 0)
         #expect(fcntl(appEnd, F_GETFD) & FD_CLOEXEC == 0)
         setenv("APPD_LIFECYCLE_FD", "\(appEnd)", 1)
-        let channel = try #require(try LifecycleChannel.fromEnvironment(["APPD_LIFECYCLE_FD": "\(appEnd)"]))
+        let channel = try #require(
+            try LifecycleChannel.fromEnvironment(["APPD_LIFECYCLE_FD": "\(appEnd)"]))
         #expect(channel.fd == appEnd)
         #expect(fcntl(appEnd, F_GETFD) & FD_CLOEXEC != 0)
         #expect(getenv("APPD_LIFECYCLE_FD") == nil)

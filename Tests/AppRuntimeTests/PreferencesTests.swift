@@ -12,12 +12,17 @@ struct PreferencesTests {
         try Preferences(folder: folder, bundleIdentifier: "com.example.notes", arguments: arguments)
     }
 
-    @Test("arguments, then application, then global, then registration: the first domain that has the key wins")
+    @Test(
+        "arguments, then application, then global, then registration: the first domain that has the key wins"
+    )
     func domainOrder() throws {
         let setup = try open()
-        try setup.setPersistentDomain(["k": "global", "g": "global", "r2": "global"], forName: Preferences.globalDomain)
+        try setup.setPersistentDomain(
+            ["k": "global", "g": "global", "r2": "global"], forName: Preferences.globalDomain)
         let prefs = try open(["-k", "argument", "--verbose", "-n", "7"])
-        prefs.register(defaults: ["k": "registration", "g": "registration", "r": "registration", "a": "registration"])
+        prefs.register(defaults: [
+            "k": "registration", "g": "registration", "r": "registration", "a": "registration",
+        ])
         prefs.set("application", forKey: "k")
         prefs.set("application", forKey: "a")
         #expect(prefs.string(forKey: "k") == "argument")
@@ -31,7 +36,9 @@ struct PreferencesTests {
         #expect(prefs.string(forKey: "a") == "registration")
         let all = prefs.dictionaryRepresentation()
         #expect(all["k"] as? String == "argument" && all["g"] as? String == "global")
-        #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(".GlobalPreferences.plist").path))
+        #expect(
+            FileManager.default.fileExists(
+                atPath: folder.appendingPathComponent(".GlobalPreferences.plist").path))
     }
 
     @Test("what one instance sets, a new instance (the app relaunched) reads")
@@ -74,10 +81,13 @@ struct PreferencesTests {
         let data = try Data(contentsOf: file)
         #expect(data.starts(with: Array("bplist00".utf8)))
         var format = PropertyListSerialization.PropertyListFormat.xml
-        let decoded = try PropertyListSerialization.propertyList(from: data, format: &format) as? [String: Any]
+        let decoded =
+            try PropertyListSerialization.propertyList(from: data, format: &format)
+            as? [String: Any]
         #expect(format == .binary)
         #expect(decoded?["x"] as? Int == 1)
-        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
+        let mode =
+            try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? Int
         #expect(mode == 0o600)
     }
 
@@ -86,11 +96,16 @@ struct PreferencesTests {
         let prefs = try open()
         prefs.set("one", forKey: "k")
         let file = folder.appendingPathComponent("com.example.notes.plist")
-        let before = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        let before =
+            try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
         prefs.set("two", forKey: "k")
-        let after = try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
+        let after =
+            try FileManager.default.attributesOfItem(atPath: file.path)[.systemFileNumber] as? Int
         #expect(before != nil && before != after, "the file was rewritten in place, not replaced")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == ["com.example.notes.plist"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted() == [
+                "com.example.notes.plist"
+            ])
     }
 
     @Test("a failed save keeps the value in memory; synchronize() saves it once it can")
@@ -99,14 +114,18 @@ struct PreferencesTests {
         let prefs = try open()
         // A directory where the file goes makes the rename fail (even as root).
         let file = folder.appendingPathComponent("com.example.notes.plist")
-        try FileManager.default.createDirectory(at: file.appendingPathComponent("blocker"), withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            at: file.appendingPathComponent("blocker"), withIntermediateDirectories: true)
         prefs.set("kept", forKey: "k")
         #expect(prefs.string(forKey: "k") == "kept")
         #expect(!prefs.synchronize())
         try FileManager.default.removeItem(at: file)
         #expect(prefs.synchronize())
         #expect(try open().string(forKey: "k") == "kept")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: folder.path) == ["com.example.notes.plist"])
+        #expect(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path) == [
+                "com.example.notes.plist"
+            ])
     }
 
     @Test("synchronize() picks up what another process wrote; a damaged file reads as empty")
@@ -117,14 +136,17 @@ struct PreferencesTests {
         #expect(prefs.string(forKey: "k") == "mine")
         #expect(prefs.synchronize())
         #expect(prefs.string(forKey: "k") == "theirs")
-        try Data("garbage that is not a plist".utf8).write(to: folder.appendingPathComponent("com.example.notes.plist"))
+        try Data("garbage that is not a plist".utf8).write(
+            to: folder.appendingPathComponent("com.example.notes.plist"))
         #expect(try open().object(forKey: "k") == nil)
     }
 
     @Test("arguments domain: YES/NO, numbers, and OpenStep arrays and dictionaries")
     func argumentValues() throws {
-        let prefs = try open(["-Flag", "YES", "-Off", "NO", "-Rate", "0.25", "-List", "(a, b, \"c d\")",
-                              "-Map", "{x = 1;}", "-Name", "plain text", "-Dangling"])
+        let prefs = try open([
+            "-Flag", "YES", "-Off", "NO", "-Rate", "0.25", "-List", "(a, b, \"c d\")",
+            "-Map", "{x = 1;}", "-Name", "plain text", "-Dangling",
+        ])
         #expect(prefs.bool(forKey: "Flag"))
         #expect(!prefs.bool(forKey: "Off"))
         #expect(prefs.double(forKey: "Rate") == 0.25)

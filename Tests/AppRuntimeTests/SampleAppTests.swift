@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @testable import AppRuntime
 
@@ -15,7 +15,8 @@ final class SampleProcess {
 
     init(_ name: String, home: URL, arguments: [String] = []) throws {
         let executable = builtExecutable(name)
-        let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let bundle = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Examples/\(name)").path
         // Every fd made here is close-on-exec and the app gets only 0-3: tests beside this one
         // spawn processes too, and one that inherited the output's write end would keep the
@@ -60,13 +61,17 @@ final class SampleProcess {
 @Suite("sample apps as processes")
 @MainActor
 struct SampleAppTests {
-    @Test("Notes saves on didEnterBackground and willTerminate, and the next launch restores what it saved")
+    @Test(
+        "Notes saves on didEnterBackground and willTerminate, and the next launch restores what it saved"
+    )
     func notesRelaunch() async throws {
         let home = Scratch()
         for launch in 1...2 {
-            let app = try SampleProcess("Notes", home: home.url, arguments: ["-note", "note \(launch)"])
+            let app = try SampleProcess(
+                "Notes", home: home.url, arguments: ["-note", "note \(launch)"])
             #expect(await app.daemon.receiveType() == "hello")
-            app.daemon.send(#"{"type":"didFinishLaunching","instance":"n\#(launch)","state":"inactive"}"#)
+            app.daemon.send(
+                #"{"type":"didFinishLaunching","instance":"n\#(launch)","state":"inactive"}"#)
             #expect(await app.daemon.receiveType() == "ready")
             app.daemon.send(#"{"type":"didBecomeActive"}"#)
             app.daemon.send(#"{"type":"willResignActive"}"#)
@@ -75,7 +80,8 @@ struct SampleAppTests {
             #expect(begin["type"] as? String == "beginBackgroundTask")
             #expect(begin["name"] as? String == "save notes")
             // The save is done before the answer comes: the task ends as soon as it does.
-            app.daemon.send(#"{"type":"backgroundTaskBegan","ref":\#(begin["ref"] as? Int ?? -1),"task":41}"#)
+            app.daemon.send(
+                #"{"type":"backgroundTaskBegan","ref":\#(begin["ref"] as? Int ?? -1),"task":41}"#)
             let end = await app.daemon.receive()
             #expect(end?["type"] as? String == "endBackgroundTask")
             #expect(end?["task"] as? Int == 41)
@@ -83,12 +89,17 @@ struct SampleAppTests {
             let (status, output) = await app.finish()
             #expect(status == 0, "\(output)")
             let lines = output.split(separator: "\n").map(String.init)
-            #expect(lines.contains(launch == 1 ? "notes: no saved notes" : "notes: restored 1 notes"), "\(output)")
-            #expect(lines.contains("notes: saved \(launch) notes (didEnterBackground)"), "\(output)")
+            #expect(
+                lines.contains(launch == 1 ? "notes: no saved notes" : "notes: restored 1 notes"),
+                "\(output)")
+            #expect(
+                lines.contains("notes: saved \(launch) notes (didEnterBackground)"), "\(output)")
             #expect(lines.contains("notes: saved \(launch) notes (willTerminate)"), "\(output)")
             #expect(lines.contains("notes: attached to appd: yes"), "\(output)")
         }
-        let prefs = try Preferences(folder: home.url.appendingPathComponent("Library/Preferences"), bundleIdentifier: "com.example.notes")
+        let prefs = try Preferences(
+            folder: home.url.appendingPathComponent("Library/Preferences"),
+            bundleIdentifier: "com.example.notes")
         #expect(prefs.integer(forKey: "launches") == 2)
     }
 
@@ -122,7 +133,8 @@ struct SampleAppTests {
         #expect(output.contains("player: stopped after"), "\(output)")
     }
 
-    @Test("Player printing far more than a socket buffer holds still hears every message and SIGTERM")
+    @Test(
+        "Player printing far more than a socket buffer holds still hears every message and SIGTERM")
     func playerWithMuchOutput() async throws {
         // About 1,000 lines: an output read only after the exit blocked the app at ~160.
         let (status, output) = try await playerSession(tick: "0.001", active: 1, background: 0.1)

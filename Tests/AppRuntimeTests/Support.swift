@@ -12,7 +12,11 @@ final class Scratch {
         var template = Array("\(NSTemporaryDirectory())/\(label).XXXXXX".utf8CString)
         let made = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         precondition(made != nil, "mkdtemp failed")
-        url = URL(fileURLWithPath: String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        url =
+            URL(
+                fileURLWithPath: String(
+                    decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            )
             .standardizedFileURL
     }
 
@@ -56,7 +60,9 @@ final class FakeDaemon {
 
     func send(_ json: String) {
         let data = Data(json.utf8)
-        let sent = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let sent = data.withUnsafeBytes {
+            Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+        }
         precondition(sent == data.count, "fake daemon: send failed")
     }
 
@@ -74,7 +80,9 @@ final class FakeDaemon {
             try? await Task.sleep(nanoseconds: 2_000_000)
         }
         var buffer = [UInt8](repeating: 0, count: 70_000)
-        let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        let n = buffer.withUnsafeMutableBytes {
+            recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT))
+        }
         guard n > 0 else { return nil }
         return (try? JSONSerialization.jsonObject(with: Data(buffer[..<n]))) as? [String: Any]
     }
@@ -133,7 +141,9 @@ final class ChannelHarness {
         daemon = FakeDaemon(fd: daemonEnd)
         app.exitProcess = { [unowned self] in exitCodes.append($0) }
         app.log = { [unowned self] in logLines.append($0) }
-        start = { [app, delegate] in app.start(delegate: delegate, channel: LifecycleChannel(fd: appEnd)) }
+        start = { [app, delegate] in
+            app.start(delegate: delegate, channel: LifecycleChannel(fd: appEnd))
+        }
     }
 
     private var start: () -> Void = {}
@@ -147,7 +157,10 @@ final class ChannelHarness {
     }
 
     /// Starts the app, answers its hello, and waits until it is ready.
-    func launch(_ didFinishLaunching: String = #"{"type":"didFinishLaunching","instance":"i-1","arguments":["--x"],"launchedBy":{"uid":1000,"user":"ada"},"state":"inactive"}"#) async throws {
+    func launch(
+        _ didFinishLaunching: String =
+            #"{"type":"didFinishLaunching","instance":"i-1","arguments":["--x"],"launchedBy":{"uid":1000,"user":"ada"},"state":"inactive"}"#
+    ) async throws {
         await startApp()
         daemon.send(didFinishLaunching)
         #expect(await daemon.receiveType() == "ready")

@@ -14,7 +14,9 @@ struct AppdBaseTests {
             .badResponse: 500,
         ]
         #expect(Set(expected.keys) == Set(AppdError.Code.allCases))
-        for code in AppdError.Code.allCases { #expect(code.httpStatus == expected[code], "\(code)") }
+        for code in AppdError.Code.allCases {
+            #expect(code.httpStatus == expected[code], "\(code)")
+        }
     }
 
     @Test("errno names come from glibc, every value it knows, not a hand-kept few")
@@ -33,7 +35,8 @@ struct AppdBaseTests {
     @Test("naming replaces a path everywhere the error shows it, and an empty path nowhere")
     func naming() {
         let error = AppdError(
-            .invalidBundle, "/in/abc/X.app is bad", problems: [BundleProblem("/in/abc/X.app/y", "/in/abc/ z")],
+            .invalidBundle, "/in/abc/X.app is bad",
+            problems: [BundleProblem("/in/abc/X.app/y", "/in/abc/ z")],
             hint: "see /in/abc/")
         let named = error.naming("/in/abc/", as: "")
         #expect(named.message == "X.app is bad")
@@ -71,11 +74,12 @@ struct AppdBaseTests {
         }
         #expect(calls == 1)
         #expect(throws: Errno.interrupted) { try once.get() }
-        #expect(retryingInterrupts { () -> Int in
-            calls += 1
-            errno = calls < 5 ? EINTR : EIO
-            return -1
-        } == -1)
+        #expect(
+            retryingInterrupts { () -> Int in
+                calls += 1
+                errno = calls < 5 ? EINTR : EIO
+                return -1
+            } == -1)
         #expect(errno == EIO)
     }
 
@@ -97,27 +101,38 @@ struct AppdBaseTests {
         var generator = SystemRandomNumberGenerator()
         let samples: [Int64] =
             [0, -1, 86_399, 86_400, 951_782_400, 4_107_542_400, -12_212_553_600, 253_402_300_799]
-            + (0..<2_000).map { _ in Int64.random(in: -12_212_553_600...253_402_300_799, using: &generator) }
+            + (0..<2_000).map { _ in
+                Int64.random(in: -12_212_553_600...253_402_300_799, using: &generator)
+            }
         for seconds in samples {
             var t = time_t(seconds)
             var parts = tm()
             _ = gmtime_r(&t, &parts)
             let time = UTCTime(secondsSince1970: seconds)
-            #expect(time.year == Int(parts.tm_year) + 1900 && time.month == Int(parts.tm_mon) + 1, "\(seconds)")
+            #expect(
+                time.year == Int(parts.tm_year) + 1900 && time.month == Int(parts.tm_mon) + 1,
+                "\(seconds)")
             #expect(time.day == Int(parts.tm_mday) && time.hour == Int(parts.tm_hour), "\(seconds)")
-            #expect(time.minute == Int(parts.tm_min) && time.second == Int(parts.tm_sec), "\(seconds)")
+            #expect(
+                time.minute == Int(parts.tm_min) && time.second == Int(parts.tm_sec), "\(seconds)")
             #expect(time.isValid)
             #expect(time.secondsSince1970 == seconds)
             #expect(Int64(timegm(&parts)) == seconds)
         }
         #expect(UTCTime(secondsSince1970: 0).description == "1970-01-01T00:00:00Z")
-        #expect(UTCTime(secondsSince1970: 951_782_400).text(separator: " ") == "2000-02-29 00:00:00")
+        #expect(
+            UTCTime(secondsSince1970: 951_782_400).text(separator: " ") == "2000-02-29 00:00:00")
     }
 
     @Test("fields reads the fixed-width text, refuses anything else, and isValid checks ranges")
     func fields() {
-        #expect(UTCTime.fields(Array("2026-11-26T22:40:05Z".utf8)) == UTCTime(year: 2026, month: 11, day: 26, hour: 22, minute: 40, second: 5))
-        for bad in ["2026-11-26T22:40", "2026/11/26T22:40:05", "2026-1a-26T22:40:05", "", "+026-11-26T22:40:05"] {
+        #expect(
+            UTCTime.fields(Array("2026-11-26T22:40:05Z".utf8))
+                == UTCTime(year: 2026, month: 11, day: 26, hour: 22, minute: 40, second: 5))
+        for bad in [
+            "2026-11-26T22:40", "2026/11/26T22:40:05", "2026-1a-26T22:40:05", "",
+            "+026-11-26T22:40:05",
+        ] {
             #expect(UTCTime.fields(Array(bad.utf8)) == nil, "\(bad)")
         }
         #expect(!UTCTime(year: 2025, month: 2, day: 29).isValid)
@@ -125,7 +140,9 @@ struct AppdBaseTests {
         #expect(!UTCTime(year: 2024, month: 13, day: 1).isValid)
         #expect(!UTCTime(year: 2024, month: 1, day: 1, hour: 24).isValid)
         // Rolls over as timegm does: hour 24 is the next day.
-        #expect(UTCTime(year: 2024, month: 1, day: 1, hour: 24).secondsSince1970 == UTCTime(year: 2024, month: 1, day: 2).secondsSince1970)
+        #expect(
+            UTCTime(year: 2024, month: 1, day: 1, hour: 24).secondsSince1970
+                == UTCTime(year: 2024, month: 1, day: 2).secondsSince1970)
         #expect(UTCTime.number(Array("123456789012345678901".utf8)) == nil)
         #expect(UTCTime.digits(-5, 3) == "-05")
     }

@@ -180,25 +180,34 @@ struct AppctlOutputTests {
 struct SinceArgumentTests {
     @Test(
         "a time ago as journalctl and docker write it",
-        arguments: [("90s", 90.0), ("10m", 600), ("2h", 7200), ("1d", 86400), ("1h30m", 5400), ("0.5s", 0.5)])
+        arguments: [
+            ("90s", 90.0), ("10m", 600), ("2h", 7200), ("1d", 86400), ("1h30m", 5400),
+            ("0.5s", 0.5),
+        ])
     func durations(text: String, seconds: Double) {
         #expect(SinceArgument.duration(text) == seconds)
         let now = Date()
         #expect(SinceArgument.parse(text, now: now) == now.addingTimeInterval(-seconds))
     }
 
-    @Test("RFC 3339 with or without fractions and offsets; anything else is refused", arguments: [
-        ("2026-11-24T10:00:00Z", 1_795_514_400.0), ("2026-11-24T10:00:00.5Z", 1_795_514_400.5),
-        ("2026-11-24T11:00:00+01:00", 1_795_514_400.0),
-    ])
+    @Test(
+        "RFC 3339 with or without fractions and offsets; anything else is refused",
+        arguments: [
+            ("2026-11-24T10:00:00Z", 1_795_514_400.0), ("2026-11-24T10:00:00.5Z", 1_795_514_400.5),
+            ("2026-11-24T11:00:00+01:00", 1_795_514_400.0),
+        ])
     func times(text: String, epoch: Double) {
         #expect(SinceArgument.parse(text, now: Date())?.timeIntervalSince1970 == epoch)
     }
 
-    @Test("nonsense is refused by appctl before it asks the daemon", arguments: ["", "10", "m", "10x", "yesterday", "1e9999s", "-5m"])
+    @Test(
+        "nonsense is refused by appctl before it asks the daemon",
+        arguments: ["", "10", "m", "10x", "yesterday", "1e9999s", "-5m"])
     func refused(text: String) {
         #expect(SinceArgument(argument: text) == nil, "\(text)")
-        #expect(throws: (any Error).self) { try parse(["logs", "--since", text, "com.example.notes"]) }
+        #expect(throws: (any Error).self) {
+            try parse(["logs", "--since", text, "com.example.notes"])
+        }
     }
 
     @Test("events --since takes a seq or a time")

@@ -1,7 +1,7 @@
 import AppdAPI
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 /// The built `appd` next to this test binary, run against a canned daemon: what it sends for
 /// install/uninstall/list, and that it prints the daemon's answers as it prints its own.

@@ -13,7 +13,8 @@ struct CommandLineMistakeTests {
     /// No daemon is reached by any of these: a socket that is surely not there.
     func run(_ tool: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
         let result = try runTool(
-            tool, arguments, environment: ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"])
+            tool, arguments,
+            environment: ["APPD_SOCKET": "/nonexistent/appd.sock", "PATH": "/usr/bin:/bin"])
         return (result.code, result.output)
     }
 
@@ -34,7 +35,8 @@ struct CommandLineMistakeTests {
             ("appd", "unistall", "uninstall"),
         ])
     func misspelled(tool: String, typed: String, meant: String) throws {
-        try expectUsageError(tool, typed, saying: "unknown command '\(typed)'. Did you mean '\(meant)'?")
+        try expectUsageError(
+            tool, typed, saying: "unknown command '\(typed)'. Did you mean '\(meant)'?")
     }
 
     @Test(
@@ -46,7 +48,8 @@ struct CommandLineMistakeTests {
             ("appd", "stop", "appctl terminate"),
         ])
     func otherToolsCommand(tool: String, typed: String, meant: String) throws {
-        try expectUsageError(tool, typed, saying: "\(tool) has no command '\(typed)': \(typed) is '\(meant)'")
+        try expectUsageError(
+            tool, typed, saying: "\(tool) has no command '\(typed)': \(typed) is '\(meant)'")
     }
 
     @Test("a word far from every subcommand, or an alias, is left to the parser")

@@ -20,12 +20,16 @@ struct FailureTests {
         #expect(error.errno == ENOENT)
     }
 
-    @Test("the hint says where the path came from: --socket, APPD_SOCKET, a root's record, a root's default")
+    @Test(
+        "the hint says where the path came from: --socket, APPD_SOCKET, a root's record, a root's default"
+    )
     func pathSource() throws {
         let scratch = Scratch("appd-client")
         let root = scratch.sub("root")
         let gone = scratch.sub("gone.sock")
-        func hint(socket: String? = nil, root: String? = nil, _ environment: [String: String] = [:]) throws -> (String, String?) {
+        func hint(socket: String? = nil, root: String? = nil, _ environment: [String: String] = [:])
+            throws -> (String, String?)
+        {
             let client = AppdClient(socket: socket, root: root, environment: environment)
             let error = try #require(failure(client))
             return (client.socketPath, error.hint)
@@ -35,18 +39,27 @@ struct FailureTests {
         #expect(flag.1?.hasPrefix("the path is the one --socket gave") == true, "\(flag.1 ?? "")")
         let environment = try hint(root: root, ["APPD_SOCKET": gone])
         #expect(environment.0 == gone)
-        #expect(environment.1?.hasPrefix("the path is APPD_SOCKET's: if that daemon is gone, unset APPD_SOCKET") == true)
+        #expect(
+            environment.1?.hasPrefix(
+                "the path is APPD_SOCKET's: if that daemon is gone, unset APPD_SOCKET") == true)
         let unrecorded = try hint(["APPD_ROOT": root])
         #expect(unrecorded.0 == "\(root)/run/appd.sock")
         #expect(
-            unrecorded.1?.hasPrefix("the path is the default of \(root) (from APPD_ROOT): no daemon of it recorded another in \(root)/run/appd.socket-path") == true,
+            unrecorded.1?.hasPrefix(
+                "the path is the default of \(root) (from APPD_ROOT): no daemon of it recorded another in \(root)/run/appd.socket-path"
+            ) == true,
             "\(unrecorded.1 ?? "")")
 
-        try FileManager.default.createDirectory(atPath: "\(root)/run", withIntermediateDirectories: true)
-        try "\(gone)\n".write(toFile: "\(root)/run/appd.socket-path", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(
+            atPath: "\(root)/run", withIntermediateDirectories: true)
+        try "\(gone)\n".write(
+            toFile: "\(root)/run/appd.socket-path", atomically: true, encoding: .utf8)
         let recorded = try hint(root: root)
         #expect(recorded.0 == gone)
-        #expect(recorded.1?.contains("recorded in \(root)/run/appd.socket-path when it started: it is not running any more") == true)
+        #expect(
+            recorded.1?.contains(
+                "recorded in \(root)/run/appd.socket-path when it started: it is not running any more"
+            ) == true)
         // A record that is not one absolute path is ignored, as if absent.
         for bad in ["relative.sock\n", "/a\n/b\n", String(repeating: "/x", count: 3000)] {
             try bad.write(toFile: "\(root)/run/appd.socket-path", atomically: true, encoding: .utf8)

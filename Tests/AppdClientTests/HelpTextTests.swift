@@ -40,8 +40,10 @@ struct HelpTextTests {
     @Test("the check finds a run of spaces in a sentence, not the option column")
     func check() {
         #expect(
-            linesWithSpaceRuns("  --json                  Print JSON.\n  launch                  Launch.")
-                .isEmpty)
+            linesWithSpaceRuns(
+                "  --json                  Print JSON.\n  launch                  Launch."
+            )
+            .isEmpty)
         #expect(linesWithSpaceRuns("  <id>   The app.") == ["  <id>   The app."])
         #expect(
             linesWithSpaceRuns("  the active app (with the             active one") == [

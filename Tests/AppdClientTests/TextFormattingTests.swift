@@ -36,7 +36,8 @@ struct TextFormattingTests {
             "2100-03-01T00:00:00.001Z", "2024-02-29T12:34:56.789Z",
         ]
         for _ in 0..<5000 {
-            let date = Date(timeIntervalSince1970: Double.random(in: 0..<4_102_444_800, using: &generator))
+            let date = Date(
+                timeIntervalSince1970: Double.random(in: 0..<4_102_444_800, using: &generator))
             samples.append(TextFormatting.rfc3339(date))
             samples.append(TextFormatting.iso8601(date))
         }
@@ -48,8 +49,10 @@ struct TextFormattingTests {
         }
         // Not the encoder's form: left to the format style.
         for text in [
-            "2026-11-24T10:00:00+01:00", "2026-02-30T10:00:00Z", "2026-11-24 10:00:00Z", "2026-11-24T24:00:00Z",
-            "2026-11-24T10:00:60Z", "2026-11-24T10:00:00.Z", "2026-11-24T10:00:00.1234567890Z", "1969-12-31T23:59:59Z",
+            "2026-11-24T10:00:00+01:00", "2026-02-30T10:00:00Z", "2026-11-24 10:00:00Z",
+            "2026-11-24T24:00:00Z",
+            "2026-11-24T10:00:60Z", "2026-11-24T10:00:00.Z", "2026-11-24T10:00:00.1234567890Z",
+            "1969-12-31T23:59:59Z",
             "2026-1-24T10:00:00Z", "2026-11-24T10:00:0aZ", "",
         ] {
             #expect(APICoding.utcDate(text) == nil, "\(text)")

@@ -7,26 +7,37 @@ import Testing
 @Suite("docs/api.md and the server agree")
 struct APIDocTests {
     static var documentedRoutes: Set<String> {
-        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("docs/api.md")
         let text = (try? String(contentsOf: docs, encoding: .utf8)) ?? ""
         // Rows of the routes table: | `GET /v1/apps/{id}` | read | ...
         var routes: Set<String> = []
         for line in text.split(separator: "\n") where line.hasPrefix("| `") {
             let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let first = cells.first, first.hasPrefix("`"), first.contains(" /v1") else { continue }
-            routes.insert("\(first.trimmingCharacters(in: CharacterSet(charactersIn: "`"))) \(cells[1])")
+            guard let first = cells.first, first.hasPrefix("`"), first.contains(" /v1") else {
+                continue
+            }
+            routes.insert(
+                "\(first.trimmingCharacters(in: CharacterSet(charactersIn: "`"))) \(cells[1])")
         }
         return routes
     }
 
-    @Test("every route the router serves is in the table of docs/api.md with its right, and nothing else is")
+    @Test(
+        "every route the router serves is in the table of docs/api.md with its right, and nothing else is"
+    )
     func routesMatch() {
-        let served = Set(Router.routes.map { route in
-            "\(route.method) /v1/" + route.pattern.joined(separator: "/") + " \(route.right.rawValue)"
-        })
+        let served = Set(
+            Router.routes.map { route in
+                "\(route.method) /v1/" + route.pattern.joined(separator: "/")
+                    + " \(route.right.rawValue)"
+            })
         #expect(!Self.documentedRoutes.isEmpty)
-        #expect(served == Self.documentedRoutes, "served only: \(served.subtracting(Self.documentedRoutes)); documented only: \(Self.documentedRoutes.subtracting(served))")
+        #expect(
+            served == Self.documentedRoutes,
+            "served only: \(served.subtracting(Self.documentedRoutes)); documented only: \(Self.documentedRoutes.subtracting(served))"
+        )
     }
 }
 
@@ -52,10 +63,15 @@ struct AuthorizerTests {
     func defaults() throws {
         let stranger = Caller(uid: 65534, gid: 65534, pid: 1)
         #expect(try authorizer { _ in }.rights(of: stranger) == [.read])
-        #expect(try authorizer { $0.adminAllowed = try AccessList("nobody") }.rights(of: stranger) == [.read, .control, .admin])
+        #expect(
+            try authorizer { $0.adminAllowed = try AccessList("nobody") }.rights(of: stranger) == [
+                .read, .control, .admin,
+            ])
         #expect(try authorizer { $0.readAllowed = try AccessList("") }.rights(of: stranger) == [])
         // A group by its primary gid.
-        #expect(try authorizer { $0.controlAllowed = try AccessList("@nogroup") }.rights(of: stranger) == [.read, .control])
+        #expect(
+            try authorizer { $0.controlAllowed = try AccessList("@nogroup") }.rights(of: stranger)
+                == [.read, .control])
     }
 
     @Test("a refusal is a 403 that names the setting and the caller")
@@ -64,7 +80,10 @@ struct AuthorizerTests {
             try authorizer { _ in }.check(Caller(uid: 65534, gid: 65534, pid: 1), .admin)
         }
         #expect(error?.status == 403)
-        #expect(error?.error.message.contains("uid 65534 may not install or uninstall apps: [API] AdminAllowed=@appd-admin") == true)
+        #expect(
+            error?.error.message.contains(
+                "uid 65534 may not install or uninstall apps: [API] AdminAllowed=@appd-admin")
+                == true)
     }
 
     @Test("access lists parse *, @group and user names; a bare @ is refused")

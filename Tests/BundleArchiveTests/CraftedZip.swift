@@ -66,7 +66,9 @@ struct CraftedZip {
             out += le(UInt16(0)) + le(UInt16(0x21)) + le(crc) + le(compressed) + le(size)
             out += le(UInt16(name.count)) + le(UInt16(0)) + name + stored
             central += le(UInt32(0x0201_4b50)) + le(UInt16(3 << 8 | 20)) + le(UInt16(20))
-            central += le(entry.centralFlags ?? entry.flags) + le(entry.method) + le(UInt16(0)) + le(UInt16(0x21))
+            central +=
+                le(entry.centralFlags ?? entry.flags) + le(entry.method) + le(UInt16(0))
+                + le(UInt16(0x21))
             central += le(crc) + le(compressed) + le(size) + le(UInt16(name.count))
             central += le(UInt16(0)) + le(UInt16(0)) + le(UInt16(0)) + le(UInt16(0))
             central += le(entry.mode << 16) + le(offset) + name

@@ -84,7 +84,8 @@ private let hostileZips: [HostileZip] = [
         make: adding(.init(name: "Payload/Hello.app/secret", data: [1, 2, 3], flags: 1))),
     HostileZip(
         name: "encrypted in its local header only (IPAArchive.isEncrypted)",
-        expected: "entry 'Payload/Hello.app/secret' is encrypted; appd installs only plain archives",
+        expected:
+            "entry 'Payload/Hello.app/secret' is encrypted; appd installs only plain archives",
         make: adding(
             .init(name: "Payload/Hello.app/secret", data: [1, 2, 3], flags: 1, centralFlags: 0))),
     HostileZip(
@@ -163,7 +164,7 @@ struct IPAArchiveTests {
         #expect(ipa.totalBytes == 20 + 10 + 70_000)
         var tar: [UInt8] = []
         var files: [Int64] = []
-        try ipa.write(onFile: { files.append($0) }) { tar += $0 }
+        try ipa.write(onFile: { files.append($0) }, to: { tar += $0 })
         #expect(files.sorted() == [10, 20, 70_000])
         let out = scratch.directory("out")
         try extract(tar, into: out)

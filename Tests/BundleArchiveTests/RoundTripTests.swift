@@ -96,7 +96,9 @@ struct RoundTripTests {
         #expect(first.suffix(1024).allSatisfy { $0 == 0 })
     }
 
-    @Test("modes keep the permission bits as they are, setuid and sticky too, so the daemon refuses what verify refuses")
+    @Test(
+        "modes keep the permission bits as they are, setuid and sticky too, so the daemon refuses what verify refuses"
+    )
     func modes() throws {
         let scratch = Scratch()
         let root = scratch.directory("Hello.app")

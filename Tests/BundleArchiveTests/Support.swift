@@ -1,9 +1,8 @@
 import AppBundle
 import BundleArchive
 import Foundation
-import Testing
-
 @_exported import TestSupport
+import Testing
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {

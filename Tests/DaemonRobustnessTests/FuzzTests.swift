@@ -42,12 +42,15 @@ extension DaemonRobustnessTests {
             failures.isEmpty,
             "\(failures.count) bad exchanges:\n\(failures.prefix(10).joined(separator: "\n"))")
         #expect(daemon.isAlive, "appd serve died:\n\(daemon.stderr)")
-        #expect(daemon.fdCount(settlingTo: baseline) <= baseline, "\(daemon.openFDTargets().sorted())")
+        #expect(
+            daemon.fdCount(settlingTo: baseline) <= baseline, "\(daemon.openFDTargets().sorted())")
         // The run must reach the router, not only NIO's parser.
         #expect(
             statuses.filter { [200, 404, 405].contains($0.key) }.values.reduce(0, +) > 50,
             "\(statuses)")
-        print("fuzz statuses: \(statuses.sorted { $0.key < $1.key }); registry fds \(registryBefore) before, \(daemon.registryFDCount()) after")
+        print(
+            "fuzz statuses: \(statuses.sorted { $0.key < $1.key }); registry fds \(registryBefore) before, \(daemon.registryFDCount()) after"
+        )
         daemon.expectServing()
     }
 
@@ -65,12 +68,17 @@ extension DaemonRobustnessTests {
         } catch {
             return "not HTTP: \(error)"
         }
-        let askedToContinue = String(decoding: request.bytes, as: UTF8.self).lowercased().contains("100-continue")
+        let askedToContinue = String(decoding: request.bytes, as: UTF8.self).lowercased().contains(
+            "100-continue")
         for response in responses {
             statuses[response.status, default: 0] += 1
             // The go-ahead for a body, to a request that asked for one (a final answer follows
             // unless the request was cut short).
-            if response.status == 100, askedToContinue, response.fromAppd || response.headers.isEmpty { continue }
+            if response.status == 100, askedToContinue,
+                response.fromAppd || response.headers.isEmpty
+            {
+                continue
+            }
             guard (200..<600).contains(response.status) else { return "status \(response.status)" }
             if response.fromAppd {
                 if response.status >= 400 && response.errorCode == nil && !request.isHead {

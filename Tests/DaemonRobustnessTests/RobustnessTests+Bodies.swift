@@ -126,13 +126,17 @@ extension DaemonRobustnessTests {
 extension DaemonRobustnessTests {
     // curl sends `Expect: 100-continue` before a large body (an install's tar stream) and waits
     // a second for the go-ahead when none comes.
-    @Test("Expect: 100-continue is answered with 100 Continue before the body, then the final answer")
+    @Test(
+        "Expect: 100-continue is answered with 100 Continue before the body, then the final answer")
     func expectContinue() throws {
         let wire = try daemon.connect()
-        #expect(wire.send("POST \(Self.launchMissing) HTTP/1.1\r\nHost: appd\r\nContent-Type: application/json\r\n"
-            + "Content-Length: 2\r\nExpect: 100-continue\r\n\r\n"))
+        #expect(
+            wire.send(
+                "POST \(Self.launchMissing) HTTP/1.1\r\nHost: appd\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: 2\r\nExpect: 100-continue\r\n\r\n"))
         let interim = wire.readToEnd(timeout: 0.5)
-        #expect(String(decoding: interim.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue\r\n"),
+        #expect(
+            String(decoding: interim.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 100 Continue\r\n"),
             "\(HTTPResponse.show(interim.bytes[...]))")
         #expect(wire.send("{}"))
         let final = try #require(try wire.readResponse(timeout: 5))

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// `POST /v1/apps` takes a tar stream from a caller the daemon must not trust: whatever it
 /// sends, a failed install leaves nothing in `<root>/incoming`, nothing outside it, and no app.
@@ -84,7 +84,9 @@ extension DaemonRobustnessTests {
                 "POST /v1/apps?name=Probe.app HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-tar\r\n"
                     + "Content-Length: \(archive.count)\r\n\r\n")
             wire.send(Array(archive.prefix(archive.count / 2)))
-            #expect(try eventually(5) { try incomingEntries().count == 1 }, "the install had not started")
+            #expect(
+                try eventually(5) { try incomingEntries().count == 1 },
+                "the install had not started")
         }  // The connection closes here, in the middle of the body.
         let deadline = Date(timeIntervalSinceNow: 5)
         while try !incomingEntries().isEmpty && Date() < deadline { usleep(50_000) }

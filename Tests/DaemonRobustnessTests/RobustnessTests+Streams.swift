@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// Answers that outlive their request (the event stream, a followed log, the `wait` long
 /// poll), and clients that vanish in the middle of one: whatever the daemon held for them
@@ -152,8 +152,10 @@ extension DaemonRobustnessTests {
                 (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))
                     .map { "\(fd) -> \($0)" }
             }.filter { entry in
-                !(entry.hasPrefix("6 -> socket:[") && seqpacket.contains(String(entry.dropFirst("6 -> socket:[".count).dropLast())))
-                    && !entry.hasPrefix("7 -> pipe:[") && !(entry.hasPrefix("8 -> /") && entry.hasSuffix("/logs/com.example.probe"))
+                !(entry.hasPrefix("6 -> socket:[")
+                    && seqpacket.contains(String(entry.dropFirst("6 -> socket:[".count).dropLast())))
+                    && !entry.hasPrefix("7 -> pipe:[")
+                    && !(entry.hasPrefix("8 -> /") && entry.hasSuffix("/logs/com.example.probe"))
             }
             #expect(stray.isEmpty, "pid \(pid) holds \(stray)")
         }
@@ -204,9 +206,10 @@ extension DaemonRobustnessTests {
     /// Inodes of the AF_UNIX sockets of type SOCK_SEQPACKET (5), from /proc/net/unix.
     static func seqpacketSocketInodes() -> Set<String> {
         let table = readKernelFile("/proc/net/unix").split(separator: "\n").dropFirst()
-        return Set(table.compactMap { line in
-            let columns = line.split(separator: " ", omittingEmptySubsequences: true)
-            return columns.count > 6 && columns[4] == "0005" ? String(columns[6]) : nil
-        })
+        return Set(
+            table.compactMap { line in
+                let columns = line.split(separator: " ", omittingEmptySubsequences: true)
+                return columns.count > 6 && columns[4] == "0005" ? String(columns[6]) : nil
+            })
     }
 }

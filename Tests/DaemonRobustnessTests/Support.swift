@@ -1,8 +1,7 @@
 import Foundation
 import Glibc
-import Testing
-
 @_exported import TestSupport
+import Testing
 
 /// The built `appd serve` (TestSupport's `DaemonProcess`) with unsigned installs allowed and a
 /// short idle timeout: started and answering `GET /v1/version` when `init` returns; stopped
@@ -37,7 +36,8 @@ final class TestDaemon: @unchecked Sendable {
     init() throws {
         daemon = try DaemonProcess(label: "appd-robustness")
         // The hostile archives are unsigned: signatures are DaemonTests' and AppContainersTests'.
-        try "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
+        try
+            "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         _ = Self.fileLimit
         do {
@@ -59,7 +59,9 @@ final class TestDaemon: @unchecked Sendable {
     func stop() {
         guard !stopped else { return }
         stopped = true
-        if !daemon.stop(within: 10) { Issue.record("appd serve did not stop within 10 s of SIGTERM; killed") }
+        if !daemon.stop(within: 10) {
+            Issue.record("appd serve did not stop within 10 s of SIGTERM; killed")
+        }
         daemon.removeEverything()
     }
 
@@ -76,8 +78,12 @@ final class TestDaemon: @unchecked Sendable {
     /// What each open fd of the daemon points at (/proc/PID/fd): `socket:[N]`, `pipe:[N]`, a path.
     func openFDTargets() -> [String] {
         let directory = "/proc/\(pid)/fd"
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
-        return names.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)") }
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else {
+            return []
+        }
+        return names.compactMap {
+            try? FileManager.default.destinationOfSymbolicLink(atPath: "\(directory)/\($0)")
+        }
     }
 
     /// Open fds of the daemon, less the registry's. Its SQLite pool opens a reader (the database

@@ -32,7 +32,8 @@ struct DenialTests {
         // appctl denials -f: each new one as it is recorded.
         // It prints the kept ones first, so it misses none however late it starts.
         let follow = try DrainedChild(
-            builtExecutable("appctl"), arguments: ["denials", "-f", "--json", "com.example.denied"],
+            builtExecutable("appctl"),
+            arguments: ["denials", "-f", "--json", "com.example.denied"],
             environment: ["APPD_ROOT=\(daemon.root)"])
         let probe = try daemon.launch("com.example.denied", ["denials", "3"])
         #expect(try daemon.eventually { try daemon.logs(probe.id).contains("thread:") })
@@ -80,15 +81,18 @@ struct DenialTests {
         #expect(instance.denials == answer.denials.count)
         let ps = try daemon.run("appctl", ["ps", "--all", probe.id])
         #expect(ps.output.contains("DENIED"), "\(ps.output)")
-        let events = watch.stop(until: { $0.filter { $0.kind == .denial && $0.instance == probe.id }.count >= expected.count })
-            .filter { $0.kind == .denial && $0.instance == probe.id }
+        let events = watch.stop(until: {
+            $0.filter { $0.kind == .denial && $0.instance == probe.id }.count >= expected.count
+        })
+        .filter { $0.kind == .denial && $0.instance == probe.id }
         for (source, what, _) in expected {
             #expect(
                 events.filter { $0.denial?.source == source && $0.denial?.what == what }.count == 1,
                 "\(what) in events")
         }
         // The follower got the same, one JSON object a line.
-        let lines = follow.stop { $0.split(separator: 0x0A).count >= answer.denials.count }.split(separator: 0x0A)
+        let lines = follow.stop { $0.split(separator: 0x0A).count >= answer.denials.count }.split(
+            separator: 0x0A)
         let streamed = lines.compactMap {
             try? APICoding.decoder().decode(APIDenial.self, from: Data($0))
         }
@@ -105,7 +109,8 @@ struct DenialTests {
     func denialLogOff() throws {
         let daemon = try TestDaemon(
             config:
-                "DenialLog=no\n[App com.example.revoked]\nRevokeEntitlements=com.apple.security.network.client\n")
+                "DenialLog=no\n[App com.example.revoked]\nRevokeEntitlements=com.apple.security.network.client\n"
+        )
         try daemon.installProbe(
             "com.example.revoked",
             entitlements: "<key>com.apple.security.network.client</key><true/>")

@@ -21,9 +21,11 @@ struct DocExamplesTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
 
-    @Test("the README's tour and examples run against a real daemon and print what the README shows")
+    @Test(
+        "the README's tour and examples run against a real daemon and print what the README shows")
     func readme() throws {
-        let examples = try Self.consoleExamples(String(contentsOfFile: "\(Self.repository)/README.md", encoding: .utf8))
+        let examples = try Self.consoleExamples(
+            String(contentsOfFile: "\(Self.repository)/README.md", encoding: .utf8))
         #expect(examples.count >= 15, "the README's console blocks hold \(examples.count) commands")
         let session = try ExampleSession(trustingNewKeys: false)
         for example in examples { session.check(example, source: "README.md") }
@@ -51,7 +53,8 @@ struct DocExamplesTests {
         let session = try ExampleSession()
         let drifted = [
             Example(command: "appctl ps --every", expected: []),
-            Example(command: "appctl version", expected: ["appd is running somewhere else entirely"]),
+            Example(
+                command: "appctl version", expected: ["appd is running somewhere else entirely"]),
             Example(command: "appd list", expected: ["No such listing"]),
         ]
         for example in drifted {
@@ -72,7 +75,9 @@ struct DocExamplesTests {
         var examples: [Example] = []
         var inBlock = false
         var pending: String?
-        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false).map(String.init) {
+        for line in markdown.split(separator: "\n", omittingEmptySubsequences: false).map(
+            String.init)
+        {
             if line.hasPrefix("```") {
                 inBlock = !inBlock && line == "```console"
                 continue
@@ -106,8 +111,10 @@ struct DocExamplesTests {
                 continue
             }
             guard inSection, !line.hasPrefix("."), !line.isEmpty else { continue }
-            let command = line.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(of: "\\(aq", with: "'")
-                .replacingOccurrences(of: "\\e", with: "\\")
+            let command = line.replacingOccurrences(of: "\\-", with: "-").replacingOccurrences(
+                of: "\\(aq", with: "'"
+            )
+            .replacingOccurrences(of: "\\e", with: "\\")
             examples.append(Example(command: command, expected: []))
         }
         return examples
@@ -153,18 +160,29 @@ final class ExampleSession {
     /// has printed, the test may ask a moment before.
     func problem(_ example: DocExamplesTests.Example) -> String? {
         let command = hostPaths(example.command)
-        if command.contains("Notes.ipa"), !FileManager.default.fileExists(atPath: "\(folder)/Notes.ipa") {
-            do { try makeIPA(from: "\(folder)/Notes.app", to: "\(folder)/Notes.ipa") } catch { return "making Notes.ipa: \(error)" }
+        if command.contains("Notes.ipa"),
+            !FileManager.default.fileExists(atPath: "\(folder)/Notes.ipa")
+        {
+            do { try makeIPA(from: "\(folder)/Notes.app", to: "\(folder)/Notes.ipa") } catch {
+                return "making Notes.ipa: \(error)"
+            }
         }
         let follows =
             command.contains(" -f ") || command.contains("--console")
             || (command.contains("appctl top") && !command.contains("--once"))
-        let reads = !follows && ["appctl ps", "appctl logs", "appctl top", "appctl denials"].contains { command.hasPrefix($0) }
+        let reads =
+            !follows
+            && ["appctl ps", "appctl logs", "appctl top", "appctl denials"].contains {
+                command.hasPrefix($0)
+            }
         let deadline = Date().addingTimeInterval(15)
         while true {
-            let problem = runOnce(command, expected: example.expected.map(hostPaths), follows: follows)
+            let problem = runOnce(
+                command, expected: example.expected.map(hostPaths), follows: follows)
             guard let problem, reads, Date() < deadline else {
-                if problem == nil, trustsNewKeys, let signer = Self.keygenName(command) { return addSigner(signer) }
+                if problem == nil, trustsNewKeys, let signer = Self.keygenName(command) {
+                    return addSigner(signer)
+                }
                 return problem
             }
             usleep(200_000)
@@ -181,7 +199,11 @@ final class ExampleSession {
         let result: (code: Int32, output: String)
         do {
             result = try runTool(
-                "/usr/bin/timeout", ["-k", "2", follows ? "20" : "60", "/bin/sh", "-c", "cd \"$0\" && \(command) 2>&1", folder],
+                "/usr/bin/timeout",
+                [
+                    "-k", "2", follows ? "20" : "60", "/bin/sh", "-c",
+                    "cd \"$0\" && \(command) 2>&1", folder,
+                ],
                 environment: environment)
         } catch {
             return "could not run it: \(error)"
@@ -193,7 +215,8 @@ final class ExampleSession {
         if command.contains("ssh://") {
             // Another machine: only the command line itself can be checked here (RemoteTests runs
             // --host against a private sshd).
-        } else if expected.first.map({ $0.hasPrefix("appd:") || $0.hasPrefix("appctl:") }) ?? false {
+        } else if expected.first.map({ $0.hasPrefix("appd:") || $0.hasPrefix("appctl:") }) ?? false
+        {
             if result.code == 0 { return "the page shows a refusal, but it succeeded: \(shown)" }
         } else if result.code != 0, !(follows && result.code == 124) {
             return "it failed: \(shown)"
@@ -228,7 +251,8 @@ final class ExampleSession {
     /// admin would (a `[Signer NAME]` section and a reload) when `trustsNewKeys`.
     static func keygenName(_ command: String) -> String? {
         let words = command.split(separator: " ").map(String.init)
-        guard words.starts(with: ["appd", "keygen"]), let at = words.firstIndex(of: "--name"), at + 1 < words.count
+        guard words.starts(with: ["appd", "keygen"]), let at = words.firstIndex(of: "--name"),
+            at + 1 < words.count
         else { return nil }
         return words[at + 1]
     }
@@ -236,7 +260,9 @@ final class ExampleSession {
     private func addSigner(_ name: String) -> String? {
         do {
             let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
-            try (config + "\n[Signer \(name)]\nKey=\(folder)/\(name).public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
+            try
+                (config
+                + "\n[Signer \(name)]\nKey=\(folder)/\(name).public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
                 .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
             let reload = try runTool("appd", ["reload"], environment: environment)
             return reload.code == 0 ? nil : "appd reload after trusting \(name): \(reload.output)"

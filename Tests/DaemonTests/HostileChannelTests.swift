@@ -87,7 +87,9 @@ struct HostileChannelTests {
 
         let events = watch.stop(until: { events in
             attackers.allSatisfy { attacker in
-                events.contains { $0.instance == attacker && ($0.detail ?? "").hasPrefix("channel closed: ") }
+                events.contains {
+                    $0.instance == attacker && ($0.detail ?? "").hasPrefix("channel closed: ")
+                }
             }
         })
         for attacker in attackers {
@@ -163,7 +165,9 @@ struct HostileChannelTests {
         // up there.
         let marker = try daemon.launch("com.example.flooder", ["sleep", "30"])
         root.expectResponsive("flood")
-        let events = watch.stop(until: { $0.contains { $0.instance == marker.id && $0.kind == .launched } })
+        let events = watch.stop(until: {
+            $0.contains { $0.instance == marker.id && $0.kind == .launched }
+        })
         #expect(events.contains { $0.instance == marker.id && $0.kind == .launched })
         let fromFlooders = events.filter { event in
             (fast + [slow]).contains { $0.id == event.instance }
@@ -230,7 +234,9 @@ struct HostileChannelTests {
         }
         let marker = try daemon.launch("com.example.repeater", ["sleep", "30"])
         root.expectResponsive("repeated known messages")
-        let events = watch.stop(until: { $0.contains { $0.instance == marker.id && $0.kind == .launched } })
+        let events = watch.stop(until: {
+            $0.contains { $0.instance == marker.id && $0.kind == .launched }
+        })
         #expect(events.contains { $0.instance == marker.id && $0.kind == .launched })
         for (repeater, message) in zip(repeaters, messages) {
             let count = events.filter { $0.instance == repeater.id && $0.kind == .message }.count

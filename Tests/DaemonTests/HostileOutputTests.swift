@@ -164,7 +164,9 @@ struct HostileOutputTests {
             var info = stat()
             return total + (stat(path, &info) == 0 ? Int(info.st_size) : 0)
         }
-        #expect(logLines.count * 100 + indexBytes > Self.logMax, "the two files hold more than one file's worth")
+        #expect(
+            logLines.count * 100 + indexBytes > Self.logMax,
+            "the two files hold more than one file's worth")
         #expect(Self.logSizes(ended).allSatisfy { $0 <= Self.logMax })
 
         #expect(journal.next(timeout: 10) { $0.contains("MESSAGE=output line 00003999 ") } != nil)

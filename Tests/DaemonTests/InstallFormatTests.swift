@@ -76,7 +76,6 @@ func makeIPA(from bundle: String, to ipa: String, hostile: String = "") throws {
     guard result.code == 0 else { throw DaemonFailure("making \(ipa): \(result.output)") }
 }
 
-
 @Suite("install formats: .ipa, tar, stdin", .serialized, rootOnly)
 struct InstallFormatTests {
     /// Nothing of a refused install anywhere in the state root.
@@ -209,7 +208,9 @@ struct InstallFormatTests {
         #expect(try daemon.wait(instance.id).exit?.code == 0)
     }
 
-    @Test("a gzip'd tar installs as .tar.gz, .tgz and on stdin (told by its magic); a corrupt or truncated one is refused by name")
+    @Test(
+        "a gzip'd tar installs as .tar.gz, .tgz and on stdin (told by its magic); a corrupt or truncated one is refused by name"
+    )
     func gzippedTar() throws {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.tgz")
@@ -218,13 +219,16 @@ struct InstallFormatTests {
         #expect(try runTool("/usr/bin/tar", ["-C", bundle, "-czf", tarGz, "."]).code == 0)
         let fromFile = try daemon.run("appd", ["install", tarGz])
         #expect(fromFile.code == 0, "\(fromFile.output)")
-        #expect(try daemon.client.get("/v1/apps/com.example.tgz", as: APIApp.self).bundlePath?.hasSuffix("/Probe.app") == true)
+        #expect(
+            try daemon.client.get("/v1/apps/com.example.tgz", as: APIApp.self).bundlePath?
+                .hasSuffix("/Probe.app") == true)
         let tgz = "\(daemon.directory)/Probe.tgz"
         #expect(link(tarGz, tgz) == 0)
         let fromTgz = try daemon.run("appd", ["install", tgz])
         #expect(fromTgz.output.contains("Reinstalled com.example.tgz"), "\(fromTgz.output)")
         let environment = ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin"]
-        let fromStdin = try runTool("appd", ["install", "--name", "Probe.app", "-"], stdin: tarGz, environment: environment)
+        let fromStdin = try runTool(
+            "appd", ["install", "--name", "Probe.app", "-"], stdin: tarGz, environment: environment)
         #expect(fromStdin.output.contains("Reinstalled com.example.tgz"), "\(fromStdin.output)")
 
         var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: tarGz)))
@@ -240,13 +244,19 @@ struct InstallFormatTests {
         #expect(bad.code == 1)
         #expect(bad.output.contains("\(corrupt)"), "\(bad.output)")
         let gzippedJunk = "\(daemon.directory)/junk.gz"
-        #expect(try runTool("/bin/sh", ["-c", "head -c 4096 /dev/zero | gzip > \(gzippedJunk)"]).code == 0)
+        #expect(
+            try runTool("/bin/sh", ["-c", "head -c 4096 /dev/zero | gzip > \(gzippedJunk)"]).code
+                == 0)
         let notTar = try daemon.run("appd", ["install", gzippedJunk])
-        #expect(notTar.output.contains("is gzip'd, but what it holds is not a tar archive"), "\(notTar.output)")
+        #expect(
+            notTar.output.contains("is gzip'd, but what it holds is not a tar archive"),
+            "\(notTar.output)")
         #expect(try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self).isEmpty)
     }
 
-    @Test("a tar of the folder (X.app/ at its top) is refused with the command that makes the right one")
+    @Test(
+        "a tar of the folder (X.app/ at its top) is refused with the command that makes the right one"
+    )
     func tarOfTheFolder() throws {
         let daemon = try TestDaemon()
         let bundle = try daemon.makeProbe("com.example.nested")
@@ -258,7 +268,8 @@ struct InstallFormatTests {
         #expect(refused.code == 1)
         #expect(
             refused.output.contains(
-                "it holds Probe.app/ with one: the archive was made of the folder rather than of its contents (make it with tar -C Probe.app -cf Probe.tar . , or install Probe.app itself)"),
+                "it holds Probe.app/ with one: the archive was made of the folder rather than of its contents (make it with tar -C Probe.app -cf Probe.tar . , or install Probe.app itself)"
+            ),
             "\(refused.output)")
     }
 }

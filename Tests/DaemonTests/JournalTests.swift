@@ -70,17 +70,24 @@ struct JournalTests {
         _ = try daemon.wait(denied.id)
         // In the order the probe tried them.
         let listing = try #require(
-            journal.next { fields($0)["APPD_RIGHT"] == "fs.read_dir" && fields($0)["APPD_INSTANCE"] == denied.id },
+            journal.next {
+                fields($0)["APPD_RIGHT"] == "fs.read_dir"
+                    && fields($0)["APPD_INSTANCE"] == denied.id
+            },
             "\(journal.all.suffix(8).compactMap { fields($0)["MESSAGE"] })")
         #expect(fields(listing)["APPD_PATH"] == "/")
         #expect(fields(listing)["APPD_SOURCE"] == "landlock")
         let mount = try #require(
-            journal.next(timeout: 5) { fields($0)["APPD_RIGHT"] == "mount" && fields($0)["APPD_INSTANCE"] == denied.id })
+            journal.next(timeout: 5) {
+                fields($0)["APPD_RIGHT"] == "mount" && fields($0)["APPD_INSTANCE"] == denied.id
+            })
         #expect(fields(mount)["APPD_APP"] == "com.example.journal")
         #expect(fields(mount)["APPD_SOURCE"] == "seccomp")
         #expect(fields(mount)["APPD_SYSCALL"] == "mount")
         #expect(fields(mount)["PRIORITY"] == "4")
-        #expect(fields(mount)["MESSAGE"]?.hasPrefix("com.example.journal instance \(denied.id) denied by seccomp: mount") == true)
+        #expect(
+            fields(mount)["MESSAGE"]?.hasPrefix(
+                "com.example.journal instance \(denied.id) denied by seccomp: mount") == true)
 
         daemon.stop()
         let stopping = journal.next(timeout: 5) {

@@ -6,7 +6,8 @@ import Testing
 /// `[Lifecycle]` for these tests: short times, and no warnings from the machine's own memory
 /// pressure (other builds run beside the tests), so every event an app gets is the test's doing.
 func lifecycleConfig(_ extra: String = "") -> String {
-    "[Lifecycle]\nMemoryPressureWarning=0\nMemoryPressureCritical=0\nBackgroundGracePeriod=0.5\n" + extra
+    "[Lifecycle]\nMemoryPressureWarning=0\nMemoryPressureCritical=0\nBackgroundGracePeriod=0.5\n"
+        + extra
 }
 
 extension TestDaemon {
@@ -16,14 +17,17 @@ extension TestDaemon {
     }
 
     func launch(_ id: String, _ arguments: [String], background: Bool) throws -> APIInstance {
-        try client.post("/v1/apps/\(id)/launch", body: LaunchRequest(arguments: arguments, background: background), as: APIInstance.self)
+        try client.post(
+            "/v1/apps/\(id)/launch",
+            body: LaunchRequest(arguments: arguments, background: background), as: APIInstance.self)
     }
 
     /// The lifecycle messages the probe printed, in order (`lifecycle: event TYPE at NS JSON`).
     func received(_ iid: String) throws -> [String] {
         try logs(iid).split(separator: "\n").compactMap { line in
             guard line.hasPrefix("lifecycle: event ") else { return nil }
-            return line.dropFirst("lifecycle: event ".count).split(separator: " ").first.map(String.init)
+            return line.dropFirst("lifecycle: event ".count).split(separator: " ").first.map(
+                String.init)
         }
     }
 
@@ -51,13 +55,17 @@ final class EventWatch {
     }
 
     static func decode(_ data: Data) -> [APIEvent] {
-        data.split(separator: 0x0A).compactMap { try? APICoding.decoder().decode(APIEvent.self, from: Data($0)) }
+        data.split(separator: 0x0A).compactMap {
+            try? APICoding.decoder().decode(APIEvent.self, from: Data($0))
+        }
     }
 }
 
 @Suite("the app lifecycle", .serialized, rootOnly)
 struct LifecycleTests {
-    @Test("the state machine: launch, activate, background, freeze, resume, terminate; the app is told each step and appctl events shows each")
+    @Test(
+        "the state machine: launch, activate, background, freeze, resume, terminate; the app is told each step and appctl events shows each"
+    )
     func stateMachine() throws {
         let daemon = try TestDaemon(config: lifecycleConfig())
         try daemon.installProbe("com.example.life")
@@ -65,7 +73,10 @@ struct LifecycleTests {
         let first = try daemon.launch("com.example.life", ["lifecycle"])
         #expect(first.state == .active)
         #expect(try daemon.eventually { try daemon.instance(first.id).channel == .ready })
-        #expect(try daemon.eventually { try daemon.received(first.id) == ["didFinishLaunching", "didBecomeActive"] })
+        #expect(
+            try daemon.eventually {
+                try daemon.received(first.id) == ["didFinishLaunching", "didBecomeActive"]
+            })
         let log = try daemon.logs(first.id)
         #expect(log.contains("\"arguments\":[\"lifecycle\"]"))
         #expect(log.contains("\"launchedBy\":{\"uid\":0,\"user\":\"root\"}"))
@@ -81,12 +92,14 @@ struct LifecycleTests {
         // is frozen in its turn). What the first was told while it went away it may have read
         // only now: on a loaded machine 0.5 s can pass before it runs.
         #expect(try daemon.act("activate", first.id).state == .active)
-        #expect(try daemon.eventually {
-            try daemon.received(first.id) == [
-                "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
-                "willEnterForeground", "didBecomeActive",
-            ]
-        })
+        #expect(
+            try daemon.eventually {
+                try daemon.received(first.id) == [
+                    "didFinishLaunching", "didBecomeActive", "willResignActive",
+                    "didEnterBackground",
+                    "willEnterForeground", "didBecomeActive",
+                ]
+            })
         #expect(try daemon.logs(first.id).contains("\"gracePeriod\":0.5"))
         #expect([.background, .suspended].contains(try daemon.state(second.id)))
 
@@ -99,25 +112,32 @@ struct LifecycleTests {
         #expect(try daemon.act("activate", first.id).state == .active)
 
         // Termination: willTerminate on the channel with SIGTERM.
-        _ = try daemon.client.post("/v1/instances/\(first.id)/terminate", body: TerminateRequest(grace: 5), as: APIInstance.self)
+        _ = try daemon.client.post(
+            "/v1/instances/\(first.id)/terminate", body: TerminateRequest(grace: 5),
+            as: APIInstance.self)
         let ended = try daemon.wait(first.id)
         #expect(ended.exit?.reason == .terminated)
         #expect(try daemon.received(first.id).last == "willTerminate")
-        #expect(try daemon.received(first.id) == [
-            "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
-            "willEnterForeground", "didBecomeActive", "willResignActive", "didEnterBackground",
-            "willEnterForeground", "didBecomeActive", "willResignActive", "didEnterBackground",
-            "willEnterForeground", "didBecomeActive", "willTerminate",
-        ])
+        #expect(
+            try daemon.received(first.id) == [
+                "didFinishLaunching", "didBecomeActive", "willResignActive", "didEnterBackground",
+                "willEnterForeground", "didBecomeActive", "willResignActive", "didEnterBackground",
+                "willEnterForeground", "didBecomeActive", "willResignActive", "didEnterBackground",
+                "willEnterForeground", "didBecomeActive", "willTerminate",
+            ])
 
-        let states = watch.stop(until: { $0.contains { $0.instance == first.id && $0.kind == .exited } }).filter { $0.instance == first.id && ($0.kind == .state || $0.kind == .launched) }.compactMap(\.state)
-        #expect(states == [
-            .inactive, .active, .inactive, .background, .suspended,
-            .background, .inactive, .active,
-            .inactive, .background, .suspended, .background, .inactive, .active,
-            .inactive, .background, .suspended, .background, .inactive, .active,
-            .terminating,
-        ])
+        let states = watch.stop(until: {
+            $0.contains { $0.instance == first.id && $0.kind == .exited }
+        }).filter { $0.instance == first.id && ($0.kind == .state || $0.kind == .launched) }
+            .compactMap(\.state)
+        #expect(
+            states == [
+                .inactive, .active, .inactive, .background, .suspended,
+                .background, .inactive, .active,
+                .inactive, .background, .suspended, .background, .inactive, .active,
+                .inactive, .background, .suspended, .background, .inactive, .active,
+                .terminating,
+            ])
     }
 
     @Test("ActivePolicy=all: every launched app is active; only appctl background sends one away")
@@ -134,21 +154,33 @@ struct LifecycleTests {
         #expect(try daemon.state(two.id) == .active)
     }
 
-    @Test("a background task keeps the app running until it ends it, then it is frozen; one held past its time expires")
+    @Test(
+        "a background task keeps the app running until it ends it, then it is frozen; one held past its time expires"
+    )
     func backgroundTasks() throws {
-        let daemon = try TestDaemon(config: lifecycleConfig(
-            "BackgroundGracePeriod=0.5\nBackgroundTaskTime=5\nBackgroundTaskExpirationGrace=1\n"))
+        let daemon = try TestDaemon(
+            config: lifecycleConfig(
+                "BackgroundGracePeriod=0.5\nBackgroundTaskTime=5\nBackgroundTaskExpirationGrace=1\n"
+            ))
         try daemon.installProbe("com.example.tasks")
         // Ends its task after 2.5 s, well within the 5 s it gets (slack for a loaded machine).
-        let inTime = try daemon.launch("com.example.tasks", ["lifecycle", "task", "2.5"], background: true)
+        let inTime = try daemon.launch(
+            "com.example.tasks", ["lifecycle", "task", "2.5"], background: true)
         // Never ends it: warned at 5 s, killed 1 s later.
-        let late = try daemon.launch("com.example.tasks", ["lifecycle", "task", "60"], background: true)
+        let late = try daemon.launch(
+            "com.example.tasks", ["lifecycle", "task", "60"], background: true)
         // Ends it only when warned: then frozen like any app.
-        let warned = try daemon.launch("com.example.tasks", ["lifecycle", "task", "60", "end-on-expire"], background: true)
-        #expect(try daemon.eventually { try daemon.received(inTime.id).contains("backgroundTaskBegan") })
+        let warned = try daemon.launch(
+            "com.example.tasks", ["lifecycle", "task", "60", "end-on-expire"], background: true)
+        #expect(
+            try daemon.eventually { try daemon.received(inTime.id).contains("backgroundTaskBegan") }
+        )
         #expect(try daemon.instance(inTime.id).backgroundTasks == 1)
         for instance in [late, warned] {
-            #expect(try daemon.eventually { try daemon.received(instance.id).contains("backgroundTaskBegan") })
+            #expect(
+                try daemon.eventually {
+                    try daemon.received(instance.id).contains("backgroundTaskBegan")
+                })
         }
         // The task held it past the grace period: it was frozen only once it ended the task,
         // 2.5 s after it began it (not at 0.5 s). Read from when it was frozen, not from a
@@ -170,7 +202,9 @@ struct LifecycleTests {
 
         // What the first printed as it ended its task: read once it has ended, since its output
         // relay is in its cgroup and was frozen with it, perhaps before it wrote the line.
-        _ = try daemon.client.post("/v1/instances/\(inTime.id)/terminate", body: TerminateRequest(grace: 5), as: APIInstance.self)
+        _ = try daemon.client.post(
+            "/v1/instances/\(inTime.id)/terminate", body: TerminateRequest(grace: 5),
+            as: APIInstance.self)
         #expect(try daemon.wait(inTime.id).exit?.reason == .terminated)
         #expect(try daemon.logs(inTime.id).contains("lifecycle: value ended task 1"))
         #expect(!(try daemon.received(inTime.id).contains("backgroundTaskWillExpire")))
@@ -194,10 +228,14 @@ struct LifecycleTests {
         #expect(daemon.eventually { cpuTicks(cgroup: cgroup) - thawedAt >= 30 })
     }
 
-    @Test("an app that declares an allowed UIBackgroundModes value keeps running in the background; a refused one does not")
+    @Test(
+        "an app that declares an allowed UIBackgroundModes value keeps running in the background; a refused one does not"
+    )
     func backgroundModes() throws {
         let daemon = try TestDaemon(config: lifecycleConfig("AllowedBackgroundModes=audio\n"))
-        let modes = { (mode: String) in "<key>UIBackgroundModes</key><array><string>\(mode)</string></array>" }
+        let modes = { (mode: String) in
+            "<key>UIBackgroundModes</key><array><string>\(mode)</string></array>"
+        }
         try daemon.installProbe("com.example.audio", info: modes("audio"))
         try daemon.installProbe("com.example.fetch", info: modes("fetch"))
         let audio = try daemon.launch("com.example.audio", ["lifecycle", "spin"], background: true)
@@ -212,7 +250,9 @@ struct LifecycleTests {
         #expect(try daemon.state(audio.id) == .background)
     }
 
-    @Test("the launch watchdog kills an app that said hello but not ready in time; a ready one lives on")
+    @Test(
+        "the launch watchdog kills an app that said hello but not ready in time; a ready one lives on"
+    )
     func watchdog() throws {
         let daemon = try TestDaemon(config: lifecycleConfig("LaunchWatchdog=1\n"))
         try daemon.installProbe("com.example.slow")
@@ -230,7 +270,9 @@ struct LifecycleTests {
         #expect(try daemon.instance(fine.id).exit == nil)
     }
 
-    @Test("a plain C program without the channel launches, is frozen in the background, and ends by SIGTERM alone")
+    @Test(
+        "a plain C program without the channel launches, is frozen in the background, and ends by SIGTERM alone"
+    )
     func plainProgram() throws {
         let daemon = try TestDaemon(config: lifecycleConfig())
         try daemon.installProbe("com.example.plain")
@@ -243,7 +285,9 @@ struct LifecycleTests {
         usleep(1_000_000)
         #expect(cpuTicks(cgroup: cgroup) - frozenAt <= 1)
         #expect(try daemon.instance(instance.id).channel == .silent)
-        _ = try daemon.client.post("/v1/instances/\(instance.id)/terminate", body: TerminateRequest(grace: 5), as: APIInstance.self)
+        _ = try daemon.client.post(
+            "/v1/instances/\(instance.id)/terminate", body: TerminateRequest(grace: 5),
+            as: APIInstance.self)
         let ended = try daemon.wait(instance.id)
         #expect(ended.exit == APIExit(reason: .terminated, signal: SIGTERM))
         #expect(try daemon.received(instance.id).isEmpty)
@@ -255,7 +299,10 @@ struct LifecycleTests {
         try daemon.installProbe("com.example.garbage")
         let instance = try daemon.launch("com.example.garbage", ["lifecycle", "garbage"])
         #expect(try daemon.eventually { try daemon.instance(instance.id).channel == .closed })
-        #expect(try daemon.eventually { try daemon.logs(instance.id).contains("lifecycle: value channel closed") })
+        #expect(
+            try daemon.eventually {
+                try daemon.logs(instance.id).contains("lifecycle: value channel closed")
+            })
         #expect(try daemon.instance(instance.id).exit == nil)
     }
 
@@ -272,7 +319,10 @@ struct LifecycleTests {
         try daemon.act("suspend", frozen.id)
         let answer = try daemon.client.post("/v1/memory-warning", as: APIMemoryWarning.self)
         #expect(answer.delivered == [awake.id])
-        #expect(try daemon.eventually { try daemon.received(awake.id).contains("didReceiveMemoryWarning") })
+        #expect(
+            try daemon.eventually {
+                try daemon.received(awake.id).contains("didReceiveMemoryWarning")
+            })
         #expect(!(try daemon.received(frozen.id).contains("didReceiveMemoryWarning")))
         #expect(try daemon.instance(plain.id).channel == .silent)
     }

@@ -7,12 +7,17 @@ struct LogTailTests {
     /// Each chatter line is 100 bytes: 1,000 lines pass a 32 KiB log's rotation three times.
     static let logMax = 32 << 10
 
-    @Test("appctl logs APPID takes the newest running instance, not a newer one that exited; with none running, the newest")
+    @Test(
+        "appctl logs APPID takes the newest running instance, not a newer one that exited; with none running, the newest"
+    )
     func runningInstanceFirst() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.server")
         let server = try daemon.launch("com.example.server", ["ignore-term", "60"])
-        #expect(daemon.eventually { (try? daemon.logs(server.id))?.contains("ignore-term: value ready") == true })
+        #expect(
+            daemon.eventually {
+                (try? daemon.logs(server.id))?.contains("ignore-term: value ready") == true
+            })
         let tool = try daemon.launch("com.example.server", ["env"])
         _ = try daemon.wait(tool.id)
         let running = try daemon.run("appctl", ["logs", "com.example.server"])
@@ -72,12 +77,15 @@ struct LogTailTests {
         // The probe prints its 30 lines, then stays 3 s: the follower starts once they are in
         // the log, takes the last 2, and ends when the app does.
         let instance = try daemon.launch("com.example.tailf", ["chatter", "30"])
-        #expect(try daemon.eventually { try daemon.logs(instance.id).contains("chatter line 0000029") })
+        #expect(
+            try daemon.eventually { try daemon.logs(instance.id).contains("chatter line 0000029") })
         let followed = try daemon.run("appctl", ["logs", "-n", "2", "-f", instance.id])
         let lines = followed.output.split(separator: "\n").map(String.init)
         #expect(followed.code == 0)
-        #expect(lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
-        #expect(try daemon.instance(instance.id).state == .exited, "-f returned before the app ended")
+        #expect(
+            lines.count == 2 && lines.first?.hasPrefix("chatter line 0000028") == true, "\(lines)")
+        #expect(
+            try daemon.instance(instance.id).state == .exited, "-f returned before the app ended")
     }
 
     @Test(
@@ -97,7 +105,9 @@ struct LogTailTests {
         setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<Int32>.size))
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(daemon.socket.utf8) + [0]) }
+        withUnsafeMutableBytes(of: &address.sun_path) {
+            $0.copyBytes(from: Array(daemon.socket.utf8) + [0])
+        }
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
@@ -105,7 +115,8 @@ struct LogTailTests {
         }
         try #require(connected == 0)
         let request = Array(
-            "GET /v1/instances/\(instance.id)/logs HTTP/1.1\r\nHost: appd\r\nConnection: close\r\n\r\n".utf8)
+            "GET /v1/instances/\(instance.id)/logs HTTP/1.1\r\nHost: appd\r\nConnection: close\r\n\r\n"
+                .utf8)
         #expect(send(fd, request, request.count, 0) == request.count)
         usleep(500_000)
         var answer: [UInt8] = []
@@ -126,10 +137,13 @@ struct LogTailTests {
         guard let start = answer.range(of: "\r\n\r\n") else { return "" }
         var rest = Substring(answer[start.upperBound...])
         var body = ""
-        while let line = rest.range(of: "\r\n"), let size = Int(rest[..<line.lowerBound], radix: 16), size > 0 {
+        while let line = rest.range(of: "\r\n"),
+            let size = Int(rest[..<line.lowerBound], radix: 16), size > 0
+        {
             let chunk = rest[line.upperBound...].utf8.prefix(size)
             body += String(decoding: chunk, as: UTF8.self)
-            rest = Substring(String(decoding: rest[line.upperBound...].utf8.dropFirst(size + 2), as: UTF8.self))
+            rest = Substring(
+                String(decoding: rest[line.upperBound...].utf8.dropFirst(size + 2), as: UTF8.self))
         }
         return body
     }

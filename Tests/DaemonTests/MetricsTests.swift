@@ -290,9 +290,11 @@ struct MetricsTests {
         let gone = try Self.scrape(daemon)
         #expect(gone.value("appd_apps_installed") == 0)
         #expect(gone.series("appd_app_memory_bytes").isEmpty)
-        #expect(gone.value("appd_launches_total", ["app": app]) == launches, "kept while uninstalled")
+        #expect(
+            gone.value("appd_launches_total", ["app": app]) == launches, "kept while uninstalled")
         // The same signed bundle again (installProbe made and signed it above).
-        let reinstalled = try daemon.run("appd", ["install", "\(daemon.directory)/src-\(app)/Probe.app"])
+        let reinstalled = try daemon.run(
+            "appd", ["install", "\(daemon.directory)/src-\(app)/Probe.app"])
         #expect(reinstalled.code == 0, "\(reinstalled.output)")
         let again = try daemon.launch(app, ["exit", "0"])
         _ = try daemon.wait(again.id)

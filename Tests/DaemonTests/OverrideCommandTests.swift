@@ -16,7 +16,8 @@ struct OverrideCommandTests {
     func enforcedAtLaunch() throws {
         // Its port allowed on the loopback: only the revoked entitlement refuses the connect.
         let listener = try HostListener()
-        let daemon = try TestDaemon(config: Self.adminLines + "[Sandbox]\nLoopbackPorts=\(listener.port)\n")
+        let daemon = try TestDaemon(
+            config: Self.adminLines + "[Sandbox]\nLoopbackPorts=\(listener.port)\n")
         try daemon.installProbe("com.example.narrowed", entitlements: Self.networkClient)
 
         let result = try daemon.run(

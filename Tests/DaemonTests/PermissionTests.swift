@@ -6,12 +6,20 @@ import Testing
 @Suite("who may do what comes from the kernel's word on the caller", .serialized, rootOnly)
 struct PermissionTests {
     /// Runs a built tool as `nobody` (uid and gid 65534, no supplementary groups).
-    func asNobody(_ daemon: TestDaemon, _ tool: String, _ arguments: [String]) throws -> (code: Int32, output: String) {
-        try daemon.run("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", builtExecutable(tool),
-            "--socket", daemon.socket] + arguments)
+    func asNobody(_ daemon: TestDaemon, _ tool: String, _ arguments: [String]) throws -> (
+        code: Int32, output: String
+    ) {
+        try daemon.run(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=65534", "--regid=65534", "--clear-groups", builtExecutable(tool),
+                "--socket", daemon.socket,
+            ] + arguments)
     }
 
-    @Test("the default policy: anyone who can connect may list; launching and installing are refused with 403 naming the setting")
+    @Test(
+        "the default policy: anyone who can connect may list; launching and installing are refused with 403 naming the setting"
+    )
     func defaultPolicy() throws {
         let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
         try daemon.installProbe("com.example.guarded")
@@ -31,11 +39,14 @@ struct PermissionTests {
         #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).count == 1)
     }
 
-    @Test("a user named in ControlAllowed may launch, and the instance records who launched it; admin rights stay root's")
+    @Test(
+        "a user named in ControlAllowed may launch, and the instance records who launched it; admin rights stay root's"
+    )
     func namedUser() throws {
         let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\nControlAllowed=nobody\n")
         try daemon.installProbe("com.example.shared")
-        let launch = try asNobody(daemon, "appctl", ["launch", "--wait", "com.example.shared", "--", "exit", "5"])
+        let launch = try asNobody(
+            daemon, "appctl", ["launch", "--wait", "com.example.shared", "--", "exit", "5"])
         #expect(launch.code == 5)
         let instances = try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self)
         #expect(instances.map(\.launchedBy) == [65534])

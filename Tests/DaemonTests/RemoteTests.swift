@@ -51,9 +51,14 @@ struct RemoteTests {
         let reloaded = try daemon.run("appd", ["reload"])
         #expect(reloaded.code == 0, "\(reloaded.output)")
 
-        let console = try ssh.appctl(["--host", url, "launch", "--console", "com.example.remote", "--", "env"])
-        #expect(console.code == 0 && console.output.contains("env: value HOME="), "\(console.output)")
-        let exits = try ssh.appctl(["--host", url, "launch", "--console", "com.example.remote", "--", "exit", "6"])
+        let console = try ssh.appctl([
+            "--host", url, "launch", "--console", "com.example.remote", "--", "env",
+        ])
+        #expect(
+            console.code == 0 && console.output.contains("env: value HOME="), "\(console.output)")
+        let exits = try ssh.appctl([
+            "--host", url, "launch", "--console", "com.example.remote", "--", "exit", "6",
+        ])
         #expect(exits.code == 6, "\(exits.output)")
         let ended = try daemon.client.get("/v1/instances?all=1", as: [APIInstance].self)
         #expect(ended.count == 2 && ended.allSatisfy { $0.state == .exited }, "\(ended)")

@@ -5,12 +5,16 @@ import Testing
 
 @Suite("restarting the daemon loses nothing", .serialized, rootOnly)
 struct RestartTests {
-    @Test("5 apps running, the daemon SIGKILLed and started again: ps shows all 5, terminate works, exit codes are right")
+    @Test(
+        "5 apps running, the daemon SIGKILLed and started again: ps shows all 5, terminate works, exit codes are right"
+    )
     func crashAndReadopt() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.survivor")
         var ids: [String] = []
-        for _ in 0..<5 { ids.append(try daemon.launch("com.example.survivor", ["sleep", "120"]).id) }
+        for _ in 0..<5 {
+            ids.append(try daemon.launch("com.example.survivor", ["sleep", "120"]).id)
+        }
         // One more that ends while no daemon runs: its launcher writes the status down.
         let brief = try daemon.launch("com.example.survivor", ["ignore-term", "2"]).id
         #expect(try daemon.eventually { try daemon.logs(brief).contains("ready") })
@@ -19,28 +23,41 @@ struct RestartTests {
         // the log on stdout/stderr, the status file, and the report pipe it shares with its
         // own child (PID 1 of the app's namespace).
         let launcher = try #require(try daemon.instance(ids[0]).pid)
-        let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(launcher)/fd").compactMap(Int.init).sorted()
+        let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(launcher)/fd")
+            .compactMap(Int.init).sorted()
         #expect(fds == [0, 1, 2, 3, 5])
-        let report = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/3")
-        let link = { (pid: String, fd: String) in (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)")) ?? "" }
-        let descriptors = { (pid: String) in
-            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).sorted { Int($0) ?? 0 < Int($1) ?? 0 }
+        let report = try FileManager.default.destinationOfSymbolicLink(
+            atPath: "/proc/\(launcher)/fd/3")
+        let link = { (pid: String, fd: String) in
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))
+                ?? ""
         }
-        let children = try String(contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8)
-            .split(separator: " ").map(String.init)
+        let descriptors = { (pid: String) in
+            ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []).sorted
+            { Int($0) ?? 0 < Int($1) ?? 0 }
+        }
+        let children = try String(
+            contentsOfFile: "/proc/\(launcher)/task/\(launcher)/children", encoding: .utf8
+        )
+        .split(separator: " ").map(String.init)
         // Its children: PID 1 of the app's namespace, which shares the report pipe, and the
         // output relay (docs/app-output.md), which holds /dev/null on 0-2, the pipe's read end,
         // the log folder and its lock (a memfd of its own), and nothing else.
         #expect(children.count == 2, "\(children)")
-        #expect(children.contains { pid in descriptors(pid).contains { link(pid, $0) == report } },
+        #expect(
+            children.contains { pid in descriptors(pid).contains { link(pid, $0) == report } },
             "no child of the launcher holds its report pipe (\(report))")
-        let relay = try #require(children.first { pid in descriptors(pid).count == 6 && link(pid, "0") == "/dev/null" })
+        let relay = try #require(
+            children.first { pid in descriptors(pid).count == 6 && link(pid, "0") == "/dev/null" })
         let relayLinks = descriptors(relay).map { link(relay, $0) }
-        #expect(Array(relayLinks.prefix(3)) == ["/dev/null", "/dev/null", "/dev/null"], "\(relayLinks)")
+        #expect(
+            Array(relayLinks.prefix(3)) == ["/dev/null", "/dev/null", "/dev/null"], "\(relayLinks)")
         #expect(relayLinks.contains { $0.hasPrefix("pipe:") }, "\(relayLinks)")
         #expect(relayLinks.contains { $0.hasSuffix("/logs/com.example.survivor") }, "\(relayLinks)")
         #expect(relayLinks.contains { $0.hasPrefix("/memfd:appd-output-lock") }, "\(relayLinks)")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/5").hasSuffix(".status"))
+        #expect(
+            try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/5")
+                .hasSuffix(".status"))
 
         daemon.crash()
         usleep(2_500_000)
@@ -57,7 +74,9 @@ struct RestartTests {
 
         // Terminate and kill work on adopted instances (not children of this daemon).
         for id in ids.prefix(4) {
-            _ = try daemon.client.post("/v1/instances/\(id)/terminate", body: TerminateRequest(grace: 5), as: APIInstance.self)
+            _ = try daemon.client.post(
+                "/v1/instances/\(id)/terminate", body: TerminateRequest(grace: 5),
+                as: APIInstance.self)
             #expect(try daemon.wait(id).exit == APIExit(reason: .terminated, signal: SIGTERM))
         }
         _ = try daemon.client.post("/v1/instances/\(ids[4])/kill", as: APIInstance.self)
@@ -77,7 +96,9 @@ struct RestartTests {
         #expect(try daemon.instance(instance.id).state == .active)
     }
 
-    @Test("an app in the background when appd stopped is frozen once its grace period passes after the restart")
+    @Test(
+        "an app in the background when appd stopped is frozen once its grace period passes after the restart"
+    )
     func adoptedBackgroundIsFrozen() throws {
         let daemon = try TestDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=3\n")
         try daemon.installProbe("com.example.later")
@@ -99,7 +120,9 @@ struct RestartTests {
         let client = daemon.client
         let reader = Thread {
             try? client.streamLines("/v1/events") { line in
-                if let event = try? APICoding.decoder().decode(APIEvent.self, from: line) { box.append(event) }
+                if let event = try? APICoding.decoder().decode(APIEvent.self, from: line) {
+                    box.append(event)
+                }
                 if box.count >= 3 { throw CancellationError() }
             }
         }
@@ -124,10 +147,13 @@ final class EventBox: @unchecked Sendable {
 
 @Suite("socket activation", .serialized, rootOnly)
 struct SocketActivationTests {
-    @Test("appd serve adopts the listening socket systemd passes (LISTEN_FDS), started on the first connection")
+    @Test(
+        "appd serve adopts the listening socket systemd passes (LISTEN_FDS), started on the first connection"
+    )
     func adoptsPassedSocket() throws {
         let directory = "/var/tmp/appd-activation-test-\(getpid())"
-        try FileManager.default.createDirectory(atPath: "\(directory)/root", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(
+            atPath: "\(directory)/root", withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let socket = "\(directory)/activation.sock"
         // Its cgroup parent goes where the other daemon tests' go, not the host's /appd.
@@ -142,8 +168,10 @@ struct SocketActivationTests {
         }
         let activator = Process()
         activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        activator.arguments = ["-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root",
-            "--config", "\(directory)/appd.conf"]
+        activator.arguments = [
+            "-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root",
+            "--config", "\(directory)/appd.conf",
+        ]
         activator.standardError = FileHandle.nullDevice
         try activator.run()
         defer {
@@ -152,7 +180,8 @@ struct SocketActivationTests {
         }
         #expect(TestDaemon.eventuallyExists(socket))
         // The first connection starts appd, which answers on the very socket it was handed.
-        let info = try AppdClient(socketPath: socket, timeout: 20).get("/v1/version", as: APIDaemonInfo.self)
+        let info = try AppdClient(socketPath: socket, timeout: 20).get(
+            "/v1/version", as: APIDaemonInfo.self)
         #expect(info.stateRoot == "\(directory)/root")
         #expect(info.pid == activator.processIdentifier)  // systemd-socket-activate execs appd
         // It did not create a socket of its own.
@@ -169,16 +198,25 @@ extension TestDaemon {
 
 @Suite("the app list", .serialized, rootOnly)
 struct AppListTests {
-    @Test("GET /v1/apps follows every change of the registry, the daemon's own and one made in-process beside it")
+    @Test(
+        "GET /v1/apps follows every change of the registry, the daemon's own and one made in-process beside it"
+    )
     func listFollowsRegistry() throws {
         let daemon = try TestDaemon()
         #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).isEmpty)
         try daemon.installProbe("com.example.first")
-        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == ["com.example.first"])
+        #expect(
+            try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == [
+                "com.example.first"
+            ])
         try daemon.installProbe("com.example.second")
         #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).count == 2)
         // Behind the daemon's back: the list must not be a stale copy.
-        #expect(try daemon.run("appd", ["uninstall", "--no-daemon", "com.example.first"]).code == 0)
-        #expect(try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == ["com.example.second"])
+        #expect(
+            try daemon.run("appd", ["uninstall", "--no-daemon", "com.example.first"]).code == 0)
+        #expect(
+            try daemon.client.get("/v1/apps", as: [APIApp].self).map(\.bundleId) == [
+                "com.example.second"
+            ])
     }
 }

@@ -366,15 +366,19 @@ struct ServiceTests {
             "\(reload.output)")
     }
 
-    @Test("appd override writes the service keys, the daemon reloads them, a refused name leaves the file as it was")
+    @Test(
+        "appd override writes the service keys, the daemon reloads them, a refused name leaves the file as it was"
+    )
     func overrideCommand() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.echo", info: Self.backgroundOnly)
         let set = try daemon.run(
             "appd",
             [
-                "override", "com.example.echo", "--config", daemon.configPath, "--memory-max", "64M",
-                "--run-at-load", "yes", "--keep-alive", "on-failure", "--arguments", "serve 7000 'a b'",
+                "override", "com.example.echo", "--config", daemon.configPath, "--memory-max",
+                "64M",
+                "--run-at-load", "yes", "--keep-alive", "on-failure", "--arguments",
+                "serve 7000 'a b'",
                 "--environment", "GREETING=hi",
             ])
         #expect(set.code == 0, "\(set.output)")
@@ -382,21 +386,31 @@ struct ServiceTests {
         let file = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
         #expect(
             file.contains(
-                "[App com.example.echo]\nMemoryMax=64M\nRunAtLoad=yes\nKeepAlive=on-failure\nArguments=serve 7000 'a b'\nEnvironment=GREETING=hi\n"),
+                "[App com.example.echo]\nMemoryMax=64M\nRunAtLoad=yes\nKeepAlive=on-failure\nArguments=serve 7000 'a b'\nEnvironment=GREETING=hi\n"
+            ),
             "\(file)")
         let service = try #require(try services(daemon).first)
-        #expect(service.app == "com.example.echo" && service.runAtLoad && service.keepAlive == "on-failure")
+        #expect(
+            service.app == "com.example.echo" && service.runAtLoad
+                && service.keepAlive == "on-failure")
         #expect(service.arguments == ["serve", "7000", "a b"] && service.state == .stopped)
 
         let refused = try daemon.run(
-            "appd", ["override", "com.example.echo", "--config", daemon.configPath, "--environment", "HOME=/"])
-        #expect(refused.code != 0 && refused.output.contains("HOME is set by the sandbox"), "\(refused.output)")
+            "appd",
+            [
+                "override", "com.example.echo", "--config", daemon.configPath, "--environment",
+                "HOME=/",
+            ])
+        #expect(
+            refused.code != 0 && refused.output.contains("HOME is set by the sandbox"),
+            "\(refused.output)")
         #expect(try String(contentsOfFile: daemon.configPath, encoding: .utf8) == file)
 
         let removed = try daemon.run(
             "appd",
             [
-                "override", "com.example.echo", "--config", daemon.configPath, "--run-at-load", "default",
+                "override", "com.example.echo", "--config", daemon.configPath, "--run-at-load",
+                "default",
                 "--keep-alive", "default",
             ])
         #expect(removed.code == 0, "\(removed.output)")

@@ -1,9 +1,8 @@
 import AppdAPI
 import AppdClient
 import Foundation
-import Testing
-
 @_exported import TestSupport
+import Testing
 
 /// A real `appd serve` (TestSupport's `DaemonProcess`) that trusts a signing key of its own:
 /// the probes are signed with it and installed through the daemon as on a host. Stopped, and
@@ -30,7 +29,8 @@ final class TestDaemon {
     /// daemon's folder. `socketName`: serve `--socket <folder>/<socketName>` instead of the
     /// root's default.
     init(
-        config: String = "", environment: [String: String] = [:], arguments: [String] = [], wrapper: [String] = [],
+        config: String = "", environment: [String: String] = [:], arguments: [String] = [],
+        wrapper: [String] = [],
         root: String? = nil, socketName: String? = nil
     ) throws {
         self.environment = environment
@@ -40,13 +40,16 @@ final class TestDaemon {
         // The daemon trusts a key of its own, and the probes are signed with it (installProbe):
         // installs through the daemon take the same path as on a host.
         try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])
-        try ("[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
+        try
+            ("[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
             + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         try start()
     }
 
-    func start() throws { try daemon.start(arguments: arguments, environment: environment, wrapper: wrapper) }
+    func start() throws {
+        try daemon.start(arguments: arguments, environment: environment, wrapper: wrapper)
+    }
 
     var serveLog: String { daemon.log }
 
@@ -58,7 +61,9 @@ final class TestDaemon {
     deinit {
         // Kill what the tests left running, then stop the daemon and remove everything.
         if daemon.isRunning, let live = try? client.get("/v1/instances", as: [APIInstance].self) {
-            for instance in live { _ = try? client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self) }
+            for instance in live {
+                _ = try? client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
+            }
             usleep(300_000)
         }
         daemon.removeEverything()
@@ -90,18 +95,23 @@ final class TestDaemon {
     /// Builds `Probe.app` with `id` around the built probe, signs it with the daemon's trusted
     /// key (unless `signed` is false) and installs it through the daemon with `appd install`,
     /// as a user would.
-    func installProbe(_ id: String, info: String = "", entitlements: String = "", signed: Bool = true) throws {
+    func installProbe(
+        _ id: String, info: String = "", entitlements: String = "", signed: Bool = true
+    ) throws {
         let bundle = try makeProbe(id, info: info, entitlements: entitlements)
         if signed { try Self.tool(["sign", "--key", signingKey, bundle]) }
         let result = try run("appd", ["install", bundle])
-        guard result.code == 0 else { throw DaemonFailure("appd install \(id) failed: \(result.output)") }
+        guard result.code == 0 else {
+            throw DaemonFailure("appd install \(id) failed: \(result.output)")
+        }
     }
 
     /// `Probe.app` with `id` around the built probe, unsigned; returns its path.
     func makeProbe(_ id: String, info: String = "", entitlements: String = "") throws -> String {
         let bundle = "\(directory)/src-\(id)/Probe.app"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: builtExecutable("Probe"), toPath: "\(bundle)/Probe")
+        try FileManager.default.copyItem(
+            atPath: builtExecutable("Probe"), toPath: "\(bundle)/Probe")
         let plist = { (body: String) in
             """
             <?xml version="1.0" encoding="UTF-8"?>
@@ -109,23 +119,31 @@ final class TestDaemon {
             <plist version="1.0"><dict>\(body)</dict></plist>
             """
         }
-        try plist("""
+        try plist(
+            """
             <key>CFBundleIdentifier</key><string>\(id)</string><key>CFBundleExecutable</key><string>Probe</string>
             <key>CFBundleName</key><string>Probe</string><key>CFBundleVersion</key><string>1</string>
             <key>CFBundlePackageType</key><string>APPL</string>\(info)
-            """).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
+            """
+        ).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         try plist("<key>com.apple.security.app-sandbox</key><true/>\(entitlements)")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
         return bundle
     }
 
     func launch(_ id: String, _ arguments: [String]) throws -> APIInstance {
-        try client.post("/v1/apps/\(id)/launch", body: LaunchRequest(arguments: arguments), as: APIInstance.self)
+        try client.post(
+            "/v1/apps/\(id)/launch", body: LaunchRequest(arguments: arguments), as: APIInstance.self
+        )
     }
 
-    func instance(_ iid: String) throws -> APIInstance { try client.get("/v1/instances/\(iid)", as: APIInstance.self) }
+    func instance(_ iid: String) throws -> APIInstance {
+        try client.get("/v1/instances/\(iid)", as: APIInstance.self)
+    }
 
-    func wait(_ iid: String) throws -> APIInstance { try client.get("/v1/instances/\(iid)/wait", as: APIInstance.self) }
+    func wait(_ iid: String) throws -> APIInstance {
+        try client.get("/v1/instances/\(iid)/wait", as: APIInstance.self)
+    }
 
     func logs(_ iid: String) throws -> String {
         var text = Data()

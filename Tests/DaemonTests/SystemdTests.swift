@@ -7,11 +7,15 @@ import Testing
 /// protocol (a datagram socket named by $NOTIFY_SOCKET) and read what the daemon says.
 @Suite("appd serve under systemd's notification protocol", .serialized, rootOnly)
 struct SystemdTests {
-    @Test("READY=1 once it answers, STATUS with the running count, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM")
+    @Test(
+        "READY=1 once it answers, STATUS with the running count, WATCHDOG=1 at half of WATCHDOG_USEC, STOPPING=1 on SIGTERM"
+    )
     func notifications() throws {
         let listener = try NotifyListener()
         // 200 ms: pings every 100 ms.
-        let daemon = try TestDaemon(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000"])
+        let daemon = try TestDaemon(environment: [
+            "NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000",
+        ])
         let ready = try #require(listener.next { $0.contains("READY=1") })
         #expect(ready.contains("STATUS=serving on \(daemon.socket); 0 running instance(s)"))
 
@@ -25,29 +29,40 @@ struct SystemdTests {
 
         try daemon.installProbe("com.example.notified")
         let instance = try daemon.launch("com.example.notified", ["sleep", "120"])
-        #expect(listener.next { $0 == "STATUS=serving on \(daemon.socket); 1 running instance(s)" } != nil)
+        #expect(
+            listener.next { $0 == "STATUS=serving on \(daemon.socket); 1 running instance(s)" }
+                != nil)
         // The app does not inherit the daemon's line to systemd.
         let pid = try #require(instance.pid)
-        let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+        let environ =
+            (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
         #expect(!String(decoding: environ, as: UTF8.self).contains("NOTIFY_SOCKET"))
         _ = try daemon.client.post("/v1/instances/\(instance.id)/kill", as: APIInstance.self)
-        #expect(listener.next { $0 == "STATUS=serving on \(daemon.socket); 0 running instance(s)" } != nil)
+        #expect(
+            listener.next { $0 == "STATUS=serving on \(daemon.socket); 0 running instance(s)" }
+                != nil)
 
         daemon.stop()
         let stopping = listener.next { $0.contains("STOPPING=1") }
-        #expect(stopping?.contains("STATUS=stopping; 0 running instance(s) keep running") == true, "\(listener.all.filter { $0 != "WATCHDOG=1" })")
+        #expect(
+            stopping?.contains("STATUS=stopping; 0 running instance(s) keep running") == true,
+            "\(listener.all.filter { $0 != "WATCHDOG=1" })")
     }
 
     @Test("without WATCHDOG_USEC, or with a WATCHDOG_PID that is not appd's, no pings")
     func noWatchdog() throws {
         let listener = try NotifyListener()
-        let daemon = try TestDaemon(environment: ["NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"])
+        let daemon = try TestDaemon(environment: [
+            "NOTIFY_SOCKET": listener.path, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1",
+        ])
         #expect(listener.next { $0.contains("READY=1") } != nil)
         #expect(listener.next(timeout: 0.5) { $0 == "WATCHDOG=1" } == nil)
         daemon.stop()
     }
 
-    @Test("each line an app prints reaches the journal once, with its app, instance and pid, also across a daemon crash")
+    @Test(
+        "each line an app prints reaches the journal once, with its app, instance and pid, also across a daemon crash"
+    )
     func outputToJournal() throws {
         // journald's side: a datagram socket reading the native protocol.
         let journal = try NotifyListener()
@@ -56,9 +71,12 @@ struct SystemdTests {
         // 300 lines at once (more than the socket's queue of 10 holds), then 3 s of quiet.
         let chatty = try daemon.launch("com.example.journaled", ["chatter", "300"])
         let fields = { (entry: String) -> [String: String] in
-            Dictionary(entry.split(separator: "\n").compactMap { line in
-                line.firstIndex(of: "=").map { (String(line[..<$0]), String(line[line.index(after: $0)...])) }
-            }, uniquingKeysWith: { $1 })
+            Dictionary(
+                entry.split(separator: "\n").compactMap { line in
+                    line.firstIndex(of: "=").map {
+                        (String(line[..<$0]), String(line[line.index(after: $0)...]))
+                    }
+                }, uniquingKeysWith: { $1 })
         }
         let first = try #require(journal.next { $0.contains("MESSAGE=chatter line 0000000 ") })
         #expect(fields(first)["APPD_APP"] == "com.example.journaled")
@@ -74,10 +92,18 @@ struct SystemdTests {
         try daemon.start()
         _ = try daemon.wait(chatty.id)
         let later = try daemon.launch("com.example.journaled", ["chatter", "5"])
-        #expect(journal.next { $0.contains("MESSAGE=chatter line 0000004 ") && $0.contains(later.id) } != nil)
-        let mine = journal.all.filter { fields($0)["APPD_INSTANCE"] == chatty.id }.compactMap { fields($0)["MESSAGE"] }
+        #expect(
+            journal.next { $0.contains("MESSAGE=chatter line 0000004 ") && $0.contains(later.id) }
+                != nil)
+        let mine = journal.all.filter { fields($0)["APPD_INSTANCE"] == chatty.id }.compactMap {
+            fields($0)["MESSAGE"]
+        }
         #expect(mine.count == 300)
-        #expect(mine == (0..<300).map { String(format: "chatter line %07d ", $0) + String(repeating: ".", count: 80) })
+        #expect(
+            mine
+                == (0..<300).map {
+                    String(format: "chatter line %07d ", $0) + String(repeating: ".", count: 80)
+                })
         _ = try daemon.wait(later.id)
         daemon.stop()
     }

@@ -52,14 +52,18 @@ struct UnsignedCodeTests {
         #expect(outcomes["code-memfd-create"] == "refused EPERM")
     }
 
-    @Test("with cs.allow-jit the JIT path works (RW->RX, a memfd mapped RX); a memfd is still never exec'd where the kernel has vm.memfd_noexec")
+    @Test(
+        "with cs.allow-jit the JIT path works (RW->RX, a memfd mapped RX); a memfd is still never exec'd where the kernel has vm.memfd_noexec"
+    )
     func allowJIT() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe(
             "com.example.jit", entitlements: "<key>com.apple.security.cs.allow-jit</key><true/>")
         let outcomes = try attempts(daemon, "com.example.jit")
         #expect(outcomes["code-mdwe"] == (Self.kernelHasMDWE ? "value 0" : "value -1"))
-        for name in ["code-mprotect-rx", "code-memfd-create", "code-memfd-mmap-rx", "code-shared-anon-rx"] {
+        for name in [
+            "code-mprotect-rx", "code-memfd-create", "code-memfd-mmap-rx", "code-shared-anon-rx",
+        ] {
             #expect(outcomes[name] == "allowed", "\(name): \(outcomes[name] ?? "missing")")
         }
         if Self.kernelHasMemfdNoexec {

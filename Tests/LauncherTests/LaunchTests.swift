@@ -14,15 +14,20 @@ struct LaunchTests {
         #expect(try hostMounts() == before)
     }
 
-    @Test("PID 1 keeps its identity while the app process, sharing its memory, confines itself", rootOnly)
+    @Test(
+        "PID 1 keeps its identity while the app process, sharing its memory, confines itself",
+        rootOnly)
     func initKeepsItsIdentity() throws {
         // The app process starts in PID 1's memory (vfork semantics) and gives up everything
         // there: its uid, no_new_privs and seccomp filter are its own, PID 1 keeps root, none
         // of them and its signal mask.
         let fields = "grep -E '^(Uid|NoNewPrivs|Seccomp|SigBlk):'"
-        let result = try run(shell("\(fields) /proc/1/status; echo --; \(fields) /proc/self/status"))
+        let result = try run(
+            shell("\(fields) /proc/1/status; echo --; \(fields) /proc/self/status"))
         #expect(result.status == 0, "\(result.stderr)")
-        let lines = result.stdoutLines.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") }
+        let lines = result.stdoutLines.map {
+            $0.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        }
         guard let split = lines.firstIndex(of: "--") else {
             Issue.record("no separator: \(lines)")
             return
@@ -32,7 +37,9 @@ struct LaunchTests {
         #expect(initLines.contains("Uid: 0 0 0 0"), "\(initLines)")
         #expect(initLines.contains("NoNewPrivs: 0"), "\(initLines)")
         #expect(initLines.contains("Seccomp: 0"), "\(initLines)")
-        #expect(!initLines.contains("SigBlk: 0000000000000000"), "PID 1 blocks the signals it waits for")
+        #expect(
+            !initLines.contains("SigBlk: 0000000000000000"), "PID 1 blocks the signals it waits for"
+        )
         #expect(appLines.contains("Uid: 65534 65534 65534 65534"), "\(appLines)")
         #expect(appLines.contains("NoNewPrivs: 1"), "\(appLines)")
         #expect(appLines.contains("Seccomp: 2"), "\(appLines)")

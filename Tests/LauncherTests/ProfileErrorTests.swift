@@ -95,11 +95,13 @@ struct ProfileErrorTests {
     @Test("log-denials takes no field and may appear once")
     func logDenialsRecord() throws {
         expectRefused(
-            try launch(profile: profileText(sandboxRecords() + ["log-denials yes"], command: Self.app)),
+            try launch(
+                profile: profileText(sandboxRecords() + ["log-denials yes"], command: Self.app)),
             mentioning: "log-denials")
         expectRefused(
             try launch(
-                profile: profileText(sandboxRecords() + ["log-denials", "log-denials"], command: Self.app)),
+                profile: profileText(
+                    sandboxRecords() + ["log-denials", "log-denials"], command: Self.app)),
             mentioning: "'log-denials' may appear only once")
     }
 
@@ -113,7 +115,9 @@ struct ProfileErrorTests {
 
     @Test("a mount on / is refused")
     func mountOnRoot() throws {
-        for record in ["mount tmpfs / 755", "mount ro-bind /usr /", "mount proc /./", "mount dev //"] {
+        for record in [
+            "mount tmpfs / 755", "mount ro-bind /usr /", "mount proc /./", "mount dev //",
+        ] {
             expectRefused(
                 try launch(profile: profileText(sandboxRecords() + [record], command: Self.app)),
                 mentioning: "a mount record cannot have / as its destination")

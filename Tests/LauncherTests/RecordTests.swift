@@ -24,7 +24,10 @@ struct RecordTests {
     func tmpfsModes() throws {
         let result = try run(
             shell("stat -c '%a' /t1 /t2 /t3 /t4 /tmp /dev/shm"),
-            extra: ["mount tmpfs /t1 1777", "mount tmpfs /t2 0700", "mount tmpfs /t3 751", "mount tmpfs /t4 0"])
+            extra: [
+                "mount tmpfs /t1 1777", "mount tmpfs /t2 0700", "mount tmpfs /t3 751",
+                "mount tmpfs /t4 0",
+            ])
         #expect(result.status == 0, "\(result.stderr)")
         #expect(result.stdoutLines == ["1777", "700", "751", "0", "1777", "1777"])
     }

@@ -1,7 +1,6 @@
 import Foundation
-import Testing
-
 @_exported import TestSupport
+import Testing
 
 /// The `appd-exec` executable built next to this test binary.
 var launcherExecutable: String { builtExecutable("appd-exec") }

@@ -16,7 +16,8 @@ struct LauncherSpawnerTests {
     ) throws -> (output: String, status: Int32) {
         var pipe: [Int32] = [-1, -1]
         #expect(appd_pipe_cloexec(&pipe) == 0)
-        var plan = SpawnPlan(path: "/bin/sh", arguments: ["/bin/sh", "-c", script], newSession: true)
+        var plan = SpawnPlan(
+            path: "/bin/sh", arguments: ["/bin/sh", "-c", script], newSession: true)
         plan.stdinFromDevNull = true
         plan.place(pipe[1], at: 1)
         plan.place(pipe[1], at: 2)
@@ -36,7 +37,9 @@ struct LauncherSpawnerTests {
         return (output, SandboxLaunch.wait(pid))
     }
 
-    @Test("a child sees 0-2 and the placed fds only, though the process opened 300 more after the thread started")
+    @Test(
+        "a child sees 0-2 and the placed fds only, though the process opened 300 more after the thread started"
+    )
     func onlyPlaced() throws {
         let spawner = try #require(LauncherSpawner.start())
         // What the daemon's instances hold: pidfds, channels. Opened after the spawner started.
@@ -71,23 +74,29 @@ struct LauncherSpawnerTests {
 
     static func threads(named name: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []).filter {
-            (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == name + "\n"
+            (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == name
+                + "\n"
         }
     }
 
-    @Test("many spawns in a row and side by side, each child with its own fds; a failed exec is an error")
+    @Test(
+        "many spawns in a row and side by side, each child with its own fds; a failed exec is an error"
+    )
     func sideBySide() async throws {
         let spawner = try #require(LauncherSpawner.start())
         try await withThrowingTaskGroup(of: Void.self) { group in
             for index in 0..<32 {
                 group.addTask {
                     let result = try Self.run(spawner, "echo \(index)")
-                    #expect(result.output == "\(index)\n" && result.status == 0, "\(index): \(result.output)")
+                    #expect(
+                        result.output == "\(index)\n" && result.status == 0,
+                        "\(index): \(result.output)")
                 }
             }
             try await group.waitForAll()
         }
-        var plan = SpawnPlan(path: "/nonexistent/appd-exec", arguments: ["appd-exec"], newSession: false)
+        var plan = SpawnPlan(
+            path: "/nonexistent/appd-exec", arguments: ["appd-exec"], newSession: false)
         plan.stdinFromDevNull = true
         #expect(throws: (any Error).self) { try spawner.spawn(plan) }
         // Still serving after the failure.

@@ -1,10 +1,9 @@
 import AppdBase
 import Foundation
+@_exported import TestSupport
 import Testing
 
 @testable import Sandbox
-
-@_exported import TestSupport
 
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {

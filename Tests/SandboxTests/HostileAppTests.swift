@@ -44,7 +44,9 @@ struct HostileAppTests {
         #expect(run["clone3"] == "refused ENOSYS")
     }
 
-    @Test("runs as its own uid with no privileges, alone in its pid namespace, seeing only its containers")
+    @Test(
+        "runs as its own uid with no privileges, alone in its pid namespace, seeing only its containers"
+    )
     func identityAndView() throws {
         let world = try SandboxWorld()
         let app = try world.install("com.example.probe")
@@ -67,16 +69,21 @@ struct HostileAppTests {
         #expect(run.value("cwd") == app.dataContainer(in: world.store.root))
         // Landlock refuses listing anything outside its rules, even the new root ...
         #expect(run.refused("root-entries"), "\(run)")
-        #expect(try world.launch("com.example.probe", ["list", world.store.root.bundleContainersPath]).refused("list"))
+        #expect(
+            try world.launch("com.example.probe", ["list", world.store.root.bundleContainersPath])
+                .refused("list"))
         // ... and what is not mounted does not exist at all: ENOENT, not EACCES.
-        for hidden in ["/root", "/home", "/run", "/tmp", "/var/lib", "/srv", "/boot", "/etc/shadow",
+        for hidden in [
+            "/root", "/home", "/run", "/tmp", "/var/lib", "/srv", "/boot", "/etc/shadow",
             "/etc/ssh", "/etc/sudoers", "/etc/machine-id", "/dev/shm/x", "/dev/sda",
-            other.dataContainer(in: world.store.root), other.bundleContainer(in: world.store.root) ?? "/x"]
-        {
+            other.dataContainer(in: world.store.root),
+            other.bundleContainer(in: world.store.root) ?? "/x",
+        ] {
             let probe = try world.launch("com.example.probe", ["read", hidden])
             #expect(probe["read"] == "refused ENOENT", "\(hidden): \(probe["read"] ?? "-")")
         }
-        let registry = try world.launch("com.example.probe", ["read", world.store.root.registryPath])
+        let registry = try world.launch(
+            "com.example.probe", ["read", world.store.root.registryPath])
         #expect(registry.refused("read"), "\(registry)")
     }
 
@@ -90,7 +97,9 @@ struct HostileAppTests {
         chown(secret, victim.uid, victim.gid)
         let read = try world.launch("com.example.probe", ["read", secret])
         #expect(read.refused("read"), "\(read)")
-        let write = try world.launch("com.example.probe", ["write", "\(victim.dataContainer(in: world.store.root))/Documents/x"])
+        let write = try world.launch(
+            "com.example.probe",
+            ["write", "\(victim.dataContainer(in: world.store.root))/Documents/x"])
         #expect(write.refused("write"), "\(write)")
     }
 
@@ -119,14 +128,17 @@ struct HostileAppTests {
         let world = try SandboxWorld()
         let app = try world.install("com.example.probe")
         let run = try world.launch("com.example.probe", ["env"])
-        let names = Set(run.output.split(separator: "\n").compactMap { line -> String? in
-            guard line.hasPrefix("env: value ") else { return nil }
-            return String(line.dropFirst("env: value ".count).split(separator: "=").first ?? "")
-        })
-        #expect(names == [
-            "HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
-            "XDG_DATA_HOME", "APPD_BUNDLE_ID", "APPD_BUNDLE_PATH", "PATH", "USER", "LOGNAME", "LANG",
-        ])
+        let names = Set(
+            run.output.split(separator: "\n").compactMap { line -> String? in
+                guard line.hasPrefix("env: value ") else { return nil }
+                return String(line.dropFirst("env: value ".count).split(separator: "=").first ?? "")
+            })
+        #expect(
+            names == [
+                "HOME", "CFFIXED_USER_HOME", "TMPDIR", "XDG_CONFIG_HOME", "XDG_CACHE_HOME",
+                "XDG_DATA_HOME", "APPD_BUNDLE_ID", "APPD_BUNDLE_PATH", "PATH", "USER", "LOGNAME",
+                "LANG",
+            ])
         let home = app.dataContainer(in: world.store.root)
         #expect(run.output.contains("env: value HOME=\(home)\n"))
         #expect(run.output.contains("env: value TMPDIR=\(home)/tmp/\n"))
@@ -152,8 +164,10 @@ struct HostileAppTests {
         defer { close(master) }
         var unlock: Int32 = 0
         var number: UInt32 = 0
-        #expect(ioctl(master, 0x4004_5431 /* TIOCSPTLCK */, &unlock) == 0)
-        #expect(ioctl(master, 0x8004_5430 /* TIOCGPTN */, &number) == 0)
+        let unlockRequest: UInt = 0x4004_5431  // TIOCSPTLCK
+        let numberRequest: UInt = 0x8004_5430  // TIOCGPTN
+        #expect(ioctl(master, unlockRequest, &unlock) == 0)
+        #expect(ioctl(master, numberRequest, &number) == 0)
         let slave = open("/dev/pts/\(number)", O_RDWR | O_NOCTTY | O_CLOEXEC)
         #expect(slave >= 0)
         defer { close(slave) }
@@ -187,10 +201,13 @@ struct HostileAppTests {
             #expect(run.output.contains(greeting.trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(run.output.contains("launches:  \(expected) ("), "\(run)")
             #expect(run.output.contains("defaults:  timesOpened = \(expected)"), "\(run)")
-            #expect(run.output.contains("process:   child says hi from \(app.uid) (status 0)"), "\(run)")
+            #expect(
+                run.output.contains("process:   child says hi from \(app.uid) (status 0)"), "\(run)"
+            )
             #expect(run.output.contains("arguments: [\"x\"]"))
         }
-        let prefs = "\(app.dataContainer(in: world.store.root))/Library/Preferences/com.example.hello.plist"
+        let prefs =
+            "\(app.dataContainer(in: world.store.root))/Library/Preferences/com.example.hello.plist"
         #expect(FileManager.default.fileExists(atPath: prefs))
     }
 }

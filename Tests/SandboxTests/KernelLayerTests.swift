@@ -243,7 +243,9 @@ final class AbstractDatagramInbox {
     let name = "appd-test-dgram-\(UUID().uuidString.prefix(8))"
 
     init() throws {
-        guard let address = UnixAddress(name, abstract: true) else { throw AppdError.system("abstract name") }
+        guard let address = UnixAddress(name, abstract: true) else {
+            throw AppdError.system("abstract name")
+        }
         fd = try boundUnixSocket(SOCK_DGRAM, address)
     }
 

@@ -9,11 +9,15 @@ import Testing
 struct PolicyTests {
     static let fullKernel = KernelLayers(landlockABI: 7, seccomp: true)
 
-    static func subject(_ entitlements: [String: PlistValue], groups: [SandboxSubject.GroupContainer] = [])
+    static func subject(
+        _ entitlements: [String: PlistValue], groups: [SandboxSubject.GroupContainer] = []
+    )
         -> SandboxSubject
     {
         var values = entitlements
-        if values["com.apple.security.app-sandbox"] == nil { values["com.apple.security.app-sandbox"] = .bool(true) }
+        if values["com.apple.security.app-sandbox"] == nil {
+            values["com.apple.security.app-sandbox"] = .bool(true)
+        }
         return SandboxSubject(
             bundleID: "com.example.notes", name: "My Notes!", bundleContainer: "/s/Bundle/B",
             bundlePath: "/s/Bundle/B/Notes.app", executable: "/s/Bundle/B/Notes.app/Notes",
@@ -42,8 +46,15 @@ struct PolicyTests {
         #expect(p.uid == 2_000_000_001 && p.groups.isEmpty)
         let binds = p.mounts.filter { [.roBind, .rwBind].contains($0.kind) }.map(\.destination)
         #expect(binds == ["/s/Bundle/B", "/s/Data/D"])
-        #expect(!p.mounts.contains { ($0.source ?? "").hasPrefix("/home") || $0.destination.hasPrefix("/root") })
-        #expect(!p.mounts.contains { $0.destination == "/etc/shadow" || $0.destination == "/etc/passwd" && $0.kind != .file })
+        #expect(
+            !p.mounts.contains {
+                ($0.source ?? "").hasPrefix("/home") || $0.destination.hasPrefix("/root")
+            })
+        #expect(
+            !p.mounts.contains {
+                $0.destination == "/etc/shadow"
+                    || $0.destination == "/etc/passwd" && $0.kind != .file
+            })
         #expect(p.landlock.paths.contains { $0.path == "/s/Data/D" && $0.access == .rw })
         #expect(p.landlock.paths.contains { $0.path == "/s/Bundle/B" && $0.access == .rx })
         #expect(p.environmentValue("HOME") == "/s/Data/D")
@@ -77,7 +88,9 @@ struct PolicyTests {
         #expect(debug.seccomp.rules.contains { $0.syscall == "mmap" })
     }
 
-    @Test("weak kernels: a missing layer refuses the launch, naming it, unless its weaker mode is allowed")
+    @Test(
+        "weak kernels: a missing layer refuses the launch, naming it, unless its weaker mode is allowed"
+    )
     func weakKernels() throws {
         let noLandlock = KernelLayers(landlockABI: 0, seccomp: true)
         let error = try #require(throws: AppdError.self) { try Self.profile(kernel: noLandlock) }
@@ -96,31 +109,46 @@ struct PolicyTests {
         #expect(try Self.profile(kernel: oldLandlock).landlock.minimumABI == 1)
 
         let noSeccomp = KernelLayers(landlockABI: 7, seccomp: false)
-        let seccompError = try #require(throws: AppdError.self) { try Self.profile(kernel: noSeccomp) }
+        let seccompError = try #require(throws: AppdError.self) {
+            try Self.profile(kernel: noSeccomp)
+        }
         #expect(seccompError.description.contains("CONFIG_SECCOMP_FILTER"))
-        #expect(try !Self.profile(kernel: noSeccomp) { $0.weakerModes = [.noSeccomp] }.seccomp.required)
+        #expect(
+            try !Self.profile(kernel: noSeccomp) { $0.weakerModes = [.noSeccomp] }.seccomp.required)
     }
 
-    @Test("code: MDWE and no memfds without cs.allow-jit; before Linux 6.3 seccomp refuses mprotect(PROT_EXEC) instead, shown as reduced")
+    @Test(
+        "code: MDWE and no memfds without cs.allow-jit; before Linux 6.3 seccomp refuses mprotect(PROT_EXEC) instead, shown as reduced"
+    )
     func unsignedCode() throws {
         let plain = try Self.profile()
         #expect(plain.refuseExecGain && plain.memfdNoexec)
         #expect(plain.seccomp.rules.contains { $0.syscall == "memfd_create" })
         #expect(!plain.seccomp.rules.contains { $0.reason.contains("PR_SET_MDWE") })
         #expect(plain.reducedLayers.isEmpty)
-        #expect(plain.encoded().contains("\nmdwe\n") && plain.encoded().contains("\nmemfd-noexec\n"))
+        #expect(
+            plain.encoded().contains("\nmdwe\n") && plain.encoded().contains("\nmemfd-noexec\n"))
 
         let linux61 = KernelLayers(landlockABI: 7, seccomp: true, mdwe: false, memfdNoexec: false)
         let old = try Self.profile(kernel: linux61)
         #expect(!old.refuseExecGain && !old.memfdNoexec)
-        #expect(old.seccomp.rules.filter { $0.reason.contains("PR_SET_MDWE") }.map(\.syscall) == ["mprotect", "pkey_mprotect"])
-        #expect(old.seccomp.rules.filter { $0.syscall == "mprotect" }.contains { $0.conditions.map(\.value) == [0x4] })
+        #expect(
+            old.seccomp.rules.filter { $0.reason.contains("PR_SET_MDWE") }.map(\.syscall) == [
+                "mprotect", "pkey_mprotect",
+            ])
+        #expect(
+            old.seccomp.rules.filter { $0.syscall == "mprotect" }.contains {
+                $0.conditions.map(\.value) == [0x4]
+            })
         #expect(old.reducedLayers.count == 1 && old.reducedLayers[0].contains("PR_SET_MDWE"))
 
         let jit = try Self.profile(["com.apple.security.cs.allow-jit": .bool(true)])
         #expect(!jit.refuseExecGain && jit.memfdNoexec)
-        #expect(!jit.seccomp.rules.contains { $0.syscall == "memfd_create" || $0.syscall == "mprotect" })
-        let oldJIT = try Self.profile(["com.apple.security.cs.allow-jit": .bool(true)], kernel: linux61)
+        #expect(
+            !jit.seccomp.rules.contains { $0.syscall == "memfd_create" || $0.syscall == "mprotect" }
+        )
+        let oldJIT = try Self.profile(
+            ["com.apple.security.cs.allow-jit": .bool(true)], kernel: linux61)
         #expect(oldJIT.reducedLayers.count == 1 && oldJIT.reducedLayers[0].contains("memfd_noexec"))
     }
 
@@ -148,14 +176,18 @@ struct PolicyTests {
     @Test("temporary-exception paths: only beneath an allowed directory, no '..', no symlinks out")
     func exceptionPaths() throws {
         let scratch = NSTemporaryDirectory() + "appd-policy-\(UUID().uuidString.prefix(8))"
-        try FileManager.default.createDirectory(atPath: "\(scratch)/ok/sub", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: "\(scratch)/ok/escape", withDestinationPath: "/etc")
+        try FileManager.default.createDirectory(
+            atPath: "\(scratch)/ok/sub", withIntermediateDirectories: true)
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(scratch)/ok/escape", withDestinationPath: "/etc")
         defer { try? FileManager.default.removeItem(atPath: scratch) }
         let key = "com.apple.security.temporary-exception.files.absolute-path.read-write"
-        let p = try Self.profile([key: .array([
-            .string("\(scratch)/ok/sub"), .string("\(scratch)/ok/../ok/sub"),
-            .string("\(scratch)/ok/escape"), .string("/etc"),
-        ])]) { $0.allowedReadWritePaths = ["\(scratch)/ok"] }
+        let p = try Self.profile([
+            key: .array([
+                .string("\(scratch)/ok/sub"), .string("\(scratch)/ok/../ok/sub"),
+                .string("\(scratch)/ok/escape"), .string("/etc"),
+            ])
+        ]) { $0.allowedReadWritePaths = ["\(scratch)/ok"] }
         let binds = p.mounts.filter { $0.kind == .rwBind }.map(\.destination)
         #expect(binds.contains("\(scratch)/ok/sub"))
         #expect(!binds.contains { $0.contains("..") || $0.hasSuffix("escape") || $0 == "/etc" })
@@ -189,10 +221,14 @@ struct PolicyTests {
     @Test("the [Sandbox] section parses, and refuses what it cannot mean")
     func settings() throws {
         var s = SandboxSettings()
-        #expect(s.set(key: "WeakerModes", value: "no-landlock no-seccomp", parseSize: { _ in nil }) == .ok)
+        #expect(
+            s.set(key: "WeakerModes", value: "no-landlock no-seccomp", parseSize: { _ in nil })
+                == .ok)
         #expect(s.weakerModes == [.noLandlock, .noSeccomp])
         #expect(s.set(key: "WeakerModes", value: "no-everything", parseSize: { _ in nil }) != .ok)
-        #expect(s.set(key: "AllowedReadOnlyPaths", value: "/srv/../etc", parseSize: { _ in nil }) != .ok)
+        #expect(
+            s.set(key: "AllowedReadOnlyPaths", value: "/srv/../etc", parseSize: { _ in nil }) != .ok
+        )
         #expect(s.set(key: "TasksMax", value: "3", parseSize: { _ in nil }) != .ok)
         #expect(s.set(key: "Nope", value: "1", parseSize: { _ in nil }) == .unknownKey)
     }

@@ -4,10 +4,8 @@ import AppdBase
 import Foundation
 import Sandbox
 import Supervisor
-import Testing
-
 @_exported import TestSupport
-
+import Testing
 
 /// An entitlement value for `Entitlements.plist`.
 enum Grant {
@@ -35,7 +33,8 @@ final class SandboxWorld {
         config.signing.unsignedGroups = ["group.com.example.*"]
         configure(&config)
         self.config = config
-        store = try AppStore(root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)
+        store = try AppStore(
+            root: StateRoot(path: "\(path)/root"), config: config, access: .readWrite)
     }
 
     /// This world's launches go under a cgroup parent of its own: suites run side by side, and
@@ -57,9 +56,12 @@ final class SandboxWorld {
     @discardableResult
     func installHello(_ id: String, entitlements: [String: Grant] = [:]) throws -> String {
         let examples = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Examples/Hello")
-        let greeting = try String(contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
-        try install(id, name: "Hello", executable: builtExecutable("Hello"), entitlements: entitlements,
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
+                "Examples/Hello")
+        let greeting = try String(
+            contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
+        try install(
+            id, name: "Hello", executable: builtExecutable("Hello"), entitlements: entitlements,
             resources: ["greeting.txt": greeting])
         return greeting
     }
@@ -85,13 +87,15 @@ final class SandboxWorld {
         ]).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         var grants = entitlements
         if sandboxed { grants["com.apple.security.app-sandbox"] = .bool(true) }
-        try plist(grants.sorted { $0.key < $1.key }.map { key, value in
-            switch value {
-            case .bool(let flag): (key, flag ? "<true/>" : "<false/>")
-            case .strings(let items):
-                (key, "<array>" + items.map { "<string>\($0)</string>" }.joined() + "</array>")
+        try plist(
+            grants.sorted { $0.key < $1.key }.map { key, value in
+                switch value {
+                case .bool(let flag): (key, flag ? "<true/>" : "<false/>")
+                case .strings(let items):
+                    (key, "<array>" + items.map { "<string>\($0)</string>" }.joined() + "</array>")
+                }
             }
-        }).write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
+        ).write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
         for (file, text) in resources {
             try text.write(toFile: "\(bundle)/\(file)", atomically: true, encoding: .utf8)
         }
@@ -123,7 +127,8 @@ final class SandboxWorld {
     /// launcher then applies exactly what that profile says); `adjust` edits the compiled
     /// profile (to show what a rule closes by leaving it out).
     func launch(
-        _ id: String, _ arguments: [String] = [], console: Int32? = nil, kernel: KernelLayers = .detect(),
+        _ id: String, _ arguments: [String] = [], console: Int32? = nil,
+        kernel: KernelLayers = .detect(),
         adjust: (inout SandboxProfile) -> Void = { _ in }
     ) throws -> Launched {
         var profile = try store.sandboxProfile(
@@ -181,7 +186,9 @@ final class AbstractListener {
     let name = "appd-test-\(UUID().uuidString.prefix(8))"
 
     init() throws {
-        guard let address = UnixAddress(name, abstract: true) else { throw AppdError.system("abstract name") }
+        guard let address = UnixAddress(name, abstract: true) else {
+            throw AppdError.system("abstract name")
+        }
         fd = try boundUnixSocket(SOCK_STREAM, address)
         guard listen(fd, 8) == 0 else { throw AppdError.system("listen abstract") }
     }

@@ -35,7 +35,8 @@ struct RecordStoreTests {
     func shorterInPlace() throws {
         try Self.withStore { store in
             let id = "0123456789ab"
-            try store.save(Self.record(id: id, arguments: Array(repeating: "long-argument", count: 20)))
+            try store.save(
+                Self.record(id: id, arguments: Array(repeating: "long-argument", count: 20)))
             let path = store.recordPath(id)
             let inode = Self.inode(path)
             let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? Int

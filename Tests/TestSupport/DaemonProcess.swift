@@ -46,18 +46,22 @@ public final class DaemonProcess: @unchecked Sendable {
     /// (appended as its last arguments) and execs it, so that the daemon keeps the pid (e.g. a
     /// mount namespace with a journal of its own).
     public func start(
-        arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [], timeout: Double = 20
+        arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [],
+        timeout: Double = 20
     ) throws {
         let process = Process()
-        let serve = [builtExecutable("appd"), "serve", "--root", root, "--config", configPath]
+        let serve =
+            [builtExecutable("appd"), "serve", "--root", root, "--config", configPath]
             + (socketName == nil ? [] : ["--socket", socket]) + arguments
         let command = wrapper + serve
         process.executableURL = URL(fileURLWithPath: command[0])
         process.arguments = Array(command.dropFirst())
         var inherited = ProcessInfo.processInfo.environment
-        for key in ["INVOCATION_ID", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "APPD_CONFIG", "NOTIFY_SOCKET",
-            "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID"]
-        {
+        for key in [
+            "INVOCATION_ID", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "APPD_CONFIG",
+            "NOTIFY_SOCKET",
+            "JOURNAL_STREAM", "WATCHDOG_USEC", "WATCHDOG_PID",
+        ] {
             inherited[key] = nil
         }
         process.environment = inherited.merging(environment) { $1 }
@@ -71,12 +75,14 @@ public final class DaemonProcess: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {
             guard process.isRunning else {
-                throw DaemonFailure("appd serve exited (\(process.terminationStatus)) before serving:\n\(log)")
+                throw DaemonFailure(
+                    "appd serve exited (\(process.terminationStatus)) before serving:\n\(log)")
             }
             if Self.answersVersion(socket) { return }
             usleep(50_000)
         }
-        throw DaemonFailure("appd serve did not answer GET /v1/version on \(socket) within \(timeout) s:\n\(log)")
+        throw DaemonFailure(
+            "appd serve did not answer GET /v1/version on \(socket) within \(timeout) s:\n\(log)")
     }
 
     /// SIGKILL: no chance to clean up anything, as in a crash.
@@ -135,11 +141,14 @@ public final class DaemonProcess: @unchecked Sendable {
         var pending = [top]
         var order: [String] = []
         while let path = pending.popLast() {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else { continue }
+            guard let names = try? FileManager.default.contentsOfDirectory(atPath: path) else {
+                continue
+            }
             order.append(path)
             for name in names {
                 var isDirectory: ObjCBool = false
-                if FileManager.default.fileExists(atPath: "\(path)/\(name)", isDirectory: &isDirectory),
+                if FileManager.default.fileExists(
+                    atPath: "\(path)/\(name)", isDirectory: &isDirectory),
                     isDirectory.boolValue
                 {
                     pending.append("\(path)/\(name)")
@@ -148,7 +157,9 @@ public final class DaemonProcess: @unchecked Sendable {
         }
         for path in order.reversed() {
             for _ in 0..<100 {
-                for pid in readKernelFile("\(path)/cgroup.procs").split(separator: "\n").compactMap({ pid_t($0) }) {
+                for pid in readKernelFile("\(path)/cgroup.procs").split(separator: "\n").compactMap(
+                    { pid_t($0) })
+                {
                     kill(pid, SIGKILL)
                 }
                 if rmdir(path) == 0 || errno == ENOENT { break }
@@ -159,12 +170,16 @@ public final class DaemonProcess: @unchecked Sendable {
 
     /// One `GET /v1/version` on a fresh connection: true if the answer is 200.
     public static func answersVersion(_ socket: String, timeout: Double = 2) -> Bool {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = Glibc.socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return false }
         defer { close(fd) }
         guard let address = UnixAddress(socket), address.connect(fd) == 0 else { return false }
-        let request = Array("GET /v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
-        guard request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) == request.count
+        let request = Array(
+            "GET /v1/version HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".utf8)
+        guard
+            request.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) })
+                == request.count
         else { return false }
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 512)

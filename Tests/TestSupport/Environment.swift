@@ -40,7 +40,9 @@ public func runTool(
     process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
     process.arguments = arguments
     if let environment { process.environment = environment }
-    if let input { process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input)) }
+    if let input {
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
+    }
     let pipe = Pipe()
     process.standardOutput = pipe
     process.standardError = pipe

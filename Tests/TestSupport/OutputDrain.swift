@@ -87,7 +87,8 @@ public final class DrainedChild {
         let null = open("/dev/null", O_WRONLY | O_CLOEXEC)
         defer { close(null) }
         (pid, output) = try spawnDrained(
-            executable, arguments: arguments, environment: environment, placing: [(child: 2, parent: null)])
+            executable, arguments: arguments, environment: environment,
+            placing: [(child: 2, parent: null)])
     }
 
     /// Waits until what it printed so far satisfies `condition` (at most `seconds`), then

@@ -16,7 +16,7 @@ public func spawnPlaced(
     appd_spawn_closefrom(&actions, max(2, placed.map(\.child).max() ?? 2) + 1)
     var cArgs = arguments.map { strdup($0) } + [nil]
     var cEnv = environment.map { strdup($0) } + [nil]
-    defer { (cArgs + cEnv).forEach { free($0) } }
+    defer { for pointer in cArgs + cEnv { free(pointer) } }
     var pid: pid_t = 0
     let result = posix_spawn(&pid, executable, &actions, nil, &cArgs, &cEnv)
     guard result == 0 else { throw SpawnFailure(executable: executable, errno: result) }
@@ -26,5 +26,7 @@ public func spawnPlaced(
 public struct SpawnFailure: Error, CustomStringConvertible {
     public let executable: String
     public let errno: Int32
-    public var description: String { "posix_spawn \(executable): \(String(cString: strerror(errno)))" }
+    public var description: String {
+        "posix_spawn \(executable): \(String(cString: strerror(errno)))"
+    }
 }

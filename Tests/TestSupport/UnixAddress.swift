@@ -14,12 +14,16 @@ public struct UnixAddress {
         storage.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &storage.sun_path) { $0.copyBytes(from: bytes) }
         // An abstract name is exactly its bytes; a path may end at its NUL.
-        length = abstract
-            ? socklen_t(MemoryLayout<sa_family_t>.size + bytes.count) : socklen_t(MemoryLayout<sockaddr_un>.size)
+        length =
+            abstract
+            ? socklen_t(MemoryLayout<sa_family_t>.size + bytes.count)
+            : socklen_t(MemoryLayout<sockaddr_un>.size)
     }
 
     public func bind(_ fd: Int32) -> Int32 {
-        withUnsafePointer(to: storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) } }
+        withUnsafePointer(to: storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) }
+        }
     }
 
     public func connect(_ fd: Int32) -> Int32 {

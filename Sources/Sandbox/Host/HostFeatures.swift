@@ -1,5 +1,5 @@
-import AppdBase
 import AppBundle
+import AppdBase
 import CLinux
 import Glibc
 

@@ -36,10 +36,12 @@ public struct SpawnPlan: Sendable {
 
     /// `fd` goes to `target` in the child (the same fd may go to several).
     public mutating func place(_ fd: Int32, at target: Int32) {
-        let index = sources.firstIndex(of: fd) ?? {
-            sources.append(fd)
-            return sources.count - 1
-        }()
+        let index =
+            sources.firstIndex(of: fd)
+            ?? {
+                sources.append(fd)
+                return sources.count - 1
+            }()
         placements.append(Placement(source: index, target: target))
     }
 
@@ -50,11 +52,17 @@ public struct SpawnPlan: Sendable {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if stdinFromDevNull { posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0) }
+        if stdinFromDevNull {
+            posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        }
         // dup2 clears close-on-exec on the copy; the originals stay close-on-exec.
-        for placement in placements { posix_spawn_file_actions_adddup2(&actions, fds[placement.source], placement.target) }
+        for placement in placements {
+            posix_spawn_file_actions_adddup2(&actions, fds[placement.source], placement.target)
+        }
         let closing = appd_spawn_closefrom(&actions, closeFrom)
-        guard closing == 0 else { throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing) }
+        guard closing == 0 else {
+            throw AppdError.system("posix_spawn_file_actions_addclosefrom_np", errno: closing)
+        }
 
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -67,7 +75,8 @@ public struct SpawnPlan: Sendable {
         posix_spawnattr_setsigmask(&attributes, &none)
         // glibc's POSIX_SPAWN_SETSID (0x80) is not in Swift's Glibc module.
         let setsid: Int32 = newSession ? 0x80 : 0
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK | setsid))
 
         var argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
@@ -113,7 +122,9 @@ public final class LauncherSpawner: Sendable {
     /// the table the child copies. With every thread busy, it spawns from the caller's own
     /// thread, as before: launches side by side never wait for each other here.
     public func spawn(_ plan: SpawnPlan) throws -> pid_t {
-        guard let index = idle.withLock({ $0.popLast() }) else { return try plan.run(with: plan.sources) }
+        guard let index = idle.withLock({ $0.popLast() }) else {
+            return try plan.run(with: plan.sources)
+        }
         defer { idle.withLock { $0.append(index) } }
         return try workers[index].spawn(plan)
     }
@@ -168,10 +179,12 @@ private final class Worker: Sendable {
         guard appd_recv_fds(socket, &tag, &none, 0) >= 0 else {
             throw AppdError.system("the spawner thread's answer")
         }
-        guard let outcome = result.withLock({ value -> Result<pid_t, AppdError>? in
-            defer { value = nil }
-            return value
-        }) else { throw AppdError(.io, "the spawner thread answered without a result") }
+        guard
+            let outcome = result.withLock({ value -> Result<pid_t, AppdError>? in
+                defer { value = nil }
+                return value
+            })
+        else { throw AppdError(.io, "the spawner thread answered without a result") }
         return try outcome.get()
     }
 
@@ -201,7 +214,11 @@ private final class Worker: Sendable {
         var moved: [Int32] = []
         defer { for fd in moved + received where fd >= 0 { close(fd) } }
         guard let plan, received.count == plan.sources.count else {
-            return .failure(AppdError(.io, "the spawner thread got \(received.count) fds for a plan of \(plan?.sources.count ?? 0)"))
+            return .failure(
+                AppdError(
+                    .io,
+                    "the spawner thread got \(received.count) fds for a plan of \(plan?.sources.count ?? 0)"
+                ))
         }
         let floor = max(plan.closeFrom, 3) + 16
         for fd in received {

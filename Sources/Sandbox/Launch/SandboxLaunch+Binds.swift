@@ -22,7 +22,8 @@ extension SandboxLaunch {
         guard counter >= 0 else {
             throw AppdError.system(
                 "attach the bind filter of network.client apps to \(directory)",
-                hint: "cgroup socket programs need CONFIG_CGROUP_BPF=y, and appd needs CAP_SYS_ADMIN and "
+                hint:
+                    "cgroup socket programs need CONFIG_CGROUP_BPF=y, and appd needs CAP_SYS_ADMIN and "
                     + "CAP_NET_ADMIN; in a container the bpf system call may be filtered (systemd-nspawn: "
                     + "--system-call-filter=bpf)")
         }
@@ -32,7 +33,9 @@ extension SandboxLaunch {
     /// Attaches the loopback guard (CLinux's appd_cgroup_guard_loopback) to the instance's
     /// cgroup v2 directory, as the bind filter: the app reaches the host's loopback only on
     /// `ports`, and its own sockets there. Returns the guard's counter of refusals.
-    static func guardLoopback(in cgroup: any InstanceCgroup, allowing ports: [UInt16]) throws -> Int32 {
+    static func guardLoopback(in cgroup: any InstanceCgroup, allowing ports: [UInt16]) throws
+        -> Int32
+    {
         guard let directory = cgroup.directories.first(where: isCgroup2) else {
             throw AppdError(
                 .unsupported,
@@ -40,7 +43,9 @@ extension SandboxLaunch {
                 hint: "mount cgroup2 (unified or hybrid layout)")
         }
         guard ports.count <= Int(APPD_LOOPBACK_PORTS_MAX) else {
-            throw AppdError(.invalidConfig, "LoopbackPorts= lists \(ports.count) ports; at most \(APPD_LOOPBACK_PORTS_MAX)")
+            throw AppdError(
+                .invalidConfig,
+                "LoopbackPorts= lists \(ports.count) ports; at most \(APPD_LOOPBACK_PORTS_MAX)")
         }
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(directory)") }
@@ -51,7 +56,8 @@ extension SandboxLaunch {
         guard counter >= 0 else {
             throw AppdError.system(
                 "attach the loopback guard of apps on the host's network to \(directory)",
-                hint: "cgroup socket programs need CONFIG_CGROUP_BPF=y (and bpf_sk_lookup, Linux 5.2), and appd "
+                hint:
+                    "cgroup socket programs need CONFIG_CGROUP_BPF=y (and bpf_sk_lookup, Linux 5.2), and appd "
                     + "needs CAP_SYS_ADMIN and CAP_NET_ADMIN; in a container the bpf system call may be filtered "
                     + "(systemd-nspawn: --system-call-filter=bpf)")
         }

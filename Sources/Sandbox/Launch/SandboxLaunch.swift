@@ -23,7 +23,8 @@ public enum AppExitStatus: Sendable, Equatable, Codable, CustomStringConvertible
     public var description: String {
         switch self {
         case .exited(let code): "exited with code \(code)"
-        case .signaled(let signal): "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
+        case .signaled(let signal):
+            "killed by signal \(signal) (\(String(cString: strsignal(signal))))"
         case .failedToLaunch(let message): "failed to launch: \(message)"
         }
     }
@@ -76,7 +77,8 @@ public struct SandboxLaunch {
         public var journalFields: [String]
 
         public init(
-            readFD: Int32, logDirectoryFD: Int32, logName: String, logMaxBytes: Int64, journalFD: Int32? = nil,
+            readFD: Int32, logDirectoryFD: Int32, logName: String, logMaxBytes: Int64,
+            journalFD: Int32? = nil,
             journalFields: [String] = []
         ) {
             self.readFD = readFD
@@ -104,11 +106,20 @@ public struct SandboxLaunch {
     /// `configured`, else `appd-exec` next to the running executable, else the installed one.
     public static func findLauncher(configured: String?) throws -> String {
         let running = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
-            .map { URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent("appd-exec").path }
-        let candidates = configured.map { [$0] } ?? ([running].compactMap { $0 } + ["/usr/libexec/appd/appd-exec"])
+            .map {
+                URL(fileURLWithPath: $0).deletingLastPathComponent().appendingPathComponent(
+                    "appd-exec"
+                ).path
+            }
+        let candidates =
+            configured.map { [$0] }
+            ?? ([running].compactMap { $0 } + ["/usr/libexec/appd/appd-exec"])
         for path in candidates where access(path, X_OK) == 0 { return path }
-        throw AppdError(.notFound, "the launcher appd-exec is not at \(candidates.joined(separator: " or "))",
-            hint: configured == nil ? "build it (swift build) or set Launcher= in [Sandbox]" : "fix Launcher= in [Sandbox]")
+        throw AppdError(
+            .notFound, "the launcher appd-exec is not at \(candidates.joined(separator: " or "))",
+            hint: configured == nil
+                ? "build it (swift build) or set Launcher= in [Sandbox]"
+                : "fix Launcher= in [Sandbox]")
     }
 
     /// Starts the launcher and waits for it. With a `relay`, the fds it names and `output` are
@@ -118,7 +129,9 @@ public struct SandboxLaunch {
         let driver = try Cgroups.driver(settings: cgroups)
         try driver.prepare()
         var statusPipe: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&statusPipe) == 0 else { throw AppdError.system("pipe for the launch status") }
+        guard appd_pipe_cloexec(&statusPipe) == 0 else {
+            throw AppdError.system("pipe for the launch status")
+        }
         defer { close(statusPipe[0]) }
         let started: Started
         do {
@@ -126,7 +139,9 @@ public struct SandboxLaunch {
         } catch {
             close(statusPipe[1])
             if let relay {
-                for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) { close(fd) }
+                for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({
+                    $0
+                }) { close(fd) }
             }
             throw error
         }
@@ -145,7 +160,9 @@ public struct SandboxLaunch {
     /// `run`'s part of the relay's fds (the caller handed them over); nothing without a relay.
     private func closeRelayDescriptors() {
         guard let relay else { return }
-        for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) { close(fd) }
+        for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) {
+            close(fd)
+        }
     }
 
     /// A launcher on its way: the pid of `appd-exec` and the instance's cgroup.
@@ -180,11 +197,14 @@ public struct SandboxLaunch {
     /// pipe, or a file that outlives the caller, as the daemon uses). `newSession` puts the launcher in a session of its own, so
     /// a terminal's Ctrl-C for the daemon never reaches the apps. If anything fails the cgroup
     /// is removed again.
-    public func start(instance: String, driver: any CgroupDriver, statusFD: Int32, newSession: Bool = false)
+    public func start(
+        instance: String, driver: any CgroupDriver, statusFD: Int32, newSession: Bool = false
+    )
         throws -> Started
     {
         var profile = profile
-        let cgroup = try driver.create(instance: instance, app: profile.app.bundleID, limits: limits)
+        let cgroup = try driver.create(
+            instance: instance, app: profile.app.bundleID, limits: limits)
         do {
             // Before anything runs in the cgroup: the app's first bind is already filtered.
             var bindCounter: Int32?
@@ -200,16 +220,20 @@ public struct SandboxLaunch {
             }
             profile.cgroupProcs = cgroup.procsFiles
             profile.relayCgroupProcs = cgroup.relayProcsFiles
-            let bpf = try self.bpf ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
+            let bpf =
+                try self.bpf
+                ?? (profile.seccomp.required ? SeccompCompiler.bpf(for: profile.seccomp) : [])
             let profileFD = try Self.memfd("appd-profile", Array(profile.encoded().utf8))
             defer { close(profileFD) }
             let bpfFD = try Self.memfd("appd-seccomp", bpf)
             defer { close(bpfFD) }
-            let pid = try spawn(profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
+            let pid = try spawn(
+                profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
             spawned = true
             Self.place(pid, in: cgroup.procsFiles)
             return Started(
-                pid: pid, cgroup: cgroup, bindCounter: bindCounter, loopbackCounter: loopbackCounter)
+                pid: pid, cgroup: cgroup, bindCounter: bindCounter, loopbackCounter: loopbackCounter
+            )
         } catch {
             try? cgroup.remove()
             throw error
@@ -240,7 +264,9 @@ public struct SandboxLaunch {
         String(UUID().uuidString.lowercased().prefix(8))
     }
 
-    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool) throws -> pid_t {
+    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool) throws
+        -> pid_t
+    {
         var plan = SpawnPlan(path: launcher, arguments: [launcher], newSession: newSession)
         if let input {
             plan.place(input, at: 0)
@@ -254,7 +280,9 @@ public struct SandboxLaunch {
         plan.place(profileFD, at: 3)
         plan.place(bpfFD, at: 4)
         plan.place(statusFD, at: 5)
-        plan.arguments += [LauncherFlag.profileFD, "3", LauncherFlag.seccompFD, "4", LauncherFlag.statusFD, "5"]
+        plan.arguments += [
+            LauncherFlag.profileFD, "3", LauncherFlag.seccompFD, "4", LauncherFlag.statusFD, "5",
+        ]
         var next: Int32 = 6
         func place(_ fd: Int32, _ option: String) {
             plan.place(fd, at: next)
@@ -267,9 +295,12 @@ public struct SandboxLaunch {
             place(relay.logDirectoryFD, LauncherFlag.logDirectoryFD)
             if let journal = relay.journalFD { place(journal, LauncherFlag.journalFD) }
             plan.arguments += [
-                LauncherFlag.logName, relay.logName, LauncherFlag.logMaxBytes, String(relay.logMaxBytes),
+                LauncherFlag.logName, relay.logName, LauncherFlag.logMaxBytes,
+                String(relay.logMaxBytes),
             ]
-            for field in relay.journalFields { plan.arguments += [LauncherFlag.journalField, field] }
+            for field in relay.journalFields {
+                plan.arguments += [LauncherFlag.journalField, field]
+            }
         }
         if let namespaces {
             place(namespaces.mount, LauncherFlag.mountNamespaceFD)
