@@ -82,13 +82,16 @@ let package = Package(
         // A bundle folder as a tar stream: written by the client with the caller's permissions,
         // extracted by the daemon without ever following a symlink (docs/bundle-archive.md).
         // An .ipa (zip) is turned into that same stream on the client's side (ZIPFoundation), so
-        // the daemon's extractor stays the one reader of hostile archives it trusts.
+        // the daemon's extractor stays the one reader of hostile archives it trusts. The same
+        // stream under `Name.app/` is the layer of `appd image`'s image (ImageArchive).
         .target(
             name: "BundleArchive",
             dependencies: [
                 "AppdBase",
                 "AppBundle", "CGunzip", "PrintableText",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
+                // The digests of `appd image`'s docker-archive (ImageArchive).
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // zlib's inflate for gzip'd tars (the client's side of `appd install`).

@@ -19,8 +19,10 @@ public enum BundleArchiveWriter {
     public static let chunkSize = 64 << 10
 
     /// `onFile` is called after each regular file with its size, for a progress display.
+    /// `folder`, if given, puts the bundle under that name (`Name.app`: an image's layer, which
+    /// holds the bundle at `/Name.app`), its own directory entry first with the bundle's mode.
     public static func write(
-        bundleAt path: String, onFile: ((Int64) -> Void)? = nil,
+        bundleAt path: String, under folder: String? = nil, onFile: ((Int64) -> Void)? = nil,
         to sink: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
         var info = stat()
@@ -43,8 +45,14 @@ public enum BundleArchiveWriter {
         }
         try withoutActuallyEscaping(sink) { sink in
             let output = TarOutput(sink: sink)
+            let prefix = folder.map { $0 + "/" } ?? ""
+            if !prefix.isEmpty {
+                try output.header(
+                    prefix, mode: info.st_mode, size: 0, type: Tar.EntryType.directory)
+            }
             try withoutActuallyEscaping(onFile ?? { _ in }) { onFile in
-                try TarWalk(root: path, output: output, onFile: onFile).directory(fd, path: "")
+                try TarWalk(root: path, prefix: prefix, output: output, onFile: onFile)
+                    .directory(fd, path: "")
             }
             // The end-of-archive marker.
             try output.append(zeros: 2 * Tar.blockSize)
@@ -87,6 +95,8 @@ public enum BundleArchiveWriter {
 /// One walk of a bundle, writing entries as it goes.
 private struct TarWalk {
     let root: String
+    /// Put before every entry's name (the bundle's folder in an image layer), or empty.
+    let prefix: String
     let output: TarOutput
     let onFile: (Int64) -> Void
 
@@ -158,7 +168,7 @@ private struct TarWalk {
     func header(
         _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []
     ) throws {
-        try output.header(path, mode: mode, size: size, type: type, link: link)
+        try output.header(prefix + path, mode: mode, size: size, type: type, link: link)
     }
 
     /// Names sorted by their bytes, so the same folder always gives the same stream.

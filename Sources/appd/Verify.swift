@@ -27,19 +27,7 @@ struct Verify: ParsableCommand {
 
     func run() throws {
         try options.run {
-            let config = try options.loadConfiguration()
-            let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
-            let check = try app.checkSignature(limits: config.bundleLimits)
-            guard check.problems.isEmpty else {
-                let count =
-                    check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
-                throw AppdError(
-                    .invalidBundle,
-                    check.signature == nil
-                        ? "\(app.path) is not a valid app bundle (\(count))"
-                        : "\(app.path) does not match its code signature (\(count))",
-                    problems: check.problems)
-            }
+            let (config, app, check) = try Self.check(bundle, options: options)
             var view = BundleView(app)
             // The registry says which key owns each application group; without it (not root,
             // or no state root yet) verify says it could not check.
@@ -50,6 +38,29 @@ struct Verify: ParsableCommand {
                 root: options.stateRoot.path)
             if options.json { Output.json(view) } else { view.printText() }
         }
+    }
+}
+
+extension Verify {
+    /// What verify checks, for `appd image` too: the bundle is valid and every file matches its
+    /// code signature (or it has none), else an error listing each problem.
+    static func check(_ bundle: String, options: GlobalOptions) throws -> (
+        AppdConfiguration, AppBundle, SignatureCheck
+    ) {
+        let config = try options.loadConfiguration()
+        let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
+        let check = try app.checkSignature(limits: config.bundleLimits)
+        guard check.problems.isEmpty else {
+            let count =
+                check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
+            throw AppdError(
+                .invalidBundle,
+                check.signature == nil
+                    ? "\(app.path) is not a valid app bundle (\(count))"
+                    : "\(app.path) does not match its code signature (\(count))",
+                problems: check.problems)
+        }
+        return (config, app, check)
     }
 }
 

@@ -1,0 +1,106 @@
+import AppBundle
+import AppContainers
+import AppdBase
+import AppdCLI
+import ArgumentParser
+import BundleArchive
+import Foundation
+
+struct Image: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Write a container image (a docker-archive) holding a signed bundle.",
+        discussion: """
+            Offline, needs no privileges and no image builder. Verifies the bundle as verify \
+            does (a bundle that does not match its signature is refused; an unsigned one unless \
+            [Signing] AllowUnsigned=yes, as install decides), then writes FILE: a docker-archive \
+            that docker load, podman load and ctr images import take, one layer holding the \
+            bundle at /Name.app (owned by 0:0, modes as in the bundle), its entrypoint \
+            /Name.app/<CFBundleExecutable>, labels org.appd.bundle-id, org.appd.version and \
+            org.appd.signer-key. The same bundle gives the same bytes. FILE is replaced \
+            atomically; on an error nothing is written. docs/oci-image.md.
+            """
+    )
+
+    @OptionGroup var options: GlobalOptions
+
+    @Argument(
+        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
+    var bundle: String
+
+    @Option(name: .shortAndLong, help: ArgumentHelp("The archive to write.", valueName: "file"))
+    var output: String
+
+    @Option(
+        help: ArgumentHelp(
+            "The image's name and tag (default: appd/<bundle id in lower case>:<CFBundleShortVersionString>).",
+            valueName: "name:tag"))
+    var tag: String?
+
+    @Option(
+        help: ArgumentHelp("The archive format; only docker is written today.", valueName: "docker")
+    )
+    var format: String = "docker"
+
+    func run() throws {
+        try options.run {
+            guard format == "docker" else {
+                throw AppdError(
+                    .unsupported, "--format \(format): only the docker-archive format is written",
+                    hint:
+                        "write --format docker and convert with skopeo copy docker-archive:FILE oci-archive:OUT"
+                )
+            }
+            let (config, app, check) = try Verify.check(bundle, options: options)
+            let id = app.info.identifier.rawValue
+            let version = app.info.shortVersion ?? app.info.version.rawValue
+            if check.signature == nil {
+                // What install decides for an unsigned bundle: refused unless AllowUnsigned=yes
+                // (and then only with the entitlements an unsigned app may have).
+                _ = try config.signing.authorize(
+                    signature: nil, bundleID: id, entitlements: app.entitlements)
+            }
+            let reference =
+                try tag.map { try ImageReference(parsing: $0) }
+                ?? ImageReference.defaultReference(bundleID: id, version: version)
+            let description = ImageDescription(
+                bundleFolder: app.directoryName, executable: app.executablePath,
+                reference: reference,
+                labels: [
+                    "org.appd.bundle-id": id, "org.appd.version": version,
+                    "org.appd.bundle-version": app.info.version.rawValue,
+                    "org.appd.signer-key": check.signature?.keyID ?? "unsigned",
+                ])
+            let display =
+                !options.json && isatty(STDERR_FILENO) == 1
+                ? UploadProgress(totals: (app.fileCount, app.totalBytes), verb: "writing") : nil
+            defer { display?.finish() }
+            let written = try ImageArchive.writeDocker(
+                bundleAt: app.path, description: description, to: output,
+                onFile: display.map { display in
+                    { size in
+                        display.file(size)
+                        display.sent(Int(clamping: size))
+                    }
+                })
+            display?.finish()
+            let result = ImageResult(
+                file: output, tag: reference.description,
+                imageID: "sha256:\(written.configDigest)",
+                layerDigest: "sha256:\(written.layerDigest)", entrypoint: description.entrypoint)
+            if options.json {
+                Output.json(result)
+            } else {
+                Output.line("Wrote \(output): \(result.tag), image \(result.imageID)")
+            }
+        }
+    }
+}
+
+/// `appd image --json`.
+struct ImageResult: Encodable {
+    var file: String
+    var tag: String
+    var imageID: String
+    var layerDigest: String
+    var entrypoint: String
+}

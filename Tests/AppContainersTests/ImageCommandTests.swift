@@ -1,0 +1,185 @@
+import AppBundle
+import AppdBase
+import Foundation
+import Testing
+
+/// `appd image` as a developer runs it: a bundle signed with `appd sign`, the archive read back,
+/// and (as root, with the engines scripts/oci-deps installs) loaded by podman and skopeo.
+@Suite("appd image", .serialized)
+struct ImageCommandTests {
+    /// A signed Hello.app with a version the default tag takes, a subfolder and a symlink.
+    static func signedBundle(_ scratch: Scratch, signer: Signer) throws -> String {
+        let bundle = try makeBundle(
+            at: scratch.sub("src/Hello.app"), id: "com.Example.Hello",
+            extraFiles: ["Resources/greeting.txt": "hi\n"])
+        try setShortVersion("1.2", in: bundle)
+        symlink("Resources/greeting.txt", "\(bundle)/greeting")
+        return try signer.sign(bundle)
+    }
+
+    static func setShortVersion(_ version: String, in bundle: String) throws {
+        let url = URL(fileURLWithPath: "\(bundle)/Info.plist")
+        var info =
+            try PropertyListSerialization.propertyList(from: Data(contentsOf: url), format: nil)
+            as? [String: Any] ?? [:]
+        info["CFBundleShortVersionString"] = version
+        try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
+            .write(to: url)
+    }
+
+    static func folder(_ scratch: Scratch, _ name: String) throws -> String {
+        try FileManager.default.createDirectory(
+            atPath: scratch.sub(name), withIntermediateDirectories: false)
+        return scratch.sub(name)
+    }
+
+    /// A config with no [Signing] AllowUnsigned (what a production host has).
+    static func strictConfig(_ scratch: Scratch) throws -> String {
+        let path = scratch.sub("strict.conf")
+        try "".write(toFile: path, atomically: false, encoding: .utf8)
+        return path
+    }
+
+    @Test("a signed bundle: the default tag, the entrypoint, the labels, the signer's key id")
+    func signed() throws {
+        let scratch = Scratch()
+        let signer = try Signer()
+        let bundle = try Self.signedBundle(scratch, signer: signer)
+        let output = scratch.sub("hello.tar")
+        let result = try runAppd(
+            ["image", bundle, "-o", output, "--json"],
+            environment: ["APPD_CONFIG": try Self.strictConfig(scratch)])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(
+            result.stdout.contains(#""tag" : "appd/com.example.hello:1.2""#), "\(result.stdout)")
+        let out = try Self.folder(scratch, "x")
+        #expect(try runTool("/usr/bin/tar", ["-xf", output, "-C", out]).code == 0)
+        let manifest = try String(contentsOfFile: "\(out)/manifest.json", encoding: .utf8)
+        #expect(manifest.contains(#""RepoTags":["appd/com.example.hello:1.2"]"#))
+        let configName = try FileManager.default.contentsOfDirectory(atPath: out)
+            .first { $0.hasSuffix(".json") && $0 != "manifest.json" }
+        let config = try String(contentsOfFile: "\(out)/\(configName ?? "")", encoding: .utf8)
+        #expect(config.contains(#""Entrypoint":["/Hello.app/Hello"]"#))
+        #expect(config.contains(#""org.appd.bundle-id":"com.Example.Hello""#))
+        #expect(config.contains(#""org.appd.signer-key":"\#(signer.keyID)""#))
+        #expect(config.contains(#""org.appd.version":"1.2""#))
+        // The layer: the bundle, signature included, under Hello.app/, 0:0, the link a link.
+        let layer = try runTool(
+            "/usr/bin/tar", ["--numeric-owner", "-tvf", "\(out)/\(try layerFolder(out))/layer.tar"])
+        #expect(layer.code == 0, "\(layer.output)")
+        let lines = layer.output.split(separator: "\n")
+        #expect(lines.allSatisfy { $0.contains(" 0/0 ") })
+        #expect(lines.contains { $0.hasSuffix("Hello.app/greeting -> Resources/greeting.txt") })
+        #expect(lines.contains { $0.hasPrefix("-rwxr-xr-x") && $0.hasSuffix(" Hello.app/Hello") })
+        #expect(lines.contains { $0.hasSuffix(" Hello.app/_CodeSignature/Signature") })
+        // `mode 0/0 size date time NAME[ -> TARGET]`: every name under Hello.app/.
+        #expect(lines.count == 10, "\(layer.output)")
+        #expect(
+            lines.allSatisfy {
+                $0.split(separator: " ").dropFirst(5).first?.hasPrefix("Hello.app/") == true
+            })
+    }
+
+    func layerFolder(_ extracted: String) throws -> String {
+        try FileManager.default.contentsOfDirectory(atPath: extracted)
+            .first { !$0.contains(".") && $0 != "repositories" } ?? ""
+    }
+
+    @Test("a bundle changed after signing is refused as verify refuses it; nothing is written")
+    func tampered() throws {
+        let scratch = Scratch()
+        let bundle = try Self.signedBundle(scratch, signer: try Signer())
+        try "changed\n".write(
+            toFile: "\(bundle)/Resources/greeting.txt", atomically: false, encoding: .utf8)
+        let out = try Self.folder(scratch, "out")
+        let result = try runAppd(["image", bundle, "-o", "\(out)/hello.tar"])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("does not match its code signature"), "\(result.stderr)")
+        #expect(result.stderr.contains("Resources/greeting.txt: was changed after signing"))
+        #expect(entries(out) == [])
+    }
+
+    @Test("an unsigned bundle is refused unless [Signing] AllowUnsigned=yes, as install decides")
+    func unsigned() throws {
+        let scratch = Scratch()
+        let bundle = try makeBundle(at: scratch.sub("src/Hello.app"))
+        let out = try Self.folder(scratch, "out")
+        let refused = try runAppd(
+            ["image", bundle, "-o", "\(out)/hello.tar"],
+            environment: ["APPD_CONFIG": try Self.strictConfig(scratch)])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("com.example.hello is not signed"), "\(refused.stderr)")
+        #expect(refused.stderr.contains("AllowUnsigned=yes"))
+        #expect(entries(out) == [])
+        // runAppd's default configuration allows unsigned bundles (development).
+        let allowed = try runAppd([
+            "image", bundle, "-o", "\(out)/hello.tar", "--tag", "localhost/x:1",
+        ])
+        #expect(allowed.status == 0, "\(allowed.stderr)")
+        #expect(entries(out) == ["hello.tar"])
+    }
+
+    @Test("--tag: a reference the engines cannot read is refused, naming the part")
+    func badTag() throws {
+        let scratch = Scratch()
+        let bundle = try makeBundle(at: scratch.sub("src/Hello.app"))
+        let out = try Self.folder(scratch, "out")
+        let result = try runAppd([
+            "image", bundle, "-o", "\(out)/hello.tar", "--tag", "Appd/Hello:1",
+        ])
+        #expect(result.status == 1)
+        #expect(
+            result.stderr.contains(
+                "image reference 'Appd/Hello:1': the name component 'Appd' must be lower-case"),
+            "\(result.stderr)")
+        #expect(entries(out) == [])
+        let format = try runAppd(["image", bundle, "-o", "\(out)/hello.tar", "--format", "oci"])
+        #expect(format.status == 1 && format.stderr.contains("--format oci"), "\(format.stderr)")
+    }
+
+    @Test(
+        "podman loads the image with its tag and entrypoint; skopeo inspects the archive",
+        rootOnly)
+    func engines() throws {
+        let tools = ["/usr/bin/podman", "/usr/bin/skopeo"]
+        let missing = tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }
+        guard missing.isEmpty else {
+            // Not a pass: say what is missing (scripts/oci-deps installs them).
+            if rootTestsRequired { Issue.record("missing \(missing); run scripts/oci-deps") }
+            return
+        }
+        let scratch = Scratch()
+        let bundle = try Self.signedBundle(scratch, signer: try Signer())
+        let output = scratch.sub("hello.tar")
+        let made = try runAppd([
+            "image", bundle, "-o", output, "--tag", "localhost/appd-test/hello:1.2",
+        ])
+        #expect(made.status == 0, "\(made.stderr)")
+
+        let skopeo = try runTool("/usr/bin/skopeo", ["inspect", "docker-archive:\(output)"])
+        #expect(skopeo.code == 0, "\(skopeo.output)")
+        #expect(skopeo.output.contains("\"org.appd.bundle-id\": \"com.Example.Hello\""))
+
+        // A private store (vfs: no mounts), removed with the scratch directory.
+        let podman = [
+            "--root", scratch.sub("podman/root"), "--runroot", scratch.sub("podman/run"),
+            "--tmpdir", scratch.sub("podman/tmp"), "--storage-driver", "vfs",
+            "--events-backend", "none",
+        ]
+        defer { _ = try? runTool("/usr/bin/podman", podman + ["rmi", "--all", "--force"]) }
+        let load = try runTool("/usr/bin/podman", podman + ["load", "-i", output])
+        #expect(load.code == 0, "\(load.output)")
+        #expect(
+            load.output.contains("Loaded image: localhost/appd-test/hello:1.2"), "\(load.output)")
+        let inspect = try runTool(
+            "/usr/bin/podman",
+            podman + [
+                "image", "inspect", "localhost/appd-test/hello:1.2", "--format",
+                "{{json .RepoTags}} {{json .Config.Entrypoint}} {{index .Labels \"org.appd.version\"}}",
+            ])
+        #expect(inspect.code == 0, "\(inspect.output)")
+        #expect(
+            inspect.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                == #"["localhost/appd-test/hello:1.2"] ["/Hello.app/Hello"] 1.2"#)
+    }
+}
