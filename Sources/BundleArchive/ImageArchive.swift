@@ -27,9 +27,10 @@ public struct ImageDescription: Sendable {
     public var entrypoint: String { "/\(bundleFolder)/\(executable)" }
 }
 
-/// Writes a one-layer docker-archive (the `docker save` layout that `docker load`, `podman
-/// load` and `ctr images import` all take) holding a bundle at `/Name.app`. The layout is
-/// docs/oci-image.md's, the same scripts/oci/image.py writes, entry for entry.
+/// Writes a one-layer image archive holding a bundle at `/Name.app`: a docker-archive (the
+/// `docker save` layout that `docker load`, `podman load` and `ctr images import` all take; the
+/// layout is docs/oci-image.md's, the same scripts/oci/image.py writes, entry for entry) or an
+/// OCI image layout in a tar.
 ///
 /// Reproducible: the layer is BundleArchiveWriter's stream (sorted, owners 0, times 0), the
 /// JSON has sorted keys, the archive's own entries are 0:0 with time 0; so the config digest,
@@ -47,14 +48,22 @@ public enum ImageArchive {
     static let created = "1970-01-01T00:00:00Z"
     static let path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-    public static func writeDocker(
-        bundleAt bundle: String, description: ImageDescription, to output: String,
-        onFile: ((Int64) -> Void)? = nil
+    /// The two archive formats: `docker` (`docker save`'s layout, which docker load, podman load
+    /// and ctr images import take) and `oci` (an OCI image layout in a tar, for skopeo's and
+    /// podman's `oci-archive:`).
+    public enum Format: String, Sendable, CaseIterable {
+        case docker, oci
+    }
+
+    public static func write(
+        _ format: Format, bundleAt bundle: String, description: ImageDescription,
+        to output: String, onFile: ((Int64) -> Void)? = nil
     ) throws -> Written {
         let directory = (output as NSString).deletingLastPathComponent
+        let folder = directory.isEmpty ? "." : directory
         let base = (output as NSString).lastPathComponent
         // The layer first, to a file with no name: its digest and size head the archive.
-        let layer = try temporaryFile(in: directory.isEmpty ? "." : directory, named: base)
+        let layer = try temporaryFile(in: folder, named: base)
         unlink(layer.path)
         defer { close(layer.fd) }
         var layerHash = SHA256()
@@ -71,32 +80,19 @@ public enum ImageArchive {
         guard layerSize >= 0, lseek(layer.fd, 0, SEEK_SET) == 0 else {
             throw AppdError.system("seek in the image layer")
         }
-
+        // The same bytes in both formats (an OCI image config is a docker one's subset).
         let config = try json(
             ImageConfig(
                 architecture: hostArchitecture, os: "linux", created: created,
-                config: .init(
-                    Env: [path], Entrypoint: [description.entrypoint], Labels: description.labels,
-                    WorkingDir: "/"),
+                config: containerConfig(description),
                 rootfs: .init(type: "layers", diff_ids: ["sha256:\(layerDigest)"]),
                 history: [.init(created: created, created_by: "appd image")]))
         let configDigest = hex(SHA256.hash(data: config))
-        let legacy = try json(
-            LegacyLayer(
-                id: layerDigest, created: created, os: "linux", architecture: hostArchitecture,
-                config: .init(
-                    Env: [path], Entrypoint: [description.entrypoint], Labels: description.labels,
-                    WorkingDir: "/")))
-        let manifest = try json([
-            ManifestEntry(
-                Config: "\(configDigest).json", RepoTags: [description.reference.description],
-                Layers: ["\(layerDigest)/layer.tar"])
-        ])
-        let repositories = try json([
-            description.reference.name: [description.reference.tag: layerDigest]
-        ])
+        let parts = Parts(
+            config: config, configDigest: configDigest, layerFD: layer.fd,
+            layerDigest: layerDigest, layerSize: layerSize)
 
-        let archive = try temporaryFile(in: directory.isEmpty ? "." : directory, named: base)
+        let archive = try temporaryFile(in: folder, named: base)
         var renamed = false
         defer {
             close(archive.fd)
@@ -107,23 +103,10 @@ public enum ImageArchive {
                 throw AppdError.system("write \(archive.path)", errno: error.rawValue)
             }
         }
-        func file(_ name: String, _ bytes: [UInt8]) throws {
-            try tar.header(name, mode: 0o644, size: Int64(bytes.count), type: Tar.EntryType.regular)
-            try tar.append(bytes)
-            try tar.append(zeros: Tar.padding(for: Int64(bytes.count)))
+        switch format {
+        case .docker: try writeDockerEntries(tar, parts, description)
+        case .oci: try writeOCIEntries(tar, parts, description)
         }
-        try file("\(configDigest).json", config)
-        try tar.header("\(layerDigest)/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
-        try file("\(layerDigest)/VERSION", Array("1.0".utf8))
-        try file("\(layerDigest)/json", legacy)
-        try tar.header(
-            "\(layerDigest)/layer.tar", mode: 0o644, size: layerSize, type: Tar.EntryType.regular)
-        guard try tar.append(from: layer.fd, count: layerSize, path: "the image layer") else {
-            throw AppdError(.io, "the image layer shrank while being copied")
-        }
-        try tar.append(zeros: Tar.padding(for: layerSize))
-        try file("manifest.json", manifest)
-        try file("repositories", repositories)
         try tar.append(zeros: 2 * Tar.blockSize)
         try tar.flush()
         guard fsync(archive.fd) == 0 else { throw AppdError.system("fsync \(archive.path)") }
@@ -136,6 +119,100 @@ public enum ImageArchive {
         }
         renamed = true
         return Written(configDigest: configDigest, layerDigest: layerDigest)
+    }
+
+    /// What both formats hold: the config's bytes and the layer (an unnamed file, read from
+    /// its start).
+    struct Parts {
+        var config: [UInt8]
+        var configDigest: String
+        var layerFD: Int32
+        var layerDigest: String
+        var layerSize: Int64
+    }
+
+    static func containerConfig(_ description: ImageDescription) -> ContainerConfig {
+        ContainerConfig(
+            Env: [path], Entrypoint: [description.entrypoint], Labels: description.labels,
+            WorkingDir: "/")
+    }
+
+    /// docs/oci-image.md's table, in its order.
+    static func writeDockerEntries(
+        _ tar: TarOutput, _ parts: Parts, _ description: ImageDescription
+    ) throws {
+        let l = parts.layerDigest
+        let legacy = try json(
+            LegacyLayer(
+                id: l, created: created, os: "linux", architecture: hostArchitecture,
+                config: containerConfig(description)))
+        let manifest = try json([
+            ManifestEntry(
+                Config: "\(parts.configDigest).json",
+                RepoTags: [description.reference.description], Layers: ["\(l)/layer.tar"])
+        ])
+        let repositories = try json([
+            description.reference.name: [description.reference.tag: l]
+        ])
+        try file(tar, "\(parts.configDigest).json", parts.config)
+        try tar.header("\(l)/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
+        try file(tar, "\(l)/VERSION", Array("1.0".utf8))
+        try file(tar, "\(l)/json", legacy)
+        try layerFile(tar, "\(l)/layer.tar", parts)
+        try file(tar, "manifest.json", manifest)
+        try file(tar, "repositories", repositories)
+    }
+
+    /// The OCI image layout (image-spec's image-layout.md): `oci-layout`, `index.json` naming
+    /// the one manifest with the reference in `org.opencontainers.image.ref.name`, and the
+    /// blobs by digest.
+    static func writeOCIEntries(
+        _ tar: TarOutput, _ parts: Parts, _ description: ImageDescription
+    ) throws {
+        let manifest = try json(
+            OCIManifest(
+                schemaVersion: 2, mediaType: OCIMediaType.manifest,
+                config: .init(
+                    mediaType: OCIMediaType.config, digest: "sha256:\(parts.configDigest)",
+                    size: Int64(parts.config.count)),
+                layers: [
+                    .init(
+                        mediaType: OCIMediaType.layer, digest: "sha256:\(parts.layerDigest)",
+                        size: parts.layerSize)
+                ]))
+        let manifestDigest = hex(SHA256.hash(data: manifest))
+        let index = try json(
+            OCIIndex(
+                schemaVersion: 2,
+                manifests: [
+                    .init(
+                        mediaType: OCIMediaType.manifest, digest: "sha256:\(manifestDigest)",
+                        size: Int64(manifest.count),
+                        annotations: [
+                            "org.opencontainers.image.ref.name": description.reference.description
+                        ])
+                ]))
+        try tar.header("blobs/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
+        try tar.header("blobs/sha256/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
+        try file(tar, "blobs/sha256/\(parts.configDigest)", parts.config)
+        try layerFile(tar, "blobs/sha256/\(parts.layerDigest)", parts)
+        try file(tar, "blobs/sha256/\(manifestDigest)", manifest)
+        try file(tar, "index.json", index)
+        try file(tar, "oci-layout", Array(#"{"imageLayoutVersion":"1.0.0"}"#.utf8))
+    }
+
+    static func file(_ tar: TarOutput, _ name: String, _ bytes: [UInt8]) throws {
+        try tar.header(name, mode: 0o644, size: Int64(bytes.count), type: Tar.EntryType.regular)
+        try tar.append(bytes)
+        try tar.append(zeros: Tar.padding(for: Int64(bytes.count)))
+    }
+
+    static func layerFile(_ tar: TarOutput, _ name: String, _ parts: Parts) throws {
+        try tar.header(name, mode: 0o644, size: parts.layerSize, type: Tar.EntryType.regular)
+        guard lseek(parts.layerFD, 0, SEEK_SET) == 0,
+            try tar.append(from: parts.layerFD, count: parts.layerSize, path: "the image layer")
+        else { throw AppdError(.io, "the image layer could not be read back whole") }
+        try tar.append(zeros: Tar.padding(for: parts.layerSize))
     }
 
     /// The engines' name for this machine's architecture (GOARCH).
@@ -220,4 +297,29 @@ struct ManifestEntry: Encodable {
     var Config: String
     var RepoTags: [String]
     var Layers: [String]
+}
+
+enum OCIMediaType {
+    static let manifest = "application/vnd.oci.image.manifest.v1+json"
+    static let config = "application/vnd.oci.image.config.v1+json"
+    static let layer = "application/vnd.oci.image.layer.v1.tar"
+}
+
+struct OCIDescriptor: Encodable {
+    var mediaType: String
+    var digest: String
+    var size: Int64
+    var annotations: [String: String]? = nil
+}
+
+struct OCIManifest: Encodable {
+    var schemaVersion: Int
+    var mediaType: String
+    var config: OCIDescriptor
+    var layers: [OCIDescriptor]
+}
+
+struct OCIIndex: Encodable {
+    var schemaVersion: Int
+    var manifests: [OCIDescriptor]
 }

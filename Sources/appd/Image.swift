@@ -13,7 +13,8 @@ struct Image: ParsableCommand {
             Offline, needs no privileges and no image builder. Verifies the bundle as verify \
             does (a bundle that does not match its signature is refused; an unsigned one unless \
             [Signing] AllowUnsigned=yes, as install decides), then writes FILE: a docker-archive \
-            that docker load, podman load and ctr images import take, one layer holding the \
+            that docker load, podman load and ctr images import take (--format oci: an OCI \
+            image layout in a tar, for oci-archive:FILE), one layer holding the \
             bundle at /Name.app (owned by 0:0, modes as in the bundle), its entrypoint \
             /Name.app/<CFBundleExecutable>, labels org.appd.bundle-id, org.appd.version and \
             org.appd.signer-key. The same bundle gives the same bytes. FILE is replaced \
@@ -37,18 +38,17 @@ struct Image: ParsableCommand {
     var tag: String?
 
     @Option(
-        help: ArgumentHelp("The archive format; only docker is written today.", valueName: "docker")
+        help: ArgumentHelp(
+            "docker (a docker-archive: docker load, podman load, ctr images import) or oci (an OCI image layout in a tar, for oci-archive:FILE).",
+            valueName: "docker|oci")
     )
     var format: String = "docker"
 
     func run() throws {
         try options.run {
-            guard format == "docker" else {
+            guard let archiveFormat = ImageArchive.Format(rawValue: format) else {
                 throw AppdError(
-                    .unsupported, "--format \(format): only the docker-archive format is written",
-                    hint:
-                        "write --format docker and convert with skopeo copy docker-archive:FILE oci-archive:OUT"
-                )
+                    .badRequest, "--format '\(format)': the formats are docker and oci")
             }
             let (config, app, check) = try Verify.check(bundle, options: options)
             let id = app.info.identifier.rawValue
@@ -74,8 +74,8 @@ struct Image: ParsableCommand {
                 !options.json && isatty(STDERR_FILENO) == 1
                 ? UploadProgress(totals: (app.fileCount, app.totalBytes), verb: "writing") : nil
             defer { display?.finish() }
-            let written = try ImageArchive.writeDocker(
-                bundleAt: app.path, description: description, to: output,
+            let written = try ImageArchive.write(
+                archiveFormat, bundleAt: app.path, description: description, to: output,
                 onFile: display.map { display in
                     { size in
                         display.file(size)

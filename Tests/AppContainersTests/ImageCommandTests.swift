@@ -133,8 +133,12 @@ struct ImageCommandTests {
                 "image reference 'Appd/Hello:1': the name component 'Appd' must be lower-case"),
             "\(result.stderr)")
         #expect(entries(out) == [])
-        let format = try runAppd(["image", bundle, "-o", "\(out)/hello.tar", "--format", "oci"])
-        #expect(format.status == 1 && format.stderr.contains("--format oci"), "\(format.stderr)")
+        let format = try runAppd(["image", bundle, "-o", "\(out)/hello.tar", "--format", "zip"])
+        #expect(
+            format.status == 1
+                && format.stderr.contains("--format 'zip': the formats are docker and oci"),
+            "\(format.stderr)")
+        #expect(entries(out) == [])
     }
 
     @Test(
@@ -152,7 +156,7 @@ struct ImageCommandTests {
         let bundle = try Self.signedBundle(scratch, signer: try Signer())
         let output = scratch.sub("hello.tar")
         let made = try runAppd([
-            "image", bundle, "-o", output, "--tag", "localhost/appd-test/hello:1.2",
+            "image", bundle, "-o", output, "--tag", "localhost/appd-test/hello:1.2", "--json",
         ])
         #expect(made.status == 0, "\(made.stderr)")
 
@@ -181,5 +185,30 @@ struct ImageCommandTests {
         #expect(
             inspect.output.trimmingCharacters(in: .whitespacesAndNewlines)
                 == #"["localhost/appd-test/hello:1.2"] ["/Hello.app/Hello"] 1.2"#)
+
+        // --format oci: the same image (the same config, so the same ID) through oci-archive:.
+        let oci = scratch.sub("hello-oci.tar")
+        let madeOCI = try runAppd([
+            "image", bundle, "-o", oci, "--tag", "localhost/appd-test/hello-oci:1.2", "--format",
+            "oci", "--json",
+        ])
+        #expect(madeOCI.status == 0, "\(madeOCI.stderr)")
+        #expect(
+            madeOCI.stdout.split(separator: "\n").first { $0.contains("imageID") }
+                == made.stdout.split(separator: "\n").first { $0.contains("imageID") })
+        let skopeoOCI = try runTool("/usr/bin/skopeo", ["inspect", "oci-archive:\(oci)"])
+        #expect(skopeoOCI.code == 0, "\(skopeoOCI.output)")
+        #expect(skopeoOCI.output.contains("\"org.appd.bundle-id\": \"com.Example.Hello\""))
+        let loadOCI = try runTool("/usr/bin/podman", podman + ["load", "-i", oci])
+        #expect(loadOCI.code == 0, "\(loadOCI.output)")
+        let inspectOCI = try runTool(
+            "/usr/bin/podman",
+            podman + [
+                "image", "inspect", "localhost/appd-test/hello-oci:1.2", "--format",
+                "{{json .Config.Entrypoint}}",
+            ])
+        #expect(
+            inspectOCI.output.trimmingCharacters(in: .whitespacesAndNewlines)
+                == #"["/Hello.app/Hello"]"#, "\(inspectOCI.output)")
     }
 }

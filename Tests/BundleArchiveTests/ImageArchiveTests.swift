@@ -39,7 +39,8 @@ struct ImageArchiveTests {
         let scratch = Scratch()
         try makeSampleTree(scratch.sub("Hello.app"))
         let output = scratch.sub("hello.tar")
-        let written = try ImageArchive.writeDocker(
+        let written = try ImageArchive.write(
+            .docker,
             bundleAt: scratch.sub("Hello.app"), description: try Self.description, to: output)
         let outer = try entries(of: Array(try Data(contentsOf: URL(fileURLWithPath: output))))
         let l = written.layerDigest
@@ -103,16 +104,60 @@ struct ImageArchiveTests {
         #expect(listing(scratch.path) == ["Hello.app", "hello.tar"])
     }
 
+    @Test("--format oci: index.json names the manifest, each blob is named by its sha256 and size")
+    func ociLayout() throws {
+        let scratch = Scratch()
+        try makeSampleTree(scratch.sub("Hello.app"))
+        let output = scratch.sub("hello.tar")
+        let written = try ImageArchive.write(
+            .oci, bundleAt: scratch.sub("Hello.app"), description: try Self.description,
+            to: output)
+        let outer = try entries(of: Array(try Data(contentsOf: URL(fileURLWithPath: output))))
+        let byName = Dictionary(uniqueKeysWithValues: outer.map { ($0.name, $0.data) })
+        #expect(byName["oci-layout"] == Array(#"{"imageLayoutVersion":"1.0.0"}"#.utf8))
+        let index =
+            try JSONSerialization.jsonObject(with: Data(byName["index.json"] ?? []))
+            as? [String: Any]
+        let entry = (index?["manifests"] as? [[String: Any]])?.first
+        #expect(
+            (entry?["annotations"] as? [String: String])?["org.opencontainers.image.ref.name"]
+                == "localhost/appd/hello:1.0")
+        let manifestDigest = (entry?["digest"] as? String)?.dropFirst("sha256:".count) ?? ""
+        let manifest = byName["blobs/sha256/\(manifestDigest)"] ?? []
+        #expect(entry?["size"] as? Int == manifest.count)
+        // Every blob's name is the sha256 of its bytes.
+        for (name, data) in byName where name.hasPrefix("blobs/sha256/") && !name.hasSuffix("/") {
+            #expect(try sha256sum(data, scratch: scratch) == name.dropFirst("blobs/sha256/".count))
+        }
+        let parsed = try JSONSerialization.jsonObject(with: Data(manifest)) as? [String: Any]
+        let config = parsed?["config"] as? [String: Any]
+        let layers = parsed?["layers"] as? [[String: Any]]
+        #expect(config?["digest"] as? String == "sha256:\(written.configDigest)")
+        #expect(layers?.count == 1)
+        #expect(layers?.first?["digest"] as? String == "sha256:\(written.layerDigest)")
+        #expect(
+            layers?.first?["size"] as? Int
+                == byName["blobs/sha256/\(written.layerDigest)"]?.count)
+        #expect(layers?.first?["mediaType"] as? String == "application/vnd.oci.image.layer.v1.tar")
+        // The same config bytes as the docker-archive's: the same image ID either way.
+        let docker = try ImageArchive.write(
+            .docker, bundleAt: scratch.sub("Hello.app"), description: try Self.description,
+            to: scratch.sub("docker.tar"))
+        #expect(docker.configDigest == written.configDigest)
+    }
+
     @Test("the same bundle gives the same bytes, whatever the file is called")
     func reproducible() throws {
         let scratch = Scratch()
         try makeSampleTree(scratch.sub("Hello.app"))
-        let first = try ImageArchive.writeDocker(
+        let first = try ImageArchive.write(
+            .docker,
             bundleAt: scratch.sub("Hello.app"), description: try Self.description,
             to: scratch.sub("one.tar"))
         // Touch every file's times: nothing of them may reach the archive.
         _ = try run("/usr/bin/touch", [scratch.sub("Hello.app/Hello"), scratch.sub("Hello.app")])
-        let second = try ImageArchive.writeDocker(
+        let second = try ImageArchive.write(
+            .docker,
             bundleAt: scratch.sub("Hello.app"), description: try Self.description,
             to: scratch.sub("two.tar"))
         #expect(first.configDigest == second.configDigest)
@@ -130,7 +175,8 @@ struct ImageArchiveTests {
         #expect(mkfifo(scratch.sub("Hello.app/zz-pipe"), 0o644) == 0)
         let out = scratch.directory("out")
         #expect(throws: AppdError.self) {
-            _ = try ImageArchive.writeDocker(
+            _ = try ImageArchive.write(
+                .docker,
                 bundleAt: scratch.sub("Hello.app"), description: try Self.description,
                 to: "\(out)/hello.tar")
         }
@@ -138,7 +184,8 @@ struct ImageArchiveTests {
         // An existing file is left as it was.
         try writeFile("\(out)/hello.tar", Array("old".utf8))
         #expect(throws: AppdError.self) {
-            _ = try ImageArchive.writeDocker(
+            _ = try ImageArchive.write(
+                .docker,
                 bundleAt: scratch.sub("Hello.app"), description: try Self.description,
                 to: "\(out)/hello.tar")
         }
