@@ -211,4 +211,86 @@ struct ImageCommandTests {
             inspectOCI.output.trimmingCharacters(in: .whitespacesAndNewlines)
                 == #"["/Hello.app/Hello"]"#, "\(inspectOCI.output)")
     }
+
+    @Test(
+        "ctr images import takes both formats and unpacks the bundle at /Hello.app, 0:0",
+        rootOnly)
+    func containerd() throws {
+        let tools = ["/usr/bin/containerd", "/usr/bin/ctr", "/usr/bin/unshare"]
+        let missing = tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }
+        guard missing.isEmpty else {
+            if rootTestsRequired { Issue.record("missing \(missing); run scripts/oci-deps") }
+            return
+        }
+        let scratch = Scratch()
+        let bundle = try Self.signedBundle(scratch, signer: try Signer())
+        for (file, format) in [("d.tar", "docker"), ("o.tar", "oci")] {
+            let made = try runAppd([
+                "image", bundle, "-o", scratch.sub(file), "--format", format, "--tag",
+                "localhost/appd-test/hello-\(format):1.2",
+            ])
+            #expect(made.status == 0, "\(made.stderr)")
+        }
+        // A private containerd (its own root, state and socket; no CRI) in a mount namespace of
+        // its own, so that nothing it mounts reaches the host's; the native snapshotter
+        // unpacks into plain directories.
+        let socket = scratch.sub("c.sock")
+        try """
+        version = 2
+        root = "\(scratch.sub("root"))"
+        state = "\(scratch.sub("state"))"
+        disabled_plugins = ["io.containerd.grpc.v1.cri"]
+        [grpc]
+          address = "\(socket)"
+        [ttrpc]
+          address = "\(socket).ttrpc"
+        [plugins."io.containerd.internal.v1.opt"]
+          path = "\(scratch.sub("opt"))"
+        """.write(toFile: scratch.sub("config.toml"), atomically: false, encoding: .utf8)
+        let daemon = Process()
+        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        daemon.arguments = [
+            "-m", "--propagation", "private", "/usr/bin/containerd", "--config",
+            scratch.sub("config.toml"),
+        ]
+        daemon.standardOutput = FileHandle.nullDevice
+        daemon.standardError = FileHandle.nullDevice
+        try daemon.run()
+        defer {
+            daemon.terminate()
+            daemon.waitUntilExit()
+        }
+        let ctr = ["-a", socket, "-n", "appd-image-test"]
+        #expect(eventually(20) { (try? runTool("/usr/bin/ctr", ctr + ["version"]).code) == 0 })
+        for file in ["d.tar", "o.tar"] {
+            let imported = try runTool(
+                "/usr/bin/ctr",
+                ctr + ["images", "import", "--snapshotter", "native", scratch.sub(file)])
+            #expect(imported.code == 0 && imported.output.contains("done"), "\(imported.output)")
+        }
+        let images = try runTool("/usr/bin/ctr", ctr + ["images", "ls", "-q"])
+        #expect(
+            images.output.split(separator: "\n").sorted() == [
+                "localhost/appd-test/hello-docker:1.2", "localhost/appd-test/hello-oci:1.2",
+            ])
+        // Both unpack to the same one snapshot (the same layer): the bundle and nothing else.
+        let snapshots = scratch.sub("root/io.containerd.snapshotter.v1.native/snapshots")
+        let unpacked = entries(snapshots)
+        #expect(unpacked.count == 1)
+        let root = "\(snapshots)/\(unpacked.first ?? "")"
+        #expect(entries(root) == ["Hello.app"])
+        let executable = statOf("\(root)/Hello.app/Hello")
+        #expect(executable?.st_uid == 0 && executable?.st_gid == 0)
+        #expect((executable?.st_mode ?? 0) & 0o7777 == 0o755)
+        #expect(
+            (try? FileManager.default.destinationOfSymbolicLink(
+                atPath: "\(root)/Hello.app/greeting"))
+                == "Resources/greeting.txt")
+        _ = try runTool(
+            "/usr/bin/ctr",
+            ctr + [
+                "images", "rm", "localhost/appd-test/hello-docker:1.2",
+                "localhost/appd-test/hello-oci:1.2",
+            ])
+    }
 }
