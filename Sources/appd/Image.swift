@@ -50,6 +50,8 @@ struct Image: ParsableCommand {
                 throw AppdError(
                     .badRequest, "--format '\(format)': the formats are docker and oci")
             }
+            // A --tag the engines cannot read is a usage mistake: said before the bundle is read.
+            let named = try tag.map { try ImageReference(parsing: $0) }
             let (config, app, check) = try Verify.check(bundle, options: options)
             let id = app.info.identifier.rawValue
             let version = app.info.shortVersion ?? app.info.version.rawValue
@@ -60,8 +62,7 @@ struct Image: ParsableCommand {
                     signature: nil, bundleID: id, entitlements: app.entitlements)
             }
             let reference =
-                try tag.map { try ImageReference(parsing: $0) }
-                ?? ImageReference.defaultReference(bundleID: id, version: version)
+                try named ?? ImageReference.defaultReference(bundleID: id, version: version)
             let description = ImageDescription(
                 bundleFolder: app.directoryName, executable: app.executablePath,
                 reference: reference,
