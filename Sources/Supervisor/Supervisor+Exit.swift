@@ -37,6 +37,7 @@ extension Supervisor {
         entry.waiters = [:]
         save(entry)
         publish(.exited, entry.api)
+        emptyTemporaryAfterExit(appID: entry.app, instance: id)
         for waiter in waiters.values { waiter.resume(returning: entry.api) }
         pruneExited()
         templates.sweep()

@@ -78,6 +78,7 @@ extension Supervisor {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
         try admitLaunch(key, appID: appID, caller: caller)
+        emptyTemporaryBeforeLaunch(appID: appID)
         launching[key, default: 0] += 1
         launchingBy[caller, default: 0] += 1
         defer {
