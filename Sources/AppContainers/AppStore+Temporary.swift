@@ -43,22 +43,3 @@ extension AppStore {
         return names.count
     }
 }
-
-extension FileDescriptor {
-    /// Whether the directory lists anything besides `.` and `..`, reading no further than the
-    /// first such entry.
-    func hasEntries() throws -> Bool {
-        let copy = fcntl(raw, F_DUPFD_CLOEXEC, 0)
-        guard copy >= 0, let dir = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            throw AppdError.system("opendir \(path)")
-        }
-        defer { closedir(dir) }
-        rewinddir(dir)
-        while let entry = readdir(dir) {
-            let name = directoryEntryString(entry)
-            if name != "." && name != ".." { return true }
-        }
-        return false
-    }
-}

@@ -137,6 +137,11 @@ final class TestDaemon {
         )
     }
 
+    /// The path of the app's data container.
+    func dataContainer(_ id: String) throws -> String {
+        try client.get("/v1/apps/\(id)/containers/data", as: APIContainer.self).path
+    }
+
     func instance(_ iid: String) throws -> APIInstance {
         try client.get("/v1/instances/\(iid)", as: APIInstance.self)
     }

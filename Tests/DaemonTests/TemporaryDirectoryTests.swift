@@ -12,17 +12,13 @@ struct TemporaryDirectoryTests {
         ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
     }
 
-    static func dataContainer(_ daemon: TestDaemon, _ id: String) throws -> String {
-        try daemon.client.get("/v1/apps/\(id)/containers/data", as: APIContainer.self).path
-    }
-
     @Test(
         "a file the app wrote in tmp is gone after its exit; Documents keeps its file and tmp its owner and mode"
     )
     func emptiedAfterExit() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.tmp")
-        let data = try Self.dataContainer(daemon, "com.example.tmp")
+        let data = try daemon.dataContainer("com.example.tmp")
         var before = stat()
         #expect(lstat("\(data)/tmp", &before) == 0)
         let run = try daemon.launch(
@@ -47,7 +43,7 @@ struct TemporaryDirectoryTests {
     func onlyTheLastExit() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.tmp2")
-        let data = try Self.dataContainer(daemon, "com.example.tmp2")
+        let data = try daemon.dataContainer("com.example.tmp2")
         let long = try daemon.launch(
             "com.example.tmp2", ["home", "file", "tmp/in-use", "100", "sleep", "60"])
         #expect(daemon.eventually { access("\(data)/tmp/in-use", F_OK) == 0 })
@@ -65,7 +61,7 @@ struct TemporaryDirectoryTests {
     func plantedLinks() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.tmplink")
-        let data = try Self.dataContainer(daemon, "com.example.tmplink")
+        let data = try daemon.dataContainer("com.example.tmplink")
         // Root's files outside the container, which the app names but cannot see.
         let victim = "\(daemon.directory)/victim"
         try FileManager.default.createDirectory(atPath: victim, withIntermediateDirectories: true)
@@ -97,7 +93,7 @@ struct TemporaryDirectoryTests {
     func emptiedAtLaunchAfterCrash() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.tmpcrash")
-        let data = try Self.dataContainer(daemon, "com.example.tmpcrash")
+        let data = try daemon.dataContainer("com.example.tmpcrash")
         var owner = stat()
         #expect(lstat("\(data)/tmp", &owner) == 0)
         daemon.crash()
