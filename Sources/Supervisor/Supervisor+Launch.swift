@@ -74,6 +74,8 @@ extension Supervisor {
         let arguments =
             arguments.isEmpty
             ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
+        // No suspension from here until `launching` counts this launch.
+        await waitForTemporaryEmptying(key)
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }

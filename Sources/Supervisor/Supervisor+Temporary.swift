@@ -5,9 +5,10 @@ import Foundation
 
 /// `tmp/` is the system's: emptied when an app's last instance exits, and at a launch that
 /// finds it holding something while none of the app's instances runs (the daemon that should
-/// have emptied it at the exit had crashed). Both run on the actor, so no launch of the app
-/// starts while its tmp is emptied, and no emptying runs under a starting instance. The work
-/// is what the app put in tmp, which its data quota bounds; the remover is iterative, so depth
+/// have emptied it at the exit had crashed). After an exit the emptying runs off the actor (an
+/// app's 20,000-level tree takes seconds, and `appctl ps` must not wait for it); a launch or
+/// an uninstall of that app waits for it first, so no instance starts under it. The work is
+/// what the app put in tmp, which its data quota bounds; the remover is iterative, so depth
 /// costs no stack (AppStore+Temporary.swift).
 extension Supervisor {
     /// Whether an instance of the app (lowercased `key`) other than `except` is live, or a
@@ -19,11 +20,37 @@ extension Supervisor {
         }
     }
 
-    /// An instance of `appID` ended: if it was the last, empties the app's tmp. A failure
-    /// (a mount point inside, an uninstalled app) is an event, not an error: the exit happened.
-    func emptyTemporaryAfterExit(appID: String, instance: String) {
-        guard !appIsRunning(appID.lowercased(), except: instance) else { return }
-        emptyTemporary(appID: appID, instance: instance, when: "after its last instance exited")
+    /// An instance of `appID` ended: if it was the last, empties the app's tmp off the actor.
+    /// Returns the emptying, which the exit's waiters wait for; nil when another instance runs.
+    /// A failure (a mount point inside, an uninstalled app) is an event, not an error: the exit
+    /// happened.
+    func emptyTemporaryAfterExit(appID: String, instance: String) -> Task<Void, Never>? {
+        let key = appID.lowercased()
+        guard !appIsRunning(key, except: instance) else { return nil }
+        let previous = emptyingTemporary[key]
+        let (store, hub) = (store, hub)
+        let task = Task.detached {
+            await previous?.value
+            Self.emptyTemporary(
+                store: store, hub: hub, appID: appID, instance: instance,
+                when: "after its last instance exited")
+        }
+        emptyingTemporary[key] = task
+        Task {
+            await task.value
+            self.emptyingDone(key, task)
+        }
+        return task
+    }
+
+    private func emptyingDone(_ key: String, _ task: Task<Void, Never>) {
+        if emptyingTemporary[key] == task { emptyingTemporary[key] = nil }
+    }
+
+    /// Waits until no emptying of the app's tmp is under way. After it returns, the caller
+    /// must not suspend before it counts its launch (or closes the app).
+    func waitForTemporaryEmptying(_ key: String) async {
+        while let pending = emptyingTemporary[key] { await pending.value }
     }
 
     /// A launch of `appID` with none of its instances running: empties tmp if it holds
@@ -33,12 +60,14 @@ extension Supervisor {
             let app = try? store.app(appID),
             (try? store.temporaryDirectoryHasEntries(of: app)) == true
         else { return }
-        emptyTemporary(
-            appID: app.bundleID, instance: nil, when: "before a launch (left from before a restart)"
-        )
+        Self.emptyTemporary(
+            store: store, hub: hub, appID: app.bundleID, instance: nil,
+            when: "before a launch (left from before a restart)")
     }
 
-    private func emptyTemporary(appID: String, instance: String?, when: String) {
+    private nonisolated static func emptyTemporary(
+        store: AppStore, hub: EventHub, appID: String, instance: String?, when: String
+    ) {
         let detail: String
         do {
             let app = try store.app(appID)

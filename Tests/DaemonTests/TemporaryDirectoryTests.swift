@@ -114,4 +114,24 @@ struct TemporaryDirectoryTests {
         _ = try daemon.client.post("/v1/instances/\(run.id)/kill", as: APIInstance.self)
         _ = try daemon.wait(run.id)
     }
+
+    @Test(
+        "attack: a 20,000-level tree with FIFOs, sockets, links and mode-000 entries in tmp is emptied after the exit; the daemon answers within 1 s throughout"
+    )
+    func deepTreeInTmp() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe("com.example.tmpdeep")
+        let data = try daemon.dataContainer("com.example.tmpdeep")
+        let watch = Responsiveness(daemon)
+        let made = try daemon.launch("com.example.tmpdeep", ["deep-tree", "20000", "tmp"])
+        // Landlock checks each mkdir against the whole path up: the app's own tree takes it a while.
+        let ended = try AppdClient(socketPath: daemon.socket, timeout: 600)
+            .get("/v1/instances/\(made.id)/wait", as: APIInstance.self)
+        #expect(ended.exit?.code == 0)
+        #expect(try daemon.logs(made.id).contains("deep-tree: value 20000"))
+        // The wait ends once tmp is emptied.
+        #expect(Self.entries("\(data)/tmp") == [])
+        watch.expectResponsive("while the app built and appd removed 20,000 levels in tmp")
+        try daemon.expectStillWorks("tmpdeep")
+    }
 }
