@@ -50,7 +50,12 @@ extension Supervisor {
     /// Waits until no emptying of the app's tmp is under way. After it returns, the caller
     /// must not suspend before it counts its launch (or closes the app).
     func waitForTemporaryEmptying(_ key: String) async {
-        while let pending = emptyingTemporary[key] { await pending.value }
+        while let pending = emptyingTemporary[key] {
+            await pending.value
+            // Awaiting a finished task need not yield the actor, so the `emptyingDone` queued
+            // behind it may not have run: forget it here, or this loop would spin.
+            if emptyingTemporary[key] == pending { emptyingTemporary[key] = nil }
+        }
     }
 
     /// A launch of `appID` with none of its instances running: empties tmp if it holds

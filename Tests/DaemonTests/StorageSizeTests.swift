@@ -44,8 +44,7 @@ struct StorageSizeTests {
         #expect(text.output.contains("Documents & Data 1."), "\(text.output)")
         let json = try daemon.run("appd", ["info", "--json", "com.example.sizes"])
         #expect(json.output.contains("\"documentsAndDataBytes\""), "\(json.output)")
-        _ = try daemon.client.post("/v1/instances/\(run.id)/kill", as: APIInstance.self)
-        _ = try daemon.wait(run.id)
+        try daemon.killAndWait(run.id)
         #expect(try Self.storage(daemon, "com.example.sizes").tmpBytes == before.tmpBytes)
     }
 
@@ -67,7 +66,6 @@ struct StorageSizeTests {
         #expect(storage.complete)
         #expect(storage.documentsAndDataBytes < 1 << 20, "\(storage)")
         #expect(storage.cachesBytes < 64 << 10 && storage.tmpBytes < 64 << 10, "\(storage)")
-        _ = try daemon.client.post("/v1/instances/\(run.id)/kill", as: APIInstance.self)
-        _ = try daemon.wait(run.id)
+        try daemon.killAndWait(run.id)
     }
 }

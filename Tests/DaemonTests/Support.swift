@@ -146,6 +146,13 @@ final class TestDaemon {
         try client.get("/v1/instances/\(iid)", as: APIInstance.self)
     }
 
+    /// Kills the instance and waits for its end.
+    @discardableResult
+    func killAndWait(_ iid: String) throws -> APIInstance {
+        _ = try client.post("/v1/instances/\(iid)/kill", as: APIInstance.self)
+        return try wait(iid)
+    }
+
     func wait(_ iid: String) throws -> APIInstance {
         try client.get("/v1/instances/\(iid)/wait", as: APIInstance.self)
     }

@@ -37,6 +37,9 @@ struct TemporaryDirectoryTests {
         #expect(lstat("\(data)/tmp", &after) == 0)
         #expect(after.st_mode & S_IFMT == S_IFDIR && after.st_mode & 0o7777 == 0o700)
         #expect(after.st_uid == before.st_uid && after.st_gid == before.st_gid)
+        // A launch right after the exit does not wait on the emptying forever.
+        let again = try daemon.launch("com.example.tmp", ["exit", "0"])
+        #expect(try daemon.wait(again.id).exit?.code == 0)
     }
 
     @Test("with two instances running, the first exit leaves tmp alone; the last empties it")
@@ -50,8 +53,7 @@ struct TemporaryDirectoryTests {
         let short = try daemon.launch("com.example.tmp2", ["exit", "0"])
         #expect(try daemon.wait(short.id).exit?.code == 0)
         #expect(Self.entries("\(data)/tmp") == ["in-use"])
-        _ = try daemon.client.post("/v1/instances/\(long.id)/kill", as: APIInstance.self)
-        _ = try daemon.wait(long.id)
+        try daemon.killAndWait(long.id)
         #expect(Self.entries("\(data)/tmp") == [])
     }
 
@@ -111,8 +113,7 @@ struct TemporaryDirectoryTests {
         // Emptied before the launch, while the instance runs: not by its exit.
         #expect(Self.entries("\(data)/tmp") == [])
         #expect(try daemon.instance(run.id).state != .exited)
-        _ = try daemon.client.post("/v1/instances/\(run.id)/kill", as: APIInstance.self)
-        _ = try daemon.wait(run.id)
+        try daemon.killAndWait(run.id)
     }
 
     @Test(
