@@ -1,7 +1,9 @@
 // Attacks on appd through the files of the app's data container (issue 13 §3): trees that a
 // recursive walk, or one that keeps a descriptor per level, cannot remove.
 //
-//   probe deep-tree LEVELS   under $HOME/Documents/deep: LEVELS nested directories; every
+//   probe deep-tree LEVELS [FOLDER]
+//                            under $HOME/FOLDER/deep (Documents unless named): LEVELS nested
+//                            directories; every
 //                            1,000 levels a FIFO, a unix socket, symlinks to / and to ..,
 //                            a file and a directory (with a file in it) made mode 000; at
 //                            the bottom 2,000 files in one directory and a mode-000 directory
@@ -56,7 +58,7 @@ int attack_tree(int argc, char **argv) {
     long levels = atol(argv[2]);
     const char *home = getenv("HOME");
     char path[4096];
-    snprintf(path, sizeof path, "%s/Documents", home ? home : "");
+    snprintf(path, sizeof path, "%s/%s", home ? home : "", argc > 3 ? argv[3] : "Documents");
     int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (dir < 0) return fail("open Documents");
     const char *name = "deep";

@@ -13,6 +13,7 @@
 //   probe read PATH | write PATH | list PATH | exec PATH
 //   probe connect HOST PORT | connect-abstract NAME | bind PORT | listen-unix
 //   probe ptrace | jit | env | sleep SECONDS | exit CODE
+//   probe home STEP...          makes files, links and folders in $HOME (home_files.c)
 //   probe code                  tries to run unsigned code every way (attack_code.c)
 //   probe ignore-term SECONDS   (sleeps with SIGTERM ignored: for the grace period)
 //   probe spin SECONDS          (burns CPU: for suspend)
@@ -674,6 +675,7 @@ int main(int argc, char **argv) {
     else if (attack_network(argc, argv) == 0) return 0;
     else if (!strncmp(mode, "output-", 7)) { int attack_output(int, char **); return attack_output(argc, argv); }
     else if (!strcmp(mode, "deep-tree")) { int attack_tree(int, char **); return attack_tree(argc, argv); }
+    else if (!strcmp(mode, "home")) { int home_files(int, char **); return home_files(argc, argv); }
     else if (!strcmp(mode, "attack-channel")) { int attack_channel(int, char **); return attack_channel(argc, argv); }
     else { fprintf(stderr, "probe: unknown mode %s\n", mode); return 2; }
     return 0;

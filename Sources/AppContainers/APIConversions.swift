@@ -33,6 +33,15 @@ extension APIApp {
     }
 }
 
+extension APIStorage {
+    public init(_ usage: StorageUsage) {
+        self.init(
+            appBytes: usage.appBytes, documentsAndDataBytes: usage.documentsAndDataBytes,
+            cachesBytes: usage.cachesBytes, tmpBytes: usage.tmpBytes, entries: usage.entries,
+            complete: usage.complete)
+    }
+}
+
 extension APIEntitlements {
     public init(_ entitlements: Entitlements) {
         self.init(

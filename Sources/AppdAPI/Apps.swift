@@ -43,6 +43,9 @@ public struct APIApp: Codable, Sendable, Equatable {
     /// How appd runs it as a service (RunAtLoad, KeepAlive), in `GET /v1/apps/{id}`; absent
     /// when its `[App ID]` sets neither.
     public var service: APIService?
+    /// What the app takes on disk, as iOS's storage screen shows it; only in `GET /v1/apps/{id}`
+    /// (and `appd info --no-daemon`).
+    public var storage: APIStorage?
 
     public init(
         bundleId: String, state: String, title: String? = nil, version: String? = nil,
@@ -80,6 +83,36 @@ public struct APIApp: Codable, Sendable, Equatable {
         case (_, let build?): build
         default: "-"
         }
+    }
+}
+
+/// An app's storage: bytes allocated on disk (`st_blocks` × 512, what the data quota counts),
+/// measured by the daemon when asked with a walk that follows no symlink and enters no mount.
+/// The walk is bounded (a million entries, one second): when it stops early, `complete` is
+/// false and each figure is "at least".
+public struct APIStorage: Codable, Sendable, Equatable {
+    /// The bundle container: the app itself.
+    public var appBytes: Int64
+    /// "Documents & Data": the data container but `Library/Caches` and `tmp`.
+    public var documentsAndDataBytes: Int64
+    /// `Library/Caches`: may vanish whenever the app is not running.
+    public var cachesBytes: Int64
+    /// `tmp`: emptied when the app's last instance exits.
+    public var tmpBytes: Int64
+    /// Files, folders and links counted.
+    public var entries: Int
+    public var complete: Bool
+
+    public init(
+        appBytes: Int64, documentsAndDataBytes: Int64, cachesBytes: Int64, tmpBytes: Int64,
+        entries: Int, complete: Bool
+    ) {
+        self.appBytes = appBytes
+        self.documentsAndDataBytes = documentsAndDataBytes
+        self.cachesBytes = cachesBytes
+        self.tmpBytes = tmpBytes
+        self.entries = entries
+        self.complete = complete
     }
 }
 

@@ -76,6 +76,27 @@ public final class FileDescriptor {
 
     /// Names in this directory, without `.` and `..`, sorted.
     public func entries() throws -> [String] {
+        var names: [String] = []
+        try forEachEntry { name in
+            names.append(name)
+            return true
+        }
+        return names.sorted()
+    }
+
+    /// Whether the directory lists anything besides `.` and `..`, reading no further than the
+    /// first such entry.
+    public func hasEntries() throws -> Bool {
+        var found = false
+        try forEachEntry { _ in
+            found = true
+            return false
+        }
+        return found
+    }
+
+    /// Calls `body` with each name but `.` and `..` until it returns false.
+    private func forEachEntry(_ body: (String) -> Bool) throws {
         // fdopendir takes ownership of the fd it is given, so hand it a duplicate.
         let dup = fcntl(raw, F_DUPFD_CLOEXEC, 0)
         guard dup >= 0, let dir = fdopendir(dup) else {
@@ -84,11 +105,9 @@ public final class FileDescriptor {
         }
         defer { closedir(dir) }
         rewinddir(dir)
-        var names: [String] = []
         while let entry = readdir(dir) {
             let name = directoryEntryString(entry)
-            if name != "." && name != ".." { names.append(name) }
+            if name != "." && name != ".." && !body(name) { return }
         }
-        return names.sorted()
     }
 }

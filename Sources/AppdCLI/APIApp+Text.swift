@@ -25,6 +25,7 @@ extension APIApp {
         if let fileCount, let totalBytes {
             rows.append(("files", "\(fileCount) (\(Output.bytes(totalBytes)))"))
         }
+        if let storage { rows.append(("size", Self.storageText(storage))) }
         rows.append(("installed", TextFormatting.iso8601(installedAt)))
         rows.append(("updated", TextFormatting.iso8601(updatedAt)))
         if let adminOverride, !adminOverride.isEmpty {
@@ -41,6 +42,17 @@ extension APIApp {
             Output.line("  \(label.padded(toLength: 11)) \(value)")
         }
         entitlements?.printText(indent: "  ")
+    }
+
+    /// `app 1.2 MiB, Documents & Data 40 KiB, Caches 8 KiB, tmp 0 B`, each "at least" when
+    /// the daemon's walk stopped at its bound.
+    public static func storageText(_ storage: APIStorage) -> String {
+        let text = [
+            ("app", storage.appBytes), ("Documents & Data", storage.documentsAndDataBytes),
+            ("Caches", storage.cachesBytes), ("tmp", storage.tmpBytes),
+        ].map { "\($0.0) \(Output.bytes($0.1))" }.joined(separator: ", ")
+        return storage.complete
+            ? text : "at least: \(text) (stopped after \(storage.entries) entries)"
     }
 
     /// `waiting: restart 2 of 5 in 4s (RunAtLoad, KeepAlive=yes; last: signaled, signal 9 ...)`.

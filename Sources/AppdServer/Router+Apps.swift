@@ -22,7 +22,22 @@ extension Router {
         info.denials = supervisor.denials.perAppCounts()[app.bundleID] ?? 0
         info.adminOverride = APIApp.adminOverride(configuration.current.override(for: app.bundleID))
         info.service = await supervisor.service(app.bundleID)
+        info.storage = await Self.measureStorage(of: app, in: store)
         return try .json(info)
+    }
+
+    /// The walk runs on a queue of its own, not on the pool the requests share: it takes up to
+    /// a second (StorageWalkLimits.standard), and two at once must not hold every thread of a
+    /// two-core host. One at a time, so a burst of requests queues here rather than fills the
+    /// disk with walks.
+    static let storageQueue = DispatchQueue(label: "appd.router.storage")
+
+    static func measureStorage(of app: InstalledApp, in store: AppStore) async -> APIStorage {
+        await withCheckedContinuation { continuation in
+            storageQueue.async {
+                continuation.resume(returning: APIStorage(store.storageUsage(of: app)))
+            }
+        }
     }
 
     func install(_ request: Request) async throws -> Reply {

@@ -11,7 +11,9 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 
 int appd_syncfs(int fd) { return syncfs(fd); }
 
@@ -91,6 +93,14 @@ int appd_recv_fds(int socket, unsigned char *tag, int *fds, int max) {
         return -1;
     }
     return count;
+}
+
+int appd_open_directory_beneath(int dirfd, const char *path) {
+    struct open_how how = {
+        .flags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
 
 int appd_is_mount_root(int fd) {

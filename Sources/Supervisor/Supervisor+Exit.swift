@@ -37,7 +37,16 @@ extension Supervisor {
         entry.waiters = [:]
         save(entry)
         publish(.exited, entry.api)
-        for waiter in waiters.values { waiter.resume(returning: entry.api) }
+        // Waiters hear of the exit once tmp is emptied: what they see next is the app at rest.
+        if let emptying = emptyTemporaryAfterExit(appID: entry.app, instance: id) {
+            let api = entry.api
+            Task {
+                await emptying.value
+                for waiter in waiters.values { waiter.resume(returning: api) }
+            }
+        } else {
+            for waiter in waiters.values { waiter.resume(returning: entry.api) }
+        }
         pruneExited()
         templates.sweep()
         keepAliveAfterExit(entry.api)

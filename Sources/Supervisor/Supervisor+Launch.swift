@@ -74,10 +74,13 @@ extension Supervisor {
         let arguments =
             arguments.isEmpty
             ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
+        // No suspension from here until `launching` counts this launch.
+        await waitForTemporaryEmptying(key)
         guard !closedApps.contains(key) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
         try admitLaunch(key, appID: appID, caller: caller)
+        emptyTemporaryBeforeLaunch(appID: appID)
         launching[key, default: 0] += 1
         launchingBy[caller, default: 0] += 1
         defer {

@@ -56,6 +56,9 @@ public actor Supervisor {
     var logDenials = false
     /// Apps being uninstalled: no launch until that is over.
     var closedApps: Set<String> = []
+    /// Emptyings of an app's tmp after its last exit, by lowercased app id: its next launch
+    /// waits for them (Supervisor+Temporary.swift).
+    var emptyingTemporary: [String: Task<Void, Never>] = [:]
     /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
     /// refuses while there are any, as it refuses while instances run.
     var launching: [String: Int] = [:]
@@ -127,6 +130,7 @@ public actor Supervisor {
         _ appID: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
         let key = appID.lowercased()
+        await waitForTemporaryEmptying(key)
         let running = listed(app: appID).instances
         if running.isEmpty, let count = launching[key], count > 0 {
             throw AppdError(

@@ -61,6 +61,7 @@ struct Info: ParsableCommand {
                 let store = try options.openStore(.readOnly)
                 var local = APIApp(try store.app(id), root: store.root, withEntitlements: true)
                 local.adminOverride = APIApp.adminOverride(store.config.override(for: id))
+                local.storage = APIStorage(store.storageUsage(of: try store.app(id)))
                 app = local
             } else {
                 app = try options.daemonClient().app(id)

@@ -18,7 +18,7 @@ struct RelayIsolationTests {
     }
 
     static func home(_ daemon: TestDaemon, _ id: String) throws -> String {
-        try daemon.client.get("/v1/apps/\(id)/containers/data", as: APIContainer.self).path
+        try daemon.dataContainer(id)
     }
 
     @Test(

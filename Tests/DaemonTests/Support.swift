@@ -137,8 +137,20 @@ final class TestDaemon {
         )
     }
 
+    /// The path of the app's data container.
+    func dataContainer(_ id: String) throws -> String {
+        try client.get("/v1/apps/\(id)/containers/data", as: APIContainer.self).path
+    }
+
     func instance(_ iid: String) throws -> APIInstance {
         try client.get("/v1/instances/\(iid)", as: APIInstance.self)
+    }
+
+    /// Kills the instance and waits for its end.
+    @discardableResult
+    func killAndWait(_ iid: String) throws -> APIInstance {
+        _ = try client.post("/v1/instances/\(iid)/kill", as: APIInstance.self)
+        return try wait(iid)
     }
 
     func wait(_ iid: String) throws -> APIInstance {

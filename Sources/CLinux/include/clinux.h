@@ -27,6 +27,11 @@ int appd_memfd(const char *name);
 /// or the kernel cannot tell, -1 with errno on failure. Glibc's statx is behind _GNU_SOURCE.
 int appd_is_mount_root(int fd);
 
+/// openat2(2), which glibc does not wrap: opens the directory `path` beneath `dirfd` with the
+/// kernel refusing any symlink (ELOOP), any mount crossing (EXDEV) and any step out of `dirfd`
+/// (EXDEV) on the way. For walks of trees an app controls (the sizes `appd info` shows).
+int appd_open_directory_beneath(int dirfd, const char *path);
+
 #include <spawn.h>
 
 /// posix_spawn_file_actions_addclosefrom_np (glibc 2.34): the spawned launcher gets the

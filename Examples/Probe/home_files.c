@@ -1,0 +1,72 @@
+// Files an app makes in its own home, for the tests of what appd does with the data container
+// (tmp emptied after the last exit, the sizes `appd info` shows): each step is done in order,
+// relative to $HOME, and printed as `home: STEP allowed|refused ERRNO`.
+//
+//   probe home STEP...
+//       file REL BYTES          writes BYTES bytes (not sparse) to $HOME/REL
+//       link TARGET REL         a symlink $HOME/REL -> TARGET (TARGET as given: it may name a
+//                               path of the host that the app cannot see)
+//       mkdir REL               a directory $HOME/REL
+//       sleep SECONDS           waits (so that the instance is still running)
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void result(const char *step, const char *rel, int ok) {
+    const char *code = strerrorname_np(errno);
+    if (ok) printf("home: %s %s allowed\n", step, rel);
+    else printf("home: %s %s refused %s\n", step, rel, code ? code : "EOTHER");
+    fflush(stdout);
+}
+
+static int write_bytes(const char *path, long bytes) {
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) return 0;
+    static char block[65536];
+    memset(block, 'x', sizeof block);
+    while (bytes > 0) {
+        size_t chunk = bytes < (long)sizeof block ? (size_t)bytes : sizeof block;
+        ssize_t n = write(fd, block, chunk);
+        if (n <= 0) {
+            close(fd);
+            return 0;
+        }
+        bytes -= n;
+    }
+    int ok = fsync(fd) == 0;
+    close(fd);
+    return ok;
+}
+
+int home_files(int argc, char **argv) {
+    const char *home = getenv("HOME");
+    if (!home || chdir(home) != 0) {
+        printf("home: chdir refused\n");
+        return 1;
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *step = argv[i];
+        if (!strcmp(step, "file") && i + 2 < argc) {
+            result(step, argv[i + 1], write_bytes(argv[i + 1], atol(argv[i + 2])));
+            i += 2;
+        } else if (!strcmp(step, "link") && i + 2 < argc) {
+            result(step, argv[i + 2], symlink(argv[i + 1], argv[i + 2]) == 0);
+            i += 2;
+        } else if (!strcmp(step, "mkdir") && i + 1 < argc) {
+            result(step, argv[i + 1], mkdir(argv[i + 1], 0700) == 0);
+            i += 1;
+        } else if (!strcmp(step, "sleep") && i + 1 < argc) {
+            sleep((unsigned)atoi(argv[i + 1]));
+            i += 1;
+        } else {
+            printf("home: unknown step %s\n", step);
+            return 2;
+        }
+    }
+    return 0;
+}

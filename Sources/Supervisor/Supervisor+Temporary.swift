@@ -1,0 +1,91 @@
+import AppContainers
+import AppdAPI
+import AppdBase
+import Foundation
+
+/// `tmp/` is the system's: emptied when an app's last instance exits, and at a launch that
+/// finds it holding something while none of the app's instances runs (the daemon that should
+/// have emptied it at the exit had crashed). After an exit the emptying runs off the actor (an
+/// app's 20,000-level tree takes seconds, and `appctl ps` must not wait for it); a launch or
+/// an uninstall of that app waits for it first, so no instance starts under it. The work is
+/// what the app put in tmp, which its data quota bounds; the remover is iterative, so depth
+/// costs no stack (AppStore+Temporary.swift).
+extension Supervisor {
+    /// Whether an instance of the app (lowercased `key`) other than `except` is live, or a
+    /// launch of it is under way.
+    func appIsRunning(_ key: String, except: String? = nil) -> Bool {
+        if launching[key, default: 0] > 0 { return true }
+        return entries.values.contains {
+            $0.id != except && $0.state.isLive && $0.app.lowercased() == key
+        }
+    }
+
+    /// An instance of `appID` ended: if it was the last, empties the app's tmp off the actor.
+    /// Returns the emptying, which the exit's waiters wait for; nil when another instance runs.
+    /// A failure (a mount point inside, an uninstalled app) is an event, not an error: the exit
+    /// happened.
+    func emptyTemporaryAfterExit(appID: String, instance: String) -> Task<Void, Never>? {
+        let key = appID.lowercased()
+        guard !appIsRunning(key, except: instance) else { return nil }
+        let previous = emptyingTemporary[key]
+        let (store, hub) = (store, hub)
+        let task = Task.detached {
+            await previous?.value
+            Self.emptyTemporary(
+                store: store, hub: hub, appID: appID, instance: instance,
+                when: "after its last instance exited")
+        }
+        emptyingTemporary[key] = task
+        Task {
+            await task.value
+            self.emptyingDone(key, task)
+        }
+        return task
+    }
+
+    private func emptyingDone(_ key: String, _ task: Task<Void, Never>) {
+        if emptyingTemporary[key] == task { emptyingTemporary[key] = nil }
+    }
+
+    /// Waits until no emptying of the app's tmp is under way. After it returns, the caller
+    /// must not suspend before it counts its launch (or closes the app).
+    func waitForTemporaryEmptying(_ key: String) async {
+        while let pending = emptyingTemporary[key] {
+            await pending.value
+            // Awaiting a finished task need not yield the actor, so the `emptyingDone` queued
+            // behind it may not have run: forget it here, or this loop would spin.
+            if emptyingTemporary[key] == pending { emptyingTemporary[key] = nil }
+        }
+    }
+
+    /// A launch of `appID` with none of its instances running: empties tmp if it holds
+    /// anything (the exit that should have emptied it happened while appd was down).
+    func emptyTemporaryBeforeLaunch(appID: String) {
+        guard !appIsRunning(appID.lowercased()),
+            let app = try? store.app(appID),
+            (try? store.temporaryDirectoryHasEntries(of: app)) == true
+        else { return }
+        Self.emptyTemporary(
+            store: store, hub: hub, appID: app.bundleID, instance: nil,
+            when: "before a launch (left from before a restart)")
+    }
+
+    private nonisolated static func emptyTemporary(
+        store: AppStore, hub: EventHub, appID: String, instance: String?, when: String
+    ) {
+        let detail: String
+        do {
+            let app = try store.app(appID)
+            let count = try store.emptyTemporaryDirectory(of: app)
+            guard count > 0 else { return }
+            detail = "tmp emptied \(when): \(count) entr\(count == 1 ? "y" : "ies") removed"
+        } catch {
+            detail = "tmp not emptied \(when): \(error)"
+        }
+        hub.publish { seq in
+            APIEvent(
+                seq: seq, time: Date(), kind: .message, app: appID, instance: instance,
+                detail: detail)
+        }
+    }
+}
