@@ -31,9 +31,14 @@ extension Supervisor {
         let (store, hub) = (store, hub)
         let task = Task.detached {
             await previous?.value
-            Self.emptyTemporary(
-                store: store, hub: hub, appID: appID, instance: instance,
-                when: "after its last instance exited")
+            let when = "after its last instance exited"
+            do {
+                let app = try store.app(appID)
+                Self.emptyTemporary(
+                    store: store, hub: hub, app: app, instance: instance, when: when)
+            } catch {
+                Self.publish(hub, appID, instance, "tmp not emptied \(when): \(error)")
+            }
         }
         emptyingTemporary[key] = task
         Task {
@@ -66,22 +71,27 @@ extension Supervisor {
             (try? store.temporaryDirectoryHasEntries(of: app)) == true
         else { return }
         Self.emptyTemporary(
-            store: store, hub: hub, appID: app.bundleID, instance: nil,
+            store: store, hub: hub, app: app, instance: nil,
             when: "before a launch (left from before a restart)")
     }
 
     private nonisolated static func emptyTemporary(
-        store: AppStore, hub: EventHub, appID: String, instance: String?, when: String
+        store: AppStore, hub: EventHub, app: InstalledApp, instance: String?, when: String
     ) {
         let detail: String
         do {
-            let app = try store.app(appID)
             let count = try store.emptyTemporaryDirectory(of: app)
             guard count > 0 else { return }
             detail = "tmp emptied \(when): \(count) entr\(count == 1 ? "y" : "ies") removed"
         } catch {
             detail = "tmp not emptied \(when): \(error)"
         }
+        publish(hub, app.bundleID, instance, detail)
+    }
+
+    private nonisolated static func publish(
+        _ hub: EventHub, _ appID: String, _ instance: String?, _ detail: String
+    ) {
         hub.publish { seq in
             APIEvent(
                 seq: seq, time: Date(), kind: .message, app: appID, instance: instance,

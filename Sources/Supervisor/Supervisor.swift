@@ -206,14 +206,20 @@ public actor Supervisor {
         return entry
     }
 
-    /// Returns once the instance has exited (at once if it has), or when appd stops: then the
+    /// Returns once the instance has exited and its app's tmp emptying (if that exit started
+    /// one) is done (at once if both are), or when appd stops: then the
     /// instance is still running. A cancelled wait returns at once with the instance as it is
     /// (still running), and leaves nothing behind: a client that gives up a wait, however
     /// often, costs nothing once it is gone.
     public func waitForExit(_ id: String) async throws -> APIInstance {
         let current = try entry(id)
         let key = current.id
-        if current.state == .exited || stopping { return current.api }
+        if stopping { return current.api }
+        if current.state == .exited {
+            // As for the waiters `launcherEnded` resumes: the app at rest, its tmp emptied.
+            await waitForTemporaryEmptying(current.app.lowercased())
+            return entries[key]?.api ?? current.api
+        }
         lastWaiter &+= 1
         let token = lastWaiter
         return await withTaskCancellationHandler {
