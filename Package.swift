@@ -12,6 +12,7 @@ let package = Package(
     products: [
         .executable(name: "appd", targets: ["appd"]),
         .executable(name: "appd-exec", targets: ["appd-exec"]),
+        .executable(name: "appd-oci", targets: ["appd-oci"]),
         .executable(name: "appctl", targets: ["appctl"]),
         .library(name: "AppBundle", targets: ["AppBundle"]),
         .library(name: "Sandbox", targets: ["Sandbox"]),
@@ -184,6 +185,16 @@ let package = Package(
                 ])
             ],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
+        ),
+        // The OCI runtime (issue 28, docs/oci-runtime.md): a second front door to the same
+        // sandbox. Daemonless: containerd's shim, conmon and docker call it per operation; it
+        // verifies the image's bundle as install does and launches it with SandboxLaunch.
+        .executableTarget(
+            name: "appd-oci",
+            dependencies: [
+                "AppdAPI", "AppdBase", "AppBundle", "AppContainers", "CLinux", "LauncherProtocol",
+                "Sandbox",
+            ]
         ),
         // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,
         // preferences, localized resources. Foundation only: never the daemon's modules (the

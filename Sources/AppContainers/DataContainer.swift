@@ -3,7 +3,7 @@ import Glibc
 
 /// The app's home: `Documents`, `Library/Preferences`, `Library/Caches`, `tmp`, all owned by
 /// the app's uid and gid, mode 0700.
-enum DataContainer {
+public enum DataContainer {
     /// Top-level directories and their children. Walked one component at a time with
     /// O_NOFOLLOW: when doctor repairs an existing container its contents are the app's, and a
     /// symlink planted as `Library` must not steer a root chown outside the container.
@@ -47,7 +47,9 @@ enum DataContainer {
         return problems
     }
 
-    static func create(in parent: FileDescriptor, name: String, uid: uid_t, gid: gid_t) throws {
+    public static func create(in parent: FileDescriptor, name: String, uid: uid_t, gid: gid_t)
+        throws
+    {
         let top = try parent.makeDirectory(name, mode: 0o700)
         try populate(top, uid: uid, gid: gid)
     }

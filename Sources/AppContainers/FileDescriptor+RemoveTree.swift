@@ -24,7 +24,7 @@ extension FileDescriptor {
 
     /// Removes `name` and everything below it. `onDirectory` runs each time the walk enters a
     /// directory (the tests count open fds there).
-    func removeTree(_ name: String, onDirectory: (() -> Void)? = nil) throws {
+    public func removeTree(_ name: String, onDirectory: (() -> Void)? = nil) throws {
         var info = Glibc.stat()
         guard fstatat(raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0 else {
             if errno == ENOENT { return }

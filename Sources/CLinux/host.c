@@ -1,7 +1,10 @@
 #define _GNU_SOURCE
 #include "clinux_host.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
@@ -53,4 +56,26 @@ int appd_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int t
         events[i] = ready[i].events;
     }
     return count;
+}
+
+int appd_open_pty(int *master, int *terminal) {
+    int fd = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    char name[128];
+    if (grantpt(fd) != 0 || unlockpt(fd) != 0 || ptsname_r(fd, name, sizeof name) != 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    int slave = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (slave < 0) {
+        int saved = errno;
+        close(fd);
+        errno = saved;
+        return -1;
+    }
+    *master = fd;
+    *terminal = slave;
+    return 0;
 }

@@ -21,11 +21,23 @@ public enum LauncherFlag {
     public static let utsNamespaceFD = "--uts-ns-fd"
     /// Build the shared namespaces, say `ready` and wait (no value).
     public static let template = "--template"
+    /// A created-but-not-started container (appd-oci, docs/oci-runtime.md): the app process
+    /// writes `ready` on this pipe once the sandbox is built, then waits at the start gate.
+    public static let readyFD = "--ready-fd"
+    /// The start gate: a FIFO opened read-write. The app process reads one byte from it,
+    /// which `appd-oci start` writes, and only then drops its credentials, applies Landlock
+    /// and seccomp and execs.
+    public static let startFD = "--start-fd"
+    /// A pidfd of a process of a running sandbox: the launcher enters its namespaces (mount,
+    /// pid, and the others the profile names) instead of creating them, and builds nothing
+    /// (`appd-oci exec`).
+    public static let enterFD = "--enter-fd"
 
     public static let usage =
         "usage: appd-exec \(profileFD) N \(seccompFD) M [\(statusFD) S] [\(channelFD) C] "
         + "[\(outputFD) R \(logDirectoryFD) D \(logName) NAME \(logMaxBytes) N [\(journalFD) J] "
         + "[\(journalField) KEY=VALUE]...] "
-        + "[\(mountNamespaceFD) F \(rootFD) F [\(netNamespaceFD) F] [\(utsNamespaceFD) F]]; "
+        + "[\(mountNamespaceFD) F \(rootFD) F] [\(netNamespaceFD) F] [\(utsNamespaceFD) F] "
+        + "[\(readyFD) R \(startFD) F] [\(enterFD) P]; "
         + "or: appd-exec \(template) \(profileFD) N \(statusFD) S"
 }

@@ -150,6 +150,11 @@ public struct LandlockRules: Sendable, Equatable, Codable {
     public struct PathRule: Sendable, Equatable, Codable {
         public var access: Access
         public var path: String
+
+        public init(access: Access, path: String) {
+            self.access = access
+            self.path = path
+        }
     }
     public typealias PortAction = LandlockPortAction
     public struct PortRule: Sendable, Equatable, Codable {

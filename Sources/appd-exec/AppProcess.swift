@@ -28,6 +28,8 @@ enum AppProcess {
             // the app gets job control; a terminal owned by another session stays as it is.
             _ = ioctl(0, UInt(TIOCSCTTY), 0)
         }
+        // Before the app's rlimits and credentials: the wait is appd's, not the app's.
+        if launch.startFD >= 0 { try waitAtStartGate(launch) }
         try Credentials.applyResourceLimits(profile.rlimits)
         // Nothing the app creates is for others; its group (its own gid, or an application
         // group's setgid container) may share it.
@@ -62,6 +64,23 @@ enum AppProcess {
         try launch.seccomp.install(logDenials: profile.logDenials)
         execve(executable, argv, envp)
         throw LaunchFailure.system("execve", executable)
+    }
+
+    /// appd-oci's created state (docs/oci-runtime.md): the sandbox is built, the app is not
+    /// running. Says `ready`, then reads one byte from the start gate, a FIFO appd-oci opened
+    /// read-write (so that the read waits for data rather than seeing no writer): `appd-oci
+    /// start` writes it. Only then does the process drop its credentials, apply Landlock and
+    /// seccomp and exec; a signal meanwhile ends it with its default action.
+    private static func waitAtStartGate(_ launch: Launch) throws {
+        guard FileIO.writeAll(launch.readyFD, "ready\n") else {
+            throw LaunchFailure.system("start", "cannot say ready to appd-oci")
+        }
+        close(launch.readyFD)
+        var byte: UInt8 = 0
+        var count: Int
+        repeat { count = read(launch.startFD, &byte, 1) } while count < 0 && errno == EINTR
+        close(launch.startFD)
+        guard count == 1 else { throw LaunchFailure.system("start", "the start gate closed") }
     }
 
     /// The lifecycle channel becomes fd 3, where `APPD_LIFECYCLE_FD` says it is. The report

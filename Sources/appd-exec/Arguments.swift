@@ -20,6 +20,12 @@ struct Arguments {
     var template = false
     /// The app's shared namespaces to join instead of building them (nil: build them).
     var joined: JoinedNamespaces?
+    /// appd-oci's created state: the pipe the app process says `ready` on, and the start gate
+    /// (an `O_PATH` fd of the FIFO it waits on); -1 when not given.
+    var readyFD: Int32 = -1
+    var startFD: Int32 = -1
+    /// A pidfd of a process of a running sandbox whose namespaces to enter (`appd-oci exec`).
+    var enterFD: Int32 = -1
 
     static var usage: String { LauncherFlag.usage }
 
@@ -38,6 +44,9 @@ struct Arguments {
         var rootFD: Int32?
         var netNamespaceFD: Int32?
         var utsNamespaceFD: Int32?
+        var readyFD: Int32?
+        var startFD: Int32?
+        var enterFD: Int32?
         var statusGiven = false
         var template = false
         var logName: String?
@@ -59,7 +68,8 @@ struct Arguments {
             case LauncherFlag.profileFD, LauncherFlag.seccompFD, LauncherFlag.statusFD,
                 LauncherFlag.channelFD, LauncherFlag.outputFD, LauncherFlag.logDirectoryFD,
                 LauncherFlag.journalFD, LauncherFlag.mountNamespaceFD, LauncherFlag.rootFD,
-                LauncherFlag.netNamespaceFD, LauncherFlag.utsNamespaceFD:
+                LauncherFlag.netNamespaceFD, LauncherFlag.utsNamespaceFD, LauncherFlag.readyFD,
+                LauncherFlag.startFD, LauncherFlag.enterFD:
                 let given: Bool
                 switch option {
                 case LauncherFlag.profileFD: given = profileFD != nil
@@ -72,6 +82,9 @@ struct Arguments {
                 case LauncherFlag.rootFD: given = rootFD != nil
                 case LauncherFlag.netNamespaceFD: given = netNamespaceFD != nil
                 case LauncherFlag.utsNamespaceFD: given = utsNamespaceFD != nil
+                case LauncherFlag.readyFD: given = readyFD != nil
+                case LauncherFlag.startFD: given = startFD != nil
+                case LauncherFlag.enterFD: given = enterFD != nil
                 default: given = journalFD != nil
                 }
                 guard !given else {
@@ -93,6 +106,9 @@ struct Arguments {
                 case LauncherFlag.rootFD: rootFD = fd
                 case LauncherFlag.netNamespaceFD: netNamespaceFD = fd
                 case LauncherFlag.utsNamespaceFD: utsNamespaceFD = fd
+                case LauncherFlag.readyFD: readyFD = fd
+                case LauncherFlag.startFD: startFD = fd
+                case LauncherFlag.enterFD: enterFD = fd
                 default: journalFD = fd
                 }
             case LauncherFlag.logName where logName == nil:
@@ -129,7 +145,8 @@ struct Arguments {
             guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil,
                 journalFD == nil,
                 logName == nil, logMaxBytes == nil, fields.isEmpty, mountNamespaceFD == nil,
-                rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil
+                rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil, readyFD == nil,
+                startFD == nil, enterFD == nil
             else {
                 throw LaunchFailure(
                     "arguments", "--template takes only --profile-fd and --status-fd; \(usage)")
@@ -158,6 +175,9 @@ struct Arguments {
         try checkOpen(rootFD)
         try checkOpen(netNamespaceFD)
         try checkOpen(utsNamespaceFD)
+        try checkOpen(readyFD)
+        try checkOpen(startFD)
+        try checkOpen(enterFD)
         var arguments = Arguments(
             profileFD: profileFD, seccompFD: seccompFD, statusFD: statusFD,
             channelFD: channelFD)
@@ -168,10 +188,27 @@ struct Arguments {
             arguments.joined = JoinedNamespaces(
                 mount: mountNamespaceFD, root: rootFD, net: netNamespaceFD ?? -1,
                 uts: utsNamespaceFD ?? -1)
-        } else if rootFD != nil || netNamespaceFD != nil || utsNamespaceFD != nil {
-            throw LaunchFailure(
-                "arguments", "--root-fd, --net-ns-fd and --uts-ns-fd need --mount-ns-fd; \(usage)")
+        } else if rootFD != nil {
+            throw LaunchFailure("arguments", "--root-fd needs --mount-ns-fd; \(usage)")
+        } else if netNamespaceFD != nil || utsNamespaceFD != nil {
+            // A pod's network (and uts) namespace, joined by a launch that builds its own root.
+            arguments.joined = JoinedNamespaces(
+                mount: -1, root: -1, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
         }
+        guard (readyFD == nil) == (startFD == nil) else {
+            throw LaunchFailure("arguments", "--ready-fd and --start-fd go together; \(usage)")
+        }
+        if let enterFD {
+            guard arguments.joined == nil, startFD == nil, outputFD == nil, channelFD == nil
+            else {
+                throw LaunchFailure(
+                    "arguments",
+                    "--enter-fd takes no namespace, gate, output or channel options; \(usage)")
+            }
+            arguments.enterFD = enterFD
+        }
+        arguments.readyFD = readyFD ?? -1
+        arguments.startFD = startFD ?? -1
         if let readFD = outputFD {
             guard let directory = logDirectoryFD, let logName, let logMaxBytes else {
                 throw LaunchFailure(

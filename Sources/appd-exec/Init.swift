@@ -14,6 +14,12 @@ struct Launch {
     /// The app's shared namespaces the launcher joined (their fds are closed by now): the root,
     /// the loopback and the hostname are there already.
     var joined: JoinedNamespaces? = nil
+    /// appd-oci's created state (-1: none): the pipe to say `ready` on and the start gate.
+    var readyFD: Int32 = -1
+    var startFD: Int32 = -1
+    /// `appd-oci exec`: the launcher entered a running sandbox's namespaces; its root, mounts
+    /// and network are built already, and its PID 1 is another process.
+    var entered = false
 }
 
 /// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
@@ -38,7 +44,7 @@ enum Init {
             if appd_pidfd_exited(launch.launcherPidfd) != 0 { _exit(127) }
             close(launch.launcherPidfd)
         }
-        if !profile.namespaces.contains(.pid) {
+        if !profile.namespaces.contains(.pid) || launch.entered {
             // Not PID 1, so orphans would escape to the host's init: adopt them instead.
             try sys(appd_set_child_subreaper(), "init", "cannot become a subreaper")
         }
@@ -46,13 +52,17 @@ enum Init {
         // which forwards it, and would otherwise reach us a second time.
         setsid()
 
-        if launch.joined != nil {
+        if launch.entered {
+            // The sandbox's own PID 1 built all of it, and its memfd setting holds for us.
+        } else if let joined = launch.joined, joined.mount >= 0 {
             try Mounts(profile: profile).mountInstanceParts()
         } else if profile.tmpfsRoot {
             try Mounts(profile: profile).build()
         }
-        try Network.setUp(profile, joined: launch.joined)
-        if profile.memfdNoexec { try denyExecutableMemfds(profile) }
+        if !launch.entered {
+            try Network.setUp(profile, joined: launch.joined)
+            if profile.memfdNoexec { try denyExecutableMemfds(profile) }
+        }
 
         // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile
         // (vfork semantics, as posix_spawn): a fork copied PID 1's page tables, and both then
@@ -70,6 +80,9 @@ enum Init {
         // stays as it was.
         _ = appd_set_dumpable(1)
         if launch.channelFD >= 0 { close(launch.channelFD) }
+        // Only the app process says ready: its end closing tells appd-oci the launch failed.
+        if launch.readyFD >= 0 { close(launch.readyFD) }
+        if launch.startFD >= 0 { close(launch.startFD) }
         return Signals.supervise(app)
     }
 

@@ -31,7 +31,7 @@ enum Namespaces {
     /// namespaces, and joins the app's network and uts namespaces instead of creating them.
     static func unshare(_ profile: Profile, joined: JoinedNamespaces? = nil) throws {
         var flags = profile.unshareFlags
-        if let joined {
+        if let joined, joined.mount >= 0 {
             guard profile.namespaces.contains(.mount), profile.tmpfsRoot else {
                 throw LaunchFailure(
                     "unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
@@ -45,6 +45,8 @@ enum Namespaces {
                     "unshare", "cannot enter the app's shared root (fd \(joined.root))",
                     errno: errno)
             }
+        }
+        if let joined {
             if joined.net >= 0 {
                 guard profile.namespaces.contains(.net) else {
                     throw LaunchFailure("unshare", "--net-ns-fd needs 'unshare net'")
@@ -64,6 +66,23 @@ enum Namespaces {
             if joined.uts >= 0 { try enter(joined.uts, APPD_CLONE_NEWUTS, "uts") }
             joined.close()
         }
+    }
+
+    /// `appd-oci exec`: enters every namespace the profile names of a running sandbox's
+    /// process (`pidfd`, its PID 1) at once, with setns(2) on the pidfd (Linux 5.8): its
+    /// mount namespace puts the launcher at the sandbox's root, its pid namespace takes the
+    /// next fork. Nothing is created or mounted.
+    static func enter(pidfd: Int32, _ profile: Profile) throws {
+        guard profile.namespaces.contains(.mount), profile.namespaces.contains(.pid) else {
+            throw LaunchFailure("unshare", "--enter-fd needs 'unshare mount' and 'unshare pid'")
+        }
+        guard appd_setns(pidfd, profile.unshareFlags) == 0 else {
+            let code = errno
+            let hint = code == EINVAL ? "; hint: a kernel before 5.8 cannot setns a pidfd" : ""
+            throw LaunchFailure(
+                "unshare", "cannot enter the container's namespaces\(hint)", errno: code)
+        }
+        close(pidfd)
     }
 
     /// setns(2) into a namespace the daemon holds; the fd's type must match `type`.

@@ -48,12 +48,18 @@ enum Launcher {
                 if output.logDirectoryFD >= 0 { close(output.logDirectoryFD) }
                 if output.journalFD >= 0 { close(output.journalFD) }
             }
-            try Namespaces.unshare(profile, joined: arguments.joined)
+            if arguments.enterFD >= 0 {
+                try Namespaces.enter(pidfd: arguments.enterFD, profile)
+            } else {
+                try Namespaces.unshare(profile, joined: arguments.joined)
+            }
             let outcome = try runInit(
                 Launch(
                     profile: profile, seccomp: seccomp, report: Report(fd: -1),
                     lastCapability: lastCapability, launcherPidfd: -1,
-                    channelFD: arguments.channelFD ?? -1, joined: arguments.joined))
+                    channelFD: arguments.channelFD ?? -1, joined: arguments.joined,
+                    readyFD: arguments.readyFD, startFD: arguments.startFD,
+                    entered: arguments.enterFD >= 0))
             switch outcome {
             case .ended(let status):
                 finishOutput(relay)
@@ -139,6 +145,9 @@ enum Launcher {
         if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
         // Only the app holds the channel: the daemon sees it close when the app is gone.
         if launch.channelFD >= 0 { close(launch.channelFD) }
+        // Only the app process says ready (appd-oci reads EOF if the launch fails).
+        if launch.readyFD >= 0 { close(launch.readyFD) }
+        if launch.startFD >= 0 { close(launch.startFD) }
 
         let initStatus = Signals.supervise(child)
         // Everything that could write is gone: PID 1 exited, and the app process either

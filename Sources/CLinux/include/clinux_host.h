@@ -45,7 +45,6 @@ int appd_epoll_wait(int epfd, uint64_t *tokens, uint32_t *events, int max, int t
 /// M_ARENA_MAX of `arenas`. Returns 1 when both were taken.
 int appd_tune_malloc(int mmap_threshold, int arenas);
 
-#endif
 
 /// struct ucred as SO_PEERCRED fills it; glibc declares it only under _GNU_SOURCE, which
 /// Swift's Glibc module does not set.
@@ -54,3 +53,10 @@ typedef struct {
     uint32_t uid;
     uint32_t gid;
 } appd_peer_credentials;
+
+/// A pseudo-terminal pair for appd-oci's containers: `master` (to the engine) and `terminal`
+/// (the app's 0, 1 and 2), both close-on-exec and not the caller's controlling terminal.
+/// 0, or -1 with errno.
+int appd_open_pty(int *master, int *terminal);
+
+#endif

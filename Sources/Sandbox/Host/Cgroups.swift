@@ -41,6 +41,10 @@ public struct CgroupSettings: Codable, Sendable, Equatable {
     /// controllers can be enabled for the subtree (the "no internal processes" rule).
     public var daemonLeaf: String = "daemon"
     public var defaultLimits = CgroupLimits(memoryMax: 512 << 20, pidsMax: 512)
+    /// Whether an instance's processes go into its `app/` and `relay/` leaves (a suspend
+    /// freezes the app and never its output relay). appd-oci has no relay, and its engine
+    /// reads the stats of the cgroup it named, where the processes then are.
+    public var instanceLeaves = true
 
     public init() {}
 
@@ -233,7 +237,9 @@ public enum Cgroups {
         var components = parent.split(separator: "/")
         let sibling = !parent.hasPrefix("/") && components.first == ".."
         if sibling { components.removeFirst() }
-        guard !components.contains(where: { $0 == ".." || $0 == "." }), !components.isEmpty
+        // `/` itself: the hierarchy's root (appd-oci, whose engine names the whole path).
+        guard !components.contains(where: { $0 == ".." || $0 == "." }),
+            !components.isEmpty || parent == "/"
         else {
             throw AppdError(
                 .invalidConfig,

@@ -148,7 +148,7 @@ struct HybridCgroups: CgroupDriver {
         return HybridInstanceCgroup(
             app: app, instance: instance,
             v1: v1.map { .init(controllers: $0.controllers, directory: directory($0.parent)) },
-            unified: unified.map { directory($0.parent) }, hasLeaves: true)
+            unified: unified.map { directory($0.parent) }, hasLeaves: settings.instanceLeaves)
     }
 }
 

@@ -171,7 +171,7 @@ struct UnifiedCgroups: CgroupDriver {
         }
         let cgroup = UnifiedInstanceCgroup(
             app: app, instance: instance, directory: directory, appDirectory: appDirectory,
-            hasLeaves: true)
+            hasLeaves: settings.instanceLeaves)
         do {
             for (file, value) in Self.limitFiles(limits) { try directory.write(value, file) }
             for leaf in cgroup.leaves { try leaf.make(existingIsFine: false) }

@@ -45,6 +45,23 @@ public struct SpawnPlan: Sendable {
         placements.append(Placement(source: index, target: target))
     }
 
+    /// Copies of `fds` above every target (close-on-exec; the caller closes them): fds at
+    /// the lowest numbers, as a spawner thread receives them or a short-lived caller such as
+    /// appd-oci has them, could be overwritten by one dup2 before they are placed.
+    public func movedAboveTargets(_ fds: [Int32]) throws -> [Int32] {
+        let floor = max(closeFrom, 3) + 16
+        var moved: [Int32] = []
+        for fd in fds {
+            let high = fcntl(fd, F_DUPFD_CLOEXEC, floor)
+            guard high >= 0 else {
+                for fd in moved { close(fd) }
+                throw AppdError.system("move a launcher fd up")
+            }
+            moved.append(high)
+        }
+        return moved
+    }
+
     /// posix_spawn with `fds` standing for `sources` (the same fds, or a spawner's copies):
     /// every source must be above every target, as the caller's own fds are, or a dup2 could
     /// overwrite a source before it is placed.
@@ -220,13 +237,8 @@ private final class Worker: Sendable {
                     "the spawner thread got \(received.count) fds for a plan of \(plan?.sources.count ?? 0)"
                 ))
         }
-        let floor = max(plan.closeFrom, 3) + 16
-        for fd in received {
-            let high = fcntl(fd, F_DUPFD_CLOEXEC, floor)
-            guard high >= 0 else { return .failure(AppdError.system("move a launcher fd up")) }
-            moved.append(high)
-        }
         do {
+            moved = try plan.movedAboveTargets(received)
             return .success(try plan.run(with: moved))
         } catch let error as AppdError {
             return .failure(error)

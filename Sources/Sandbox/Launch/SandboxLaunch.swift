@@ -65,6 +65,13 @@ public struct SandboxLaunch {
     /// Spawns from a thread with a small fd table of its own (the daemon's); nil: posix_spawn
     /// from this thread.
     public var spawner: LauncherSpawner?
+    /// appd-oci's created state: the pipe the app process says `ready` on once the sandbox
+    /// is built, and the start gate (an `O_PATH` fd of the FIFO it then waits on). The caller
+    /// closes both after the start.
+    public var startGate: (ready: Int32, fifo: Int32)?
+    /// `appd-oci exec`: a pidfd of a running sandbox's PID 1, whose namespaces the launcher
+    /// enters instead of building its own (the caller closes it after the start).
+    public var enter: Int32?
 
     /// What appd-exec's output relay gets: the pipe's read end, the log folder, the journal.
     public struct OutputRelayArguments {
@@ -202,9 +209,19 @@ public struct SandboxLaunch {
     )
         throws -> Started
     {
-        var profile = profile
         let cgroup = try driver.create(
             instance: instance, app: profile.app.bundleID, limits: limits)
+        return try start(in: cgroup, statusFD: statusFD, newSession: newSession)
+    }
+
+    /// Spawns the launcher into `cgroup`, made by the caller (removed again if the start
+    /// fails, unless `joining`: then it belongs to a running sandbox, whose filters are
+    /// attached already, and an `appd-oci exec` only joins it).
+    public func start(
+        in cgroup: any InstanceCgroup, statusFD: Int32, newSession: Bool = false,
+        joining: Bool = false
+    ) throws -> Started {
+        var profile = profile
         do {
             // Before anything runs in the cgroup: the app's first bind is already filtered.
             var bindCounter: Int32?
@@ -214,8 +231,10 @@ public struct SandboxLaunch {
                 if !spawned, let bindCounter { close(bindCounter) }
                 if !spawned, let loopbackCounter { close(loopbackCounter) }
             }
-            if profile.denyPortBinds { bindCounter = try Self.denyPortBinds(in: cgroup) }
-            if let ports = profile.loopbackPorts {
+            if profile.denyPortBinds && !joining {
+                bindCounter = try Self.denyPortBinds(in: cgroup)
+            }
+            if let ports = profile.loopbackPorts, !joining {
                 loopbackCounter = try Self.guardLoopback(in: cgroup, allowing: ports)
             }
             profile.cgroupProcs = cgroup.procsFiles
@@ -235,7 +254,7 @@ public struct SandboxLaunch {
                 pid: pid, cgroup: cgroup, bindCounter: bindCounter, loopbackCounter: loopbackCounter
             )
         } catch {
-            try? cgroup.remove()
+            if !joining { try? cgroup.remove() }
             throw error
         }
     }
@@ -303,14 +322,27 @@ public struct SandboxLaunch {
             }
         }
         if let namespaces {
-            place(namespaces.mount, LauncherFlag.mountNamespaceFD)
-            place(namespaces.root, LauncherFlag.rootFD)
+            if namespaces.mount >= 0 {
+                place(namespaces.mount, LauncherFlag.mountNamespaceFD)
+                place(namespaces.root, LauncherFlag.rootFD)
+            }
             if namespaces.net >= 0 { place(namespaces.net, LauncherFlag.netNamespaceFD) }
             if namespaces.uts >= 0 { place(namespaces.uts, LauncherFlag.utsNamespaceFD) }
         }
+        if let startGate {
+            place(startGate.ready, LauncherFlag.readyFD)
+            place(startGate.fifo, LauncherFlag.startFD)
+        }
+        if let enter { place(enter, LauncherFlag.enterFD) }
         plan.closeFrom = next
         if let spawner { return try spawner.spawn(plan) }
-        return try plan.run(with: plan.sources)
+        // The daemon's fds sit above every target; a short-lived caller's may not.
+        guard plan.sources.contains(where: { $0 < plan.closeFrom }) else {
+            return try plan.run(with: plan.sources)
+        }
+        let moved = try plan.movedAboveTargets(plan.sources)
+        defer { for fd in moved { close(fd) } }
+        return try plan.run(with: moved)
     }
 
     public static func memfd(_ name: String, _ bytes: [UInt8]) throws -> Int32 {

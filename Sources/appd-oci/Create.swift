@@ -1,0 +1,383 @@
+import AppContainers
+import AppdBase
+import CLinux
+import Foundation
+import Glibc
+import Sandbox
+
+/// `create`: verify, compile, build the sandbox, and leave the app process waiting at the
+/// start gate; the launcher's pid goes to `--pid-file`. Returns once the sandbox is built (or
+/// has failed: then nothing of the container is left).
+extension OCIRuntime {
+    func create(id: String) throws -> Int32 {
+        let created = try createContainer(id: id)
+        for fd in [created.ready, created.status] { close(fd) }
+        return 0
+    }
+
+    /// `run`: create, start, wait for the launcher (our child), delete; the app's exit code.
+    func runToEnd(id: String) throws -> Int32 {
+        let created = try createContainer(id: id)
+        for fd in [created.ready, created.status] { close(fd) }
+        try start(id: id)
+        let raw = SandboxLaunch.wait(created.pid)
+        var deleting = line
+        deleting.options = ["force": ""]
+        try OCIRuntime(line: deleting, log: log).delete(id: id)
+        return raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
+    }
+
+    /// What `create` leaves open for `run`: the launcher, and the ready and status pipes.
+    struct Created {
+        var pid: pid_t
+        var ready: Int32
+        var status: Int32
+    }
+
+    private func createContainer(id: String) throws -> Created {
+        let given = line.options["bundle"] ?? FileManager.default.currentDirectoryPath
+        guard let resolved = realpath(given, nil) else {
+            throw AppdError.system("cannot find the bundle \(given)")
+        }
+        let bundle = String(cString: resolved)
+        free(resolved)
+        let spec = try OCISpec.read(OCISpec.self, at: "\(bundle)/config.json")
+        let rootfs = try spec.rootfs(bundle: bundle)
+        try state.makeRoot()
+        let directory = state.directory(id)
+        guard mkdir(directory, 0o700) == 0 else {
+            if errno == EEXIST { throw AppdError(.exists, "container with id exists: \(id)") }
+            throw AppdError.system("cannot create \(directory)")
+        }
+        var cgroup: (any InstanceCgroup)?
+        do {
+            return try state.locked(id) {
+                try build(id: id, spec: spec, bundle: bundle, rootfs: rootfs, cgroup: &cgroup)
+            }
+        } catch {
+            if let cgroup {
+                try? cgroup.kill()
+                try? cgroup.remove()
+            }
+            try? removeState(id)
+            throw error
+        }
+    }
+
+    private func build(
+        id: String, spec: OCISpec, bundle: String, rootfs: String,
+        cgroup made: inout (any InstanceCgroup)?
+    ) throws -> Created {
+        let config = try configuration()
+        let annotations = spec.annotations ?? [:]
+        let plain = line.plain || Self.isPlain(annotations)
+        try OCIConfigCheck.check(spec)
+        let terminal = spec.process?.terminal ?? false
+        var prepared: PreparedSandbox
+        if plain {
+            prepared = try PlainContainer.profile(
+                spec: spec, rootfs: rootfs, stateDirectory: state.directory(id), config: config,
+                console: terminal)
+        } else {
+            guard let bundlePath = try AppImage.find(in: rootfs) else {
+                throw AppdError(
+                    .invalidBundle, "the image holds no Name.app at its root (\(rootfs))",
+                    hint:
+                        "build it with appd image Name.app; run other images with --plain or the annotation org.appd.plain=true"
+                )
+            }
+            prepared = try appProfile(
+                id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
+        }
+        var profile = prepared.profile
+        profile.environment += Self.extraEnvironment(
+            spec.process?.env ?? [], reserved: Set(profile.environment.map(\.name)))
+        profile.cgroupLimits = try Self.narrowed(profile.cgroupLimits, by: spec.linux?.resources)
+
+        // The network: a pod's namespace given by path is joined when the app may use the
+        // network; otherwise (and for an app without a network entitlement always) the
+        // sandbox gets a namespace of its own with only a loopback.
+        var networkPath: String?
+        var network: Int32 = -1
+        if !profile.namespaces.contains(.net) {
+            profile.namespaces.append(.net)
+            if let path = spec.namespace("network")?.path {
+                network = open(path, O_RDONLY | O_CLOEXEC)
+                guard network >= 0 else {
+                    throw AppdError.system("cannot open the network namespace \(path)")
+                }
+                networkPath = path
+            } else {
+                profile.loopback = true
+            }
+        }
+        defer { if network >= 0 { close(network) } }
+
+        let place = try Self.cgroupPlace(
+            spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
+        var settings = CgroupSettings(parent: place.parent)
+        settings.instanceLeaves = false
+        let cgroup = try Cgroups.driver(settings: settings).create(
+            instance: place.instance, app: place.app, limits: profile.cgroupLimits)
+        made = cgroup
+
+        // The start gate and the two pipes: `ready` from the app process, the launcher's
+        // status line (its error when the sandbox cannot be built).
+        let fifoPath = state.fifoPath(id)
+        guard mkfifo(fifoPath, 0o600) == 0, chmod(fifoPath, 0o622) == 0 else {
+            throw AppdError.system("cannot make the start gate \(fifoPath)")
+        }
+        // Read-write: the app process's read then waits for `start`'s byte, never for a writer.
+        let fifo = open(fifoPath, O_RDWR | O_CLOEXEC)
+        guard fifo >= 0 else { throw AppdError.system("cannot open \(fifoPath)") }
+        defer { close(fifo) }
+        var ready: [Int32] = [-1, -1]
+        var status: [Int32] = [-1, -1]
+        guard appd_pipe_cloexec(&ready) == 0 else { throw AppdError.system("pipe") }
+        guard appd_pipe_cloexec(&status) == 0 else {
+            close(ready[0])
+            close(ready[1])
+            throw AppdError.system("pipe")
+        }
+        var console: Console?
+        var launch = SandboxLaunch(
+            profile: profile,
+            launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
+            cgroups: settings, limits: profile.cgroupLimits, keepStdin: true)
+        if terminal {
+            guard let socket = line.options["console-socket"] else {
+                throw AppdError(
+                    .badRequest, "process.terminal is true but no --console-socket was given")
+            }
+            let opened = try Console.open()
+            console = opened
+            launch.input = opened.terminal
+            launch.output = opened.terminal
+            _ = socket
+        }
+        if network >= 0 {
+            launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
+        }
+        launch.startGate = (ready[1], fifo)
+        let started: SandboxLaunch.Started
+        do {
+            started = try launch.start(in: cgroup, statusFD: status[1], newSession: true)
+        } catch {
+            for fd in [ready[0], ready[1], status[0], status[1]] { close(fd) }
+            if let console {
+                close(console.master)
+                close(console.terminal)
+            }
+            throw error
+        }
+        close(ready[1])
+        close(status[1])
+        if let console {
+            close(console.terminal)
+            try console.send(to: line.options["console-socket"] ?? "")
+        }
+        guard Self.awaitReady(ready[0]) else {
+            let text = SandboxLaunch.readAll(status[0])
+            close(ready[0])
+            close(status[0])
+            _ = SandboxLaunch.wait(started.pid)
+            let reason =
+                SandboxLaunch.parseStatus(text).map { "\($0)" }
+                ?? "the launcher ended without a status"
+            throw AppdError(.unsupported, "the sandbox could not be built: \(reason)")
+        }
+        if let adjust = spec.process?.oomScoreAdj { applyOOMScore(adjust, to: started.pid) }
+
+        let record = ContainerRecord(
+            id: id, bundle: bundle, rootfs: rootfs, pid: started.pid,
+            pidStart: Process.startTime(started.pid) ?? 0, created: timestamp(),
+            annotations: spec.annotations ?? [:], cgroupParent: place.parent,
+            cgroupApp: place.app, cgroupInstance: place.instance, plain: plain,
+            bundleID: prepared.bundleID, uid: profile.uid, gid: profile.gid,
+            dataContainer: prepared.dataContainer, dataInVolume: prepared.dataInVolume,
+            memoryMax: profile.cgroupLimits.memoryMax, pidsMax: profile.cgroupLimits.pidsMax,
+            networkNamespace: networkPath)
+        try state.save(record)
+        let encoder = JSONEncoder()
+        try OCIFiles.writeAtomically(
+            "\(state.directory(id))/profile.json", Array(try encoder.encode(profile)))
+        if let pidFile = line.options["pid-file"] {
+            try OCIFiles.writePidFile(pidFile, started.pid)
+        }
+        return Created(pid: started.pid, ready: ready[0], status: status[0])
+    }
+
+    /// Waits for the app process's `ready`; false when the pipe closed without it (the
+    /// launch failed: every writer is gone). Bounded by the launch itself.
+    static func awaitReady(_ fd: Int32) -> Bool {
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 16)
+        while bytes.count < 6 {
+            let count = retryingInterrupts { Glibc.read(fd, &buffer, buffer.count) }
+            guard count > 0 else { return false }
+            bytes += buffer[..<count]
+        }
+        return bytes.starts(with: Array("ready\n".utf8))
+    }
+
+    /// CRI asks -998 for a pod's pause container; root without CAP_SYS_RESOURCE cannot lower
+    /// the score: said in the log, and the container runs (issue 28).
+    func applyOOMScore(_ value: Int, to pid: pid_t) {
+        let path = "/proc/\(pid)/oom_score_adj"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        let written =
+            fd >= 0
+            && (try? Array("\(value)\n".utf8).withUnsafeBytes { writeAll(fd, $0) }.get()) != nil
+        let code = errno
+        if fd >= 0 { close(fd) }
+        if !written {
+            log.warning(
+                "cannot set oom_score_adj to \(value): \(errnoText(code)); the container runs with its inherited score"
+            )
+        }
+    }
+
+    /// The profile of an appd image: the bundle verified, its uid on this node, its data
+    /// container, and the same compile as a daemon launch.
+    private func appProfile(
+        id: String, spec: OCISpec, bundlePath: String, config: AppdConfiguration, console: Bool
+    ) throws -> PreparedSandbox {
+        let image = try AppImage.verify(
+            at: bundlePath, args: spec.process?.args ?? [], config: config)
+        let bundleID = image.bundle.info.identifier.rawValue
+        let uid = try NodeUIDs(directory: NodeUIDs.defaultDirectory).uid(for: bundleID)
+        let data = try DataPlace.make(
+            spec: spec, stateDirectory: state.directory(id), uid: uid, gid: uid)
+        let subject = SandboxSubject(
+            bundle: image.bundle, dataContainer: data.path, uid: uid, gid: uid)
+        let (settings, override) = config.sandboxInputs(for: bundleID)
+        let profile = try SandboxPolicy.compile(
+            subject, settings: settings, override: override, kernel: .detect(),
+            arguments: image.arguments, console: console)
+        return PreparedSandbox(
+            profile: profile, bundleID: bundleID, dataContainer: data.path,
+            dataInVolume: data.inVolume)
+    }
+
+    /// appd.conf: `--config`, else `APPD_CONFIG`, else /etc/appd/appd.conf (its defaults
+    /// when absent).
+    func configuration() throws -> AppdConfiguration {
+        if let path = line.config {
+            return try AppdConfiguration.load(path: path, explicit: true)
+        }
+        if let path = ProcessInfo.processInfo.environment["APPD_CONFIG"], !path.isEmpty {
+            return try AppdConfiguration.load(path: path, explicit: true)
+        }
+        return try AppdConfiguration.load(path: AppdConfiguration.defaultPath, explicit: false)
+    }
+
+    /// The opt-in to run an image without a .app, and the pod sandbox ("pause") containers
+    /// the engines mark, which run plain under the strict default profile.
+    static func isPlain(_ annotations: [String: String]) -> Bool {
+        annotations["org.appd.plain"] == "true"
+            || annotations["io.kubernetes.cri.container-type"] == "sandbox"
+            || annotations["io.kubernetes.cri-o.ContainerType"] == "sandbox"
+            || annotations["io.kubernetes.docker.type"] == "podsandbox"
+    }
+
+    /// The config's environment the sandbox has no variable of its own for; never the
+    /// dynamic loader's (`LD_*`).
+    static func extraEnvironment(_ env: [String], reserved own: Set<String>)
+        -> [SandboxProfile.EnvironmentVariable]
+    {
+        var seen = Set<String>()
+        var extra: [SandboxProfile.EnvironmentVariable] = []
+        for entry in env.prefix(1024) {
+            guard let equals = entry.firstIndex(of: "=") else { continue }
+            let name = String(entry[..<equals])
+            guard !name.isEmpty, !own.contains(name), !name.hasPrefix("LD_"),
+                seen.insert(name).inserted
+            else { continue }
+            extra.append(.init(name: name, value: String(entry[entry.index(after: equals)...])))
+        }
+        return extra
+    }
+
+    /// The engine's `cgroupsPath` as `Cgroups` places an instance: `parent/app/instance`.
+    /// `slice:prefix:name` (`--systemd-cgroup`) is the path systemd would give that scope.
+    static func cgroupPlace(_ path: String, id: String, systemd: Bool) throws -> (
+        parent: String, app: String, instance: String
+    ) {
+        var path = path
+        if systemd || (path.split(separator: ":").count == 3 && !path.hasPrefix("/")) {
+            let parts = path.split(separator: ":", omittingEmptySubsequences: false).map(
+                String.init)
+            if parts.count == 3 {
+                var slice = ""
+                let name = parts[0].isEmpty ? "system.slice" : parts[0]
+                if name != "-.slice" {
+                    let stem = String(name.dropLast(".slice".count))
+                    var prefix = ""
+                    for component in stem.split(separator: "-") {
+                        prefix += prefix.isEmpty ? String(component) : "-\(component)"
+                        slice += "/\(prefix).slice"
+                    }
+                }
+                path = "\(slice)/\(parts[1].isEmpty ? "" : parts[1] + "-")\(parts[2]).scope"
+            }
+        }
+        if path.isEmpty { path = "/appd-oci/\(id)" }
+        let components = path.split(separator: "/").map(String.init)
+        guard components.count >= 2 else { return ("/", components.first ?? "appd-oci", id) }
+        let parent = "/" + components.dropLast(2).joined(separator: "/")
+        return (parent, components[components.count - 2], components[components.count - 1])
+    }
+}
+
+/// A compiled profile and what the record keeps of it.
+struct PreparedSandbox {
+    var profile: SandboxProfile
+    var bundleID: String?
+    var dataContainer: String?
+    var dataInVolume: Bool
+}
+
+/// Where the data container lives: in a volume mounted at `/appd/data` (the one data
+/// container found there, else a new one at a random UUID name, kept when the container is
+/// deleted), else in the container's state folder (gone with it).
+enum DataPlace {
+    static func make(spec: OCISpec, stateDirectory: String, uid: UInt32, gid: UInt32) throws -> (
+        path: String, inVolume: Bool
+    ) {
+        let volume = (spec.mounts ?? []).first {
+            OCIConfigCheck.normalized($0.destination) == OCIConfigCheck.dataVolume && $0.isBind
+        }
+        if let source = volume?.source {
+            let parent = try FileDescriptor.directory(source)
+            let existing = try parent.entries().filter { UUID(uuidString: $0) != nil }.sorted()
+            guard existing.count <= 1 else {
+                throw AppdError(
+                    .conflict,
+                    "the volume at \(OCIConfigCheck.dataVolume) (\(source)) holds \(existing.count) data containers; it holds one app's"
+                )
+            }
+            if let name = existing.first {
+                var info = stat()
+                guard fstatat(parent.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                    info.st_mode & S_IFMT == S_IFDIR
+                else {
+                    throw AppdError(.conflict, "\(source)/\(name) is not a directory")
+                }
+                guard info.st_uid == uid else {
+                    throw AppdError(
+                        .permissionDenied,
+                        "the data container in \(source) belongs to uid \(info.st_uid), not this app's \(uid)",
+                        hint: "one volume holds one app's data")
+                }
+                return ("\(source)/\(name)", true)
+            }
+            let name = UUID().uuidString
+            try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
+            return ("\(source)/\(name)", true)
+        }
+        let parent = try FileDescriptor.directory(stateDirectory)
+        let name = UUID().uuidString
+        try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
+        return ("\(stateDirectory)/\(name)", false)
+    }
+}

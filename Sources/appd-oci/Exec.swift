@@ -1,0 +1,120 @@
+import AppdBase
+import CLinux
+import Foundation
+import Glibc
+import Sandbox
+
+/// `exec`: another process in a running container, confined exactly as the container's own:
+/// the profile `create` compiled (kept in the state folder), with the new process's arguments,
+/// environment additions and working directory. The launcher enters the namespaces of the
+/// container's PID 1 through a pidfd and joins its cgroup; it builds nothing.
+extension OCIRuntime {
+    func exec(id: String) throws -> Int32 {
+        let record = try state.load(id)
+        guard state.status(of: record) == .running else {
+            throw AppdError(.conflict, "cannot exec in a container that is not running")
+        }
+        let process = try execProcess()
+        guard let args = process.args, let first = args.first else {
+            throw AppdError(.badRequest, "exec needs a command (--process FILE or ID CMD...)")
+        }
+        let data = try OCIFiles.read(
+            "\(state.directory(id))/profile.json", limit: 16 << 20, what: "the container's profile")
+        var profile = try JSONDecoder().decode(SandboxProfile.self, from: data)
+        profile.executable = try Self.executable(first, profile: profile, rootfs: record)
+        profile.arguments = args
+        profile.environment += Self.extraEnvironment(
+            process.env ?? [], reserved: Set(profile.environment.map(\.name)))
+        if let cwd = process.cwd, cwd.hasPrefix("/") { profile.workingDirectory = cwd }
+        let terminal = process.terminal ?? line.flag("tty")
+        profile.console = terminal
+
+        guard let cgroup = try record.cgroup() else {
+            throw AppdError(.notFound, "the cgroup of container \(id) is gone")
+        }
+        guard
+            let initPID = try cgroup.processes().first(where: { pid in
+                Process.stateAndParent(pid)?.parent == record.pid
+            })
+        else {
+            throw AppdError(.conflict, "the container's PID 1 is gone")
+        }
+        let pidfd = appd_pidfd_open(initPID, 0)
+        guard pidfd >= 0 else { throw AppdError.system("cannot open a pidfd of \(initPID)") }
+        defer { close(pidfd) }
+
+        let config = try configuration()
+        var launch = SandboxLaunch(
+            profile: profile,
+            launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
+            cgroups: record.cgroupSettings, limits: profile.cgroupLimits, keepStdin: true)
+        launch.enter = pidfd
+        var console: Console?
+        if terminal {
+            guard line.options["console-socket"] != nil else {
+                throw AppdError(.badRequest, "a terminal needs --console-socket")
+            }
+            let opened = try Console.open()
+            console = opened
+            launch.input = opened.terminal
+            launch.output = opened.terminal
+        }
+        var status: [Int32] = [-1, -1]
+        guard appd_pipe_cloexec(&status) == 0 else { throw AppdError.system("pipe") }
+        let started: SandboxLaunch.Started
+        do {
+            started = try launch.start(
+                in: cgroup, statusFD: status[1], newSession: true, joining: true)
+        } catch {
+            close(status[0])
+            close(status[1])
+            if let console {
+                close(console.master)
+                close(console.terminal)
+            }
+            throw error
+        }
+        close(status[1])
+        defer { close(status[0]) }
+        if let console {
+            close(console.terminal)
+            try console.send(to: line.options["console-socket"] ?? "")
+        }
+        if let pidFile = line.options["pid-file"] {
+            try OCIFiles.writePidFile(pidFile, started.pid)
+        }
+        if line.flag("detach") { return 0 }
+        let raw = SandboxLaunch.wait(started.pid)
+        let outcome = SandboxLaunch.status(line: SandboxLaunch.readAll(status[0]), waitStatus: raw)
+        if case .failedToLaunch(let message) = outcome {
+            throw AppdError(.unsupported, "exec failed: \(message)")
+        }
+        return outcome.shellCode
+    }
+
+    /// The process: `--process FILE` (process.json), else the operands after the id with
+    /// `--env`, `--cwd` and `--tty`.
+    private func execProcess() throws -> OCISpec.Process {
+        if let file = line.options["process"] {
+            return try OCISpec.read(OCISpec.Process.self, at: file)
+        }
+        return OCISpec.Process(
+            terminal: line.flag("tty"), user: nil, args: Array(line.operands.dropFirst()),
+            env: line.options["env"].map { $0.split(separator: "\n").map(String.init) },
+            cwd: line.options["cwd"], capabilities: nil, noNewPrivileges: true, oomScoreAdj: nil)
+    }
+
+    /// An absolute path as given; a bare name looked up in the sandbox's PATH, on the host
+    /// folders the sandbox shows at the same paths (or in a plain container's image).
+    static func executable(_ name: String, profile: SandboxProfile, rootfs record: ContainerRecord)
+        throws -> String
+    {
+        if name.hasPrefix("/") { return name }
+        let path = profile.environment.last { $0.name == "PATH" }?.value ?? "/usr/bin:/bin"
+        let prefix = record.plain ? record.rootfs : ""
+        for directory in path.split(separator: ":") where directory.hasPrefix("/") {
+            if access("\(prefix)\(directory)/\(name)", X_OK) == 0 { return "\(directory)/\(name)" }
+        }
+        throw AppdError(.notFound, "\(name): not found in the container's PATH (\(path))")
+    }
+}

@@ -1,0 +1,104 @@
+import AppdBase
+
+/// What an engine's config.json may ask of appd-oci (docs/oci-runtime.md, "Narrow, never
+/// widen"). The sandbox comes from the bundle's entitlements and the node's appd.conf; the
+/// config can only take away: lower memory, pids and cpu limits. Whatever would give the app
+/// more than its sandbox — privilege, capabilities beyond an engine's defaults, host devices,
+/// host namespaces, writable host folders, sysctls, a user namespace mapping root — is refused
+/// with one line naming it. What engines always pass and the sandbox provides itself (their
+/// /proc, /dev, /sys mounts, /etc/hosts and resolv.conf, the default capability set) is
+/// accepted and not used.
+enum OCIConfigCheck {
+    /// Docker's and podman's default capability sets (a superset of containerd's CRI default):
+    /// a config listing only these asks for nothing, as the app gets none of them anyway.
+    static let engineDefaultCapabilities: Set<String> = [
+        "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FSETID", "CAP_FOWNER", "CAP_MKNOD", "CAP_NET_RAW",
+        "CAP_SETGID", "CAP_SETUID", "CAP_SETFCAP", "CAP_SETPCAP", "CAP_NET_BIND_SERVICE",
+        "CAP_SYS_CHROOT", "CAP_KILL", "CAP_AUDIT_WRITE",
+    ]
+
+    /// The device nodes every engine lists and the sandbox's own /dev has.
+    static let standardDevices: Set<String> = [
+        "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+        "/dev/console", "/dev/ptmx", "/dev/fuse",
+    ]
+
+    /// Mount destinations the engines fill with what the sandbox makes itself, or with files
+    /// about the container the app does not need (not mounted: the app never sees them).
+    static let engineMounts: Set<String> = [
+        "/proc", "/dev", "/dev/pts", "/dev/shm", "/dev/mqueue", "/sys", "/sys/fs/cgroup",
+        "/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/run/.containerenv",
+        "/dev/termination-log", "/run/secrets", "/proc/acpi", "/proc/kcore", "/proc/keys",
+        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+        "/proc/scsi", "/sys/firmware", "/sys/fs/selinux", "/sys/dev/block", "/tmp", "/var/tmp",
+        "/run", "/run/lock",
+    ]
+
+    /// Where a volume holding the app's data container is mounted (kept across containers).
+    static let dataVolume = "/appd/data"
+
+    /// The namespaces that must be the container's own (listed, so not the host's).
+    static let requiredNamespaces = ["pid", "ipc", "uts", "mount", "network"]
+
+    /// Throws naming the first thing `spec` asks that would widen the sandbox.
+    static func check(_ spec: OCISpec) throws {
+        func refuse(_ what: String, _ hint: String? = nil) -> AppdError {
+            AppdError(
+                .permissionDenied, "config.json asks for \(what), which would widen the sandbox",
+                hint: hint ?? "appd-oci narrows a sandbox, never widens it (docs/oci-runtime.md)")
+        }
+        let asked = spec.process?.capabilities?.all ?? []
+        let added = asked.subtracting(engineDefaultCapabilities).sorted()
+        if !added.isEmpty {
+            throw refuse(
+                "the capabilities \(added.joined(separator: ", "))",
+                "a privileged container (--privileged, --cap-add) cannot run under appd-oci")
+        }
+        for device in spec.linux?.devices ?? [] where !standardDevices.contains(device.path) {
+            throw refuse("the host device \(device.path)", "--device is not supported")
+        }
+        for type in requiredNamespaces where spec.namespace(type) == nil {
+            throw refuse(
+                "the host's \(type) namespace",
+                "--\(type == "network" ? "net" : type)=host is not supported")
+        }
+        if let pid = spec.namespace("pid"), pid.path != nil {
+            throw refuse("another process's pid namespace (\(pid.path ?? ""))")
+        }
+        if let mount = spec.namespace("mount"), mount.path != nil {
+            throw refuse("another process's mount namespace")
+        }
+        if let user = spec.namespace("user"), user.path != nil {
+            throw refuse("another process's user namespace")
+        }
+        if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
+            throw refuse("a user namespace with uid mappings", "--userns is not supported")
+        }
+        if let sysctl = spec.linux?.sysctl, let first = sysctl.keys.sorted().first {
+            throw refuse("the sysctl \(first)")
+        }
+        for mount in spec.mounts ?? [] {
+            let destination = normalized(mount.destination)
+            if engineMounts.contains(destination) || destination == dataVolume { continue }
+            guard mount.isBind else {
+                // A tmpfs or another kernel filesystem at a path of the engine's choosing:
+                // the sandbox's root is its own, nothing of the host's is given.
+                if ["tmpfs", "proc", "sysfs", "devpts", "mqueue", "cgroup", "cgroup2"].contains(
+                    mount.type ?? "")
+                {
+                    continue
+                }
+                throw refuse("a \(mount.type ?? "untyped") mount at \(destination)")
+            }
+            throw refuse(
+                "the host folder \(mount.source ?? "?") at \(destination)",
+                "the app sees its own containers only; a volume at \(dataVolume) holds its data container"
+            )
+        }
+    }
+
+    /// `/a//b/` → `/a/b`.
+    static func normalized(_ path: String) -> String {
+        "/" + path.split(separator: "/").joined(separator: "/")
+    }
+}
