@@ -32,12 +32,17 @@ public enum LauncherFlag {
     /// pid, and the others the profile names) instead of creating them, and builds nothing
     /// (`appd-oci exec`).
     public static let enterFD = "--enter-fd"
+    /// PID 1's signal rule for the app (no value; appd-oci): a forwarded signal reaches the
+    /// app only if it handles it, as the kernel delivers signals to a pid namespace's init, so
+    /// an engine's `stop` of a program without a SIGTERM handler falls back to SIGKILL as it
+    /// does under runc.
+    public static let initSignals = "--init-signals"
 
     public static let usage =
         "usage: appd-exec \(profileFD) N \(seccompFD) M [\(statusFD) S] [\(channelFD) C] "
         + "[\(outputFD) R \(logDirectoryFD) D \(logName) NAME \(logMaxBytes) N [\(journalFD) J] "
         + "[\(journalField) KEY=VALUE]...] "
         + "[\(mountNamespaceFD) F \(rootFD) F] [\(netNamespaceFD) F] [\(utsNamespaceFD) F] "
-        + "[\(readyFD) R \(startFD) F] [\(enterFD) P]; "
+        + "[\(readyFD) R \(startFD) F] [\(enterFD) P] [\(initSignals)]; "
         + "or: appd-exec \(template) \(profileFD) N \(statusFD) S"
 }

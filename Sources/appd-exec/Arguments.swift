@@ -26,6 +26,8 @@ struct Arguments {
     var startFD: Int32 = -1
     /// A pidfd of a process of a running sandbox whose namespaces to enter (`appd-oci exec`).
     var enterFD: Int32 = -1
+    /// `--init-signals`: forward a signal to the app only if it handles it.
+    var initSignals = false
 
     static var usage: String { LauncherFlag.usage }
 
@@ -49,6 +51,7 @@ struct Arguments {
         var enterFD: Int32?
         var statusGiven = false
         var template = false
+        var initSignals = false
         var logName: String?
         var logMaxBytes: Int?
         var fields: [String] = []
@@ -57,6 +60,11 @@ struct Arguments {
             let option = argv[index]
             if option == LauncherFlag.template && !template {
                 template = true
+                index += 1
+                continue
+            }
+            if option == LauncherFlag.initSignals && !initSignals {
+                initSignals = true
                 index += 1
                 continue
             }
@@ -207,6 +215,7 @@ struct Arguments {
             }
             arguments.enterFD = enterFD
         }
+        arguments.initSignals = initSignals
         arguments.readyFD = readyFD ?? -1
         arguments.startFD = startFD ?? -1
         if let readFD = outputFD {

@@ -20,6 +20,8 @@ struct Launch {
     /// `appd-oci exec`: the launcher entered a running sandbox's namespaces; its root, mounts
     /// and network are built already, and its PID 1 is another process.
     var entered = false
+    /// Forward a signal to the app only if it handles it (`--init-signals`).
+    var initSignals = false
 }
 
 /// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
@@ -83,7 +85,7 @@ enum Init {
         // Only the app process says ready: its end closing tells appd-oci the launch failed.
         if launch.readyFD >= 0 { close(launch.readyFD) }
         if launch.startFD >= 0 { close(launch.startFD) }
-        return Signals.supervise(app)
+        return Signals.supervise(app, onlyHandled: launch.initSignals)
     }
 
     /// vm.memfd_noexec is kept per pid namespace and read from the writer's: written here, by

@@ -44,13 +44,53 @@ enum Signals {
 
     /// Forwards the supervised signals to `child` and reaps every child that exits, until
     /// `child` itself exits. PID 1 reaps orphans this way too.
-    static func supervise(_ child: pid_t) -> ExitStatus {
+    /// With `onlyHandled`, a signal the child has no handler for is dropped: the kernel's rule
+    /// for a pid namespace's init, which the app is under an OCI engine.
+    static func supervise(_ child: pid_t, onlyHandled: Bool = false) -> ExitStatus {
         var set = supervised
         var info = siginfo_t()
         while true {
             if let status = reap(child) { return status }
             let signo = sigwaitinfo(&set, &info)
-            if signo > 0 && signo != SIGCHLD { kill(child, signo) }
+            guard signo > 0 && signo != SIGCHLD else { continue }
+            if onlyHandled && !handles(child, signo) { continue }
+            kill(child, signo)
+        }
+    }
+
+    /// Whether `pid` has a handler for `signo`: bit signo-1 of `SigCgt` in /proc/PID/status.
+    static func handles(_ pid: pid_t, _ signo: Int32) -> Bool {
+        let fd = open("/proc/\(pid)/status", O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        guard let bytes = try? FileIO.readAll(fd, limit: 1 << 16, step: "status") else {
+            return true
+        }
+        let key = Array("SigCgt:".utf8)
+        var index = 0
+        while index + key.count <= bytes.count {
+            if bytes[index..<(index + key.count)].elementsEqual(key) {
+                var mask: UInt64 = 0
+                var position = index + key.count
+                while position < bytes.count && (bytes[position] == 9 || bytes[position] == 32) {
+                    position += 1
+                }
+                while position < bytes.count, let digit = hexValue(bytes[position]) {
+                    mask = mask << 4 | UInt64(digit)
+                    position += 1
+                }
+                return signo >= 1 && signo <= 64 && mask & (1 << UInt64(signo - 1)) != 0
+            }
+            index += 1
+        }
+        return true
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
         }
     }
 

@@ -59,7 +59,7 @@ enum Launcher {
                     lastCapability: lastCapability, launcherPidfd: -1,
                     channelFD: arguments.channelFD ?? -1, joined: arguments.joined,
                     readyFD: arguments.readyFD, startFD: arguments.startFD,
-                    entered: arguments.enterFD >= 0))
+                    entered: arguments.enterFD >= 0, initSignals: arguments.initSignals))
             switch outcome {
             case .ended(let status):
                 finishOutput(relay)

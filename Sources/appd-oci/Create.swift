@@ -99,8 +99,14 @@ extension OCIRuntime {
         // sandbox gets a namespace of its own with only a loopback.
         var networkPath: String?
         var network: Int32 = -1
-        if !profile.namespaces.contains(.net) {
-            profile.namespaces.append(.net)
+        // A plain container is the engine's own kind: it joins its pod's network, and its TCP
+        // is not the app rules' business.
+        if plain {
+            profile.landlock.restrictedTCP = []
+            profile.landlock.ports = []
+        }
+        if plain || !profile.namespaces.contains(.net) {
+            if !profile.namespaces.contains(.net) { profile.namespaces.append(.net) }
             if let path = spec.namespace("network")?.path {
                 network = open(path, O_RDONLY | O_CLOEXEC)
                 guard network >= 0 else {
@@ -159,6 +165,7 @@ extension OCIRuntime {
             launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
         }
         launch.startGate = (ready[1], fifo)
+        launch.initSignals = true
         let started: SandboxLaunch.Started
         do {
             started = try launch.start(in: cgroup, statusFD: status[1], newSession: true)

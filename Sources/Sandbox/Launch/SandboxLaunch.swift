@@ -72,6 +72,8 @@ public struct SandboxLaunch {
     /// `appd-oci exec`: a pidfd of a running sandbox's PID 1, whose namespaces the launcher
     /// enters instead of building its own (the caller closes it after the start).
     public var enter: Int32?
+    /// PID 1's signal rule for the app (`--init-signals`): appd-oci's containers.
+    public var initSignals = false
 
     /// What appd-exec's output relay gets: the pipe's read end, the log folder, the journal.
     public struct OutputRelayArguments {
@@ -334,6 +336,7 @@ public struct SandboxLaunch {
             place(startGate.fifo, LauncherFlag.startFD)
         }
         if let enter { place(enter, LauncherFlag.enterFD) }
+        if initSignals { plan.arguments.append(LauncherFlag.initSignals) }
         plan.closeFrom = next
         if let spawner { return try spawner.spawn(plan) }
         // The daemon's fds sit above every target; a short-lived caller's may not.
