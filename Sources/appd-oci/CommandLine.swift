@@ -49,7 +49,8 @@ struct OCICommandLine {
     ]
     static let shortNames: [String: String] = [
         "b": "bundle", "p": "process", "d": "detach", "t": "tty", "a": "all", "f": "force",
-        "r": "resources", "e": "env", "u": "user", "c": "cap", "h": "help", "v": "version",
+        "r": "resources", "e": "env", "q": "quiet", "u": "user", "c": "cap", "h": "help",
+        "v": "version",
     ]
 
     static func parse(_ arguments: [String]) throws -> OCICommandLine {

@@ -79,9 +79,14 @@ struct StateRoot {
         }
     }
 
+    /// Makes `path` and any missing parents (the shim's `--root` is `RUNTIME_ROOT/NAMESPACE`).
     func makeRoot() throws {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw AppdError.system("cannot create the state root \(path)")
+        var made = ""
+        for component in path.split(separator: "/") {
+            made += "/\(component)"
+            if mkdir(made, 0o700) != 0 && errno != EEXIST {
+                throw AppdError.system("cannot create the state root \(path) (at \(made))")
+            }
         }
     }
 

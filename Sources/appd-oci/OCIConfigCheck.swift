@@ -1,4 +1,5 @@
 import AppdBase
+import Glibc
 
 /// What an engine's config.json may ask of appd-oci (docs/oci-runtime.md, "Narrow, never
 /// widen"). The sandbox comes from the bundle's entitlements and the node's appd.conf; the
@@ -62,8 +63,12 @@ enum OCIConfigCheck {
                 "the host's \(type) namespace",
                 "--\(type == "network" ? "net" : type)=host is not supported")
         }
-        if let pid = spec.namespace("pid"), pid.path != nil {
-            throw refuse("another process's pid namespace (\(pid.path ?? ""))")
+        // A pod's pid, ipc and uts namespaces given by path are not joined: the container gets
+        // its own (it sees less, never more). The host's own are refused outright.
+        for type in ["pid", "ipc", "uts", "network"] {
+            if let path = spec.namespace(type)?.path, isHostNamespace(path, type: type) {
+                throw refuse("the host's \(type) namespace (\(path))")
+            }
         }
         if let mount = spec.namespace("mount"), mount.path != nil {
             throw refuse("another process's mount namespace")
@@ -74,9 +79,8 @@ enum OCIConfigCheck {
         if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
             throw refuse("a user namespace with uid mappings", "--userns is not supported")
         }
-        if let sysctl = spec.linux?.sysctl, let first = sysctl.keys.sorted().first {
-            throw refuse("the sysctl \(first)")
-        }
+        let foreign = (spec.linux?.sysctl ?? [:]).keys.filter { !engineSysctls.contains($0) }
+        if let first = foreign.sorted().first { throw refuse("the sysctl \(first)") }
         for mount in spec.mounts ?? [] {
             let destination = normalized(mount.destination)
             if engineMounts.contains(destination) || destination == dataVolume { continue }
@@ -95,6 +99,24 @@ enum OCIConfigCheck {
                 "the app sees its own containers only; a volume at \(dataVolume) holds its data container"
             )
         }
+    }
+
+    /// Sysctls engines set by default, about the container's own network namespace only
+    /// (docker 20.10: unprivileged ports, ping): accepted and not applied.
+    static let engineSysctls: Set<String> = [
+        "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ping_group_range",
+    ]
+
+    /// Whether the namespace file at `path` is the one PID 1 of the host (or of the namespace
+    /// appd-oci runs in) is in.
+    static func isHostNamespace(_ path: String, type: String) -> Bool {
+        let file = type == "network" ? "net" : type
+        var given = stat()
+        var host = stat()
+        guard stat(path, &given) == 0, stat("/proc/1/ns/\(file)", &host) == 0 else {
+            return false
+        }
+        return given.st_dev == host.st_dev && given.st_ino == host.st_ino
     }
 
     /// `/a//b/` → `/a/b`.

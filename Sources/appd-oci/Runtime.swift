@@ -78,7 +78,9 @@ struct OCIRuntime {
                 "bundle": record.bundle, "created": record.created,
             ])
         }
-        if line.options["format"] == "json" {
+        if line.flag("quiet") {
+            for row in rows { print(row["id"] ?? "") }
+        } else if line.options["format"] == "json" {
             let data = try JSONSerialization.data(
                 withJSONObject: rows, options: [.sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
