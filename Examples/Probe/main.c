@@ -581,6 +581,11 @@ int main(int argc, char **argv) {
         execv(path, args);
         report("exec-hostile-name", -1);
     }
+    else if (!strcmp(mode, "serve-any") || !strcmp(mode, "fetch")) {
+        int pod_network(int, char **);  // pod_network.c
+        int code = pod_network(argc, argv);
+        if (code >= 0) return code;
+    }
     else if (!strcmp(mode, "connect") && argc > 3) connect_tcp(argv[2], atoi(argv[3]));
     else if (!strcmp(mode, "connect-abstract") && argc > 2) connect_abstract(argv[2]);
     else if (!strcmp(mode, "bind") && argc > 2) bind_tcp(atoi(argv[2]));

@@ -109,7 +109,15 @@ extension OCIRuntime {
     static func executable(_ name: String, profile: SandboxProfile, rootfs record: ContainerRecord)
         throws -> String
     {
-        if name.hasPrefix("/") { return name }
+        if name.hasPrefix("/") {
+            // An app image's paths are the image's: `/Name.app/Name` is the bundle, which the
+            // sandbox shows where it lies on the host (inside the root filesystem).
+            let top = name.split(separator: "/").first.map(String.init) ?? ""
+            if !record.plain, top.hasSuffix(".app"), access("\(record.rootfs)\(name)", F_OK) == 0 {
+                return "\(record.rootfs)\(name)"
+            }
+            return name
+        }
         let path = profile.environment.last { $0.name == "PATH" }?.value ?? "/usr/bin:/bin"
         let prefix = record.plain ? record.rootfs : ""
         for directory in path.split(separator: ":") where directory.hasPrefix("/") {

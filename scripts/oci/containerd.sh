@@ -7,6 +7,7 @@ CTRD=$WORK/containerd
 CTRD_SOCK=$CTRD/containerd.sock
 CNI_BRIDGE=appdh0
 CRI_HANDLER=harness
+APP_HANDLER=appd
 
 ctr_() { ctr --address "$CTRD_SOCK" "$@"; }
 
@@ -50,6 +51,15 @@ oom_score = 0
         BinaryName = "$RUNTIME"
         Root = "$CTRD/runtime-root"
 TOML
+    if [[ -n ${APP_RUNTIME:-} ]]; then
+        cat >>"$CTRD/config.toml" <<TOML
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$APP_HANDLER]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$APP_HANDLER.options]
+        BinaryName = "$APP_RUNTIME"
+        Root = "$CTRD/appd-root"
+TOML
+    fi
     # The v2 shims keep their sockets in /run/containerd/s, whatever the config says.
     [[ -e /run/containerd ]] || on_exit "find /run/containerd -depth -type d -empty -delete"
     # CNI makes /var/run/netns a bind mount of itself; when it was not there, leave none.

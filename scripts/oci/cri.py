@@ -241,6 +241,77 @@ def run(args):
     return c.failed
 
 
+def run_app(args):
+    """Two pods of .app containers under the appd handler: exit code and log, ExecSync into a
+    sandboxed app (and an attack through it), and one pod fetching from the other's server."""
+    cri = CRI(args.containerd, args.socket)
+    c = Checks()
+    started = []
+    probe = "/Probe.app/Probe"
+
+    def sandbox(name):
+        config = pod_config(name, args.work)
+        pod = cri.RunPodSandbox(config=config, runtime_handler=args.handler).pod_sandbox_id
+        started.append(pod)
+        return pod, config
+
+    def container(pod, config, name, command):
+        # The image's entrypoint is the app; `args` are its arguments.
+        spec = {"metadata": {"name": name, "attempt": 0}, "image": {"image": args.app_image},
+                "args": command, "log_path": name + ".log"}
+        created = cri.CreateContainer(pod_sandbox_id=pod, config=spec, sandbox_config=config).container_id
+        cri.StartContainer(container_id=created)
+        return created
+
+    def log_lines(status):
+        try:
+            with open(status.log_path) as f:
+                return [line.rstrip("\n").split(" ", 3)[-1] for line in f]
+        except OSError as error:
+            return [str(error)]
+
+    server_pod, server_config = sandbox("app-server")
+    status = cri.PodSandboxStatus(pod_sandbox_id=server_pod).status
+    c.check("app: RunPodSandbox with handler %r (the pause container runs plain)" % args.handler, 0, status.state)
+    server_ip = status.network.ip
+    first = container(server_pod, server_config, "app-exits", ["exit", "5"])
+    status = wait_exit(cri, first, 30)
+    c.check("app: a signed .app container's exit code", 5, status.exit_code)
+    server = container(server_pod, server_config, "app-server", ["serve-any", "8080"])
+    reply = cri.ExecSync(container_id=server, cmd=[probe, "exit", "4"], timeout=20)
+    c.check("app: ExecSync into the app's sandbox: exit code", 4, reply.exit_code)
+    reply = cri.ExecSync(container_id=server, cmd=[probe, "read", "/etc/shadow"], timeout=20)
+    c.check("app: attack through ExecSync: the host's /etc/shadow", b"read: refused ENOENT\n", reply.stdout)
+    reply = cri.ExecSync(container_id=server, cmd=[probe, "ptrace"], timeout=20)
+    c.true("app: attack through ExecSync: ptrace refused", reply.stdout.startswith(b"ptrace-attach: refused"),
+           repr(reply.stdout))
+    stats = cri.ContainerStats(container_id=server).stats
+    c.true("app: ContainerStats reads the app's cgroup", stats.memory.working_set_bytes.value > 0,
+           "working_set %d bytes" % stats.memory.working_set_bytes.value)
+
+    client_pod, client_config = sandbox("app-client")
+    client = container(client_pod, client_config, "app-client",
+                       ["fetch", server_ip, "8080"])
+    status = wait_exit(cri, client, 30)
+    attempts = 1
+    while status.exit_code != 0 and attempts < 20:  # the server may not listen yet
+        cri.RemoveContainer(container_id=client)
+        time.sleep(0.3)
+        client = container(client_pod, client_config, "app-client-%d" % attempts, ["fetch", server_ip, "8080"])
+        status = wait_exit(cri, client, 30)
+        attempts += 1
+    c.check("app: pod 'app-client' fetched from pod 'app-server' over the bridge (exit code, output)",
+            (0, ["fetch: pong 1"]), (status.exit_code, log_lines(status)[-1:]))
+
+    for pod in started:
+        cri.StopPodSandbox(pod_sandbox_id=pod)
+    for pod in started:
+        cri.RemovePodSandbox(pod_sandbox_id=pod)
+    left = [p.id for p in cri.ListPodSandbox().items]
+    c.check("app: no pod left", [], left)
+    return c.failed
+
+
 def cleanup(args):
     cri = CRI(args.containerd, args.socket)
     for pod in cri.ListPodSandbox(deadline=20).items:
@@ -257,6 +328,7 @@ def main():
     parser.add_argument("--socket", required=True)
     parser.add_argument("--handler")
     parser.add_argument("--image")
+    parser.add_argument("--app-image")
     parser.add_argument("--work")
     parser.add_argument("--cleanup", action="store_true")
     args = parser.parse_args()
@@ -264,6 +336,8 @@ def main():
         cleanup(args)
         return 0
     try:
+        if args.app_image:
+            return 1 if run_app(args) else 0
         return 1 if run(args) else 0
     except grpc.RpcError as error:
         print("FAIL cri: a call failed: %s: %s" % (error.code(), error.details()), flush=True)

@@ -10,6 +10,8 @@ dk() { /usr/bin/docker --host "unix://$DOCKER_DIR/docker.sock" "$@"; }
 
 start_dockerd() {
     mkdir -p "$DOCKER_DIR"
+    local app_runtime=""
+    [[ -n ${APP_RUNTIME:-} ]] && app_runtime=", \"appd\": {\"path\": \"$APP_RUNTIME\"}"
     cat >"$DOCKER_DIR/daemon.json" <<JSON
 {
   "data-root": "$DOCKER_DIR/data", "exec-root": "$DOCKER_DIR/exec", "pidfile": "$DOCKER_DIR/dockerd.pid",
@@ -17,7 +19,7 @@ start_dockerd() {
   "containerd-namespace": "appd-harness-docker", "containerd-plugins-namespace": "appd-harness-docker-plugins",
   "bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false,
   "storage-driver": "overlay2", "cgroup-parent": "/appd-oci-harness-docker", "exec-opts": ["native.cgroupdriver=cgroupfs"],
-  "runtimes": {"$DOCKER_RUNTIME": {"path": "$RUNTIME"}}
+  "runtimes": {"$DOCKER_RUNTIME": {"path": "$RUNTIME"}$app_runtime}
 }
 JSON
     dockerd --config-file "$DOCKER_DIR/daemon.json" >"$DOCKER_DIR/dockerd.log" 2>&1 &
@@ -63,4 +65,14 @@ docker_checks() {
     dk kill --signal TERM "$id" >/dev/null
     check $P "kill --signal TERM: the trap's exit code" 42 "$(dk wait "$id")"
     dk rm "$id" >/dev/null
+    if [[ -n ${APP_RUNTIME:-} ]]; then
+        dk load -i "$WORK/app.tar" >/dev/null 2>&1
+        dk run --rm --runtime appd --network none "$APP_IMAGE" exit 8 >/dev/null 2>&1 && rc=0 || rc=$?
+        check $P "docker run --runtime appd of a signed .app image: the app's exit code" 8 "$rc"
+        out=$(dk run --rm --runtime appd --network none "$APP_IMAGE" read /etc/shadow 2>&1)
+        check $P "attack under docker: the host's /etc/shadow" "read: refused ENOENT" "$out"
+        out=$(dk run --rm --runtime appd --privileged "$APP_IMAGE" exit 0 2>&1) && rc=0 || rc=$?
+        check $P "docker run --privileged of an app: refused at create" refused \
+            "$( ((rc != 0)) && grep -q 'widen the sandbox' <<<"$out" && echo refused || echo "rc $rc: $(tail -1 <<<"$out")")"
+    fi
 }
