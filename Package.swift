@@ -236,6 +236,10 @@ let package = Package(
         // generator, kernel files, a posix_spawn that hands a child only the fds placed for it,
         // and the real `appd serve` process the daemon suites start.
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
+        .testTarget(
+            name: "AppdOCITests",
+            dependencies: ["appd-oci", "AppdBase", "Sandbox"]
+        ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         .testTarget(
             name: "AppBundleTests", dependencies: ["AppdBase", "AppBundle", "PrintableText"]),

@@ -107,16 +107,19 @@ enum OCIConfigCheck {
         "net.ipv4.ip_unprivileged_port_start", "net.ipv4.ping_group_range",
     ]
 
-    /// Whether the namespace file at `path` is the one PID 1 of the host (or of the namespace
-    /// appd-oci runs in) is in.
+    /// Whether the namespace file at `path` is the one the host's PID 1 or appd-oci itself (run
+    /// by an engine in the host's namespaces) is in.
     static func isHostNamespace(_ path: String, type: String) -> Bool {
         let file = type == "network" ? "net" : type
         var given = stat()
-        var host = stat()
-        guard stat(path, &given) == 0, stat("/proc/1/ns/\(file)", &host) == 0 else {
-            return false
+        guard stat(path, &given) == 0 else { return false }
+        for owner in ["/proc/1/ns/\(file)", "/proc/self/ns/\(file)"] {
+            var host = stat()
+            if stat(owner, &host) == 0, given.st_dev == host.st_dev, given.st_ino == host.st_ino {
+                return true
+            }
         }
-        return given.st_dev == host.st_dev && given.st_ino == host.st_ino
+        return false
     }
 
     /// `/a//b/` → `/a/b`.
