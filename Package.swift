@@ -193,7 +193,7 @@ let package = Package(
             name: "appd-oci",
             dependencies: [
                 "AppdAPI", "AppdBase", "AppBundle", "AppContainers", "CLinux", "LauncherProtocol",
-                "Sandbox",
+                "PrintableText", "Sandbox",
             ]
         ),
         // What apps link (docs/lifecycle.md): the lifecycle channel, the app delegate, containers,

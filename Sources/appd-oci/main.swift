@@ -1,6 +1,7 @@
 import AppdBase
 import Foundation
 import Glibc
+import PrintableText
 
 // appd-oci: an OCI runtime (docs/oci-runtime.md). containerd's runc shim, conmon (podman) and
 // dockerd call it once per operation, as they call runc; it keeps each container's state in
@@ -54,11 +55,21 @@ func runtimeMain() -> Int32 {
         return try runtime.run()
     } catch let error as AppdError {
         var message = error.message
+        // One line (podman reads the log as one object): the first problems, then the hint.
+        let shown = error.problems.prefix(3).map { "\($0)" }
+        if !shown.isEmpty {
+            message += ": " + shown.joined(separator: "; ")
+            if error.problems.count > shown.count {
+                message += "; and \(error.problems.count - shown.count) more"
+            }
+        }
         if let hint = error.hint { message += " (hint: \(hint))" }
-        log.error(message)
+        // The image and the config chose some of these words: their control and bidi
+        // characters are shown as \u{..}, never sent to the admin's terminal.
+        log.error(Printable(message, limit: nil).description)
         return 1
     } catch {
-        log.error("\(error)")
+        log.error(Printable("\(error)", limit: nil).description)
         return 1
     }
 }
