@@ -238,7 +238,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(
             name: "AppdOCITests",
-            dependencies: ["appd-oci", "AppdBase", "Sandbox"]
+            dependencies: ["appd-oci", "AppdBase", "Sandbox", "TestSupport"]
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         .testTarget(

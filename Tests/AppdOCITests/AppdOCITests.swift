@@ -1,6 +1,7 @@
 import AppdBase
 import Foundation
 import Sandbox
+import TestSupport
 import Testing
 
 @testable import appd_oci
@@ -185,4 +186,105 @@ struct AppdOCITests {
 
 enum CgroupLimitsFixture {
     static let sandbox = CgroupLimits(memoryMax: 512 << 20, pidsMax: 512)
+}
+
+/// appd-oci run as the engines run it, on bundles that need no root to refuse: what it prints
+/// when the image or the config is hostile.
+@Suite("appd-oci: hostile images and configs refused, one clear line")
+struct AppdOCIRefusalTests {
+    struct Outcome {
+        var status: Int32
+        var stderr: String
+        var log: String
+    }
+
+    /// Runs `appd-oci --log L --log-format json create --bundle B ID` on a bundle with `files`
+    /// under its rootfs and `config` as config.json.
+    static func create(config: String, rootfs make: (String) throws -> Void) throws -> Outcome {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "appd-oci-test-\(UUID().uuidString)"
+        ).path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(
+            atPath: "\(directory)/bundle/rootfs", withIntermediateDirectories: true)
+        try make("\(directory)/bundle/rootfs")
+        try config.write(
+            toFile: "\(directory)/bundle/config.json", atomically: true, encoding: .utf8)
+        let process = Foundation.Process()
+        process.executableURL = URL(fileURLWithPath: builtExecutable("appd-oci"))
+        process.arguments = [
+            "--root", "\(directory)/state", "--log", "\(directory)/log.json", "--log-format",
+            "json",
+            "--config", "\(directory)/none.conf", "create", "--bundle", "\(directory)/bundle", "c1",
+        ]
+        try "".write(toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let stderr = String(
+            decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let log = (try? String(contentsOfFile: "\(directory)/log.json", encoding: .utf8)) ?? ""
+        #expect(
+            !FileManager.default.fileExists(atPath: "\(directory)/state/c1"), "state left behind")
+        return Outcome(status: process.terminationStatus, stderr: stderr, log: log)
+    }
+
+    static let config = """
+        {"ociVersion": "1.0.2", "root": {"path": "rootfs"}, "process": {"args": ["/Evil.app/Evil"]},
+         "linux": {"namespaces": \(AppdOCITests.namespaces)}}
+        """
+
+    @Test(
+        "a bundle named with terminal escapes: refused, the escapes shown as \\u{..}, one JSON log line"
+    )
+    func escapesShown() throws {
+        let outcome = try Self.create(config: Self.config) { rootfs in
+            try FileManager.default.createDirectory(
+                atPath: "\(rootfs)/E\u{1b}[2J\u{202e}vil.app", withIntermediateDirectories: true)
+        }
+        #expect(outcome.status == 1)
+        #expect(!outcome.stderr.contains("\u{1b}") && !outcome.stderr.contains("\u{202e}"))
+        #expect(outcome.stderr.contains("E\\u{1b}[2J\\u{202e}vil.app"), "\(outcome.stderr)")
+        let lines = outcome.log.split(separator: "\n")
+        #expect(lines.count == 1, "\(outcome.log)")
+        let object = try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8))
+        #expect((object as? [String: Any])?["level"] as? String == "error")
+    }
+
+    @Test("an image without a .app is refused unless run plain; a symlinked Name.app is not one")
+    func noBundle() throws {
+        let outcome = try Self.create(config: Self.config) { rootfs in
+            try FileManager.default.createSymbolicLink(
+                atPath: "\(rootfs)/Evil.app", withDestinationPath: "/usr")
+        }
+        #expect(outcome.status == 1)
+        #expect(
+            outcome.stderr.contains("the image holds no Name.app at its root"), "\(outcome.stderr)")
+    }
+
+    @Test("a config that is not JSON, or nested 200,000 deep, is refused without a crash")
+    func badConfig() throws {
+        for config in [
+            "\u{ff}{",
+            "{\"x\": " + String(repeating: "[", count: 200_000)
+                + String(repeating: "]", count: 200_000) + "}",
+        ] {
+            let outcome = try Self.create(config: config) { _ in }
+            #expect(outcome.status == 1)
+            #expect(outcome.stderr.contains("is not a valid OCI config"), "\(outcome.stderr)")
+        }
+    }
+
+    @Test("a privileged config is refused before the image is read")
+    func privileged() throws {
+        let config = """
+            {"root": {"path": "rootfs"}, "process": {"args": ["/x"], "capabilities":
+             {"bounding": ["CAP_SYS_ADMIN", "CAP_SYS_MODULE"]}}, "linux": {"namespaces": \(AppdOCITests.namespaces)}}
+            """
+        let outcome = try Self.create(config: config) { _ in }
+        #expect(outcome.status == 1)
+        #expect(outcome.stderr.contains("CAP_SYS_ADMIN, CAP_SYS_MODULE"), "\(outcome.stderr)")
+    }
 }
