@@ -73,6 +73,21 @@ final class Router: Sendable {
         ) { r, _, p in
             try await r.container(p[0], kind: "group", group: p[1])
         },
+        Route(method: .GET, pattern: ["apps", "{id}", "files"], right: .control) { r, _, p in
+            try await r.listFiles(p[0])
+        },
+        Route(method: .GET, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.getFile(p[0], q)
+        },
+        Route(method: .POST, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.putFile(p[0], q)
+        },
+        Route(method: .DELETE, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.removeFile(p[0], q)
+        },
         Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in
             try await r.launch(p[0], q)
         },

@@ -49,7 +49,8 @@ struct AppctlCommand: ParsableCommand {
             Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
-            Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self,
+            Container.self, Files.self, Logs.self, Events.self, Top.self, Denials.self,
+            Version.self,
             System.self,
         ]
     )
