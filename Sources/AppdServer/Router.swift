@@ -39,6 +39,8 @@ final class Router: Sendable {
         // dropped over the rate limit), read at scrape time.
         let denialLog = supervisor.denials
         metrics.denials.withLock { $0 = { denialLog.perAppCounts() } }
+        let reclaims = supervisor.cacheReclaims
+        metrics.cacheReclaims.withLock { $0 = { reclaims.perApp() } }
     }
 
     /// `[API]` as last (re)loaded: who may do what, and how large a request may be.
@@ -162,6 +164,10 @@ final class Router: Sendable {
         },
         Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in
             try .json(try await r.reloader.reload())
+        },
+        Route(method: .POST, pattern: ["reclaim-caches"], right: .admin) { r, q, _ in
+            try .json(
+                try await r.supervisor.reclaimCaches(app: q.query["app"], byHand: true))
         },
         Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in
             try await r.metricsText()

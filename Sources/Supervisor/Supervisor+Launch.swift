@@ -121,6 +121,7 @@ extension Supervisor {
         // Its first state change saves the record, with the pid and the background modes.
         let instance = try launched(entry.id, background: background)
         timings.record = Self.seconds(since: recording)
+        launchRecorded(entry.app)
         return (instance, timings)
     }
 
