@@ -101,6 +101,36 @@ struct FileSharingTests {
         #expect(Self.entries("\(data)/Documents") == ["secret"])
     }
 
+    @Test(
+        "a caller without the control right is refused file sharing (403 naming ControlAllowed), and one without the admin right appd reclaim-caches"
+    )
+    func rightsChecked() throws {
+        let daemon = try TestDaemon(config: "[API]\nSocketMode=0666\n")
+        try daemon.installProbe("com.example.guarded", info: Self.sharing)
+        _ = try Self.app(daemon, "com.example.guarded", ["file", "Documents/doc", "10"])
+        func asNobody(_ tool: String, _ arguments: [String]) throws -> (code: Int32, output: String)
+        {
+            try daemon.run(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=65534", "--regid=65534", "--clear-groups", builtExecutable(tool),
+                    "--socket", daemon.socket,
+                ] + arguments)
+        }
+        for arguments in [
+            ["files", "com.example.guarded"], ["files", "get", "com.example.guarded", "doc"],
+            ["files", "rm", "com.example.guarded", "doc"],
+        ] {
+            let result = try asNobody("appctl", arguments)
+            #expect(result.code == 1, "\(arguments): \(result.output)")
+            #expect(result.output.contains("ControlAllowed"), "\(result.output)")
+        }
+        let reclaim = try asNobody("appd", ["reclaim-caches"])
+        #expect(reclaim.code == 1 && reclaim.output.contains("AdminAllowed"), "\(reclaim.output)")
+        let data = try daemon.dataContainer("com.example.guarded")
+        #expect(Self.entries("\(data)/Documents") == ["doc"])
+    }
+
     @Test("links the app planted in Documents are never followed by get, put or rm")
     func plantedLinks() throws {
         let daemon = try TestDaemon()
