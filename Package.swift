@@ -161,7 +161,7 @@ let package = Package(
         .executableTarget(
             name: "appctl",
             dependencies: [
-                "AppdAPI", "AppdClient", "AppdCLI", "PrintableText",
+                "AppdAPI", "AppdBase", "AppdClient", "AppdCLI", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
             swiftSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))],

@@ -8,6 +8,9 @@
 //                               path of the host that the app cannot see)
 //       mkdir REL               a directory $HOME/REL
 //       sleep SECONDS           waits (so that the instance is still running)
+//       swap REL TARGET ROUNDS  REL (a directory) and a symlink REL.swap -> TARGET trade places
+//                               ROUNDS times in a tight loop (renameat2 RENAME_EXCHANGE): what
+//                               the daemon finds at REL flips between a folder and a link
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -60,6 +63,17 @@ int home_files(int argc, char **argv) {
         } else if (!strcmp(step, "mkdir") && i + 1 < argc) {
             result(step, argv[i + 1], mkdir(argv[i + 1], 0700) == 0);
             i += 1;
+        } else if (!strcmp(step, "swap") && i + 3 < argc) {
+            char link[4096];
+            snprintf(link, sizeof link, "%s.swap", argv[i + 1]);
+            int ok = symlink(argv[i + 2], link) == 0;
+            long rounds = atol(argv[i + 3]), done = 0;
+            for (; ok && done < rounds; done++)
+                ok = renameat2(AT_FDCWD, argv[i + 1], AT_FDCWD, link, RENAME_EXCHANGE) == 0;
+            result(step, argv[i + 1], ok);
+            printf("home: swap rounds %ld\n", done);
+            fflush(stdout);
+            i += 3;
         } else if (!strcmp(step, "sleep") && i + 1 < argc) {
             sleep((unsigned)atoi(argv[i + 1]));
             i += 1;

@@ -13,9 +13,16 @@ extension AppStore {
     /// there (or is not a directory: the app replaced it with a link or a file, which
     /// `appd doctor --repair` mends and nobody follows).
     func openTemporaryDirectory(of app: InstalledApp) throws -> FileDescriptor? {
-        let containers = try FileDescriptor.directory(root.dataContainersPath)
+        try openDataFolder(of: app, ["tmp"])
+    }
+
+    /// A folder of the app's data container (`["Library", "Caches"]`), each component opened
+    /// without following a link; nil when one is missing or not a directory.
+    func openDataFolder(of app: InstalledApp, _ components: [String]) throws -> FileDescriptor? {
+        var folder = try FileDescriptor.directory(root.dataContainersPath)
         do {
-            return try containers.openDirectory(app.dataUUID).openDirectory("tmp")
+            for name in [app.dataUUID] + components { folder = try folder.openDirectory(name) }
+            return folder
         } catch let error as AppdError where [ENOENT, ENOTDIR, ELOOP].contains(error.errno ?? 0) {
             return nil
         }
@@ -32,14 +39,20 @@ extension AppStore {
     /// the app runs. A mount point found inside stops the emptying with an error naming it.
     @discardableResult
     public func emptyTemporaryDirectory(of app: InstalledApp) throws -> Int {
-        guard let tmp = try openTemporaryDirectory(of: app) else { return 0 }
-        guard appd_is_mount_root(tmp.raw) != 1 else {
+        try emptyDataFolder(of: app, ["tmp"])
+    }
+
+    /// Removes everything in the folder (`removeTree`: no link followed, no mount crossed) and
+    /// returns how many entries it held at its top.
+    func emptyDataFolder(of app: InstalledApp, _ components: [String]) throws -> Int {
+        guard let folder = try openDataFolder(of: app, components) else { return 0 }
+        guard appd_is_mount_root(folder.raw) != 1 else {
             throw AppdError(
-                .io, "\(tmp.path) is a mount point: appd does not empty what is mounted there",
+                .io, "\(folder.path) is a mount point: appd does not empty what is mounted there",
                 hint: "unmount it, then run 'appd doctor --repair'")
         }
-        let names = try tmp.entries()
-        for name in names { try tmp.removeTree(name) }
+        let names = try folder.entries()
+        for name in names { try folder.removeTree(name) }
         return names.count
     }
 }

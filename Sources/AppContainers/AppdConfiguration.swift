@@ -39,6 +39,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var apps: [String: AppOverride] = [:]
     /// `[Signing]` and `[Signer NAME]`: trusted keys and what each may grant.
     public var signing = SigningPolicy()
+    /// `[Storage]`: reclaiming Caches when the state root's filesystem runs short.
+    public var storage = StorageSettings()
 
     public init() {}
 
@@ -80,13 +82,16 @@ public struct AppdConfiguration: Sendable, Equatable {
                     continue
                 }
                 guard
-                    ["Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing"]
-                        .contains(section)
+                    [
+                        "Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing",
+                        "Storage",
+                    ]
+                    .contains(section)
                 else {
                     throw AppdError(
                         .invalidConfig, "\(place): unknown section [\(section)]",
                         hint:
-                            "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Signing], [Signer NAME], [App ID]"
+                            "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Storage], [Signing], [Signer NAME], [App ID]"
                     )
                 }
                 continue
@@ -237,6 +242,17 @@ public struct AppdConfiguration: Sendable, Equatable {
                     .invalidConfig, "\(place): unknown key \(key) in [Lifecycle]",
                     hint: "known keys: " + LifecycleSettings.keys.joined(separator: ", "))
             }
+        case ("Storage", "ReclaimCachesBelow"):
+            guard let level = StorageSettings.Level(value, parseSize: Self.parseSize) else {
+                throw bad(
+                    "a free-space level: a share of the filesystem from 1% to 99% (10%) or a size (2G)"
+                )
+            }
+            storage.reclaimCachesBelow = level
+        case ("Storage", _):
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [Storage]",
+                hint: "known keys: " + StorageSettings.keys.joined(separator: ", "))
         case ("Signing", _):
             try setSigning(section: section, key: key, value: value, place: place, file: file)
         case _ where section.hasPrefix("Signer "):
@@ -253,7 +269,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public static let documentedKeys: [(section: String, keys: [String])] = [
         ("Bundle", bundleKeys), ("Users", usersKeys), ("Sandbox", SandboxSettings.keys),
         ("API", APISettings.keys), ("Supervisor", SupervisorSettings.keys),
-        ("Lifecycle", LifecycleSettings.keys), ("Signing", SigningPolicy.signingKeys),
+        ("Lifecycle", LifecycleSettings.keys), ("Storage", StorageSettings.keys),
+        ("Signing", SigningPolicy.signingKeys),
         ("Signer", SigningPolicy.signerKeys), ("App", AppOverride.keys),
     ]
     static let usersKeys = ["UIDRange", "GroupRange", "MaxGroupsPerApp", "MaxGroupsPerSigner"]

@@ -98,6 +98,14 @@ public final class Registry: Sendable {
                 }
             }
         }
+        migrator.registerMigration("v5-last-launch") { db in
+            // When each app was last launched: what reclaiming Caches goes by (least recently
+            // launched first). Its own table: a launch writes one row, never the app's.
+            try db.create(table: "appLaunches") { t in
+                t.column("bundleID", .text).notNull().primaryKey().collate(.nocase)
+                t.column("lastLaunchedAt", .datetime).notNull()
+            }
+        }
         return migrator
     }
 

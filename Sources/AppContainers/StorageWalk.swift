@@ -93,6 +93,15 @@ struct StorageWalk {
             return 0
         }
         defer { close(top) }
+        return measure(top: top, start: start, excluding: excluding)
+    }
+
+    /// The same beneath the open directory `top`; `visit` sees each entry counted, by its path
+    /// as the walk spells it (`./a/b`) and its lstat (the listing file sharing answers).
+    mutating func measure(
+        top: Int32, start: String, excluding: Set<String> = [],
+        visit: ((String, Glibc.stat) -> Void)? = nil
+    ) -> Int64 {
         var total: Int64 = 0
         var pending = [start]
         pendingBytes = start.utf8.count
@@ -125,6 +134,7 @@ struct StorageWalk {
                 var st = Glibc.stat()
                 guard fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) == 0 else { continue }
                 let child = "\(path)/\(name)"
+                visit?(child, st)
                 if st.st_mode & S_IFMT == S_IFDIR {
                     if excluding.contains(child) { continue }
                     let size = child.utf8.count

@@ -95,6 +95,9 @@ public final class Daemon: Service {
             underSystemd: environment["INVOCATION_ID"] != nil)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
         supervisor.templates.onFailure { [logger] message in logger.warning("\(message)") }
+        supervisor.cacheReclaims.onReclaim { [logger] app, line in
+            logger.notice("\(line)", metadata: ["app": "\(app)"])
+        }
         let report = await supervisor.start()
         await supervisor.startDenialLog()
         if let reason = supervisor.denials.kernelStatus.reason {
@@ -159,6 +162,7 @@ public final class Daemon: Service {
                     .init(service: DenialReaderService(supervisor: supervisor)),
                     .init(service: SupervisorService(supervisor: supervisor)),
                     .init(service: ReloadService(hangups: hangups, reloader: reloader)),
+                    .init(service: CacheReclaimService(supervisor: supervisor)),
                     .init(service: WatchdogService(systemd: systemd, eventLoop: group.next())),
                     .init(
                         service: SystemdStatusService(

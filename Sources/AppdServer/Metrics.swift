@@ -21,6 +21,9 @@ final class DaemonMetrics: Sendable {
     /// Denials per app (the `deny` work): nil until wired, and then the metric
     /// `appd_denials_total{app=}` appears. Never a made-up value.
     let denials = Mutex<(@Sendable () async -> [String: Int])?>(nil)
+    /// Caches reclaimed per app since the start (Supervisor+Caches.swift), read at scrape time:
+    /// `appd_cache_reclaims_total{app=}` and `appd_cache_reclaimed_bytes_total{app=}`.
+    let cacheReclaims = Mutex<(@Sendable () -> [String: CacheReclaims.Count])?>(nil)
 
     static let installBuckets: [Duration] = [
         .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -153,6 +156,23 @@ final class DaemonMetrics: Sendable {
                         "denials", "total", "Operations the sandbox refused, per app"),
                     labels: [("app", app)]
                 ).increment(by: Int64(max(0, count)))
+            }
+        }
+        if let source = cacheReclaims.withLock({ $0 }) {
+            for (app, count) in source()
+            where installed.contains(where: { $0.caseInsensitiveCompare(app) == .orderedSame }) {
+                now.makeCounter(
+                    descriptor: Self.named(
+                        "cache_reclaims", "total",
+                        "Times the app's Library/Caches was emptied to free space"),
+                    labels: [("app", app)]
+                ).increment(by: Int64(max(0, count.reclaims)))
+                now.makeCounter(
+                    descriptor: Self.named(
+                        "cache_reclaimed_bytes", "total",
+                        "Bytes freed by emptying the app's Library/Caches"),
+                    labels: [("app", app)]
+                ).increment(by: max(0, count.bytes))
             }
         }
         var buffer: [UInt8] = []

@@ -55,6 +55,7 @@ extension Router {
         supervisor.publishAppEvent(
             .installed, app: result.app.bundleID, version: result.app.version)
         await supervisor.appInstalled(result.app)
+        supervisor.reclaimCachesIfLow()
         return try .json(
             APIInstallResult(
                 app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,

@@ -39,6 +39,8 @@ final class Router: Sendable {
         // dropped over the rate limit), read at scrape time.
         let denialLog = supervisor.denials
         metrics.denials.withLock { $0 = { denialLog.perAppCounts() } }
+        let reclaims = supervisor.cacheReclaims
+        metrics.cacheReclaims.withLock { $0 = { reclaims.perApp() } }
     }
 
     /// `[API]` as last (re)loaded: who may do what, and how large a request may be.
@@ -72,6 +74,21 @@ final class Router: Sendable {
             method: .GET, pattern: ["apps", "{id}", "containers", "group", "{group}"], right: .read
         ) { r, _, p in
             try await r.container(p[0], kind: "group", group: p[1])
+        },
+        Route(method: .GET, pattern: ["apps", "{id}", "files"], right: .control) { r, _, p in
+            try await r.listFiles(p[0])
+        },
+        Route(method: .GET, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.getFile(p[0], q)
+        },
+        Route(method: .POST, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.putFile(p[0], q)
+        },
+        Route(method: .DELETE, pattern: ["apps", "{id}", "files", "content"], right: .control) {
+            r, q, p in
+            try await r.removeFile(p[0], q)
         },
         Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in
             try await r.launch(p[0], q)
@@ -147,6 +164,10 @@ final class Router: Sendable {
         },
         Route(method: .POST, pattern: ["reload"], right: .admin) { r, _, _ in
             try .json(try await r.reloader.reload())
+        },
+        Route(method: .POST, pattern: ["reclaim-caches"], right: .admin) { r, q, _ in
+            try .json(
+                try await r.supervisor.reclaimCaches(app: q.query["app"], byHand: true))
         },
         Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in
             try await r.metricsText()

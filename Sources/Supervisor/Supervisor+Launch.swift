@@ -121,6 +121,7 @@ extension Supervisor {
         // Its first state change saves the record, with the pid and the background modes.
         let instance = try launched(entry.id, background: background)
         timings.record = Self.seconds(since: recording)
+        launchRecorded(entry.app)
         return (instance, timings)
     }
 
@@ -299,19 +300,9 @@ extension Supervisor {
     nonisolated static func infoKeys(of app: InstalledApp, root: StateRoot)
         -> (backgroundModes: [String], backgroundOnly: Bool)
     {
-        guard let bundle = app.bundlePath(in: root) else { return ([], false) }
-        let plist = app.layout == "macos" ? "\(bundle)/Contents/Info.plist" : "\(bundle)/Info.plist"
-        guard let data = FileManager.default.contents(atPath: plist),
-            let info = try? PropertyListSerialization.propertyList(from: data, format: nil)
-                as? [String: Any]
-        else { return ([], false) }
+        guard let info = app.installedInfo(in: root) else { return ([], false) }
         let modes = info["UIBackgroundModes"] as? [String] ?? []
-        let backgroundOnly: Bool
-        switch info["LSBackgroundOnly"] {
-        case let flag as Bool: backgroundOnly = flag
-        case let text as String: backgroundOnly = ["yes", "true", "1"].contains(text.lowercased())
-        default: backgroundOnly = false
-        }
+        let backgroundOnly = InstalledApp.infoFlag(info["LSBackgroundOnly"])
         return (modes, backgroundOnly)
     }
 }

@@ -59,6 +59,10 @@ public actor Supervisor {
     /// Emptyings of an app's tmp after its last exit, by lowercased app id: its next launch
     /// waits for them (Supervisor+Temporary.swift).
     var emptyingTemporary: [String: Task<Void, Never>] = [:]
+    /// The run of Caches reclaiming under way (Supervisor+Caches.swift): one at a time.
+    var reclaimRun: Task<Void, Never>?
+    /// What reclaiming Caches did, for the metrics and the journal.
+    public nonisolated let cacheReclaims = CacheReclaims()
     /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
     /// refuses while there are any, as it refuses while instances run.
     var launching: [String: Int] = [:]

@@ -49,7 +49,8 @@ struct AppctlCommand: ParsableCommand {
             Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
-            Container.self, Logs.self, Events.self, Top.self, Denials.self, Version.self,
+            Container.self, Files.self, Logs.self, Events.self, Top.self, Denials.self,
+            Version.self,
             System.self,
         ]
     )
@@ -90,7 +91,13 @@ struct AppctlCommand: ParsableCommand {
     }()
 
     static func hoistingGlobalOptions(_ arguments: [String]) -> [String] {
-        GlobalArguments.hoist(
-            arguments, valued: ["--socket", "--root", "--host"], flags: ["--json"])
+        let hoist = {
+            GlobalArguments.hoist($0, valued: ["--socket", "--root", "--host"], flags: ["--json"])
+        }
+        let once = hoist(arguments)
+        // A command with subcommands of its own takes them after the options too:
+        // `appctl --json files get ...` is `appctl files get --json ...`.
+        guard let first = once.first, ["files", "system"].contains(first) else { return once }
+        return [first] + hoist(Array(once.dropFirst()))
     }
 }

@@ -30,7 +30,7 @@ struct AppdCommand: ParsableCommand {
             Verify.self, Keygen.self, Sign.self, Image.self, Install.self, Uninstall.self,
             List.self, Info.self,
             Profile.self, Run.self, Serve.self,
-            Doctor.self, Reload.self, Override.self,
+            Doctor.self, Reload.self, ReclaimCaches.self, Override.self,
         ]
     )
 
