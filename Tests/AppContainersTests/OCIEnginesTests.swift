@@ -187,26 +187,4 @@ struct OCIEnginesTests {
                 "\(scratch.path)/usr/libexec/appd/appd-oci", "\(scratch.path)/appd-oci",
             ])
     }
-
-    @Test(
-        "appd doctor prints the oci runtime line and --json has it; it never fails doctor",
-        rootOnly)
-    func printed() throws {
-        let scratch = Scratch()
-        let root = scratch.sub("root")
-        _ = try store(root)
-        let text = try runAppd(["doctor", "--check-only", "--root", root])
-        #expect(text.status == 0, "\(text.stderr)")
-        let line = text.stdout.split(separator: "\n").first { $0.hasPrefix("oci runtime: ") }
-        #expect(line != nil, "\(text.stdout)")
-        // The build's appd-oci is beside the build's appd, unless this host has one installed.
-        let built = (appdExecutable as NSString).deletingLastPathComponent + "/appd-oci"
-        if access(OCIEngines.installedRuntime, X_OK) != 0 {
-            #expect(line?.hasPrefix("oci runtime: \(built)") == true, "\(line ?? "")")
-        }
-        let json = try runAppd(["doctor", "--check-only", "--json", "--root", root])
-        let object =
-            try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
-        #expect(object?["ociRuntime"] is [String: Any], "\(json.stdout)")
-    }
 }
