@@ -20,6 +20,9 @@ public struct DoctorReport: Sendable, Codable {
     public var sandbox: [SandboxLayerSummary] = []
     /// Whether the kernel reports sandbox denials to the daemon's denial log (docs/denials.md).
     public var denialLog: KernelDenialReporting.Status?
+    /// Which OCI engines on this host call appd-oci (docs/kubernetes.md); set by `appd doctor`,
+    /// informational (never a finding).
+    public var ociRuntime: OCIRuntimeRegistration?
     /// Findings nobody repaired.
     public var unresolved: [DoctorFinding] { findings.filter { $0.repair == nil } }
 }

@@ -18,7 +18,9 @@ struct Doctor: ParsableCommand {
             network, network.client and network.server, whether they launch on this kernel and \
             which layers are reduced (another layer closes the gap) or weakened (WeakerModes=): \
             docs/sandbox-layers.md. And whether the kernel can report what the sandbox refuses \
-            to the denial log (audit, Landlock ABI 7, seccomp's actions_logged): docs/denials.md.
+            to the denial log (audit, Landlock ABI 7, seccomp's actions_logged): docs/denials.md. \
+            Last, where appd-oci is and which OCI engines on this host (containerd, podman, \
+            docker) are configured to call it (informational): docs/kubernetes.md.
             """
     )
 
@@ -43,7 +45,8 @@ struct Doctor: ParsableCommand {
     func run() throws {
         try options.run {
             let store = try options.openStore(repair ? .readWrite : .readOnly)
-            let report = try store.doctor(repair: repair, onWait: options.waitNotice)
+            var report = try store.doctor(repair: repair, onWait: options.waitNotice)
+            report.ociRuntime = OCIEngines.check(besideExecutable: Self.executableDirectory)
             if options.json {
                 Output.json(report)
             } else {
@@ -70,6 +73,9 @@ struct Doctor: ParsableCommand {
                     for problem in denials.problems { print("denial log: \(problem)") }
                     for note in denials.notes { print("    " + note) }
                 }
+                if let oci = report.ociRuntime {
+                    for line in Self.ociLines(oci) { Output.line(line) }
+                }
                 let unresolved = report.unresolved.count
                 print(
                     "\(report.appsChecked) app(s) checked, \(report.findings.count) finding(s), \(unresolved) unresolved"
@@ -77,5 +83,35 @@ struct Doctor: ParsableCommand {
             }
             if !report.unresolved.isEmpty { throw ExitCode.failure }
         }
+    }
+
+    /// Where the running appd is: a build keeps appd-oci beside it.
+    static var executableDirectory: String? {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")).map {
+            URL(fileURLWithPath: $0).deletingLastPathComponent().path
+        }
+    }
+
+    /// `oci runtime: PATH; known to containerd as appd, …`, then its notes indented.
+    static func ociLines(_ oci: OCIRuntimeRegistration) -> [String] {
+        var line = "oci runtime: "
+        line +=
+            oci.runtime
+            ?? "appd-oci is not installed (looked at \(oci.searched.joined(separator: ", ")))"
+        var known: [String] = []
+        for engine in oci.engines {
+            let names = oci.entries.filter { $0.engine == engine }.map(\.name)
+            known.append("\(engine) as \(Array(Set(names)).sorted().joined(separator: ", "))")
+        }
+        if !known.isEmpty { line += "; known to " + known.joined(separator: ", ") }
+        if !oci.unconfigured.isEmpty {
+            line += (known.isEmpty ? "; not known to " : "; not to ")
+            line += oci.unconfigured.joined(separator: ", ")
+        }
+        if known.isEmpty && oci.unconfigured.isEmpty {
+            line += "; no containerd, podman or docker configuration on this host"
+        }
+        if known.count < 3 { line += " (docs/kubernetes.md)" }
+        return [line] + oci.notes.map { "    " + $0 }
     }
 }

@@ -31,7 +31,9 @@ struct DoctorSandboxTests {
             })
     }
 
-    @Test("appd doctor prints a line per kind of app, and --json has them")
+    @Test(
+        "appd doctor prints a line per kind of app and the oci runtime line, and --json has them"
+    )
     func printed() throws {
         let scratch = Scratch()
         let root = scratch.sub("root")
@@ -45,5 +47,14 @@ struct DoctorSandboxTests {
         let object =
             try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
         #expect((object?["sandbox"] as? [Any])?.count == 3, "\(json.stdout)")
+        // Which OCI engines call appd-oci (OCIEnginesTests): a line, never a failure. The build's
+        // appd-oci is beside the build's appd, unless this host has one installed.
+        let oci = text.stdout.split(separator: "\n").first { $0.hasPrefix("oci runtime: ") }
+        #expect(oci != nil, "\(text.stdout)")
+        let built = (appdExecutable as NSString).deletingLastPathComponent + "/appd-oci"
+        if access(OCIEngines.installedRuntime, X_OK) != 0 {
+            #expect(oci?.hasPrefix("oci runtime: \(built)") == true, "\(oci ?? "")")
+        }
+        #expect(object?["ociRuntime"] is [String: Any], "\(json.stdout)")
     }
 }

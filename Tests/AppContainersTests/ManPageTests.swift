@@ -12,7 +12,7 @@ struct ManPageTests {
     static let directory = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/man")
         .path
-    static let pages = ["appd.8", "appctl.1", "appd.conf.5"]
+    static let pages = ["appd.8", "appctl.1", "appd.conf.5", "appd-oci.8"]
 
     static func render(_ page: String, device: String) throws -> (code: Int32, output: String) {
         try runTool(
@@ -130,6 +130,28 @@ struct ManPageTests {
                 }
                 #expect(described, "\(page) does not describe '\(tool) \(name)'")
             }
+        }
+    }
+
+    @Test("appd-oci(8) describes every command the built appd-oci accepts")
+    func everyRuntimeCommand() throws {
+        // appd-oci names its commands when given one it does not know (its parser's table).
+        let refusal = try runTool(builtExecutable("appd-oci"), ["no-such-command"])
+        #expect(refusal.code == 1, "\(refusal.output)")
+        let list = refusal.output.components(separatedBy: "the commands are ").last ?? ""
+        let names = list.split(separator: ",").map {
+            $0.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(names.count >= 13, "appd-oci listed \(names)")
+        let text = try Self.render("appd-oci.8", device: "ascii").output
+        let listed = Self.sections(text).first { $0.heading == "COMMANDS" }?.lines ?? []
+        for name in names {
+            let described = listed.contains { line in
+                line.trimmingCharacters(in: .whitespaces).split(
+                    whereSeparator: { $0 == " " || $0 == "," }
+                ).first.map(String.init) == name
+            }
+            #expect(described, "appd-oci(8) does not describe '\(name)'")
         }
     }
 
