@@ -33,6 +33,9 @@ enum OCIConfigCheck {
         "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
         "/proc/scsi", "/sys/firmware", "/sys/fs/selinux", "/sys/dev/block", "/tmp", "/var/tmp",
         "/run", "/run/lock",
+        // Kubernetes' service-account token: the app gets no cluster credentials (a Pod need
+        // not set automountServiceAccountToken: false to run).
+        "/var/run/secrets/kubernetes.io/serviceaccount",
     ]
 
     /// Where a volume holding the app's data container is mounted (kept across containers).

@@ -119,6 +119,7 @@ struct AppdOCITests {
              "mounts": [{"destination": "/proc", "type": "proc", "source": "proc"},
                         {"destination": "/etc/hosts", "type": "bind", "source": "/var/x/hosts", "options": ["rbind", "rw"]},
                         {"destination": "/dev/termination-log", "type": "bind", "source": "/var/y", "options": ["rbind"]},
+                        {"destination": "/var/run/secrets/kubernetes.io/serviceaccount", "type": "bind", "source": "/var/z", "options": ["rbind", "ro"]},
                         {"destination": "/appd/data", "type": "bind", "source": "/var/vol", "options": ["rbind", "rw"]}],
              "linux": {"namespaces": \#(Self.namespaces),
                        "sysctl": {"net.ipv4.ip_unprivileged_port_start": "0"},
