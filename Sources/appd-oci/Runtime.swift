@@ -140,13 +140,26 @@ struct OCIRuntime {
                 // Every process, the launcher too: before `start` the app process waits at the
                 // gate with default dispositions, so the signal ends it there.
                 for pid in (try? cgroup?.processes()) ?? [] { Glibc.kill(pid, signal) }
-            } else {
+            } else if Self.forwarded.contains(signal) {
+                // The launcher passes these to the app (PID 1's rule: only if it handles them);
+                // SIGKILL ends the launcher, and with it the sandbox.
                 Glibc.kill(record.pid, signal)
+            } else {
+                // The others (QUIT, STOP, CONT, WINCH, ...) go to the app itself.
+                let processes = (try? cgroup?.processes()) ?? []
+                let initPID = processes.first { Process.stateAndParent($0)?.parent == record.pid }
+                let app = processes.first { pid in
+                    initPID != nil && Process.stateAndParent(pid)?.parent == initPID
+                }
+                Glibc.kill(app ?? record.pid, signal)
             }
             // A frozen task handles no signal until it is thawed (cgroup v1).
             if status == .paused && signal == SIGKILL { try? cgroup?.thaw() }
         }
     }
+
+    /// What the launcher forwards to the app (appd-exec's supervised set), and SIGKILL.
+    static let forwarded: Set<Int32> = [SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGKILL]
 
     /// `SIGTERM`, `TERM`, `term` or `15`.
     static func signal(_ text: String) throws -> Int32 {
