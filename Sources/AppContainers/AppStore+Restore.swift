@@ -8,35 +8,52 @@ import Glibc
 /// quota from the start (the project and its inherit flag are set before anything is written),
 /// so what a backup brings counts against it. Removed with this value unless it was swapped in;
 /// once swapped, the old data is what is removed.
+///
+/// It holds the state lock from its making to its end, as an install does: the recovery that
+/// another change runs first must not take this half-made container for an orphan. A crash
+/// leaves the mutation mark, so the next change's recovery removes whichever container the
+/// registry does not name (the new one before the swap, the old one after it).
 public final class RestoredContainer: @unchecked Sendable {
     public let app: InstalledApp
     /// Where the extractor writes.
     public let path: String
     let name: String
     let store: AppStore
+    private let lock: StateLock
     private var committed = false
 
     init(store: AppStore, app: InstalledApp) throws {
         self.store = store
         self.app = app
+        (lock, _) = try store.lockAndRecover(onWait: {})
         name = UUID().uuidString
         let parent = try FileDescriptor.directory(store.root.dataContainersPath)
         path = parent.child(name)
         // Root's and closed to everyone until it is swapped in: the app (and its uid on another
         // host's backup) gets its entries from the extractor.
-        let dir = try parent.makeDirectory(name, mode: 0o700)
+        let dir: FileDescriptor
+        do {
+            dir = try parent.makeDirectory(name, mode: 0o700)
+        } catch {
+            store.mutationFinished()
+            throw error
+        }
         do {
             try store.applyDataQuota(dir, uid: app.uid, bundleID: app.bundleID, path: path)
         } catch {
-            try? parent.removeTree(name)
+            if (try? parent.removeTree(name)) != nil { store.mutationFinished() }
             throw error
         }
     }
 
     deinit {
-        guard !committed, let parent = try? FileDescriptor.directory(store.root.dataContainersPath)
-        else { return }
-        try? parent.removeTree(name)
+        guard !committed else { return }
+        // The mark stays (for the next recovery) unless the half-made container is gone.
+        if let parent = try? FileDescriptor.directory(store.root.dataContainersPath),
+            (try? parent.removeTree(name)) != nil
+        {
+            store.mutationFinished()
+        }
     }
 
     /// The most the restore may write: the app's data quota when one is set, else what is free
@@ -66,9 +83,10 @@ public final class RestoredContainer: @unchecked Sendable {
         }
         committed = true
         try? parent.sync()
-        // The old data, now under the new name; a failure here leaves a folder that no app
-        // owns, which doctor reports.
-        try parent.removeTree(name)
+        // The old data, now under the new name; should this fail, the mark makes the next
+        // change's recovery remove it (or quarantine it for doctor).
+        // The restore itself is done: this is not its failure.
+        if (try? parent.removeTree(name)) != nil { store.mutationFinished() }
     }
 }
 
