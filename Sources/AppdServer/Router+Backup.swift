@@ -55,7 +55,9 @@ extension Router {
                     }
                     group.addTask {
                         do {
-                            while let chunk = try await pipe.take() { try await writer.write(chunk) }
+                            while let chunk = try await pipe.take() {
+                                try await writer.write(chunk)
+                            }
                         } catch {
                             pipe.fail(error)
                             throw error
@@ -73,7 +75,9 @@ extension Router {
                 }
             } catch {
                 _ = await thaw()
-                logger.warning("backup of \(app.bundleID) failed: \(error)", metadata: ["app": "\(app.bundleID)"])
+                logger.warning(
+                    "backup of \(app.bundleID) failed: \(error)",
+                    metadata: ["app": "\(app.bundleID)"])
                 throw error
             }
         }
@@ -119,7 +123,8 @@ extension Router {
                         dataContainer: app.dataContainer(in: store.root))
                 }
             } catch let error as AppdError {
-                throw error.naming(target.path + "/", as: "").naming("bundle archive:", as: "backup archive:")
+                throw error.naming(target.path + "/", as: "").naming(
+                    "bundle archive:", as: "backup archive:")
             }
         }
         installer.logger.info(
@@ -128,12 +133,15 @@ extension Router {
         return try .json(result)
     }
 
-    static func check(_ manifest: BackupManifest, against app: InstalledApp, allowSignerChange: Bool)
+    static func check(
+        _ manifest: BackupManifest, against app: InstalledApp, allowSignerChange: Bool
+    )
         throws
     {
         guard manifest.bundleID.caseInsensitiveCompare(app.bundleID) == .orderedSame else {
             throw AppdError.backup(
-                "it is a backup of \(BackupFormat.shown(manifest.bundleID)), not of \(app.bundleID)")
+                "it is a backup of \(BackupFormat.shown(manifest.bundleID)), not of \(app.bundleID)"
+            )
         }
         guard allowSignerChange || manifest.signer == app.signerKeyID else {
             throw AppdError(
@@ -143,7 +151,9 @@ extension Router {
         }
     }
 
-    static func onBackupQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+    static func onBackupQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws
+        -> T
+    {
         try await withCheckedThrowingContinuation { continuation in
             backupQueue.async { continuation.resume(with: Result { try body() }) }
         }

@@ -28,7 +28,8 @@ public enum BackupCheck {
         where fstatat(top, excluded, &caches, AT_SYMLINK_NOFOLLOW) == 0 {
             throw AppdError.backup("it holds \(excluded), which a backup never holds")
         }
-        let folder = openat(top, BackupFormat.folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        let folder = openat(
+            top, BackupFormat.folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard folder >= 0 else {
             throw AppdError.backup(
                 "it has no \(BackupFormat.manifestName); it is not an appd backup",
@@ -38,7 +39,8 @@ public enum BackupCheck {
         let names = ["manifest.json", "files.json", "summary.json"]
         for name in try FileDescriptor.entryNames(folder, path: BackupFormat.folder)
         where !names.contains(name) {
-            throw AppdError.backup("'\(BackupFormat.folder)/\(Tar.shown(Array(name.utf8)))' is not part of a backup")
+            throw AppdError.backup(
+                "'\(BackupFormat.folder)/\(Tar.shown(Array(name.utf8)))' is not part of a backup")
         }
         let manifest = try decode(BackupManifest.self, folder, "manifest.json")
         guard manifest.format == BackupFormat.version else {
@@ -60,7 +62,8 @@ public enum BackupCheck {
         var listed: [String: String] = [:]
         for file in listing.files {
             guard listed.updateValue(file.sha256, forKey: file.path) == nil else {
-                throw AppdError.backup("files.json lists '\(Tar.shown(Array(file.path.utf8)))' twice")
+                throw AppdError.backup(
+                    "files.json lists '\(Tar.shown(Array(file.path.utf8)))' twice")
             }
         }
         var extracted = 0
@@ -72,7 +75,8 @@ public enum BackupCheck {
             }
             guard want == BackupWriter.hex(digest) else {
                 throw AppdError.backup(
-                    "'\(shown)' does not match its SHA-256 in files.json (the archive was changed or damaged)")
+                    "'\(shown)' does not match its SHA-256 in files.json (the archive was changed or damaged)"
+                )
             }
         }
         guard extracted == listed.count else {
@@ -94,7 +98,8 @@ public enum BackupCheck {
         guard fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFREG,
             st.st_size <= BackupFormat.maxListingBytes
         else {
-            throw AppdError.backup("\(shown) is not a file of at most \(BackupFormat.maxListingBytes) bytes")
+            throw AppdError.backup(
+                "\(shown) is not a file of at most \(BackupFormat.maxListingBytes) bytes")
         }
         guard case .success(let bytes) = readAll(fd, limit: BackupFormat.maxListingBytes) else {
             throw AppdError.system("read \(shown)")

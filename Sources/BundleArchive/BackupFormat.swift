@@ -42,7 +42,8 @@ public enum BackupFormat {
         while offset + Tar.blockSize <= tail.count {
             let block = tail[offset..<(offset + Tar.blockSize)]
             let name = block.prefix(100).prefix { $0 != 0 }
-            if name.elementsEqual(summaryName.utf8), block[block.startIndex + 156] == Tar.EntryType.regular,
+            if name.elementsEqual(summaryName.utf8),
+                block[block.startIndex + 156] == Tar.EntryType.regular,
                 let size = block.withUnsafeBytes({
                     TarHeader.number($0[124..<136], allowEmpty: false)
                 }),

@@ -101,7 +101,11 @@ public struct BackupWriter: ~Copyable {
                 case ENOTDIR, ELOOP:
                     // Replaced since it was listed; a top folder that is a link is the app's
                     // to make, taken as a link.
-                    if path == start { try link(top, path) } else { skip(path, "changed type while read") }
+                    if path == start {
+                        try link(top, path)
+                    } else {
+                        skip(path, "changed type while read")
+                    }
                 case EXDEV: skip(path, "is a mount point; not entered")
                 default: skip(path, "cannot be opened: \(errnoName(errno))")
                 }
@@ -188,7 +192,10 @@ public struct BackupWriter: ~Copyable {
         let fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { return }
-            skip(path, errno == ELOOP ? "changed type while read" : "cannot be opened: \(errnoName(errno))")
+            skip(
+                path,
+                errno == ELOOP ? "changed type while read" : "cannot be opened: \(errnoName(errno))"
+            )
             return
         }
         defer { close(fd) }
@@ -244,7 +251,8 @@ public struct BackupWriter: ~Copyable {
             skip(path, "is a link whose target is not UTF-8")
             return
         }
-        try output.header(path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: target[..<count])
+        try output.header(
+            path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: target[..<count])
         summary.links += 1
     }
 

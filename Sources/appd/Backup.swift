@@ -81,7 +81,8 @@ struct Backup: ParsableCommand {
         if summary.live {
             text += "\nTaken live: the app's instances were not frozen"
         } else if let held = summary.heldSeconds {
-            text += "\nThe app was held (frozen) for \(String(format: "%.3f", held)) s: \(summary.frozenInstances.joined(separator: ", "))"
+            text +=
+                "\nThe app was held (frozen) for \(String(format: "%.3f", held)) s: \(summary.frozenInstances.joined(separator: ", "))"
         } else {
             text += "\nNo instance was running"
         }
@@ -149,7 +150,9 @@ final class BackupOutputFile {
     func complete() throws {
         guard let partial, let final else { return }
         guard fsync(fd) == 0 else { throw AppdError.system("fsync \(partial)") }
-        guard rename(partial, final) == 0 else { throw AppdError.system("rename \(partial) to \(final)") }
+        guard rename(partial, final) == 0 else {
+            throw AppdError.system("rename \(partial) to \(final)")
+        }
         done = true
     }
 }

@@ -56,7 +56,8 @@ struct Restore: ParsableCommand {
                 }
             }
             let progress = !options.json && isatty(STDERR_FILENO) == 1
-            let display = progress ? UploadProgress(totals: size.map { (0, $0) }, verb: "sending") : nil
+            let display =
+                progress ? UploadProgress(totals: size.map { (0, $0) }, verb: "sending") : nil
             let result: APIRestoreResult
             do {
                 result = try client.restore(id, allowSignerChange: allowSignerChange) { write in
@@ -67,7 +68,9 @@ struct Restore: ParsableCommand {
                         }
                         guard count >= 0 else { throw AppdError.system("read \(file)") }
                         if count == 0 { break }
-                        try buffer.withUnsafeBytes { try write(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+                        try buffer.withUnsafeBytes {
+                            try write(UnsafeRawBufferPointer(rebasing: $0[..<count]))
+                        }
                         display?.file(Int64(count))
                         display?.sent(count)
                     }

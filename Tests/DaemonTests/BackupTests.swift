@@ -89,7 +89,9 @@ struct BackupTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/a")) == original)
         #expect(!FileManager.default.fileExists(atPath: "\(data)/Documents/new"))
         #expect(Self.entries("\(data)/Library/Caches") == [] && Self.entries("\(data)/tmp") == [])
-        for path in ["", "/Documents", "/Documents/a", "/Documents/to-b", "/Library/Caches", "/tmp"] {
+        for path in [
+            "", "/Documents", "/Documents/a", "/Documents/to-b", "/Library/Caches", "/tmp",
+        ] {
             #expect(Self.owner(data + path) == app.uid, "\(path)")
         }
         #expect(Self.entries("\(daemon.root)/Containers/Data").count == 1)
@@ -101,7 +103,8 @@ struct BackupTests {
     func acrossDaemons() throws {
         let first = try TestDaemon()
         try first.installProbe(Self.id)
-        try Self.write(first, ["file", "Documents/doc", "70000", "file", "Library/Preferences/x", "9"])
+        try Self.write(
+            first, ["file", "Documents/doc", "70000", "file", "Library/Preferences/x", "9"])
         let taken = try Self.backup(first)
         #expect(taken.code == 0, "\(taken.output)")
 
@@ -114,8 +117,11 @@ struct BackupTests {
         // Each daemon signs with a key of its own: the signer differs.
         let refused = try second.run("appd", ["restore", Self.id, taken.file])
         #expect(refused.code != 0)
-        #expect(refused.output.contains("signed by") && refused.output.contains("--allow-signer-change"), "\(refused.output)")
-        let restored = try second.run("appd", ["restore", "--allow-signer-change", Self.id, taken.file])
+        #expect(
+            refused.output.contains("signed by")
+                && refused.output.contains("--allow-signer-change"), "\(refused.output)")
+        let restored = try second.run(
+            "appd", ["restore", "--allow-signer-change", Self.id, taken.file])
         #expect(restored.code == 0, "\(restored.output)")
         let data = try second.dataContainer(Self.id)
         let bytes = try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/doc"))
@@ -134,7 +140,8 @@ struct BackupTests {
             guard parts.count == 3 else { continue }
             if parts[1] == "freezer" && parts[2] != "/" {
                 let state = try? String(
-                    contentsOfFile: "/sys/fs/cgroup/freezer\(parts[2])/freezer.state", encoding: .utf8)
+                    contentsOfFile: "/sys/fs/cgroup/freezer\(parts[2])/freezer.state",
+                    encoding: .utf8)
                 return state.map { $0.hasPrefix("FROZEN") }
             }
         }
@@ -155,7 +162,10 @@ struct BackupTests {
         let daemon = try TestDaemon()
         try daemon.installProbe(Self.id)
         let run = try daemon.launch(Self.id, ["home", "grow", "Documents/growing", "120"])
-        #expect(daemon.eventually { (try? daemon.logs(run.id))?.contains("grow Documents/growing allowed") == true })
+        #expect(
+            daemon.eventually {
+                (try? daemon.logs(run.id))?.contains("grow Documents/growing allowed") == true
+            })
         let pid = try #require(try daemon.instance(run.id).pid)
         let cgroups = (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? ""
         #expect(Self.frozen(pid) == false, "\(pid): \(cgroups)")
@@ -196,7 +206,10 @@ struct BackupTests {
         try daemon.installProbe(Self.id)
         try Self.write(
             daemon,
-            ["link", "/etc/shadow", "Documents/shadow", "link", "/", "Library/root", "fifo", "Documents/pipe"])
+            [
+                "link", "/etc/shadow", "Documents/shadow", "link", "/", "Library/root", "fifo",
+                "Documents/pipe",
+            ])
         let made = try daemon.launch(Self.id, ["deep-tree", "20000"])
         let ended = try AppdClient(socketPath: daemon.socket, timeout: 600)
             .get("/v1/instances/\(made.id)/wait", as: APIInstance.self)
@@ -209,7 +222,9 @@ struct BackupTests {
         #expect(list.contains("Documents/shadow -> /etc/shadow"), "\(list.prefix(2000))")
         #expect(list.contains("Library/root -> /"))
         // Nothing of the host's files: /etc/shadow's first line is not in the stream.
-        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).prefix { $0 != "\n" }
+        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).prefix {
+            $0 != "\n"
+        }
         let archive = try Data(contentsOf: URL(fileURLWithPath: taken.file))
         #expect(archive.range(of: Data(shadow.utf8)) == nil)
         let size = archive.count
@@ -219,7 +234,8 @@ struct BackupTests {
         let restored = try daemon.run("appd", ["restore", Self.id, taken.file])
         #expect(restored.code == 0, "\(restored.output)")
         let data = try daemon.dataContainer(Self.id)
-        let link = try FileManager.default.destinationOfSymbolicLink(atPath: "\(data)/Documents/shadow")
+        let link = try FileManager.default.destinationOfSymbolicLink(
+            atPath: "\(data)/Documents/shadow")
         #expect(link == "/etc/shadow")
         #expect(Self.owner("\(data)/Documents/shadow") == (try daemon.client.app(Self.id).uid))
         #expect(!FileManager.default.fileExists(atPath: "\(data)/Documents/pipe"))
@@ -255,54 +271,107 @@ struct BackupTests {
         let keep = try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/keep"))
         let ok = try Self.sha256("ok")
         let cases: [(String, [UInt8], String)] = [
-            ("traversal", Self.crafted([.file("Documents/../../escape", "x")], listed: [], signer: signer), "'..' component"),
-            ("absolute", Self.crafted([.file("/etc/appd-evil", "x")], listed: [], signer: signer), "absolute path"),
+            (
+                "traversal",
+                Self.crafted([.file("Documents/../../escape", "x")], listed: [], signer: signer),
+                "'..' component"
+            ),
+            (
+                "absolute",
+                Self.crafted([.file("/etc/appd-evil", "x")], listed: [], signer: signer),
+                "absolute path"
+            ),
             (
                 "link out",
                 Self.crafted(
-                    [.directory("Documents/"), .symlink("Documents/out", to: "/tmp"), .file("Documents/out/evil", "x")],
+                    [
+                        .directory("Documents/"), .symlink("Documents/out", to: "/tmp"),
+                        .file("Documents/out/evil", "x"),
+                    ],
                     listed: [], signer: signer),
                 "which is a symlink in the archive"
             ),
-            ("device", Self.crafted([TarEntry(name: "Documents/null", type: "3")], listed: [], signer: signer), "character device"),
-            ("fifo", Self.crafted([TarEntry(name: "Documents/p", type: "6")], listed: [], signer: signer), "a FIFO"),
-            ("hard link", Self.crafted([TarEntry(name: "Documents/h", type: "1", link: "/etc/shadow")], listed: [], signer: signer), "a hard link"),
             (
-                "setuid", Self.crafted([.file("Documents/s", Array("x".utf8), mode: "0004755")], listed: [], signer: signer),
+                "device",
+                Self.crafted(
+                    [TarEntry(name: "Documents/null", type: "3")], listed: [], signer: signer),
+                "character device"
+            ),
+            (
+                "fifo",
+                Self.crafted(
+                    [TarEntry(name: "Documents/p", type: "6")], listed: [], signer: signer),
+                "a FIFO"
+            ),
+            (
+                "hard link",
+                Self.crafted(
+                    [TarEntry(name: "Documents/h", type: "1", link: "/etc/shadow")], listed: [],
+                    signer: signer), "a hard link"
+            ),
+            (
+                "setuid",
+                Self.crafted(
+                    [.file("Documents/s", Array("x".utf8), mode: "0004755")], listed: [],
+                    signer: signer),
                 "setuid"
             ),
             (
-                "size bomb", Self.crafted([.file("Documents/big", [UInt8](repeating: 0, count: 2 << 20))], listed: [], signer: signer),
+                "size bomb",
+                Self.crafted(
+                    [.file("Documents/big", [UInt8](repeating: 0, count: 2 << 20))], listed: [],
+                    signer: signer),
                 "past 1048576 bytes"
             ),
             (
                 "duplicate",
                 Self.crafted(
-                    [.file("Documents/d", "ok"), .file("Documents/d", "ok")], listed: [("Documents/d", ok)],
+                    [.file("Documents/d", "ok"), .file("Documents/d", "ok")],
+                    listed: [("Documents/d", ok)],
                     signer: signer),
                 "appears twice"
             ),
             (
                 "lying manifest",
-                Self.crafted([.file("Documents/l", "changed")], listed: [("Documents/l", ok)], signer: signer),
+                Self.crafted(
+                    [.file("Documents/l", "changed")], listed: [("Documents/l", ok)], signer: signer
+                ),
                 "does not match its SHA-256"
             ),
             (
                 "unlisted file",
-                Self.crafted([.file("Documents/l", "ok"), .file("Documents/m", "ok")], listed: [("Documents/l", ok)], signer: signer),
+                Self.crafted(
+                    [.file("Documents/l", "ok"), .file("Documents/m", "ok")],
+                    listed: [("Documents/l", ok)], signer: signer),
                 "not in files.json"
             ),
-            ("caches", Self.crafted([.file("Library/Caches/c", "ok")], listed: [("Library/Caches/c", ok)], signer: signer), "Library/Caches"),
-            ("tmp", Self.crafted([.file("tmp/t", "ok")], listed: [("tmp/t", ok)], signer: signer), "not part of a backup"),
+            (
+                "caches",
+                Self.crafted(
+                    [.file("Library/Caches/c", "ok")], listed: [("Library/Caches/c", ok)],
+                    signer: signer), "Library/Caches"
+            ),
+            (
+                "tmp",
+                Self.crafted([.file("tmp/t", "ok")], listed: [("tmp/t", ok)], signer: signer),
+                "not part of a backup"
+            ),
             ("no manifest", tarArchive([.file("Documents/x", "ok")]), "not an appd backup"),
             (
-                "another app", Self.crafted([], listed: [], bundle: "com.example.other", signer: signer),
+                "another app",
+                Self.crafted([], listed: [], bundle: "com.example.other", signer: signer),
                 "backup of com.example.other"
             ),
-            ("truncated", Array(Self.crafted([.file("Documents/x", "ok")], listed: [], signer: signer).prefix(1536)), "truncated"),
+            (
+                "truncated",
+                Array(
+                    Self.crafted([.file("Documents/x", "ok")], listed: [], signer: signer).prefix(
+                        1536)), "truncated"
+            ),
         ]
         for (name, archive, expected) in cases {
-            let file = "\(daemon.directory)/crafted-\(name.replacingOccurrences(of: " ", with: "-")).tar"
+            let file =
+                "\(daemon.directory)/crafted-\(name.replacingOccurrences(of: " ", with: "-")).tar"
             try Data(archive).write(to: URL(fileURLWithPath: file))
             let result = try daemon.run("appd", ["restore", Self.id, file])
             #expect(result.code != 0, "\(name): \(result.output)")
@@ -315,7 +384,8 @@ struct BackupTests {
         #expect(!FileManager.default.fileExists(atPath: "/etc/appd-evil"))
         #expect(!FileManager.default.fileExists(atPath: "\(daemon.root)/Containers/escape"))
         // And an honest one of the same shape is taken.
-        let honest = Self.crafted([.file("Documents/l", "ok")], listed: [("Documents/l", ok)], signer: signer)
+        let honest = Self.crafted(
+            [.file("Documents/l", "ok")], listed: [("Documents/l", ok)], signer: signer)
         let file = "\(daemon.directory)/honest.tar"
         try Data(honest).write(to: URL(fileURLWithPath: file))
         let result = try daemon.run("appd", ["restore", Self.id, file])
@@ -331,7 +401,10 @@ struct BackupTests {
         let taken = try Self.backup(daemon)
         #expect(taken.code == 0, "\(taken.output)")
         let run = try daemon.launch(Self.id, ["home", "file", "Documents/b", "10", "sleep", "60"])
-        #expect(daemon.eventually { (try? daemon.logs(run.id))?.contains("Documents/b allowed") == true })
+        #expect(
+            daemon.eventually {
+                (try? daemon.logs(run.id))?.contains("Documents/b allowed") == true
+            })
         let refused = try daemon.run("appd", ["restore", Self.id, taken.file])
         #expect(refused.code != 0)
         #expect(refused.output.contains("running instance"), "\(refused.output)")

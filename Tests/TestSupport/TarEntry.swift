@@ -23,7 +23,9 @@ public struct TarEntry {
         TarEntry(name: name, mode: mode, data: data)
     }
 
-    public static func file(_ name: String, _ text: String) -> TarEntry { .file(name, Array(text.utf8)) }
+    public static func file(_ name: String, _ text: String) -> TarEntry {
+        .file(name, Array(text.utf8))
+    }
 
     public static func directory(_ name: String) -> TarEntry {
         TarEntry(name: name, type: "5", mode: "0000755")
@@ -60,4 +62,3 @@ public struct TarEntry {
 public func tarArchive(_ entries: [TarEntry]) -> [UInt8] {
     entries.flatMap(\.bytes) + [UInt8](repeating: 0, count: 1024)
 }
-
