@@ -26,7 +26,16 @@ extension Router {
         let supervisor = supervisor
         let logger = installer.logger
         return .stream(contentType: "application/x-tar") { writer in
-            let frozen = live ? [] : try await supervisor.freezeForBackup(app.bundleID)
+            let frozen: [String]
+            do {
+                frozen = live ? [] : try await supervisor.freezeForBackup(app.bundleID)
+            } catch {
+                // The answer has begun: the client sees it cut short, the log says why.
+                logger.warning(
+                    "backup of \(app.bundleID) not taken: \(error)",
+                    metadata: ["app": "\(app.bundleID)"])
+                throw error
+            }
             let heldSince = ContinuousClock.now
             let thawed = Flag()
             @Sendable func thaw() async -> Double {

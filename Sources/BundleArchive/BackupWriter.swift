@@ -99,13 +99,13 @@ public struct BackupWriter: ~Copyable {
                 switch errno {
                 case ENOENT: continue  // gone since it was listed (or no Library at all)
                 case ENOTDIR, ELOOP:
-                    // Replaced since it was listed; a top folder that is a link is the app's
-                    // to make, taken as a link.
-                    if path == start {
-                        try link(top, path)
-                    } else {
-                        skip(path, "changed type while read")
-                    }
+                    // Replaced since it was listed. A top folder that is not one would make the
+                    // backup one that no restore takes (the container's folders are folders).
+                    skip(
+                        path,
+                        path == start
+                            ? "is not a folder (a link or a file the app put there); not taken"
+                            : "changed type while read")
                 case EXDEV: skip(path, "is a mount point; not entered")
                 default: skip(path, "cannot be opened: \(errnoName(errno))")
                 }
@@ -144,9 +144,10 @@ public struct BackupWriter: ~Copyable {
                     skip(child, "has a path over \(limits.maxPathLength) bytes")
                     continue
                 }
+                // Never taken, whatever the app made of it (a restore refuses it).
+                if BackupFormat.excluded.contains(child) { continue }
                 switch st.st_mode & S_IFMT {
                 case S_IFDIR:
-                    if BackupFormat.excluded.contains(child) { continue }
                     let depth = child.utf8.count { $0 == UInt8(ascii: "/") } + 1
                     guard depth <= limits.maxDepth else {
                         skip(child, "is deeper than \(limits.maxDepth) levels; not taken")
@@ -254,11 +255,6 @@ public struct BackupWriter: ~Copyable {
         try output.header(
             path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: target[..<count])
         summary.links += 1
-    }
-
-    private mutating func link(_ top: Int32, _ path: String) throws {
-        guard try count(path) else { return }
-        try link(top, path, path: path)
     }
 
     private mutating func skip(_ path: String, _ reason: String) {
