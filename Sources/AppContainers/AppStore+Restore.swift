@@ -69,23 +69,29 @@ public final class RestoredContainer: @unchecked Sendable {
 
     /// Makes the standard folders the backup did not carry (`Library/Caches`, `tmp`) and puts
     /// owner and mode on all of them, then swaps the new container with the old in one
-    /// `renameat2(RENAME_EXCHANGE)` and removes the old. Before the swap the old data is as it
-    /// was; after it the new one is the app's.
+    /// `renameat2(RENAME_EXCHANGE)` (`removeReplaced` removes the old). Before the swap the old
+    /// data is as it was; after it the new one is the app's.
     public func commit() throws {
         let parent = try FileDescriptor.directory(store.root.dataContainersPath)
         let top = try parent.openDirectory(name)
         try DataContainer.populate(top, uid: app.uid, gid: app.gid)
         try store.applyDataQuota(top, uid: app.uid, bundleID: app.bundleID, path: path)
-        try top.sync()
+        // Durable before the swap, as an install is before its commit: after it the old data goes.
+        try top.syncFilesystem()
         let old = app.dataUUID
         guard appd_rename_exchange(parent.raw, name, parent.raw, old) == 0 else {
             throw AppdError.system("swap \(path) with \(parent.child(old))")
         }
         committed = true
         try? parent.sync()
-        // The old data, now under the new name; should this fail, the mark makes the next
-        // change's recovery remove it (or quarantine it for doctor).
-        // The restore itself is done: this is not its failure.
+    }
+
+    /// Removes the old data (under the new name since the swap). Apart from `commit` so the
+    /// restore can answer first; the state lock is held until this value goes. Should it
+    /// fail, the mark makes the next change's recovery remove it (or quarantine it for doctor).
+    public func removeReplaced() {
+        guard committed, let parent = try? FileDescriptor.directory(store.root.dataContainersPath)
+        else { return }
         if (try? parent.removeTree(name)) != nil { store.mutationFinished() }
     }
 }

@@ -108,6 +108,8 @@ extension Router {
         let store = store
         // Read by this request alone, in order, inside the closure below.
         let body = UncheckedBody(request.body)
+        let began = ContinuousClock.now
+        let phases = Box<[String]>([])
         let result = try await supervisor.whileNotRunning(app.bundleID) {
             let target = try await Self.onBackupQueue { try store.restoredContainer(for: app) }
             let limits = BackupLimits().extractionLimits(maxTotalBytes: target.byteLimit)
@@ -121,10 +123,20 @@ extension Router {
                 }
                 return try await Self.onBackupQueue {
                     try extractor.finish()
+                    let extracted = ContinuousClock.now
                     let manifest = try BackupCheck.verify(
                         extractedAt: target.path, digests: extractor.digests)
                     try Self.check(manifest, against: app, allowSignerChange: allowSignerChange)
+                    let checked = ContinuousClock.now
                     try target.commit()
+                    // The answer need not wait for the old data to go (the lock is held until
+                    // it has).
+                    Self.backupQueue.async { target.removeReplaced() }
+                    phases.value = [
+                        "received and extracted in \((extracted - began).seconds) s",
+                        "checked in \((checked - extracted).seconds) s",
+                        "synced and swapped in \((ContinuousClock.now - checked).seconds) s",
+                    ]
                     return APIRestoreResult(
                         bundleId: app.bundleID, backupVersion: manifest.version,
                         backupCreatedAt: manifest.createdAt, backupSigner: manifest.signer,
@@ -137,7 +149,7 @@ extension Router {
             }
         }
         installer.logger.info(
-            "restored \(result.bundleId) from a backup of \(result.backupCreatedAt): \(result.files) files, \(result.bytes) bytes",
+            "restored \(result.bundleId) from a backup of \(result.backupCreatedAt): \(result.files) files, \(result.bytes) bytes; \(phases.value.joined(separator: ", "))",
             metadata: ["app": "\(app.bundleID)"])
         return try .json(result)
     }
