@@ -90,6 +90,8 @@ let package = Package(
             dependencies: [
                 "AppdBase",
                 "AppBundle", "CGunzip", "PrintableText",
+                // openat2 beneath the data container for a backup's walk (BackupWriter).
+                "CLinux",
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
                 // The digests of `appd image`'s docker-archive (ImageArchive).
                 .product(name: "Crypto", package: "swift-crypto"),

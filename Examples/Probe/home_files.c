@@ -11,6 +11,10 @@
 //       swap REL TARGET ROUNDS  REL (a directory) and a symlink REL.swap -> TARGET trade places
 //                               ROUNDS times in a tight loop (renameat2 RENAME_EXCHANGE): what
 //                               the daemon finds at REL flips between a folder and a link
+//       fifo REL                a FIFO $HOME/REL
+//       grow REL SECONDS        appends 64 KiB blocks to $HOME/REL for SECONDS, cutting it back
+//                               to nothing each time it passes 16 MiB (a file that grows and
+//                               shrinks while a backup reads it); `allowed` after the first
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static void result(const char *step, const char *rel, int ok) {
@@ -74,6 +79,30 @@ int home_files(int argc, char **argv) {
             printf("home: swap rounds %ld\n", done);
             fflush(stdout);
             i += 3;
+        } else if (!strcmp(step, "fifo") && i + 1 < argc) {
+            result(step, argv[i + 1], mkfifo(argv[i + 1], 0600) == 0);
+            i += 1;
+        } else if (!strcmp(step, "grow") && i + 2 < argc) {
+            int fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            static char block[65536];
+            memset(block, 'g', sizeof block);
+            int ok = fd >= 0 && write(fd, block, sizeof block) == (ssize_t)sizeof block;
+            result(step, argv[i + 1], ok);
+            struct timespec start, now;
+            clock_gettime(CLOCK_MONOTONIC, &start);
+            long written = sizeof block;
+            while (ok) {
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                if (now.tv_sec - start.tv_sec >= atol(argv[i + 2])) break;
+                if (written >= 16L << 20) {
+                    ftruncate(fd, 0);
+                    lseek(fd, 0, SEEK_SET);
+                    written = 0;
+                }
+                if (write(fd, block, sizeof block) > 0) written += sizeof block;
+            }
+            if (fd >= 0) close(fd);
+            i += 2;
         } else if (!strcmp(step, "sleep") && i + 1 < argc) {
             sleep((unsigned)atoi(argv[i + 1]));
             i += 1;

@@ -106,9 +106,10 @@ public struct AppdClient: Sendable {
     /// A GET whose answer is handed to `onData` as it arrives (`logs?follow=1`), until the
     /// daemon ends it. What `onData` throws ends the stream and passes through.
     public func stream(
-        _ path: String, accept: String = "*/*", onData: (UnsafeRawBufferPointer) throws -> Void
+        _ path: String, method: String = "GET", accept: String = "*/*",
+        onData: (UnsafeRawBufferPointer) throws -> Void
     ) throws {
-        let request = HTTPRequest(method: "GET", target: path, accept: accept)
+        let request = HTTPRequest(method: method, target: path, accept: accept)
         try perform(request) { head, reader in
             try checkStatus(head, reader, request)
             try reader.body(

@@ -113,8 +113,8 @@ final class Installer: Sendable {
 final class ExtractorBox: @unchecked Sendable {
     private var extractor: BundleArchiveExtractor
 
-    init(into directory: String, limits: BundleLimits) throws {
-        extractor = try BundleArchiveExtractor(into: directory, limits: limits)
+    init(into directory: String, limits: BundleLimits, rules: ExtractionRules = .bundle) throws {
+        extractor = try BundleArchiveExtractor(into: directory, limits: limits, rules: rules)
     }
 
     func consume(_ buffer: ByteBuffer) throws {
@@ -124,4 +124,6 @@ final class ExtractorBox: @unchecked Sendable {
     func finish() throws { try extractor.finish() }
 
     var digests: [String: [UInt8]] { extractor.fileDigests }
+
+    var progress: (files: Int, bytes: Int64) { extractor.progress }
 }

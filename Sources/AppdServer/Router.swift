@@ -90,6 +90,12 @@ final class Router: Sendable {
             r, q, p in
             try await r.removeFile(p[0], q)
         },
+        Route(method: .POST, pattern: ["apps", "{id}", "backup"], right: .admin) { r, q, p in
+            try await r.backup(p[0], q)
+        },
+        Route(method: .POST, pattern: ["apps", "{id}", "restore"], right: .admin) { r, q, p in
+            try await r.restore(p[0], q)
+        },
         Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in
             try await r.launch(p[0], q)
         },
@@ -215,6 +221,8 @@ final class Router: Sendable {
         case ["instances", "{iid}", "logs"], ["denials"]: request.flag("follow")
         // Counted before the launch: a caller at its limit is refused with nothing launched.
         case ["apps", "{id}", "launch"]: request.flag("attach")
+        // As long as the data takes to read and the client to take it.
+        case ["apps", "{id}", "backup"]: true
         default: false
         }
     }

@@ -50,8 +50,10 @@ public struct BundleArchiveExtractor: ~Copyable {
     var failure: AppdError?
 
     /// `directory` must exist and be empty; the archive is extracted beneath it.
-    public init(into directory: String, limits: BundleLimits) throws {
-        tree = try ExtractionTree(root: directory, limits: limits)
+    public init(into directory: String, limits: BundleLimits, rules: ExtractionRules = .bundle)
+        throws
+    {
+        tree = try ExtractionTree(root: directory, limits: limits, rules: rules)
     }
 
     deinit {

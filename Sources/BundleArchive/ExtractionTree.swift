@@ -11,6 +11,7 @@ import Glibc
 /// created: `EEXIST` is a duplicate entry, `ELOOP`/`ENOTDIR` a path through a symlink or file.
 struct ExtractionTree: ~Copyable {
     let limits: BundleLimits
+    let rules: ExtractionRules
     private let root: Int32
     /// The directories from the root down to the parent of the last entry (root excluded), so
     /// the entries of one directory, which tar lists together, cost no extra opens.
@@ -21,7 +22,7 @@ struct ExtractionTree: ~Copyable {
     private(set) var entryCount = 0
     private(set) var totalBytes: Int64 = 0
 
-    init(root path: String, limits: BundleLimits) throws {
+    init(root path: String, limits: BundleLimits, rules: ExtractionRules = .bundle) throws {
         let fd = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT {
@@ -40,6 +41,7 @@ struct ExtractionTree: ~Copyable {
         }
         root = fd
         self.limits = limits
+        self.rules = rules
     }
 
     deinit {
@@ -60,6 +62,12 @@ struct ExtractionTree: ~Copyable {
             }
         }
         open.append((name, try openDirectory(name, in: parent, path: path, made: made)))
+    }
+
+    /// Gives what was just created to `rules.owner` (nothing for a bundle, which stays root's).
+    private func own(_ fd: Int32, _ path: String) throws {
+        guard let owner = rules.owner else { return }
+        guard fchown(fd, owner.uid, owner.gid) == 0 else { throw AppdError.system("chown \(path)") }
     }
 
     /// Creates the file and returns its fd, open for writing (the caller closes it), and its
@@ -83,8 +91,10 @@ struct ExtractionTree: ~Copyable {
         guard fd >= 0 else { throw failure("create", path, shown) }
         totalBytes += size
         // The umask narrowed the creation mode; the installer expects exactly these bits.
-        guard fchmod(fd, permissions) == 0 else {
-            let error = AppdError.system("chmod \(path)")
+        do {
+            guard fchmod(fd, permissions) == 0 else { throw AppdError.system("chmod \(path)") }
+            try own(fd, path)
+        } catch {
             close(fd)
             throw error
         }
@@ -92,7 +102,9 @@ struct ExtractionTree: ~Copyable {
     }
 
     /// Targets are stored as given: the installer's walker judges where they lead. Absolute
-    /// targets are refused here already, since no bundle may hold one.
+    /// targets are refused here already, since no bundle may hold one; a data container may
+    /// (`rules.allowsAbsoluteLinks`: the app could make the same link itself, and appd never
+    /// follows one there).
     mutating func makeSymlink(_ raw: [UInt8], target: [UInt8]) throws {
         let shown = Tar.shown(raw)
         let (path, parts) = try checked(raw, isDirectory: false, shown)
@@ -102,7 +114,7 @@ struct ExtractionTree: ~Copyable {
         guard !target.contains(0), let text = String(validating: target, as: UTF8.self) else {
             throw AppdError.archive(shown, "is a symlink whose target holds a NUL or is not UTF-8")
         }
-        guard target.first != UInt8(ascii: "/") else {
+        guard rules.allowsAbsoluteLinks || target.first != UInt8(ascii: "/") else {
             throw AppdError.archive(
                 shown,
                 "is a symlink to the absolute path \(Tar.shown(target)); links must stay inside the bundle"
@@ -113,8 +125,12 @@ struct ExtractionTree: ~Copyable {
         }
         let parent = try parent(of: parts, shown)
         try count(shown)
-        guard symlinkat(text, parent, Self.string(parts[parts.count - 1])) == 0 else {
-            throw failure("symlink", path, shown)
+        let name = Self.string(parts[parts.count - 1])
+        guard symlinkat(text, parent, name) == 0 else { throw failure("symlink", path, shown) }
+        if let owner = rules.owner,
+            fchownat(parent, name, owner.uid, owner.gid, AT_SYMLINK_NOFOLLOW) != 0
+        {
+            throw AppdError.system("chown \(path)")
         }
     }
 
@@ -208,8 +224,12 @@ struct ExtractionTree: ~Copyable {
             )
         }
         // mkdirat's mode was narrowed by the umask.
-        guard !made || fchmod(fd, 0o755) == 0 else {
-            let error = AppdError.system("chmod \(path)")
+        do {
+            if made {
+                guard fchmod(fd, 0o755) == 0 else { throw AppdError.system("chmod \(path)") }
+                try own(fd, path)
+            }
+        } catch {
             close(fd)
             throw error
         }
@@ -255,5 +275,22 @@ struct ExtractionTree: ~Copyable {
             if name != [46] && name != [46, 46] { return false }
         }
         return errno == 0 ? true : nil
+    }
+}
+
+/// What an extraction may create beyond a bundle's files, and whose they are.
+public struct ExtractionRules: Sendable {
+    /// Every entry is made owned by this uid and gid (fchown on the new fd, `fchownat` with
+    /// AT_SYMLINK_NOFOLLOW for a link); nil: root's, as the extracting daemon made them.
+    public var owner: (uid: uid_t, gid: gid_t)?
+    /// Symlinks may name absolute targets (stored, never followed).
+    public var allowsAbsoluteLinks = false
+
+    /// A bundle: root's files, links that stay inside.
+    public static let bundle = ExtractionRules()
+
+    public init(owner: (uid: uid_t, gid: gid_t)? = nil, allowsAbsoluteLinks: Bool = false) {
+        self.owner = owner
+        self.allowsAbsoluteLinks = allowsAbsoluteLinks
     }
 }

@@ -25,6 +25,10 @@ int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const
     return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_NOREPLACE);
 }
 
+int appd_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath) {
+    return renameat2(olddirfd, oldpath, newdirfd, newpath, RENAME_EXCHANGE);
+}
+
 int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {

@@ -28,6 +28,7 @@ struct AppdCommand: ParsableCommand {
         version: AppdVersion.current,
         subcommands: [
             Verify.self, Keygen.self, Sign.self, Image.self, Install.self, Uninstall.self,
+            Backup.self, Restore.self,
             List.self, Info.self,
             Profile.self, Run.self, Serve.self,
             Doctor.self, Reload.self, ReclaimCaches.self, Override.self,

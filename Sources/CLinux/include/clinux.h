@@ -15,6 +15,9 @@ int appd_syncfs(int fd);
 /// copy_file_range(2) with NULL offsets: copies in the kernel, no userspace buffer.
 ssize_t appd_copy_file_range(int fd_in, int fd_out, size_t len);
 
+/// renameat2(2) with RENAME_EXCHANGE (Swift's Glibc has no renameat2): a restore swaps the new
+/// data container with the old in one step, so either is whole at any moment.
+int appd_rename_exchange(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 /// renameat2(2) with RENAME_NOREPLACE: publishing a container must never replace one.
 int appd_rename_noreplace(int olddirfd, const char *oldpath, int newdirfd, const char *newpath);
 

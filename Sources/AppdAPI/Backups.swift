@@ -1,0 +1,25 @@
+/// What `POST /v1/apps/{id}/restore` answers: the app, the backup it now holds, and what was
+/// written (docs/api.md, "Backup and restore").
+public struct APIRestoreResult: Codable, Sendable, Equatable {
+    public var bundleId: String
+    /// The version and signer of the app the backup was taken from, and when.
+    public var backupVersion: String?
+    public var backupCreatedAt: String
+    public var backupSigner: String?
+    public var files: Int
+    public var bytes: Int64
+    public var dataContainer: String
+
+    public init(
+        bundleId: String, backupVersion: String?, backupCreatedAt: String, backupSigner: String?,
+        files: Int, bytes: Int64, dataContainer: String
+    ) {
+        self.bundleId = bundleId
+        self.backupVersion = backupVersion
+        self.backupCreatedAt = backupCreatedAt
+        self.backupSigner = backupSigner
+        self.files = files
+        self.bytes = bytes
+        self.dataContainer = dataContainer
+    }
+}

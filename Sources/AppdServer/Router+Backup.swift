@@ -1,0 +1,267 @@
+import AppBundle
+import AppContainers
+import AppdAPI
+import AppdBase
+import BundleArchive
+import Dispatch
+import Foundation
+import Glibc
+import Supervisor
+
+/// `POST /v1/apps/{id}/backup` and `POST /v1/apps/{id}/restore` (docs/backup.md). The daemon
+/// does both: it runs as root and owns the containers, and the admin asking may not read them.
+/// The file work runs on a queue of its own, never on the event loop or the cooperative pool.
+extension Router {
+    static let backupQueue = DispatchQueue(label: "appd.backup", attributes: .concurrent)
+
+    /// Streams the backup as the answer. Unless `live=1`, the app's running instances are frozen
+    /// first and thawed once the data is read, also when the client goes away mid-way.
+    func backup(_ id: String, _ request: Request) async throws -> Reply {
+        let app = try store.app(id)
+        let live = request.flag("live")
+        let manifest = BackupManifest(
+            bundleID: app.bundleID, version: app.version, signer: app.signerKeyID,
+            createdAt: UTCTime(secondsSince1970: Int64(time(nil))).text() + "Z", live: live)
+        let container = app.dataContainer(in: store.root)
+        let supervisor = supervisor
+        let logger = installer.logger
+        return .stream(contentType: "application/x-tar") { writer in
+            let frozen: [String]
+            do {
+                frozen = live ? [] : try await supervisor.freezeForBackup(app.bundleID)
+            } catch {
+                // The answer has begun: the client sees it cut short, the log says why.
+                logger.warning(
+                    "backup of \(app.bundleID) not taken: \(error)",
+                    metadata: ["app": "\(app.bundleID)"])
+                throw error
+            }
+            let heldSince = ContinuousClock.now
+            let thawed = Flag()
+            @Sendable func thaw() async -> Double {
+                if thawed.set() { await supervisor.thawAfterBackup(frozen) }
+                return (ContinuousClock.now - heldSince).seconds
+            }
+            do {
+                let pipe = ChunkPipe()
+                let summary = try await withThrowingTaskGroup(of: BackupSummary?.self) { group in
+                    group.addTask {
+                        try await Self.onBackupQueue {
+                            var backup = BackupWriter(manifest: manifest) { try pipe.put($0) }
+                            defer { pipe.close() }
+                            return try backup.write(container: container) {
+                                // The data and its listing are out: the app may run again.
+                                let semaphore = DispatchSemaphore(value: 0)
+                                let seconds = Box<Double>(0)
+                                Task {
+                                    seconds.value = await thaw()
+                                    semaphore.signal()
+                                }
+                                semaphore.wait()
+                                return (frozen.isEmpty ? nil : seconds.value, frozen)
+                            }
+                        }
+                    }
+                    group.addTask {
+                        do {
+                            while let chunk = try await pipe.take() {
+                                try await writer.write(chunk)
+                            }
+                        } catch {
+                            pipe.fail(error)
+                            throw error
+                        }
+                        return nil
+                    }
+                    var summary: BackupSummary?
+                    for try await result in group where result != nil { summary = result }
+                    return summary
+                }
+                if let summary {
+                    logger.info(
+                        "backup of \(app.bundleID): \(summary.files) files, \(summary.bytes) bytes, \(summary.skippedCount) skipped, held \(summary.heldSeconds.map { "\($0) s" } ?? "not at all")",
+                        metadata: ["app": "\(app.bundleID)"])
+                }
+            } catch {
+                _ = await thaw()
+                logger.warning(
+                    "backup of \(app.bundleID) failed: \(error)",
+                    metadata: ["app": "\(app.bundleID)"])
+                throw error
+            }
+        }
+    }
+
+    /// Restores the backup in the request body into the installed app: refused while an
+    /// instance runs (and no launch starts meanwhile), its signer must be the backup's unless
+    /// `allowSignerChange=1`. The new container is built beside the old and swapped in one
+    /// rename once every check passed; any failure removes it and leaves the old data as it was.
+    func restore(_ id: String, _ request: Request) async throws -> Reply {
+        let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
+        guard type.hasPrefix("application/x-tar") else {
+            throw APIFailure(
+                415, "unsupportedMediaType",
+                "a restore takes Content-Type application/x-tar, not '\(type.prefix(100))'")
+        }
+        let app = try store.app(id)
+        let allowSignerChange = request.flag("allowSignerChange")
+        let store = store
+        // Read by this request alone, in order, inside the closure below.
+        let body = UncheckedBody(request.body)
+        let began = ContinuousClock.now
+        let phases = Box<[String]>([])
+        let result = try await supervisor.whileNotRunning(app.bundleID) {
+            let target = try await Self.onBackupQueue { try store.restoredContainer(for: app) }
+            let limits = BackupLimits().extractionLimits(maxTotalBytes: target.byteLimit)
+            let rules = ExtractionRules(owner: (app.uid, app.gid), allowsAbsoluteLinks: true)
+            do {
+                let extractor = try await Self.onBackupQueue {
+                    try ExtractorBox(into: target.path, limits: limits, rules: rules)
+                }
+                while let chunk = try await body.body.next() {
+                    try await Self.onBackupQueue { try extractor.consume(chunk) }
+                }
+                return try await Self.onBackupQueue {
+                    try extractor.finish()
+                    let extracted = ContinuousClock.now
+                    let manifest = try BackupCheck.verify(
+                        extractedAt: target.path, digests: extractor.digests)
+                    try Self.check(manifest, against: app, allowSignerChange: allowSignerChange)
+                    let checked = ContinuousClock.now
+                    try target.commit()
+                    // The answer need not wait for the old data to go (the lock is held until
+                    // it has).
+                    Self.backupQueue.async { target.removeReplaced() }
+                    phases.value = [
+                        "received and extracted in \((extracted - began).seconds) s",
+                        "checked in \((checked - extracted).seconds) s",
+                        "synced and swapped in \((ContinuousClock.now - checked).seconds) s",
+                    ]
+                    return APIRestoreResult(
+                        bundleId: app.bundleID, backupVersion: manifest.version,
+                        backupCreatedAt: manifest.createdAt, backupSigner: manifest.signer,
+                        files: extractor.progress.files, bytes: extractor.progress.bytes,
+                        dataContainer: app.dataContainer(in: store.root))
+                }
+            } catch let error as AppdError {
+                throw error.naming(target.path + "/", as: "").naming(
+                    "bundle archive:", as: "backup archive:")
+            }
+        }
+        installer.logger.info(
+            "restored \(result.bundleId) from a backup of \(result.backupCreatedAt): \(result.files) files, \(result.bytes) bytes; \(phases.value.joined(separator: ", "))",
+            metadata: ["app": "\(app.bundleID)"])
+        return try .json(result)
+    }
+
+    static func check(
+        _ manifest: BackupManifest, against app: InstalledApp, allowSignerChange: Bool
+    )
+        throws
+    {
+        guard manifest.bundleID.caseInsensitiveCompare(app.bundleID) == .orderedSame else {
+            throw AppdError.backup(
+                "it is a backup of \(BackupFormat.shown(manifest.bundleID)), not of \(app.bundleID)"
+            )
+        }
+        guard allowSignerChange || manifest.signer == app.signerKeyID else {
+            throw AppdError(
+                .permissionDenied,
+                "the backup was taken from \(app.bundleID) signed by \(manifest.signer.map(BackupFormat.shown) ?? "no one (unsigned)"); the installed app is signed by \(app.signerKeyID ?? "no one (unsigned)")",
+                hint: "restore across signers only on purpose: appd restore --allow-signer-change")
+        }
+    }
+
+    static func onBackupQueue<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws
+        -> T
+    {
+        try await withCheckedThrowingContinuation { continuation in
+            backupQueue.async { continuation.resume(with: Result { try body() }) }
+        }
+    }
+}
+
+/// Hands the writer's 64 KiB pieces from the backup queue to the answer, one at a time: the
+/// queue waits while the client reads (backpressure), and a client gone makes `put` throw.
+final class ChunkPipe: @unchecked Sendable {
+    private let lock = NSCondition()
+    private var chunk: [UInt8]?
+    private var closed = false
+    private var failure: (any Error)?
+    private var waiting: CheckedContinuation<[UInt8]?, any Error>?
+
+    func put(_ bytes: UnsafeRawBufferPointer) throws {
+        lock.lock()
+        defer { lock.unlock() }
+        while chunk != nil && failure == nil { lock.wait() }
+        if let failure { throw failure }
+        if let waiting {
+            self.waiting = nil
+            waiting.resume(returning: Array(bytes))
+        } else {
+            chunk = Array(bytes)
+        }
+    }
+
+    func close() {
+        lock.lock()
+        defer { lock.unlock() }
+        closed = true
+        if let waiting, chunk == nil {
+            self.waiting = nil
+            waiting.resume(returning: nil)
+        }
+    }
+
+    func fail(_ error: any Error) {
+        lock.lock()
+        defer { lock.unlock() }
+        failure = error
+        lock.broadcast()
+    }
+
+    func take() async throws -> [UInt8]? {
+        try await withCheckedThrowingContinuation { continuation in
+            lock.lock()
+            defer { lock.unlock() }
+            if let chunk {
+                self.chunk = nil
+                lock.broadcast()
+                continuation.resume(returning: chunk)
+            } else if closed {
+                continuation.resume(returning: nil)
+            } else {
+                waiting = continuation
+            }
+        }
+    }
+}
+
+/// Set once; `set` says whether this call was the one.
+final class Flag: @unchecked Sendable {
+    private let lock = NSLock()
+    private var done = false
+    func set() -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        if done { return false }
+        done = true
+        return true
+    }
+}
+
+struct UncheckedBody: @unchecked Sendable {
+    let body: RequestBody
+    init(_ body: RequestBody) { self.body = body }
+}
+
+final class Box<T>: @unchecked Sendable {
+    var value: T
+    init(_ value: T) { self.value = value }
+}
+
+extension Duration {
+    var seconds: Double {
+        Double(components.seconds) + Double(components.attoseconds) / 1e18
+    }
+}

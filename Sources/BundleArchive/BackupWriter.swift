@@ -1,0 +1,286 @@
+import AppBundle
+import AppdBase
+import CLinux
+import Foundation
+import Glibc
+
+/// The bounds of one backup's walk. What is past them is skipped and reported, not fatal: a
+/// backup of what the app has is better than none, and the report says what is missing.
+public struct BackupLimits: Sendable {
+    /// Entries (files, folders, links) taken.
+    public var maxEntries = 1_000_000
+    /// Directory levels below the data container; a restore accepts as many.
+    public var maxDepth = 256
+    /// Bytes of a path relative to the container (below PATH_MAX, which openat2 takes).
+    public var maxPathLength = 4000
+
+    public init() {}
+
+    /// What a restore's extractor allows, to take back what a backup can hold.
+    public func extractionLimits(maxTotalBytes: Int64) -> BundleLimits {
+        var limits = BundleLimits()
+        limits.maxFiles = maxEntries + 8
+        limits.maxDepth = maxDepth
+        limits.maxPathLength = maxPathLength
+        limits.maxTotalBytes = maxTotalBytes
+        return limits
+    }
+}
+
+/// Writes a backup (BackupFormat) of the data container at `container`, in the daemon, as root.
+///
+/// Everything in the container is the app's, and the app may be running (`--live`): the walk
+/// never follows a link (each directory is opened by its path beneath the container through
+/// openat2 with RESOLVE_NO_SYMLINKS|NO_XDEV, so a folder swapped for a link is refused by the
+/// kernel, and a mount is not entered), stores links as links, skips FIFOs, sockets and devices
+/// and reports them, takes a file that grows or shrinks while read as the size it had when
+/// opened (the rest zeros; reported), and skips what vanishes. Memory is one buffer, the
+/// listing of the files (bounded by `maxEntries`) and the paths waiting to be walked (bounded
+/// like StorageWalk's); at most two directory fds are open.
+public struct BackupWriter: ~Copyable {
+    let limits: BackupLimits
+    let output: TarOutput
+    var summary: BackupSummary
+    var listing: [BackupFile] = []
+    var entries = 0
+    var buffer: UnsafeMutableRawBufferPointer
+    /// Paths waiting to be walked, and their bytes (at most `maxPendingBytes`).
+    var pending: [String] = []
+    var pendingBytes = 0
+    static let maxPendingBytes = 64 << 20
+    static let readSize = 1 << 20
+
+    /// The stream goes to `sink` in 64 KiB pieces.
+    public init(
+        manifest: BackupManifest, limits: BackupLimits = BackupLimits(),
+        sink: @escaping (UnsafeRawBufferPointer) throws -> Void
+    ) {
+        self.limits = limits
+        output = TarOutput(sink: sink)
+        summary = BackupSummary(bundleID: manifest.bundleID, live: manifest.live)
+        buffer = .allocate(byteCount: Self.readSize, alignment: 16)
+        self.manifest = manifest
+    }
+
+    let manifest: BackupManifest
+
+    deinit { buffer.deallocate() }
+
+    /// Writes the whole stream. `beforeSummary` is called once the data and listing are out,
+    /// before the summary: it returns the held time and the instances held (the caller thaws).
+    public mutating func write(
+        container: String, beforeSummary: () -> (seconds: Double?, instances: [String])
+    ) throws -> BackupSummary {
+        let top = open(container, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard top >= 0 else { throw AppdError.system("open the data container \(container)") }
+        defer { close(top) }
+        try member(BackupFormat.manifestName, json: manifest)
+        for name in BackupFormat.included { try walk(top, from: name) }
+        try member(
+            BackupFormat.filesName,
+            json: BackupFileList(
+                files: listing, skipped: summary.skipped, skippedCount: summary.skippedCount))
+        let held = beforeSummary()
+        summary.heldSeconds = held.seconds
+        summary.frozenInstances = held.instances
+        try member(BackupFormat.summaryName, json: summary)
+        try output.append(zeros: 2 * Tar.blockSize)
+        try output.flush()
+        return summary
+    }
+
+    private mutating func walk(_ top: Int32, from start: String) throws {
+        pending = [start]
+        pendingBytes = start.utf8.count
+        while let path = pending.popLast() {
+            pendingBytes -= path.utf8.count
+            let fd = appd_open_directory_beneath(top, path)
+            guard fd >= 0 else {
+                switch errno {
+                case ENOENT: continue  // gone since it was listed (or no Library at all)
+                case ENOTDIR, ELOOP:
+                    // Replaced since it was listed. A top folder that is not one would make the
+                    // backup one that no restore takes (the container's folders are folders).
+                    skip(
+                        path,
+                        path == start
+                            ? "is not a folder (a link or a file the app put there); not taken"
+                            : "changed type while read")
+                case EXDEV: skip(path, "is a mount point; not entered")
+                default: skip(path, "cannot be opened: \(errnoName(errno))")
+                }
+                continue
+            }
+            guard let dir = fdopendir(fd) else {
+                close(fd)
+                skip(path, "cannot be read: \(errnoName(errno))")
+                continue
+            }
+            defer { closedir(dir) }
+            guard try count(path) else { return }
+            try output.header(path + "/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
+            summary.directories += 1
+            var names: [String] = []
+            while let entry = readdir(dir) {
+                let raw = directoryEntryName(entry)
+                if raw == [46] || raw == [46, 46] { continue }
+                guard let name = String(validating: raw, as: UTF8.self) else {
+                    skip(path + "/" + Tar.shown(raw), "has a name that is not UTF-8")
+                    continue
+                }
+                names.append(name)
+                guard names.count <= limits.maxEntries else { break }
+            }
+            // Subfolders are pushed in reverse, so they come out in order.
+            var folders: [String] = []
+            for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
+                let child = path + "/" + name
+                var st = Glibc.stat()
+                guard fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
+                    if errno != ENOENT { skip(child, "cannot be read: \(errnoName(errno))") }
+                    continue
+                }
+                guard child.utf8.count <= limits.maxPathLength else {
+                    skip(child, "has a path over \(limits.maxPathLength) bytes")
+                    continue
+                }
+                // Never taken, whatever the app made of it (a restore refuses it).
+                if BackupFormat.excluded.contains(child) { continue }
+                switch st.st_mode & S_IFMT {
+                case S_IFDIR:
+                    let depth = child.utf8.count { $0 == UInt8(ascii: "/") } + 1
+                    guard depth <= limits.maxDepth else {
+                        skip(child, "is deeper than \(limits.maxDepth) levels; not taken")
+                        continue
+                    }
+                    guard pendingBytes + child.utf8.count <= Self.maxPendingBytes else {
+                        skip(child, "was not walked: too many folders waiting")
+                        continue
+                    }
+                    folders.append(child)
+                case S_IFREG:
+                    guard try count(child) else { return }
+                    try file(dirfd(dir), name, child)
+                case S_IFLNK:
+                    guard try count(child) else { return }
+                    try link(dirfd(dir), name, path: child)
+                case S_IFIFO: skip(child, "is a FIFO; not taken")
+                case S_IFSOCK: skip(child, "is a socket; not taken")
+                case S_IFCHR, S_IFBLK: skip(child, "is a device node; not taken")
+                default: skip(child, "is of an unknown file type; not taken")
+                }
+            }
+            for folder in folders.reversed() {
+                pending.append(folder)
+                pendingBytes += folder.utf8.count
+            }
+        }
+    }
+
+    /// Counts an entry; false (reported once) past `maxEntries`.
+    private mutating func count(_ path: String) throws -> Bool {
+        guard entries < limits.maxEntries else {
+            skip(path, "and what follows were not taken: over \(limits.maxEntries) entries")
+            pending = []
+            return false
+        }
+        entries += 1
+        return true
+    }
+
+    private mutating func file(_ parent: Int32, _ name: String, _ path: String) throws {
+        // O_NONBLOCK: should the name be a FIFO by now, the open must not hang.
+        let fd = openat(parent, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENOENT { return }
+            skip(
+                path,
+                errno == ELOOP ? "changed type while read" : "cannot be opened: \(errnoName(errno))"
+            )
+            return
+        }
+        defer { close(fd) }
+        var before = Glibc.stat()
+        guard fstat(fd, &before) == 0, before.st_mode & S_IFMT == S_IFREG else {
+            skip(path, "changed type while read")
+            return
+        }
+        let size = Int64(before.st_size)
+        let mode: mode_t = before.st_mode & 0o111 != 0 ? 0o755 : 0o644
+        try output.header(path, mode: mode, size: size, type: Tar.EntryType.regular)
+        var hasher = ContentHasher()
+        var left = size
+        var short = false
+        while left > 0 {
+            let wanted = Int(min(Int64(buffer.count), left))
+            var got = short ? 0 : retryingInterrupts { read(fd, buffer.baseAddress, wanted) }
+            if got <= 0 {
+                // Shrunk (or unreadable) since it was opened: the header promised `size`.
+                short = true
+                got = wanted
+                buffer.baseAddress?.initializeMemory(as: UInt8.self, repeating: 0, count: got)
+            }
+            let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
+            hasher.update(piece)
+            try output.append(piece)
+            left -= Int64(got)
+        }
+        try output.append(zeros: Tar.padding(for: size))
+        var after = Glibc.stat()
+        if short {
+            skip(path, "shrank while read; taken as \(size) bytes, the rest zeros")
+        } else if fstat(fd, &after) == 0,
+            after.st_size != before.st_size || after.st_mtim.tv_sec != before.st_mtim.tv_sec
+                || after.st_mtim.tv_nsec != before.st_mtim.tv_nsec
+        {
+            skip(path, "changed while read; taken as the first \(size) bytes read")
+        }
+        listing.append(BackupFile(path: path, size: size, sha256: Self.hex(hasher.finish())))
+        summary.files += 1
+        summary.bytes += size
+    }
+
+    private mutating func link(_ parent: Int32, _ name: String, path: String) throws {
+        var target = [UInt8](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlinkat(parent, name, &target, target.count)
+        guard count > 0, count < Int(PATH_MAX) else {
+            if count < 0 && errno == ENOENT { return }
+            skip(path, "is a link that cannot be read")
+            return
+        }
+        guard String(validating: target[..<count], as: UTF8.self) != nil else {
+            skip(path, "is a link whose target is not UTF-8")
+            return
+        }
+        try output.header(
+            path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: target[..<count])
+        summary.links += 1
+    }
+
+    private mutating func skip(_ path: String, _ reason: String) {
+        summary.skippedCount += 1
+        if summary.skipped.count < BackupFormat.maxListedSkips {
+            summary.skipped.append(BackupSkip(path: path, reason: reason))
+        }
+    }
+
+    private func member(_ name: String, json value: some Encodable) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let data = try encoder.encode(value)
+        try output.header(name, mode: 0o644, size: Int64(data.count), type: Tar.EntryType.regular)
+        try output.append(Array(data))
+        try output.append(zeros: Tar.padding(for: Int64(data.count)))
+    }
+
+    static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

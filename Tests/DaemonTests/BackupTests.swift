@@ -1,0 +1,419 @@
+import AppdAPI
+import AppdClient
+import Foundation
+import Testing
+
+/// `appd backup` and `appd restore` (issue 27 §1-3): a real sandboxed app writes its data, a
+/// real daemon takes and restores it, and what the app or a crafted archive tries fails.
+@Suite("backup and restore of an app's data", .serialized, rootOnly)
+struct BackupTests {
+    static let id = "com.example.backup"
+
+    /// Runs the probe with `steps` (`home ...`) to its end.
+    static func write(_ daemon: TestDaemon, _ steps: [String], app: String = id) throws {
+        let run = try daemon.launch(app, ["home"] + steps)
+        let ended = try daemon.wait(run.id)
+        let log = try daemon.logs(run.id)
+        #expect(ended.exit?.code == 0, "\(log)")
+    }
+
+    static func backup(_ daemon: TestDaemon, _ id: String = id, _ extra: [String] = []) throws
+        -> (code: Int32, output: String, file: String)
+    {
+        let file = "\(daemon.directory)/backup-\(UUID().uuidString).tar"
+        let result = try daemon.run("appd", ["backup", id, "-o", file] + extra)
+        return (result.code, result.output, file)
+    }
+
+    static func listing(_ file: String) throws -> String {
+        try host("/usr/bin/tar", ["-tvf", file, "--numeric-owner"])
+    }
+
+    /// A host tool's stdout.
+    static func host(_ tool: String, _ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func owner(_ path: String) -> uid_t? {
+        var st = stat()
+        return lstat(path, &st) == 0 ? st.st_uid : nil
+    }
+
+    static func entries(_ path: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []).sorted()
+    }
+
+    @Test("a backup holds Documents and Library but never Caches or tmp, and restores them")
+    func roundTrip() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe(Self.id)
+        try Self.write(
+            daemon,
+            [
+                "file", "Documents/a", "100000", "mkdir", "Documents/sub", "file",
+                "Documents/sub/b", "5000", "file", "Library/Preferences/p.plist", "300", "file",
+                "Library/Caches/c", "4096", "file", "tmp/t", "10", "link", "sub/b",
+                "Documents/to-b",
+            ])
+        let data = try daemon.dataContainer(Self.id)
+        let original = try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/a"))
+        let taken = try Self.backup(daemon)
+        #expect(taken.code == 0, "\(taken.output)")
+        #expect(taken.output.contains("Backed up \(Self.id): 3 files"), "\(taken.output)")
+        let list = try Self.listing(taken.file)
+        let names = list.split(separator: "\n").map { String($0.split(separator: " ").last ?? "") }
+        #expect(names.first == ".appd-backup/manifest.json", "\(list)")
+        #expect(names.last == ".appd-backup/summary.json", "\(list)")
+        for name in ["Documents/a", "Documents/sub/b", "Library/Preferences/p.plist"] {
+            #expect(names.contains(name), "\(name) in \(list)")
+        }
+        #expect(list.contains("Documents/to-b -> sub/b"), "\(list)")
+        #expect(!list.contains("Caches/c") && !list.contains("tmp"), "\(list)")
+        // No host uid: every entry is 0/0.
+        for line in list.split(separator: "\n") { #expect(line.contains(" 0/0 "), "\(line)") }
+
+        // The app changes its data; the restore brings the backup's back.
+        try Self.write(daemon, ["file", "Documents/a", "5", "file", "Documents/new", "10"])
+        let restored = try daemon.run("appd", ["restore", Self.id, taken.file])
+        #expect(restored.code == 0, "\(restored.output)")
+        #expect(restored.output.contains("Restored \(Self.id)"), "\(restored.output)")
+        let app = try daemon.client.app(Self.id)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/a")) == original)
+        #expect(!FileManager.default.fileExists(atPath: "\(data)/Documents/new"))
+        #expect(Self.entries("\(data)/Library/Caches") == [] && Self.entries("\(data)/tmp") == [])
+        for path in [
+            "", "/Documents", "/Documents/a", "/Documents/to-b", "/Library/Caches", "/tmp",
+        ] {
+            #expect(Self.owner(data + path) == app.uid, "\(path)")
+        }
+        // The old data goes right after the answer.
+        #expect(daemon.eventually { Self.entries("\(daemon.root)/Containers/Data").count == 1 })
+        // The app reads its restored file in its sandbox.
+        try Self.write(daemon, ["file", "Documents/after", "1"])
+    }
+
+    @Test("a backup taken on one state root restores on another, to that host's uid and signer")
+    func acrossDaemons() throws {
+        let first = try TestDaemon()
+        try first.installProbe(Self.id)
+        try Self.write(
+            first, ["file", "Documents/doc", "70000", "file", "Library/Preferences/x", "9"])
+        let taken = try Self.backup(first)
+        #expect(taken.code == 0, "\(taken.output)")
+
+        let second = try TestDaemon()
+        // Another app first, so the app gets another uid on this root.
+        try second.installProbe("com.example.first")
+        try second.installProbe(Self.id)
+        let uids = (try first.client.app(Self.id).uid, try second.client.app(Self.id).uid)
+        #expect(uids.0 != uids.1)
+        // Each daemon signs with a key of its own: the signer differs.
+        let refused = try second.run("appd", ["restore", Self.id, taken.file])
+        #expect(refused.code != 0)
+        #expect(
+            refused.output.contains("signed by")
+                && refused.output.contains("--allow-signer-change"), "\(refused.output)")
+        let restored = try second.run(
+            "appd", ["restore", "--allow-signer-change", Self.id, taken.file])
+        #expect(restored.code == 0, "\(restored.output)")
+        let data = try second.dataContainer(Self.id)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/doc"))
+        #expect(bytes.count == 70000)
+        #expect(Self.owner("\(data)/Documents/doc") == uids.1)
+        #expect(Self.owner("\(data)/Library/Preferences/x") == uids.1)
+        try Self.write(second, ["file", "Documents/doc", "1"])
+    }
+
+    /// The freezer state of the instance's cgroup as the kernel reports it (v1 freezer.state or
+    /// v2 cgroup.events), read from the launcher's own cgroup.
+    static func frozen(_ pid: Int32) -> Bool? {
+        let lines = (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? ""
+        for line in lines.split(separator: "\n") {
+            let parts = line.split(separator: ":", maxSplits: 2).map(String.init)
+            guard parts.count == 3 else { continue }
+            if parts[1] == "freezer" && parts[2] != "/" {
+                let state = try? String(
+                    contentsOfFile: "/sys/fs/cgroup/freezer\(parts[2])/freezer.state",
+                    encoding: .utf8)
+                return state.map { $0.hasPrefix("FROZEN") }
+            }
+        }
+        // The unified hierarchy: at /sys/fs/cgroup/unified on a hybrid host.
+        let unified =
+            FileManager.default.fileExists(atPath: "/sys/fs/cgroup/unified/cgroup.controllers")
+            ? "/sys/fs/cgroup/unified" : "/sys/fs/cgroup"
+        for line in lines.split(separator: "\n") where line.hasPrefix("0::") {
+            let events = try? String(
+                contentsOfFile: "\(unified)\(line.dropFirst(3))/cgroup.events", encoding: .utf8)
+            return events.map { $0.contains("frozen 1") }
+        }
+        return nil
+    }
+
+    @Test("a running app is frozen while its data is read and thawed after; --live is not")
+    func frozenDuringBackup() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe(Self.id)
+        let run = try daemon.launch(Self.id, ["home", "grow", "Documents/growing", "120"])
+        #expect(
+            daemon.eventually {
+                (try? daemon.logs(run.id))?.contains("grow Documents/growing allowed") == true
+            })
+        let pid = try #require(try daemon.instance(run.id).pid)
+        let cgroups = (try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? ""
+        #expect(Self.frozen(pid) == false, "\(pid): \(cgroups)")
+        let state = try daemon.instance(run.id).state
+        var during: [Bool?] = []
+        try daemon.client.backup(Self.id) { _ in
+            // The first bytes: the freeze comes before them (the last ones may follow the thaw).
+            if during.isEmpty { during.append(Self.frozen(pid)) }
+        }
+        #expect(during == [true])
+        #expect(Self.frozen(pid) == false)
+
+        let held = try Self.backup(daemon, Self.id, ["--json"])
+        #expect(held.code == 0, "\(held.output)")
+        #expect(held.output.contains("\"heldSeconds\""), "\(held.output)")
+        #expect(held.output.contains(run.id), "\(held.output)")
+        // Frozen, the file does not change under the read.
+        #expect(!held.output.contains("Documents/growing"), "\(held.output)")
+        #expect(Self.frozen(pid) == false)
+        #expect(try daemon.instance(run.id).state == state)
+
+        // Live, it does: taken as it was when opened, and reported (a few tries: the app must
+        // get the CPU while the file is read).
+        var reported = false
+        for _ in 0..<5 where !reported {
+            let live = try Self.backup(daemon, Self.id, ["--live", "--json"])
+            #expect(live.code == 0, "\(live.output)")
+            #expect(!live.output.contains("\"heldSeconds\""), "\(live.output)")
+            reported = live.output.contains("Documents/growing")
+        }
+        #expect(reported)
+        try daemon.killAndWait(run.id)
+    }
+
+    @Test("links the app planted are stored as links, FIFOs skipped, a 20,000-level tree bounded")
+    func hostileApp() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe(Self.id)
+        try Self.write(
+            daemon,
+            [
+                "link", "/etc/shadow", "Documents/shadow", "link", "/", "Library/root", "fifo",
+                "Documents/pipe",
+            ])
+        let made = try daemon.launch(Self.id, ["deep-tree", "20000"])
+        let ended = try AppdClient(socketPath: daemon.socket, timeout: 600)
+            .get("/v1/instances/\(made.id)/wait", as: APIInstance.self)
+        #expect(ended.exit?.code == 0)
+        let taken = try Self.backup(daemon)
+        #expect(taken.code == 0, "\(taken.output)")
+        #expect(taken.output.contains("Documents/pipe is a FIFO; not taken"), "\(taken.output)")
+        #expect(taken.output.contains("is deeper than 256 levels; not taken"), "\(taken.output)")
+        let list = try Self.listing(taken.file)
+        #expect(list.contains("Documents/shadow -> /etc/shadow"), "\(list.prefix(2000))")
+        #expect(list.contains("Library/root -> /"))
+        // Nothing of the host's files: /etc/shadow's first line is not in the stream.
+        let shadow = try String(contentsOfFile: "/etc/shadow", encoding: .utf8).prefix {
+            $0 != "\n"
+        }
+        let archive = try Data(contentsOf: URL(fileURLWithPath: taken.file))
+        #expect(archive.range(of: Data(shadow.utf8)) == nil)
+        let size = archive.count
+        #expect(size < 64 << 20, "\(size)")
+
+        // It restores: the links as links, the app's, the tree to its bound.
+        let restored = try daemon.run("appd", ["restore", Self.id, taken.file])
+        #expect(restored.code == 0, "\(restored.output)")
+        let data = try daemon.dataContainer(Self.id)
+        let link = try FileManager.default.destinationOfSymbolicLink(
+            atPath: "\(data)/Documents/shadow")
+        #expect(link == "/etc/shadow")
+        #expect(Self.owner("\(data)/Documents/shadow") == (try daemon.client.app(Self.id).uid))
+        #expect(!FileManager.default.fileExists(atPath: "\(data)/Documents/pipe"))
+        try daemon.expectStillWorks("backup")
+    }
+
+    /// A valid backup of `files`, with `listed` as files.json says they are.
+    static func crafted(
+        _ entries: [TarEntry], listed: [(String, String)], bundle: String = id, signer: String?
+    ) -> [UInt8] {
+        let manifest =
+            "{\"bundleID\":\"\(bundle)\",\"createdAt\":\"2026-11-27T00:00:00Z\",\"format\":1,\"live\":false\(signer.map { ",\"signer\":\"\($0)\"" } ?? "")}"
+        let files = listed.map { "{\"path\":\"\($0.0)\",\"sha256\":\"\($0.1)\",\"size\":0}" }
+        let list = "{\"files\":[\(files.joined(separator: ","))],\"skipped\":[],\"skippedCount\":0}"
+        return tarArchive(
+            [.file(".appd-backup/manifest.json", manifest)] + entries + [
+                .file(".appd-backup/files.json", list)
+            ])
+    }
+
+    static func sha256(_ text: String) throws -> String {
+        String(try host("/bin/sh", ["-c", "printf %s \"$0\" | sha256sum", text]).prefix(64))
+    }
+
+    @Test("crafted archives are refused, leaving the old data and nothing else behind")
+    func craftedArchivesRefused() throws {
+        let daemon = try TestDaemon(config: "[Sandbox]\nDataQuota=1M\n")
+        try daemon.installProbe(Self.id)
+        try Self.write(daemon, ["file", "Documents/keep", "1234"])
+        let data = try daemon.dataContainer(Self.id)
+        let signer = try daemon.client.app(Self.id).signer
+        let before = Self.entries("\(daemon.root)/Containers/Data")
+        let keep = try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/keep"))
+        let ok = try Self.sha256("ok")
+        let cases: [(String, [UInt8], String)] = [
+            (
+                "traversal",
+                Self.crafted([.file("Documents/../../escape", "x")], listed: [], signer: signer),
+                "'..' component"
+            ),
+            (
+                "absolute",
+                Self.crafted([.file("/etc/appd-evil", "x")], listed: [], signer: signer),
+                "absolute path"
+            ),
+            (
+                "link out",
+                Self.crafted(
+                    [
+                        .directory("Documents/"), .symlink("Documents/out", to: "/tmp"),
+                        .file("Documents/out/evil", "x"),
+                    ],
+                    listed: [], signer: signer),
+                "which is a symlink in the archive"
+            ),
+            (
+                "device",
+                Self.crafted(
+                    [TarEntry(name: "Documents/null", type: "3")], listed: [], signer: signer),
+                "character device"
+            ),
+            (
+                "fifo",
+                Self.crafted(
+                    [TarEntry(name: "Documents/p", type: "6")], listed: [], signer: signer),
+                "a FIFO"
+            ),
+            (
+                "hard link",
+                Self.crafted(
+                    [TarEntry(name: "Documents/h", type: "1", link: "/etc/shadow")], listed: [],
+                    signer: signer), "a hard link"
+            ),
+            (
+                "setuid",
+                Self.crafted(
+                    [.file("Documents/s", Array("x".utf8), mode: "0004755")], listed: [],
+                    signer: signer),
+                "setuid"
+            ),
+            (
+                "size bomb",
+                Self.crafted(
+                    [.file("Documents/big", [UInt8](repeating: 0, count: 2 << 20))], listed: [],
+                    signer: signer),
+                "past 1048576 bytes"
+            ),
+            (
+                "duplicate",
+                Self.crafted(
+                    [.file("Documents/d", "ok"), .file("Documents/d", "ok")],
+                    listed: [("Documents/d", ok)],
+                    signer: signer),
+                "appears twice"
+            ),
+            (
+                "lying manifest",
+                Self.crafted(
+                    [.file("Documents/l", "changed")], listed: [("Documents/l", ok)], signer: signer
+                ),
+                "does not match its SHA-256"
+            ),
+            (
+                "unlisted file",
+                Self.crafted(
+                    [.file("Documents/l", "ok"), .file("Documents/m", "ok")],
+                    listed: [("Documents/l", ok)], signer: signer),
+                "not in files.json"
+            ),
+            (
+                "caches",
+                Self.crafted(
+                    [.file("Library/Caches/c", "ok")], listed: [("Library/Caches/c", ok)],
+                    signer: signer), "Library/Caches"
+            ),
+            (
+                "tmp",
+                Self.crafted([.file("tmp/t", "ok")], listed: [("tmp/t", ok)], signer: signer),
+                "not part of a backup"
+            ),
+            ("no manifest", tarArchive([.file("Documents/x", "ok")]), "not an appd backup"),
+            (
+                "another app",
+                Self.crafted([], listed: [], bundle: "com.example.other", signer: signer),
+                "backup of com.example.other"
+            ),
+            (
+                "truncated",
+                Array(
+                    Self.crafted([.file("Documents/x", "ok")], listed: [], signer: signer).prefix(
+                        1536)), "truncated"
+            ),
+        ]
+        for (name, archive, expected) in cases {
+            let file =
+                "\(daemon.directory)/crafted-\(name.replacingOccurrences(of: " ", with: "-")).tar"
+            try Data(archive).write(to: URL(fileURLWithPath: file))
+            let result = try daemon.run("appd", ["restore", Self.id, file])
+            #expect(result.code != 0, "\(name): \(result.output)")
+            #expect(result.output.contains(expected), "\(name): \(result.output)")
+            #expect(Self.entries("\(daemon.root)/Containers/Data") == before, "\(name)")
+            #expect(Self.entries("\(data)/Documents") == ["keep"], "\(name)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: "\(data)/Documents/keep")) == keep)
+        }
+        #expect(!FileManager.default.fileExists(atPath: "/tmp/evil"))
+        #expect(!FileManager.default.fileExists(atPath: "/etc/appd-evil"))
+        #expect(!FileManager.default.fileExists(atPath: "\(daemon.root)/Containers/escape"))
+        // And an honest one of the same shape is taken.
+        let honest = Self.crafted(
+            [.file("Documents/l", "ok")], listed: [("Documents/l", ok)], signer: signer)
+        let file = "\(daemon.directory)/honest.tar"
+        try Data(honest).write(to: URL(fileURLWithPath: file))
+        let result = try daemon.run("appd", ["restore", Self.id, file])
+        #expect(result.code == 0, "\(result.output)")
+        #expect(Self.entries("\(data)/Documents") == ["l"])
+    }
+
+    @Test("a restore is refused while the app runs, unless --terminate ends it first")
+    func refusedWhileRunning() throws {
+        let daemon = try TestDaemon()
+        try daemon.installProbe(Self.id)
+        try Self.write(daemon, ["file", "Documents/a", "10"])
+        let taken = try Self.backup(daemon)
+        #expect(taken.code == 0, "\(taken.output)")
+        let run = try daemon.launch(Self.id, ["home", "file", "Documents/b", "10", "sleep", "60"])
+        #expect(
+            daemon.eventually {
+                (try? daemon.logs(run.id))?.contains("Documents/b allowed") == true
+            })
+        let refused = try daemon.run("appd", ["restore", Self.id, taken.file])
+        #expect(refused.code != 0)
+        #expect(refused.output.contains("running instance"), "\(refused.output)")
+        let data = try daemon.dataContainer(Self.id)
+        #expect(Self.entries("\(data)/Documents") == ["a", "b"])
+        let restored = try daemon.run("appd", ["restore", "--terminate", Self.id, taken.file])
+        #expect(restored.code == 0, "\(restored.output)")
+        #expect(restored.output.contains("Terminated \(run.id)"), "\(restored.output)")
+        #expect(Self.entries("\(data)/Documents") == ["a"])
+    }
+}
