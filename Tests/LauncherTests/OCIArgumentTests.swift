@@ -6,18 +6,10 @@ import Testing
 /// root without its mount namespace is refused, each before anything runs.
 @Suite("appd-exec: appd-oci's arguments")
 struct OCIArgumentTests {
-    static let app = shell("echo APP-RAN")
-
     func expectRefused(
         _ extra: String, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        let result = try launch(
-            profile: profileText(sandboxRecords(), command: Self.app), extraRedirections: extra)
-        #expect(result.status == 127, sourceLocation: sourceLocation)
-        #expect(!result.stdout.contains("APP-RAN"), "the app ran", sourceLocation: sourceLocation)
-        #expect(
-            result.stderr.contains("appd-exec: arguments: \(text)"), "\(result.stderr)",
-            sourceLocation: sourceLocation)
+        try expectArgumentsRefused(extra, mentioning: text, sourceLocation: sourceLocation)
     }
 
     @Test("the start gate: --ready-fd and --start-fd go together")

@@ -5,21 +5,10 @@ import Testing
 /// malformed ones are refused before anything runs, each with a line naming the problem.
 @Suite("appd-exec: the output relay's arguments")
 struct OutputArgumentTests {
-    static let app = shell("echo APP-RAN")
-
     func expectRefused(
         _ extra: String, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation
     ) throws {
-        let result = try launch(
-            profile: profileText(sandboxRecords(), command: Self.app), extraRedirections: extra)
-        #expect(result.status == 127, sourceLocation: sourceLocation)
-        #expect(!result.stdout.contains("APP-RAN"), "the app ran", sourceLocation: sourceLocation)
-        #expect(
-            result.stderr.contains("appd-exec: arguments: \(text)"), "\(result.stderr)",
-            sourceLocation: sourceLocation)
-        #expect(
-            result.statusLine.contains(text), "\(result.statusLine)", sourceLocation: sourceLocation
-        )
+        try expectArgumentsRefused(extra, mentioning: text, sourceLocation: sourceLocation)
     }
 
     @Test("--output-fd without the log folder, name and bound is refused")

@@ -190,3 +190,21 @@ func run(
 func hostMounts() throws -> String {
     try String(contentsOfFile: "/proc/self/mountinfo", encoding: .utf8)
 }
+
+/// Launches a sandbox whose app would print APP-RAN with `extra` redirections and options, and
+/// expects appd-exec to refuse its arguments before anything runs: exit 127, the app never ran,
+/// and `text` both on stderr (`appd-exec: arguments: ...`) and in the status line.
+func expectArgumentsRefused(
+    _ extra: String, mentioning text: String, sourceLocation: SourceLocation = #_sourceLocation
+) throws {
+    let result = try launch(
+        profile: profileText(sandboxRecords(), command: shell("echo APP-RAN")),
+        extraRedirections: extra)
+    #expect(result.status == 127, sourceLocation: sourceLocation)
+    #expect(!result.stdout.contains("APP-RAN"), "the app ran", sourceLocation: sourceLocation)
+    #expect(
+        result.stderr.contains("appd-exec: arguments: \(text)"), "\(result.stderr)",
+        sourceLocation: sourceLocation)
+    #expect(
+        result.statusLine.contains(text), "\(result.statusLine)", sourceLocation: sourceLocation)
+}
