@@ -39,6 +39,7 @@ struct ContainerRecord: Codable {
     var cgroupSettings: CgroupSettings {
         var settings = CgroupSettings(parent: cgroupParent)
         settings.instanceLeaves = false
+        settings.parentMayBeRoot = true
         return settings
     }
 

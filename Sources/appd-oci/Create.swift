@@ -123,6 +123,7 @@ extension OCIRuntime {
             spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
         var settings = CgroupSettings(parent: place.parent)
         settings.instanceLeaves = false
+        settings.parentMayBeRoot = true
         let cgroup = try Cgroups.driver(settings: settings).create(
             instance: place.instance, app: place.app, limits: profile.cgroupLimits)
         made = cgroup

@@ -45,6 +45,9 @@ public struct CgroupSettings: Codable, Sendable, Equatable {
     /// freezes the app and never its output relay). appd-oci has no relay, and its engine
     /// reads the stats of the cgroup it named, where the processes then are.
     public var instanceLeaves = true
+    /// Whether `parent` may be `/` (appd-oci: the engine names the cgroup; appd.conf's
+    /// CgroupParent may not).
+    public var parentMayBeRoot = false
 
     public init() {}
 
@@ -237,9 +240,11 @@ public enum Cgroups {
         var components = parent.split(separator: "/")
         let sibling = !parent.hasPrefix("/") && components.first == ".."
         if sibling { components.removeFirst() }
-        // `/` itself: the hierarchy's root (appd-oci, whose engine names the whole path).
+        // `/` itself, the hierarchy's root, only where the caller asks for it: appd-oci, whose
+        // engine names the whole path (`/libpod_parent/libpod-ID`). As appd.conf's
+        // CgroupParent it would put apps beside the host's services: refused.
         guard !components.contains(where: { $0 == ".." || $0 == "." }),
-            !components.isEmpty || parent == "/"
+            !components.isEmpty || (parent == "/" && settings.parentMayBeRoot)
         else {
             throw AppdError(
                 .invalidConfig,
