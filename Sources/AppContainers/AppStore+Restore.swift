@@ -21,6 +21,7 @@ public final class RestoredContainer: @unchecked Sendable {
     let store: AppStore
     private let lock: StateLock
     private var committed = false
+    private var discarded = false
 
     init(store: AppStore, app: InstalledApp) throws {
         self.store = store
@@ -46,8 +47,13 @@ public final class RestoredContainer: @unchecked Sendable {
         }
     }
 
-    deinit {
-        guard !committed else { return }
+    deinit { discard() }
+
+    /// Removes the half-made container unless it was swapped in. A failed restore calls it
+    /// before it answers, so that the client, told of the failure, finds nothing left.
+    public func discard() {
+        guard !committed, !discarded else { return }
+        discarded = true
         // The mark stays (for the next recovery) unless the half-made container is gone.
         if let parent = try? FileDescriptor.directory(store.root.dataContainersPath),
             (try? parent.removeTree(name)) != nil

@@ -143,7 +143,10 @@ extension Router {
                         files: extractor.progress.files, bytes: extractor.progress.bytes,
                         dataContainer: app.dataContainer(in: store.root))
                 }
-            } catch let error as AppdError {
+            } catch {
+                // Gone before the answer, not whenever this value is released.
+                _ = try? await Self.onBackupQueue { target.discard() }
+                guard let error = error as? AppdError else { throw error }
                 throw error.naming(target.path + "/", as: "").naming(
                     "bundle archive:", as: "backup archive:")
             }

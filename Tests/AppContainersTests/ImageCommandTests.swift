@@ -247,17 +247,14 @@ struct ImageCommandTests {
         [plugins."io.containerd.internal.v1.opt"]
           path = "\(scratch.sub("opt"))"
         """.write(toFile: scratch.sub("config.toml"), atomically: false, encoding: .utf8)
-        let daemon = Process()
-        daemon.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        daemon.arguments = [
-            "-m", "--propagation", "private", "/usr/bin/containerd", "--config",
-            scratch.sub("config.toml"),
-        ]
-        daemon.standardOutput = FileHandle.nullDevice
-        daemon.standardError = FileHandle.nullDevice
-        try daemon.run()
+        let daemon = try ChildProcess(
+            "/usr/bin/unshare",
+            [
+                "-m", "--propagation", "private", "/usr/bin/containerd", "--config",
+                scratch.sub("config.toml"),
+            ], stdout: .discard)
         defer {
-            daemon.terminate()
+            daemon.signal(SIGTERM)
             daemon.waitUntilExit()
         }
         let ctr = ["-a", socket, "-n", "appd-image-test"]

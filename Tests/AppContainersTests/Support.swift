@@ -121,27 +121,18 @@ struct RunResult {
 func runAppd(_ args: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws
     -> RunResult
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: appdExecutable)
-    process.arguments = args
-    process.environment = ProcessInfo.processInfo.environment.merging([
-        "APPD_CONFIG": unsignedConfigFile
-    ]) { $1 }
-    .merging(environment) { $1 }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
+    let process = try ChildProcess(
+        appdExecutable, args,
+        environment: ProcessInfo.processInfo.environment.merging([
+            "APPD_CONFIG": unsignedConfigFile
+        ]) { $1 }
+        .merging(environment) { $1 }, stderr: .capture)
     if let killAfter {
         Thread.sleep(forTimeInterval: killAfter)
-        kill(process.processIdentifier, SIGKILL)
+        process.signal(SIGKILL)
     }
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let result = process.finish()
     return RunResult(
-        status: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
-        stdout: String(decoding: stdout, as: UTF8.self),
-        stderr: String(decoding: stderr, as: UTF8.self))
+        status: result.code, signaled: process.signaled, stdout: result.stdout,
+        stderr: result.stderr)
 }

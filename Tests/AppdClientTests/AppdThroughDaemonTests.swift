@@ -12,22 +12,10 @@ struct AppdThroughDaemonTests {
     func run(_ arguments: [String], directory: String? = nil) throws -> (
         status: Int32, stdout: String, stderr: String
     ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: appdExecutable)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            process.terminationStatus, String(decoding: stdout, as: UTF8.self),
-            String(decoding: stderr, as: UTF8.self)
-        )
+        let result = try ChildProcess(
+            appdExecutable, arguments, directory: directory, stderr: .capture
+        ).finish()
+        return (result.code, result.stdout, result.stderr)
     }
 
     /// Lists a tar stream with the system's tar: the archive must be one any tar reads.
@@ -35,17 +23,9 @@ struct AppdThroughDaemonTests {
         let scratch = Scratch("appd-tar")
         let file = scratch.sub("body.tar")
         try archive.write(to: URL(fileURLWithPath: file))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/tar")
-        process.arguments = ["-tf", file]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let listing = out.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
-        return String(decoding: listing, as: UTF8.self).split(separator: "\n").map(String.init)
-            .sorted()
+        let listing = try ChildProcess("/usr/bin/tar", ["-tf", file], stderr: .inherit).finish()
+        #expect(listing.code == 0)
+        return listing.stdout.split(separator: "\n").map(String.init).sorted()
     }
 
     @Test(

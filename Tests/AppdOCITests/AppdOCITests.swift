@@ -211,25 +211,19 @@ struct AppdOCIRefusalTests {
         try make("\(directory)/bundle/rootfs")
         try config.write(
             toFile: "\(directory)/bundle/config.json", atomically: true, encoding: .utf8)
-        let process = Foundation.Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd-oci"))
-        process.arguments = [
-            "--root", "\(directory)/state", "--log", "\(directory)/log.json", "--log-format",
-            "json",
-            "--config", "\(directory)/none.conf", "create", "--bundle", "\(directory)/bundle", "c1",
-        ]
         try "".write(toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
-        let errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
-        let stderr = String(
-            decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let result = try ChildProcess(
+            "appd-oci",
+            [
+                "--root", "\(directory)/state", "--log", "\(directory)/log.json", "--log-format",
+                "json", "--config", "\(directory)/none.conf", "create", "--bundle",
+                "\(directory)/bundle", "c1",
+            ], stdout: .discard, stderr: .capture
+        ).finish()
         let log = (try? String(contentsOfFile: "\(directory)/log.json", encoding: .utf8)) ?? ""
         #expect(
             !FileManager.default.fileExists(atPath: "\(directory)/state/c1"), "state left behind")
-        return Outcome(status: process.terminationStatus, stderr: stderr, log: log)
+        return Outcome(status: result.code, stderr: result.stderr, log: log)
     }
 
     static let config = """

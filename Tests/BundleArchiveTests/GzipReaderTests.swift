@@ -10,11 +10,7 @@ struct GzipReaderTests {
     func gzip(_ bytes: [UInt8], in scratch: Scratch, name: String) throws -> [UInt8] {
         let path = "\(scratch.path)/\(name)"
         try Data(bytes).write(to: URL(fileURLWithPath: path))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/gzip")
-        process.arguments = ["-n", "-k", path]
-        try process.run()
-        process.waitUntilExit()
+        try ChildProcess("/bin/gzip", ["-n", "-k", path], stdout: .inherit).waitUntilExit()
         return [UInt8](try Data(contentsOf: URL(fileURLWithPath: path + ".gz")))
     }
 

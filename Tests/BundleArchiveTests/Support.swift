@@ -121,19 +121,6 @@ func extract(
 func run(_ executable: String, _ arguments: [String]) throws -> (
     status: Int32, output: String, errors: String
 ) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    let errors = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (
-        process.terminationStatus, String(decoding: out, as: UTF8.self),
-        String(decoding: err, as: UTF8.self)
-    )
+    let result = try ChildProcess(executable, arguments, stderr: .capture).finish()
+    return (result.code, result.stdout, result.stderr)
 }

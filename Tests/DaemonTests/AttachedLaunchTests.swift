@@ -119,18 +119,12 @@ struct AttachedLaunchTests {
     func interrupt() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe("com.example.ctrlc")
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appctl"))
-        process.arguments = ["launch", "--console", "com.example.ctrlc", "--", "ignore-term", "60"]
-        process.environment = ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let process = try ChildProcess(
+            "appctl", ["launch", "--console", "com.example.ctrlc", "--", "ignore-term", "60"],
+            environment: ["APPD_ROOT": daemon.root, "PATH": "/usr/bin:/bin"])
         // The app's first line came through the attached stream: it is running, SIGTERM ignored.
         var seen = Data()
-        let reader = out.fileHandleForReading
+        let reader = try #require(process.output)
         let deadline = Date().addingTimeInterval(20)
         while !String(decoding: seen, as: UTF8.self).contains("ignore-term: value ready"),
             Date() < deadline
@@ -140,7 +134,7 @@ struct AttachedLaunchTests {
             seen.append(piece)
         }
         #expect(String(decoding: seen, as: UTF8.self).contains("ignore-term: value ready"))
-        kill(process.processIdentifier, SIGINT)
+        process.signal(SIGINT)
         // The app ignores SIGTERM: killed after the grace period (2 s in TestDaemon).
         seen.append(reader.readDataToEndOfFile())
         process.waitUntilExit()
@@ -292,22 +286,18 @@ struct AttachedLaunchTests {
             ]
         // The one stream nobody may hold: an attached launch of an app that runs on, held once
         // its output has come.
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        holder.arguments =
+        let holder = try ChildProcess(
+            "/usr/bin/setpriv",
             asNobody + [
                 "-N", "-o", "-", "--max-time", "30", "--unix-socket", daemon.socket,
                 "-H", "Content-Type: application/json", "-d",
                 #"{"arguments":["ignore-term","30"]}"#,
                 "http://appd/v1/apps/com.example.limited/launch?attach=1",
-            ]
-        let out = Pipe()
-        holder.standardOutput = out
-        try holder.run()
-        defer { if holder.isRunning { kill(holder.processIdentifier, SIGKILL) } }
+            ], stderr: .inherit)
+        let out = try #require(holder.output)
         var held = Data()
         while !String(decoding: held, as: UTF8.self).contains("ignore-term: value ready") {
-            let piece = out.fileHandleForReading.availableData
+            let piece = out.availableData
             if piece.isEmpty { break }
             held.append(piece)
         }
@@ -320,7 +310,7 @@ struct AttachedLaunchTests {
         #expect(
             running.count == 1 && running.first?.arguments == ["ignore-term", "30"], "\(running)")
 
-        kill(holder.processIdentifier, SIGKILL)
+        holder.signal(SIGKILL)
         holder.waitUntilExit()
         var answered = ""
         #expect(

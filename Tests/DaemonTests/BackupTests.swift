@@ -31,15 +31,7 @@ struct BackupTests {
 
     /// A host tool's stdout.
     static func host(_ tool: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        try ChildProcess(tool, arguments, stderr: .inherit).finish().stdout
     }
 
     static func owner(_ path: String) -> uid_t? {

@@ -70,7 +70,7 @@ struct AttackResult: Decodable {
 
 /// One running attacker; killed (by its pid) when it goes away.
 final class ConnectionAttacker {
-    let process = Process()
+    let process: ChildProcess
     let result: String
 
     init(_ daemon: TestDaemon, uid: Int, count: Int, mode: String) throws {
@@ -84,15 +84,12 @@ final class ConnectionAttacker {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         chown(folder, uid_t(uid), gid_t(uid))
         result = "\(folder)/result.json"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
-        process.arguments = [
-            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", script,
-            daemon.socket, "\(count)", mode, result,
-        ]
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": "/"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3", script,
+                daemon.socket, "\(count)", mode, result,
+            ], environment: ["PATH": "/usr/bin:/bin", "HOME": "/"], stdout: .discard)
     }
 
     /// What every connection got, once all have an answer (or 6 s passed).
@@ -109,7 +106,7 @@ final class ConnectionAttacker {
     }
 
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.signal(SIGKILL)
         process.waitUntilExit()
     }
 

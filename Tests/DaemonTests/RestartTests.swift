@@ -166,16 +166,14 @@ struct SocketActivationTests {
                 rmdir(shared)
             }
         }
-        let activator = Process()
-        activator.executableURL = URL(fileURLWithPath: "/usr/bin/systemd-socket-activate")
-        activator.arguments = [
-            "-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root",
-            "--config", "\(directory)/appd.conf",
-        ]
-        activator.standardError = FileHandle.nullDevice
-        try activator.run()
+        let activator = try ChildProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", socket, builtExecutable("appd"), "serve", "--root", "\(directory)/root",
+                "--config", "\(directory)/appd.conf",
+            ], stdout: .inherit, stderr: .discard)
         defer {
-            kill(activator.processIdentifier, SIGTERM)
+            activator.signal(SIGTERM)
             activator.waitUntilExit()
         }
         #expect(TestDaemon.eventuallyExists(socket))

@@ -11,27 +11,16 @@ struct StateRootDaemonTests {
     func secondServe(root: String, config: String, seconds: Double = 15) throws -> (
         code: Int32?, output: String
     ) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: builtExecutable("appd"))
-        process.arguments = [
-            "serve", "--root", root, "--config", config, "--socket", "\(root)/second.sock",
-        ]
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
+        let process = try ChildProcess(
+            "appd",
+            ["serve", "--root", root, "--config", config, "--socket", "\(root)/second.sock"],
+            environment: ["PATH": "/usr/bin:/bin"])
         let deadline = Date(timeIntervalSinceNow: seconds)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         let stillRunning = process.isRunning
-        if stillRunning {
-            kill(process.processIdentifier, SIGTERM)
-        }
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (
-            stillRunning ? nil : process.terminationStatus, String(decoding: data, as: UTF8.self)
-        )
+        if stillRunning { process.signal(SIGTERM) }
+        let result = process.finish()
+        return (stillRunning ? nil : result.code, result.stdout)
     }
 
     @Test(

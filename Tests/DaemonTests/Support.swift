@@ -14,7 +14,7 @@ final class TestDaemon {
     var socket: String { daemon.socket }
     var configPath: String { daemon.configPath }
     var cgroupParent: String { daemon.cgroupParent }
-    var process: Process? { daemon.process }
+    var process: ChildProcess? { daemon.process }
     var client: AppdClient { AppdClient(socketPath: socket, timeout: 30) }
 
     /// Added to the daemon's environment (the systemd variables of SystemdTests).

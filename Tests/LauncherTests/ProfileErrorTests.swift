@@ -143,15 +143,11 @@ struct ProfileErrorTests {
 
     @Test("bad arguments are refused")
     func badArguments() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: launcherExecutable)
-        process.arguments = ["--profile-fd", "3"]
-        let err = Pipe()
-        process.standardError = err
-        try process.run()
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 127)
+        let result = try ChildProcess(
+            launcherExecutable, ["--profile-fd", "3"], stdout: .inherit, stderr: .capture
+        ).finish()
+        let stderr = result.stderr
+        #expect(result.code == 127)
         #expect(stderr.hasPrefix("appd-exec: arguments: "), "\(stderr)")
     }
 

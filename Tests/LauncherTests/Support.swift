@@ -124,7 +124,7 @@ struct LaunchResult {
 }
 
 /// Runs appd-exec with `profile` on fd 3, `seccomp` on fd 4 and a status file on fd 5, through
-/// `sh -c exec ...` (Foundation's Process passes no fds above 2). `extraRedirections` opens more
+/// `sh -c exec ...` (a ChildProcess gets no fds above 2). `extraRedirections` opens more
 /// fds for appd-exec to not pass on; `whileRunning` gets the pid and stdout once `readyMarker`
 /// was printed. `launcherPrefix` runs before appd-exec (a command that execs its arguments).
 func launch(
@@ -138,41 +138,32 @@ func launch(
     try Data(seccomp).write(to: URL(fileURLWithPath: scratch.sub("filter")))
     _ = FileManager.default.createFile(atPath: scratch.sub("status"), contents: nil)
 
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = [
-        "-c",
-        "exec \(launcherPrefix) \"$0\" --profile-fd 3 --seccomp-fd 4 --status-fd 5 3<\"$1\" 4<\"$2\" 5>\"$3\" "
-            + extraRedirections,
-        launcherExecutable, scratch.sub("profile"), scratch.sub("filter"), scratch.sub("status"),
-    ]
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    let out = Pipe()
-    let err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
+    let process = try ChildProcess(
+        "/bin/sh",
+        [
+            "-c",
+            "exec \(launcherPrefix) \"$0\" --profile-fd 3 --seccomp-fd 4 --status-fd 5 3<\"$1\" 4<\"$2\" 5>\"$3\" "
+                + extraRedirections,
+            launcherExecutable, scratch.sub("profile"), scratch.sub("filter"),
+            scratch.sub("status"),
+        ], environment: ProcessInfo.processInfo.environment.merging(environment) { $1 },
+        input: "/dev/null", stderr: .capture)
 
     var stdout = Data()
-    if let readyMarker {
+    if let readyMarker, let out = process.output {
         let marker = Data(readyMarker.utf8)
         while stdout.range(of: marker) == nil {
-            let chunk = out.fileHandleForReading.availableData
+            let chunk = out.availableData
             if chunk.isEmpty { break }
             stdout.append(chunk)
         }
         whileRunning?(process.processIdentifier)
     }
-    stdout.append(out.fileHandleForReading.readDataToEndOfFile())
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
+    let rest = process.finish()
     let statusLine = (try? String(contentsOfFile: scratch.sub("status"), encoding: .utf8)) ?? ""
     return LaunchResult(
-        status: process.terminationStatus,
-        signaled: process.terminationReason == .uncaughtSignal,
-        stdout: String(decoding: stdout, as: UTF8.self),
-        stderr: String(decoding: stderr, as: UTF8.self),
+        status: rest.code, signaled: process.signaled,
+        stdout: String(decoding: stdout, as: UTF8.self) + rest.stdout, stderr: rest.stderr,
         statusLine: statusLine)
 }
 

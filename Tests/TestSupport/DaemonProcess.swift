@@ -21,7 +21,7 @@ public final class DaemonProcess: @unchecked Sendable {
     /// `CgroupParent=` of this daemon: `<shared>/<folder name>`.
     public let cgroupParent: String
     private let sharedCgroupParent: String
-    public private(set) var process: Process?
+    public private(set) var process: ChildProcess?
 
     /// `label` names the folder (`/var/tmp/<label>.XXXXXX`) and the shared cgroup parent
     /// (`/<label>s`) its own parent goes under.
@@ -49,13 +49,10 @@ public final class DaemonProcess: @unchecked Sendable {
         arguments: [String] = [], environment: [String: String] = [:], wrapper: [String] = [],
         timeout: Double = 20
     ) throws {
-        let process = Process()
         let serve =
             [builtExecutable("appd"), "serve", "--root", root, "--config", configPath]
             + (socketName == nil ? [] : ["--socket", socket]) + arguments
         let command = wrapper + serve
-        process.executableURL = URL(fileURLWithPath: command[0])
-        process.arguments = Array(command.dropFirst())
         var inherited = ProcessInfo.processInfo.environment
         for key in [
             "INVOCATION_ID", "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", "APPD_CONFIG",
@@ -64,13 +61,10 @@ public final class DaemonProcess: @unchecked Sendable {
         ] {
             inherited[key] = nil
         }
-        process.environment = inherited.merging(environment) { $1 }
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        output.seekToEndOfFile()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        try output.close()
+        let process = try ChildProcess(
+            command[0], Array(command.dropFirst()),
+            environment: inherited.merging(environment) { $1 },
+            stdout: .append(logPath))
         self.process = process
         let deadline = Date(timeIntervalSinceNow: timeout)
         while Date() < deadline {

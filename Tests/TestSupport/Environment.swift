@@ -36,20 +36,9 @@ public func runTool(
 )
     throws -> (code: Int32, output: String)
 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : builtExecutable(tool))
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let input {
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: input))
-    }
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    let child = try ChildProcess(tool, arguments, environment: environment, input: input)
+    let result = child.finish()
+    return (result.code, result.stdout)
 }
 
 /// A kernel file (/proc, /sys/fs/cgroup) read with read(2) to its end: such files claim a
