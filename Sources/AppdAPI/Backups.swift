@@ -9,11 +9,18 @@ public struct APIRestoreResult: Codable, Sendable, Equatable {
     public var files: Int
     public var bytes: Int64
     public var dataContainer: String
+    /// The application groups whose containers were restored (`groups=1`).
+    public var groups: [String]?
+    /// The groups the backup holds that were left as they are (no `groups=1`).
+    public var groupsNotRestored: [String]?
 
     public init(
         bundleId: String, backupVersion: String?, backupCreatedAt: String, backupSigner: String?,
-        files: Int, bytes: Int64, dataContainer: String
+        files: Int, bytes: Int64, dataContainer: String, groups: [String]? = nil,
+        groupsNotRestored: [String]? = nil
     ) {
+        self.groups = groups
+        self.groupsNotRestored = groupsNotRestored
         self.bundleId = bundleId
         self.backupVersion = backupVersion
         self.backupCreatedAt = backupCreatedAt

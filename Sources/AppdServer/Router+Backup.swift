@@ -15,20 +15,26 @@ extension Router {
     static let backupQueue = DispatchQueue(label: "appd.backup", attributes: .concurrent)
 
     /// Streams the backup as the answer. Unless `live=1`, the app's running instances are frozen
-    /// first and thawed once the data is read, also when the client goes away mid-way.
+    /// first and thawed once the data is read, also when the client goes away mid-way. With
+    /// `groups=1` the containers of the app's groups come too, and the instances of every app
+    /// sharing them are frozen with its own.
     func backup(_ id: String, _ request: Request) async throws -> Reply {
         let app = try store.app(id)
         let live = request.flag("live")
+        let groups = request.flag("groups") ? try store.groupContainers(for: app) : []
+        let frozenApps = [app.bundleID] + (try store.appsSharing(groups))
         let manifest = BackupManifest(
             bundleID: app.bundleID, version: app.version, signer: app.signerKeyID,
-            createdAt: UTCTime(secondsSince1970: Int64(time(nil))).text() + "Z", live: live)
+            createdAt: UTCTime(secondsSince1970: Int64(time(nil))).text() + "Z", live: live,
+            groups: groups.isEmpty ? nil : groups.map(\.groupID))
+        let groupPaths = groups.map { (id: $0.groupID, path: $0.path) }
         let container = app.dataContainer(in: store.root)
         let supervisor = supervisor
         let logger = installer.logger
         return .stream(contentType: "application/x-tar") { writer in
             let frozen: [String]
             do {
-                frozen = live ? [] : try await supervisor.freezeForBackup(app.bundleID)
+                frozen = live ? [] : try await supervisor.freezeForBackup(frozenApps)
             } catch {
                 // The answer has begun: the client sees it cut short, the log says why.
                 logger.warning(
@@ -49,7 +55,7 @@ extension Router {
                         try await Self.onBackupQueue {
                             var backup = BackupWriter(manifest: manifest) { try pipe.put($0) }
                             defer { pipe.close() }
-                            return try backup.write(container: container) {
+                            return try backup.write(container: container, groups: groupPaths) {
                                 // The data and its listing are out: the app may run again.
                                 let semaphore = DispatchSemaphore(value: 0)
                                 let seconds = Box<Double>(0)
@@ -96,6 +102,10 @@ extension Router {
     /// instance runs (and no launch starts meanwhile), its signer must be the backup's unless
     /// `allowSignerChange=1`. The new container is built beside the old and swapped in one
     /// rename once every check passed; any failure removes it and leaves the old data as it was.
+    /// With `groups=1` the backup's group containers are restored too, each swapped in the same
+    /// way before the data container (and swapped back should that fail), and no app sharing
+    /// the app's groups may run; without it they are left as they are, and the answer names
+    /// them.
     func restore(_ id: String, _ request: Request) async throws -> Reply {
         let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
         guard type.hasPrefix("application/x-tar") else {
@@ -105,12 +115,15 @@ extension Router {
         }
         let app = try store.app(id)
         let allowSignerChange = request.flag("allowSignerChange")
+        let restoreGroups = request.flag("groups")
+        let groups = restoreGroups ? try store.groupContainers(for: app) : []
+        let closed = [app.bundleID] + (try store.appsSharing(groups))
         let store = store
         // Read by this request alone, in order, inside the closure below.
         let body = UncheckedBody(request.body)
         let began = ContinuousClock.now
         let phases = Box<[String]>([])
-        let result = try await supervisor.whileNotRunning(app.bundleID) {
+        let result = try await supervisor.whileNotRunning(closed) {
             let target = try await Self.onBackupQueue { try store.restoredContainer(for: app) }
             let limits = BackupLimits().extractionLimits(maxTotalBytes: target.byteLimit)
             let rules = ExtractionRules(owner: (app.uid, app.gid), allowsAbsoluteLinks: true)
@@ -127,8 +140,38 @@ extension Router {
                     let manifest = try BackupCheck.verify(
                         extractedAt: target.path, digests: extractor.digests)
                     try Self.check(manifest, against: app, allowSignerChange: allowSignerChange)
+                    let inBackup = manifest.groups ?? []
+                    var restored: [RestoredGroup] = []
+                    if restoreGroups {
+                        for id in inBackup {
+                            guard
+                                let group = groups.first(where: {
+                                    $0.groupID.lowercased() == id.lowercased()
+                                })
+                            else {
+                                throw AppdError(
+                                    .conflict,
+                                    "the backup holds the container of the application group \(BackupFormat.shown(id)), which \(app.bundleID) does not use on this host (no such entitlement, or the group belongs to another signer)",
+                                    hint:
+                                        "restore it without --groups to leave the groups as they are"
+                                )
+                            }
+                            restored.append(
+                                try store.restoredGroup(
+                                    group, from: id,
+                                    in: "\(target.path)/\(BackupFormat.groupsFolder)",
+                                    owner: app.uid))
+                        }
+                    }
+                    try target.removeExtracted(BackupFormat.groupsFolder)
                     let checked = ContinuousClock.now
-                    try target.commit()
+                    do {
+                        for group in restored { try group.commit() }
+                        try target.commit()
+                    } catch {
+                        for group in restored { group.rollBack() }
+                        throw error
+                    }
                     // The answer need not wait for the old data to go (the lock is held until
                     // it has).
                     Self.backupQueue.async { target.removeReplaced() }
@@ -141,7 +184,9 @@ extension Router {
                         bundleId: app.bundleID, backupVersion: manifest.version,
                         backupCreatedAt: manifest.createdAt, backupSigner: manifest.signer,
                         files: extractor.progress.files, bytes: extractor.progress.bytes,
-                        dataContainer: app.dataContainer(in: store.root))
+                        dataContainer: app.dataContainer(in: store.root),
+                        groups: restored.isEmpty ? nil : restored.map(\.group.groupID),
+                        groupsNotRestored: restoreGroups || inBackup.isEmpty ? nil : inBackup)
                 }
             } catch {
                 // Gone before the answer, not whenever this value is released.

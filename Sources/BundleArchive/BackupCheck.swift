@@ -17,17 +17,6 @@ public enum BackupCheck {
         let top = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard top >= 0 else { throw AppdError.system("open \(path)") }
         defer { close(top) }
-        let allowed = Set(BackupFormat.included + [BackupFormat.folder])
-        for name in try FileDescriptor.entryNames(top, path: path) where !allowed.contains(name) {
-            throw AppdError.backup(
-                "'\(Tar.shown(Array(name.utf8)))' is not part of a backup (only \(BackupFormat.included.joined(separator: " and ")) are)"
-            )
-        }
-        var caches = Glibc.stat()
-        for excluded in BackupFormat.excluded
-        where fstatat(top, excluded, &caches, AT_SYMLINK_NOFOLLOW) == 0 {
-            throw AppdError.backup("it holds \(excluded), which a backup never holds")
-        }
         let folder = openat(
             top, BackupFormat.folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard folder >= 0 else {
@@ -48,6 +37,16 @@ public enum BackupCheck {
                 "its format is \(manifest.format); this appd reads format \(BackupFormat.version)",
                 hint: "restore it with the appd that took it, or a newer one")
         }
+        let groups = manifest.groups ?? []
+        var allowed = Set(BackupFormat.included + [BackupFormat.folder])
+        if !groups.isEmpty { allowed.insert(BackupFormat.groupsFolder) }
+        for name in try FileDescriptor.entryNames(top, path: path) where !allowed.contains(name) {
+            throw AppdError.backup(
+                "'\(Tar.shown(Array(name.utf8)))' is not part of a backup (only \(BackupFormat.included.joined(separator: " and ")) are, and \(BackupFormat.groupsFolder) when the manifest names groups)"
+            )
+        }
+        try checkExcluded(top, under: "")
+        if !groups.isEmpty { try checkGroups(groups, top) }
         let listing = try decode(BackupFileList.self, folder, "files.json")
         try compare(listing, digests)
         for name in names { _ = unlinkat(folder, name, 0) }
@@ -55,6 +54,53 @@ public enum BackupCheck {
             throw AppdError.system("remove \(path)/\(BackupFormat.folder)")
         }
         return manifest
+    }
+
+    /// Refuses what a backup never holds (`Library/Caches`) in the folder `under` of `top`.
+    static func checkExcluded(_ top: Int32, under prefix: String) throws {
+        var st = Glibc.stat()
+        for excluded in BackupFormat.excluded
+        where fstatat(top, prefix + excluded, &st, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw AppdError.backup(
+                "it holds \(Tar.shown(Array((prefix + excluded).utf8))), which a backup never holds"
+            )
+        }
+    }
+
+    /// `AppGroups/` holds a folder for each group the manifest names and nothing else; the
+    /// names are group ids (one path component each), none twice in any case.
+    static func checkGroups(_ groups: [String], _ top: Int32) throws {
+        var seen = Set<String>()
+        for id in groups {
+            guard BackupFormat.isGroupFolderName(id), seen.insert(id.lowercased()).inserted else {
+                throw AppdError.backup(
+                    "its manifest names the group '\(Tar.shown(Array(id.utf8)))', which is not a group id or is named twice"
+                )
+            }
+        }
+        let folder = openat(
+            top, BackupFormat.groupsFolder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard folder >= 0 else {
+            throw AppdError.backup(
+                "its manifest names groups, and it has no \(BackupFormat.groupsFolder) folder")
+        }
+        defer { close(folder) }
+        let present = try FileDescriptor.entryNames(folder, path: BackupFormat.groupsFolder)
+        for name in present where !groups.contains(name) {
+            throw AppdError.backup(
+                "'\(BackupFormat.groupsFolder)/\(Tar.shown(Array(name.utf8)))' is not a group its manifest names"
+            )
+        }
+        for id in groups {
+            let group = openat(folder, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard group >= 0 else {
+                throw AppdError.backup(
+                    "its manifest names the group \(id), and it has no folder \(BackupFormat.groupsFolder)/\(id)"
+                )
+            }
+            close(group)
+            try checkExcluded(top, under: "\(BackupFormat.groupsFolder)/\(id)/")
+        }
     }
 
     /// Every file the extractor wrote (but the backup's own) against the listing.

@@ -7,7 +7,9 @@ import Foundation
 /// 1. `.appd-backup/manifest.json` (first): the format, the app, its version and signer, when,
 ///    and whether its instances were frozen (`BackupManifest`);
 /// 2. the data container's `Documents/` and `Library/` (never `Library/Caches/`, never `tmp/`),
-///    paths relative to the container, directories before their contents, links as links;
+///    paths relative to the container, directories before their contents, links as links; with
+///    `--groups`, each application group container the app uses as `AppGroups/<group id>/`
+///    (never its `Library/Caches/`);
 /// 3. `.appd-backup/files.json`: every regular file's path, size and SHA-256 as they were
 ///    written into this stream, and what was skipped (`BackupFileList`);
 /// 4. `.appd-backup/summary.json` (last, small): counts and how long the app was held
@@ -25,6 +27,21 @@ public enum BackupFormat {
     /// What of the data container a backup holds, and what it never does.
     public static let included = ["Documents", "Library"]
     public static let excluded = ["Library/Caches"]
+    /// The folder of the group containers (`--groups`), one folder per group id beneath it.
+    public static let groupsFolder = "AppGroups"
+
+    /// Whether `id` may name a group's folder in a backup: what an application-group
+    /// entitlement holds (`group.com.example.shared`), a single path component. A manifest's
+    /// group ids come from the archive; anything else refuses it.
+    public static func isGroupFolderName(_ id: String) -> Bool {
+        !id.isEmpty && id.utf8.count <= 255 && id != "." && id != ".."
+            && id.utf8.allSatisfy { byte in
+                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
+                    || byte == UInt8(ascii: "_")
+            }
+    }
     /// The listed skips in `files.json` and the summary; the rest are counted.
     public static let maxListedSkips = 100
     /// The largest `files.json` a restore reads (about 2.5 million files' lines).
@@ -70,9 +87,13 @@ public struct BackupManifest: Codable, Sendable, Equatable {
     public var createdAt: String
     /// Taken with the app's instances running (`--live`), not frozen.
     public var live: Bool
+    /// The application groups whose containers it holds (`--groups`), under `AppGroups/`;
+    /// nil or empty: none.
+    public var groups: [String]?
 
     public init(
-        bundleID: String, version: String?, signer: String?, createdAt: String, live: Bool
+        bundleID: String, version: String?, signer: String?, createdAt: String, live: Bool,
+        groups: [String]? = nil
     ) {
         format = BackupFormat.version
         self.bundleID = bundleID
@@ -80,6 +101,7 @@ public struct BackupManifest: Codable, Sendable, Equatable {
         self.signer = signer
         self.createdAt = createdAt
         self.live = live
+        self.groups = groups
     }
 }
 
@@ -137,6 +159,8 @@ public struct BackupSummary: Codable, Sendable, Equatable {
     /// The instances frozen.
     public var frozenInstances: [String]
     public var live: Bool
+    /// The application groups whose containers it holds (`--groups`).
+    public var groups: [String]?
 
     public init(bundleID: String, live: Bool) {
         self.bundleID = bundleID

@@ -47,6 +47,9 @@ public struct BackupWriter: ~Copyable {
     /// Paths waiting to be walked, and their bytes (at most `maxPendingBytes`).
     var pending: [String] = []
     var pendingBytes = 0
+    /// Before every name written or reported: `AppGroups/<id>/` while a group container is
+    /// walked (its paths are relative to it, as the data container's are to that).
+    var prefix = ""
     static let maxPendingBytes = 64 << 20
     static let readSize = 1 << 20
 
@@ -58,6 +61,7 @@ public struct BackupWriter: ~Copyable {
         self.limits = limits
         output = TarOutput(sink: sink)
         summary = BackupSummary(bundleID: manifest.bundleID, live: manifest.live)
+        summary.groups = manifest.groups
         buffer = .allocate(byteCount: Self.readSize, alignment: 16)
         self.manifest = manifest
     }
@@ -66,16 +70,35 @@ public struct BackupWriter: ~Copyable {
 
     deinit { buffer.deallocate() }
 
-    /// Writes the whole stream. `beforeSummary` is called once the data and listing are out,
-    /// before the summary: it returns the held time and the instances held (the caller thaws).
+    /// Writes the whole stream. `groups` are the group containers (`--groups`: the manifest
+    /// names the same ids), each under `AppGroups/<id>/`. `beforeSummary` is called once the
+    /// data and listing are out, before the summary: it returns the held time and the instances
+    /// held (the caller thaws).
     public mutating func write(
-        container: String, beforeSummary: () -> (seconds: Double?, instances: [String])
+        container: String, groups: [(id: String, path: String)] = [],
+        beforeSummary: () -> (seconds: Double?, instances: [String])
     ) throws -> BackupSummary {
         let top = open(container, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard top >= 0 else { throw AppdError.system("open the data container \(container)") }
         defer { close(top) }
         try member(BackupFormat.manifestName, json: manifest)
         for name in BackupFormat.included { try walk(top, from: name) }
+        if !groups.isEmpty {
+            try output.header(
+                BackupFormat.groupsFolder + "/", mode: 0o755, size: 0,
+                type: Tar.EntryType.directory)
+        }
+        for group in groups {
+            let fd = open(group.path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw AppdError.system("open the container of group \(group.id) \(group.path)")
+            }
+            defer { close(fd) }
+            prefix = "\(BackupFormat.groupsFolder)/\(group.id)/"
+            defer { prefix = "" }
+            try output.header(prefix, mode: 0o755, size: 0, type: Tar.EntryType.directory)
+            try walk(fd, from: "")
+        }
         try member(
             BackupFormat.filesName,
             json: BackupFileList(
@@ -94,7 +117,7 @@ public struct BackupWriter: ~Copyable {
         pendingBytes = start.utf8.count
         while let path = pending.popLast() {
             pendingBytes -= path.utf8.count
-            let fd = appd_open_directory_beneath(top, path)
+            let fd = appd_open_directory_beneath(top, path.isEmpty ? "." : path)
             guard fd >= 0 else {
                 switch errno {
                 case ENOENT: continue  // gone since it was listed (or no Library at all)
@@ -117,15 +140,18 @@ public struct BackupWriter: ~Copyable {
                 continue
             }
             defer { closedir(dir) }
-            guard try count(path) else { return }
-            try output.header(path + "/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
-            summary.directories += 1
+            if !path.isEmpty {
+                guard try count(path) else { return }
+                try output.header(
+                    prefix + path + "/", mode: 0o755, size: 0, type: Tar.EntryType.directory)
+                summary.directories += 1
+            }
             var names: [String] = []
             while let entry = readdir(dir) {
                 let raw = directoryEntryName(entry)
                 if raw == [46] || raw == [46, 46] { continue }
                 guard let name = String(validating: raw, as: UTF8.self) else {
-                    skip(path + "/" + Tar.shown(raw), "has a name that is not UTF-8")
+                    skip(Self.joined(path, Tar.shown(raw)), "has a name that is not UTF-8")
                     continue
                 }
                 names.append(name)
@@ -134,13 +160,13 @@ public struct BackupWriter: ~Copyable {
             // Subfolders are pushed in reverse, so they come out in order.
             var folders: [String] = []
             for name in names.sorted(by: { $0.utf8.lexicographicallyPrecedes($1.utf8) }) {
-                let child = path + "/" + name
+                let child = Self.joined(path, name)
                 var st = Glibc.stat()
                 guard fstatat(dirfd(dir), name, &st, AT_SYMLINK_NOFOLLOW) == 0 else {
                     if errno != ENOENT { skip(child, "cannot be read: \(errnoName(errno))") }
                     continue
                 }
-                guard child.utf8.count <= limits.maxPathLength else {
+                guard prefix.utf8.count + child.utf8.count <= limits.maxPathLength else {
                     skip(child, "has a path over \(limits.maxPathLength) bytes")
                     continue
                 }
@@ -148,7 +174,7 @@ public struct BackupWriter: ~Copyable {
                 if BackupFormat.excluded.contains(child) { continue }
                 switch st.st_mode & S_IFMT {
                 case S_IFDIR:
-                    let depth = child.utf8.count { $0 == UInt8(ascii: "/") } + 1
+                    let depth = (prefix + child).utf8.count { $0 == UInt8(ascii: "/") } + 1
                     guard depth <= limits.maxDepth else {
                         skip(child, "is deeper than \(limits.maxDepth) levels; not taken")
                         continue
@@ -207,7 +233,7 @@ public struct BackupWriter: ~Copyable {
         }
         let size = Int64(before.st_size)
         let mode: mode_t = before.st_mode & 0o111 != 0 ? 0o755 : 0o644
-        try output.header(path, mode: mode, size: size, type: Tar.EntryType.regular)
+        try output.header(prefix + path, mode: mode, size: size, type: Tar.EntryType.regular)
         var hasher = ContentHasher()
         var left = size
         var short = false
@@ -235,7 +261,8 @@ public struct BackupWriter: ~Copyable {
         {
             skip(path, "changed while read; taken as the first \(size) bytes read")
         }
-        listing.append(BackupFile(path: path, size: size, sha256: Self.hex(hasher.finish())))
+        listing.append(
+            BackupFile(path: prefix + path, size: size, sha256: Self.hex(hasher.finish())))
         summary.files += 1
         summary.bytes += size
     }
@@ -253,14 +280,15 @@ public struct BackupWriter: ~Copyable {
             return
         }
         try output.header(
-            path, mode: 0o777, size: 0, type: Tar.EntryType.symlink, link: target[..<count])
+            prefix + path, mode: 0o777, size: 0, type: Tar.EntryType.symlink,
+            link: target[..<count])
         summary.links += 1
     }
 
     private mutating func skip(_ path: String, _ reason: String) {
         summary.skippedCount += 1
         if summary.skipped.count < BackupFormat.maxListedSkips {
-            summary.skipped.append(BackupSkip(path: path, reason: reason))
+            summary.skipped.append(BackupSkip(path: prefix + path, reason: reason))
         }
     }
 
@@ -271,6 +299,11 @@ public struct BackupWriter: ~Copyable {
         try output.header(name, mode: 0o644, size: Int64(data.count), type: Tar.EntryType.regular)
         try output.append(Array(data))
         try output.append(zeros: Tar.padding(for: Int64(data.count)))
+    }
+
+    /// `name` in the folder `path` ("": the top).
+    static func joined(_ path: String, _ name: String) -> String {
+        path.isEmpty ? name : path + "/" + name
     }
 
     static func hex(_ bytes: [UInt8]) -> String {

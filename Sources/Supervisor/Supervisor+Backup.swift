@@ -7,14 +7,16 @@ import Foundation
 /// did not pass. Instances already suspended stay as they are; one that a request suspends in
 /// the meantime is left frozen.
 extension Supervisor {
-    /// Freezes every live instance of `appID` that is not suspended, and returns their ids
-    /// (what `thawAfterBackup` thaws). If one cannot be frozen, the ones frozen so far are thawed
-    /// and the error is thrown.
-    public func freezeForBackup(_ appID: String) throws -> [String] {
-        let key = appID.lowercased()
+    /// Freezes every live instance of `appIDs` (the app, and with `--groups` the apps sharing
+    /// its groups) that is not suspended, and returns their ids (what `thawAfterBackup` thaws).
+    /// If one cannot be frozen, the ones frozen so far are thawed and the error is thrown.
+    public func freezeForBackup(_ appIDs: [String]) throws -> [String] {
+        let keys = Set(appIDs.map { $0.lowercased() })
         var frozen: [String] = []
         for (id, entry) in entries
-        where entry.app.lowercased() == key && entry.state.isLive && entry.state != .suspended {
+        where keys.contains(entry.app.lowercased()) && entry.state.isLive
+            && entry.state != .suspended
+        {
             guard let cgroup = entry.cgroup else { continue }
             do {
                 try cgroup.freeze()

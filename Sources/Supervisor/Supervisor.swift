@@ -133,26 +133,42 @@ public actor Supervisor {
     public func whileNotRunning<T: Sendable>(
         _ appID: String, _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        let key = appID.lowercased()
-        await waitForTemporaryEmptying(key)
-        let running = listed(app: appID).instances
-        if running.isEmpty, let count = launching[key], count > 0 {
-            throw AppdError(
-                .conflict, "\(appID) is being launched (\(count) launch(es) under way)",
-                hint: "terminate its instances once they run, then uninstall it")
+        try await whileNotRunning([appID], body)
+    }
+
+    /// The same for several apps at once (a restore with `--groups`: the app and every app
+    /// sharing its groups): none may run, and none is launched until `body` is done.
+    public func whileNotRunning<T: Sendable>(
+        _ appIDs: [String], _ body: @Sendable () async throws -> T
+    ) async throws -> T {
+        var apps: [String] = []
+        for appID in appIDs where !apps.contains(where: { $0.lowercased() == appID.lowercased() }) {
+            apps.append(appID)
         }
-        guard running.isEmpty else {
-            throw AppdError(
-                .conflict,
-                "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
-                hint: "terminate them first: appctl terminate \(appID)")
+        let keys = apps.map { $0.lowercased() }
+        for key in keys { await waitForTemporaryEmptying(key) }
+        // No suspension from here to the closing: what is checked stays true.
+        for (appID, key) in zip(apps, keys) {
+            let running = listed(app: appID).instances
+            if running.isEmpty, let count = launching[key], count > 0 {
+                throw AppdError(
+                    .conflict, "\(appID) is being launched (\(count) launch(es) under way)",
+                    hint: "terminate its instances once they run, then try again")
+            }
+            guard running.isEmpty else {
+                throw AppdError(
+                    .conflict,
+                    "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
+                    hint: "terminate them first: appctl terminate \(appID)")
+            }
+            guard !closedApps.contains(key) else {
+                throw AppdError(.conflict, "\(appID) is already being uninstalled or restored")
+            }
         }
-        guard closedApps.insert(key).inserted else {
-            throw AppdError(.conflict, "\(appID) is already being uninstalled")
-        }
-        defer { closedApps.remove(key) }
-        // Nothing of its containers stays held by its shared namespaces.
-        templates.forget(app: appID)
+        closedApps.formUnion(keys)
+        defer { closedApps.subtract(keys) }
+        // Nothing of their containers stays held by their shared namespaces.
+        for appID in apps { templates.forget(app: appID) }
         return try await body()
     }
 

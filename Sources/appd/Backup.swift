@@ -15,7 +15,9 @@ struct Backup: ParsableCommand {
             manifest (the app, its version and signer, each file's size and SHA-256) and no \
             host uids: 'appd restore' on this host or another gives the files to the app there. \
             The app's running instances are frozen while the data is read and thawed after; \
-            --live takes it without freezing them. Links are stored as links, FIFOs, sockets \
+            --live takes it without freezing them. With --groups the containers of the \
+            app's application groups come too (as AppGroups/<group id>/), and the apps sharing \
+            them are frozen with it. Links are stored as links, FIFOs, sockets \
             and devices are skipped and reported, as is a file that changed while read. With \
             -o FILE the backup is written beside FILE and renamed into place when complete \
             (docs/backup.md).
@@ -31,6 +33,9 @@ struct Backup: ParsableCommand {
 
     @Flag(help: "Do not freeze the app's running instances (the backup may be inconsistent).")
     var live = false
+
+    @Flag(help: "Take the containers of the app's application groups too.")
+    var groups = false
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
@@ -51,7 +56,7 @@ struct Backup: ParsableCommand {
             let file = try BackupOutputFile(toStdout ? nil : output)
             var tail = BackupTail()
             do {
-                try client.backup(id, live: live) { bytes in
+                try client.backup(id, live: live, groups: groups) { bytes in
                     try file.write(bytes)
                     tail.append(bytes)
                     display?.sent(bytes.count)
@@ -77,7 +82,7 @@ struct Backup: ParsableCommand {
 
     static func describe(_ summary: BackupSummary, to place: String) -> String {
         var text =
-            "Backed up \(summary.bundleID.printable): \(summary.files) files, \(summary.directories) folders, \(summary.links) links, \(Output.bytes(summary.bytes)) to \(place)"
+            "Backed up \(summary.bundleID.printable)\(summary.groups.map { " and its groups \($0.map(\.printable).joined(separator: ", "))" } ?? ""): \(summary.files) files, \(summary.directories) folders, \(summary.links) links, \(Output.bytes(summary.bytes)) to \(place)"
         if summary.live {
             text += "\nTaken live: the app's instances were not frozen"
         } else if let held = summary.heldSeconds {

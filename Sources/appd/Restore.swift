@@ -17,7 +17,9 @@ struct Restore: ParsableCommand {
             a restore that fails or is interrupted leaves the app's data as it was. Caches and \
             tmp start empty. Refused while the app runs (--terminate ends its instances first) \
             and when the backup comes from another signer than the installed app's \
-            (--allow-signer-change). A backup is untrusted input: what the bundle installer \
+            (--allow-signer-change). With --groups the application group containers the \
+            backup holds are restored too (each swapped in the same way), and no app sharing \
+            the app's groups may run; without it they are left as they are. A backup is untrusted input: what the bundle installer \
             refuses, a restore refuses (docs/backup.md).
             """
     )
@@ -29,6 +31,9 @@ struct Restore: ParsableCommand {
 
     @Flag(help: "Terminate the app's running instances first (and wait for them).")
     var terminate = false
+
+    @Flag(help: "Restore the backup's application group containers too.")
+    var groups = false
 
     @Argument(
         help: ArgumentHelp("The app's bundle id (case does not matter).", valueName: "id"),
@@ -60,7 +65,9 @@ struct Restore: ParsableCommand {
                 progress ? UploadProgress(totals: size.map { (0, $0) }, verb: "sending") : nil
             let result: APIRestoreResult
             do {
-                result = try client.restore(id, allowSignerChange: allowSignerChange) { write in
+                result = try client.restore(
+                    id, allowSignerChange: allowSignerChange, groups: groups
+                ) { write in
                     var buffer = [UInt8](repeating: 0, count: 256 << 10)
                     while true {
                         let count = buffer.withUnsafeMutableBytes { bytes in
@@ -88,6 +95,16 @@ struct Restore: ParsableCommand {
             print(
                 "Restored \(result.bundleId.printable) from its backup of \(result.backupCreatedAt.printable) (version \((result.backupVersion ?? "unknown").printable)): \(result.files) files, \(Output.bytes(result.bytes))"
             )
+            if let groups = result.groups {
+                print(
+                    "Restored the containers of its groups \(groups.map(\.printable).joined(separator: ", "))"
+                )
+            }
+            if let left = result.groupsNotRestored {
+                print(
+                    "Left as they are: the containers of its groups \(left.map(\.printable).joined(separator: ", ")) in the backup (restore them with --groups)"
+                )
+            }
         }
     }
 }

@@ -236,11 +236,96 @@ struct BackupTests {
     }
 
     /// A valid backup of `files`, with `listed` as files.json says they are.
+    @Test(
+        "--groups: the app's group containers come along (not their Caches); a restore without it leaves them and says so; with it they come back, the group's, while no app of the group runs"
+    )
+    func groups() throws {
+        let daemon = try TestDaemon(
+            config:
+                "[Signer test-groups]\nKey=test.public-key\nBundleIDs=com.example.*\nGroups=group.com.example.*\n"
+        )
+        let shared = GroupIsolationTests.shared
+        for app in ["com.example.backup-a", "com.example.backup-b"] {
+            let installed = try GroupIsolationTests.install(
+                daemon, app, groups: [shared], key: daemon.signingKey)
+            #expect(installed.code == 0, "\(installed.output)")
+        }
+        let group = try GroupIsolationTests.groupPath(daemon, "com.example.backup-a", shared)
+        let sh = { (app: String, script: String) throws -> String in
+            try GroupIsolationTests.run(
+                daemon, app, ["exec", "/bin/sh", "-c", script + " && echo done"])
+        }
+        #expect(
+            try sh(
+                "com.example.backup-a",
+                "echo v1 > \(group)/note && mkdir -p \(group)/Library/Caches \(group)/sub && echo c > \(group)/Library/Caches/c && echo s > \(group)/sub/s"
+            ).contains("done"))
+        try Self.write(daemon, ["file", "Documents/mine", "10"], app: "com.example.backup-a")
+
+        let taken = try Self.backup(daemon, "com.example.backup-a", ["--groups"])
+        #expect(taken.code == 0, "\(taken.output)")
+        #expect(taken.output.contains("and its groups \(shared)"), "\(taken.output)")
+        let list = try Self.listing(taken.file)
+        for name in ["AppGroups/\(shared)/note", "AppGroups/\(shared)/sub/s", "Documents/mine"] {
+            #expect(list.contains(name), "\(name) in \(list)")
+        }
+        #expect(!list.contains("Caches/c"), "\(list)")
+        // Without --groups, no group.
+        let plain = try Self.backup(daemon, "com.example.backup-a")
+        #expect(!(try Self.listing(plain.file)).contains("AppGroups"))
+
+        // The other app of the group changes the shared data.
+        #expect(
+            try sh("com.example.backup-b", "echo v2 > \(group)/note && echo x > \(group)/extra")
+                .contains("done"))
+        let left = try daemon.run("appd", ["restore", "com.example.backup-a", taken.file])
+        #expect(left.code == 0, "\(left.output)")
+        #expect(left.output.contains("Left as they are: the containers of its groups \(shared)"))
+        #expect(try String(contentsOfFile: "\(group)/note", encoding: .utf8) == "v2\n")
+
+        // With --groups, no app of the group may run.
+        let running = try daemon.launch("com.example.backup-b", ["sleep", "600"])
+        let refused = try daemon.run(
+            "appd", ["restore", "--groups", "com.example.backup-a", taken.file])
+        #expect(refused.code != 0)
+        #expect(
+            refused.output.contains("com.example.backup-b has 1 running instance"),
+            "\(refused.output)")
+        #expect(try String(contentsOfFile: "\(group)/note", encoding: .utf8) == "v2\n")
+        _ = try daemon.client.post("/v1/instances/\(running.id)/kill", as: APIInstance.self)
+        _ = try daemon.wait(running.id)
+
+        let restored = try daemon.run(
+            "appd", ["restore", "--groups", "com.example.backup-a", taken.file])
+        #expect(restored.code == 0, "\(restored.output)")
+        #expect(restored.output.contains("Restored the containers of its groups \(shared)"))
+        #expect(try String(contentsOfFile: "\(group)/note", encoding: .utf8) == "v1\n")
+        #expect(!FileManager.default.fileExists(atPath: "\(group)/extra"))
+        #expect(!FileManager.default.fileExists(atPath: "\(group)/Library/Caches/c"))
+        // The group's again: the same path, root and the group's gid, 2770; entries the
+        // restoring app's uid and the group's gid, folders setgid; the old one gone.
+        var top = stat()
+        #expect(lstat(group, &top) == 0)
+        #expect(top.st_uid == 0 && top.st_mode & 0o7777 == 0o2770)
+        var sub = stat()
+        #expect(lstat("\(group)/sub", &sub) == 0)
+        #expect(sub.st_gid == top.st_gid && sub.st_mode & 0o7777 == 0o2770)
+        #expect(Self.owner("\(group)/note") == (try daemon.client.app("com.example.backup-a").uid))
+        let parent = (group as NSString).deletingLastPathComponent
+        #expect(daemon.eventually { Self.entries(parent).count == 1 }, "\(Self.entries(parent))")
+        // The other app of the group reads and writes what came back, in its sandbox.
+        #expect(
+            try sh("com.example.backup-b", "cat \(group)/note && echo v3 >> \(group)/sub/s")
+                .contains("v1"))
+    }
+
     static func crafted(
-        _ entries: [TarEntry], listed: [(String, String)], bundle: String = id, signer: String?
+        _ entries: [TarEntry], listed: [(String, String)], bundle: String = id, signer: String?,
+        groups: [String]? = nil
     ) -> [UInt8] {
+        let named = groups.map { ",\"groups\":[\($0.map { "\"\($0)\"" }.joined(separator: ","))]" }
         let manifest =
-            "{\"bundleID\":\"\(bundle)\",\"createdAt\":\"2026-11-27T00:00:00Z\",\"format\":1,\"live\":false\(signer.map { ",\"signer\":\"\($0)\"" } ?? "")}"
+            "{\"bundleID\":\"\(bundle)\",\"createdAt\":\"2026-11-27T00:00:00Z\",\"format\":1,\"live\":false\(signer.map { ",\"signer\":\"\($0)\"" } ?? "")\(named ?? "")}"
         let files = listed.map { "{\"path\":\"\($0.0)\",\"sha256\":\"\($0.1)\",\"size\":0}" }
         let list = "{\"files\":[\(files.joined(separator: ","))],\"skipped\":[],\"skippedCount\":0}"
         return tarArchive(
@@ -350,6 +435,36 @@ struct BackupTests {
                 "not part of a backup"
             ),
             ("no manifest", tarArchive([.file("Documents/x", "ok")]), "not an appd backup"),
+            (
+                "groups the manifest does not name",
+                Self.crafted(
+                    [.file("AppGroups/group.com.example.g/x", "ok")],
+                    listed: [("AppGroups/group.com.example.g/x", ok)], signer: signer),
+                "'AppGroups' is not part of a backup"
+            ),
+            (
+                "a group the archive lacks",
+                Self.crafted(
+                    [.file("AppGroups/group.com.example.g/x", "ok")],
+                    listed: [("AppGroups/group.com.example.g/x", ok)], signer: signer,
+                    groups: ["group.com.example.g", "group.com.example.h"]),
+                "no folder AppGroups/group.com.example.h"
+            ),
+            (
+                "a group id that is a path",
+                Self.crafted(
+                    [.file("AppGroups/x", "ok")], listed: [("AppGroups/x", ok)], signer: signer,
+                    groups: [".."]),
+                "not a group id"
+            ),
+            (
+                "a group's caches",
+                Self.crafted(
+                    [.file("AppGroups/group.com.example.g/Library/Caches/c", "ok")],
+                    listed: [("AppGroups/group.com.example.g/Library/Caches/c", ok)],
+                    signer: signer, groups: ["group.com.example.g"]),
+                "AppGroups/group.com.example.g/Library/Caches"
+            ),
             (
                 "another app",
                 Self.crafted([], listed: [], bundle: "com.example.other", signer: signer),
