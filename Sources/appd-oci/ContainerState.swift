@@ -47,6 +47,12 @@ struct ContainerRecord: Codable {
         try Cgroups.driver(settings: cgroupSettings).open(
             instance: cgroupInstance, app: cgroupApp)
     }
+
+    /// The container's PID 1 among `processes` (its cgroup's): the launcher's child, in the
+    /// container's pid namespace; its own child is the app.
+    func initPID(among processes: [pid_t]) -> pid_t? {
+        processes.first { Process.stateAndParent($0)?.parent == pid }
+    }
 }
 
 /// A container's status as the runtime spec names them (conmon accepts only these four).
@@ -134,32 +140,35 @@ struct StateRoot {
 
 /// Facts about a host process read from /proc.
 enum Process {
-    /// Field 22 of /proc/PID/stat (start time in clock ticks since boot), nil when gone.
-    static func startTime(_ pid: pid_t) -> UInt64? {
+    /// The fields of /proc/PID/stat after the command's closing parenthesis (fields[0] is
+    /// field 3, the state), nil when the process is gone.
+    static func statFields(_ pid: pid_t) -> [Substring]? {
         guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
             let close = text.lastIndex(of: ")")
         else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        // fields[0] is the state (field 3); the start time is field 22.
-        guard fields.count > 19 else { return nil }
+        return text[text.index(after: close)...].split(separator: " ")
+    }
+
+    /// Field 22 of /proc/PID/stat (start time in clock ticks since boot), nil when gone.
+    static func startTime(_ pid: pid_t) -> UInt64? {
+        guard let fields = statFields(pid), fields.count > 19 else { return nil }
         return UInt64(fields[19])
     }
 
     /// The state letter (field 3) and the parent (field 4).
     static func stateAndParent(_ pid: pid_t) -> (state: Character, parent: pid_t)? {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = text.lastIndex(of: ")")
-        else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 1, let state = fields[0].first, let parent = pid_t(fields[1])
+        guard let fields = statFields(pid), fields.count > 1, let state = fields[0].first,
+            let parent = pid_t(fields[1])
         else { return nil }
         return (state, parent)
     }
 
     /// Whether `pid` is the process that was started at `start` and has not exited (a
-    /// zombie has: its exit status waits for the engine's reaper).
+    /// zombie has: its exit status waits for the engine's reaper). One read of its stat.
     static func isAlive(_ pid: pid_t, start: UInt64) -> Bool {
-        guard pid > 0, startTime(pid) == start, let (state, _) = stateAndParent(pid) else {
+        guard pid > 0, let fields = statFields(pid), fields.count > 19,
+            UInt64(fields[19]) == start, let state = fields[0].first
+        else {
             return false
         }
         return state != "Z" && state != "X"

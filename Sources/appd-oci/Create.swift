@@ -151,16 +151,17 @@ extension OCIRuntime {
             profile: profile,
             launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
             cgroups: settings, limits: profile.cgroupLimits, keepStdin: true)
+        var consoleSocket = ""
         if terminal {
             guard let socket = line.options["console-socket"] else {
                 throw AppdError(
                     .badRequest, "process.terminal is true but no --console-socket was given")
             }
+            consoleSocket = socket
             let opened = try Console.open()
             console = opened
             launch.input = opened.terminal
             launch.output = opened.terminal
-            _ = socket
         }
         if network >= 0 {
             launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
@@ -182,7 +183,7 @@ extension OCIRuntime {
         close(status[1])
         if let console {
             close(console.terminal)
-            try console.send(to: line.options["console-socket"] ?? "")
+            try console.send(to: consoleSocket)
         }
         guard Self.awaitReady(ready[0]) else {
             let text = SandboxLaunch.readAll(status[0])

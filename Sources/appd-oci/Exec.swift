@@ -32,11 +32,7 @@ extension OCIRuntime {
         guard let cgroup = try record.cgroup() else {
             throw AppdError(.notFound, "the cgroup of container \(id) is gone")
         }
-        guard
-            let initPID = try cgroup.processes().first(where: { pid in
-                Process.stateAndParent(pid)?.parent == record.pid
-            })
-        else {
+        guard let initPID = record.initPID(among: try cgroup.processes()) else {
             throw AppdError(.conflict, "the container's PID 1 is gone")
         }
         let pidfd = appd_pidfd_open(initPID, 0)

@@ -147,7 +147,7 @@ struct OCIRuntime {
             } else {
                 // The others (QUIT, STOP, CONT, WINCH, ...) go to the app itself.
                 let processes = (try? cgroup?.processes()) ?? []
-                let initPID = processes.first { Process.stateAndParent($0)?.parent == record.pid }
+                let initPID = record.initPID(among: processes)
                 let app = processes.first { pid in
                     initPID != nil && Process.stateAndParent(pid)?.parent == initPID
                 }
