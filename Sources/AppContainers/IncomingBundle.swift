@@ -39,7 +39,12 @@ public final class IncomingBundle: Sendable {
         }
     }
 
-    deinit { try? FileManager.default.removeItem(atPath: folder) }
+    deinit { discard() }
+
+    /// Removes the folder and what was extracted into it. A failed install calls it before it
+    /// answers, so that the client, told of the failure, finds nothing left (the deinit alone
+    /// may run after the answer).
+    public func discard() { try? FileManager.default.removeItem(atPath: folder) }
 
     /// Installs the extracted tree; `digests` are the extractor's, by relative path.
     public func install(digests: [String: [UInt8]], options: InstallOptions = .init()) throws

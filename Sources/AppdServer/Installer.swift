@@ -72,7 +72,9 @@ final class Installer: Sendable {
             result = try await onQueue {
                 try received.install(digests: extractor.digests, options: options)
             }
-        } catch let error as AppdError {
+        } catch {
+            try? await onQueue { received.discard() }
+            guard let error = error as? AppdError else { throw error }
             throw received.naming(error)
         }
         if let warning = result.signing.warning {
