@@ -154,6 +154,11 @@ struct BackupTests {
     func frozenDuringBackup() throws {
         let daemon = try TestDaemon()
         try daemon.installProbe(Self.id)
+        // More than the socket and the daemon's pipe hold (a few hundred KiB): when the first
+        // bytes reach the client the daemon is still reading, so still holding the app. With
+        // a small backup the whole stream could be out, and the app thawed, before the client
+        // read its first chunk (seen in CI under load).
+        try Self.write(daemon, ["file", "Documents/big", "\(8 << 20)"])
         let run = try daemon.launch(Self.id, ["home", "grow", "Documents/growing", "120"])
         #expect(
             daemon.eventually {
