@@ -36,8 +36,14 @@ struct ContainerRecord: Codable {
     /// The pod network namespace the container joined, if any (`exec` joins it too).
     var networkNamespace: String?
 
-    var cgroupSettings: CgroupSettings {
-        var settings = CgroupSettings(parent: cgroupParent)
+    var cgroupSettings: CgroupSettings { Self.cgroupSettings(parent: cgroupParent) }
+
+    /// How a container's cgroup is laid out under `parent` (the engine's cgroupsPath but its
+    /// last two components): no instance leaves (the engine reads the cgroup the pid file's
+    /// process is in), and the parent may be the hierarchy's root. One definition for `create`
+    /// and for every later command.
+    static func cgroupSettings(parent: String) -> CgroupSettings {
+        var settings = CgroupSettings(parent: parent)
         settings.instanceLeaves = false
         settings.parentMayBeRoot = true
         return settings

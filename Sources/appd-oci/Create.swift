@@ -121,9 +121,7 @@ extension OCIRuntime {
 
         let place = try Self.cgroupPlace(
             spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
-        var settings = CgroupSettings(parent: place.parent)
-        settings.instanceLeaves = false
-        settings.parentMayBeRoot = true
+        let settings = ContainerRecord.cgroupSettings(parent: place.parent)
         let cgroup = try Cgroups.driver(settings: settings).create(
             instance: place.instance, app: place.app, limits: profile.cgroupLimits)
         made = cgroup
