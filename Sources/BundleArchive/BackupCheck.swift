@@ -1,3 +1,4 @@
+import AppBundle
 import AppdBase
 import Foundation
 import Glibc
@@ -68,11 +69,14 @@ public enum BackupCheck {
     }
 
     /// `AppGroups/` holds a folder for each group the manifest names and nothing else; the
-    /// names are group ids (one path component each), none twice in any case.
+    /// names are group ids by install's rule (`BundleIdentifier`, as SigningPolicy checks an
+    /// app's groups: so one path component each), none twice in any case.
     static func checkGroups(_ groups: [String], _ top: Int32) throws {
         var seen = Set<String>()
         for id in groups {
-            guard BackupFormat.isGroupFolderName(id), seen.insert(id.lowercased()).inserted else {
+            guard (try? BundleIdentifier(validating: id)) != nil,
+                seen.insert(id.lowercased()).inserted
+            else {
                 throw AppdError.backup(
                     "its manifest names the group '\(Tar.shown(Array(id.utf8)))', which is not a group id or is named twice"
                 )

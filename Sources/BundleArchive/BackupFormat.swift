@@ -29,19 +29,6 @@ public enum BackupFormat {
     public static let excluded = ["Library/Caches"]
     /// The folder of the group containers (`--groups`), one folder per group id beneath it.
     public static let groupsFolder = "AppGroups"
-
-    /// Whether `id` may name a group's folder in a backup: what an application-group
-    /// entitlement holds (`group.com.example.shared`), a single path component. A manifest's
-    /// group ids come from the archive; anything else refuses it.
-    public static func isGroupFolderName(_ id: String) -> Bool {
-        !id.isEmpty && id.utf8.count <= 255 && id != "." && id != ".."
-            && id.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte)
-                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
-                    || byte == UInt8(ascii: "_")
-            }
-    }
     /// The listed skips in `files.json` and the summary; the rest are counted.
     public static let maxListedSkips = 100
     /// The largest `files.json` a restore reads (about 2.5 million files' lines).
