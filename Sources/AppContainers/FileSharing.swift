@@ -313,10 +313,13 @@ public final class SharedUpload: @unchecked Sendable {
         finished = true
     }
 
-    /// Removes the temporary file (nothing half-written stays).
+    /// Removes the temporary file (nothing half-written stays), and gives its blocks back now:
+    /// truncated first, since an unlinked file keeps them until this value's fd is closed,
+    /// which may be after the client has its answer.
     public func abandon() {
         guard !finished else { return }
         finished = true
+        _ = ftruncate(file.raw, 0)
         _ = unlinkat(parent.raw, temporary, 0)
     }
 
