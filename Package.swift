@@ -4,6 +4,17 @@
 //
 import PackageDescription
 
+// Concrete generic types (`[String]`, `Set<String>`, `[String: PlistValue]`, ...) get their
+// metadata through accessors that call swift_getGenericMetadata with the arguments, not by
+// demangling their mangled name at run time (swift_getTypeByMangledName, then a scan of every
+// protocol conformance in the binary for each requirement). Short-lived processes pay each such
+// lookup on every start: appd-exec on every launch (issue 15, docs/launch-path.md), appd-oci on
+// every engine call (a tenth of its create in perf before its libraries had it, issue 28). So
+// every module those two link is built with it.
+let concreteMetadataAccessors: SwiftSetting = .unsafeFlags([
+    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
+])
+
 // Module boundaries follow ../shared/DESIGN.md: data flows one way,
 // bundle -> validated AppBundle -> installed App (registry) -> ...
 let package = Package(
@@ -45,35 +56,34 @@ let package = Package(
         // What every module may import: the one error type and its codes (shared with the API,
         // each with its HTTP status), errno names from glibc, the EINTR retry, the UTC calendar.
         // No Foundation: the static launcher links it too.
-        .target(name: "AppdBase", dependencies: ["CLinux"]),
+        .target(
+            name: "AppdBase", dependencies: ["CLinux"], swiftSettings: [concreteMetadataAccessors]),
         // Reads and validates a bundle, and its code signature (CodeResources, Ed25519). Pure: it
         // reads, never writes (signing returns the bytes to write; the caller writes them).
         .target(
             name: "AppBundle",
             dependencies: [
                 "AppdBase", "PrintableText", .product(name: "Crypto", package: "swift-crypto"),
-            ]),
+            ],
+            swiftSettings: [concreteMetadataAccessors]),
         // The one rule for printing text someone else chose (Printable): control and bidi
         // characters shown as \u{..}. Standard library only, so appctl and the daemon share it.
-        .target(name: "PrintableText"),
+        .target(name: "PrintableText", swiftSettings: [concreteMetadataAccessors]),
         // The launcher protocol, spelled once for its two sides (docs/launcher-protocol.md): the
         // profile's records and field encoding, appd-exec's options, its status line, and the
         // output relay's time-index layout. Standard library only: the static appd-exec links
         // it, built with appd-exec's flag (below) so that it adds no run-time type lookups.
         .target(
             name: "LauncherProtocol",
-            swiftSettings: [
-                .unsafeFlags([
-                    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
-                ])
-            ]
+            swiftSettings: [concreteMetadataAccessors]
         ),
         // The lifecycle channel's vocabulary (docs/lifecycle.md): message types, field names,
         // the states an app sees, the limits. Standard library only: AppRuntime (what apps
         // link) and the Supervisor both import it, and neither gets the other.
         .target(name: "LifecycleProtocol"),
         // Wire types of the daemon's API (Codable), shared by server and clients.
-        .target(name: "AppdAPI", dependencies: ["AppdBase"]),
+        .target(
+            name: "AppdAPI", dependencies: ["AppdBase"], swiftSettings: [concreteMetadataAccessors]),
         // The daemon's client: blocking HTTP/1.1 over the Unix socket, plain POSIX sockets (no
         // event loop to start: appctl answers in milliseconds).
         .target(name: "AppdClient", dependencies: ["AppdBase", "AppdAPI"]),
@@ -107,13 +117,15 @@ let package = Package(
                 "AppdBase",
                 "AppBundle", "AppdAPI", "CLinux", "Sandbox",
                 .product(name: "GRDB", package: "GRDB.swift"),
-            ]
+            ],
+            swiftSettings: [concreteMetadataAccessors]
         ),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
         .target(
             name: "Sandbox",
-            dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"]),
+            dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"],
+            swiftSettings: [concreteMetadataAccessors]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
         .target(
             name: "Supervisor",
@@ -181,11 +193,7 @@ let package = Package(
         .executableTarget(
             name: "appd-exec",
             dependencies: ["CLinux", "LauncherProtocol"],
-            swiftSettings: [
-                .unsafeFlags([
-                    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
-                ])
-            ],
+            swiftSettings: [concreteMetadataAccessors],
             linkerSettings: [.unsafeFlags(["-static-executable"])]
         ),
         // The OCI runtime (issue 28, docs/oci-runtime.md): a second front door to the same
@@ -204,9 +212,7 @@ let package = Package(
             ],
             swiftSettings: [
                 .unsafeFlags(["-static-stdlib"], .when(configuration: .release)),
-                .unsafeFlags([
-                    "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
-                ]),
+                concreteMetadataAccessors,
             ],
             linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]
         ),

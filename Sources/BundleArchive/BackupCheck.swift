@@ -123,7 +123,7 @@ public enum BackupCheck {
             guard let want = listed[path] else {
                 throw AppdError.backup("'\(shown)' is in the archive but not in files.json")
             }
-            guard want == BackupWriter.hex(digest) else {
+            guard want == ContentHasher.hex(digest) else {
                 throw AppdError.backup(
                     "'\(shown)' does not match its SHA-256 in files.json (the archive was changed or damaged)"
                 )

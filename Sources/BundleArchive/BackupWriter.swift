@@ -262,7 +262,7 @@ public struct BackupWriter: ~Copyable {
             skip(path, "changed while read; taken as the first \(size) bytes read")
         }
         listing.append(
-            BackupFile(path: prefix + path, size: size, sha256: Self.hex(hasher.finish())))
+            BackupFile(path: prefix + path, size: size, sha256: ContentHasher.hex(hasher.finish())))
         summary.files += 1
         summary.bytes += size
     }
@@ -304,16 +304,5 @@ public struct BackupWriter: ~Copyable {
     /// `name` in the folder `path` ("": the top).
     static func joined(_ path: String, _ name: String) -> String {
         path.isEmpty ? name : path + "/" + name
-    }
-
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: text, as: UTF8.self)
     }
 }

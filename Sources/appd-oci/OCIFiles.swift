@@ -3,8 +3,11 @@ import Foundation
 import Glibc
 
 /// Reading and writing the small files an engine and appd-oci exchange: bounded reads, and
-/// writes that are whole or absent (a temporary name, fsync, rename), as the shim and conmon
-/// read the pid file the moment `create` returns.
+/// writes that are whole or absent (a temporary name, then rename), as the shim and conmon
+/// read the pid file the moment `create` returns. Not fsynced: this is state of the running
+/// boot, kept where engines keep it, on /run's tmpfs (runc's /run/runc does the same); its
+/// containers end with the boot a crash would end. On a state root on disk an fsync made each
+/// `create` and `delete` wait for the disk (perf sched, bench-oci).
 enum OCIFiles {
     static func read(_ path: String, limit: Int, what: String) throws -> Data {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
@@ -27,15 +30,14 @@ enum OCIFiles {
                 path, limit: limit, what: what)
     }
 
-    /// Writes `bytes` to `path` whole: a temporary file beside it, synced, renamed over it.
+    /// Writes `bytes` to `path` whole: a temporary file beside it, renamed over it.
     static func writeAtomically(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws {
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = "\(directory.isEmpty ? "." : directory)/.\(UUID().uuidString).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard fd >= 0 else { throw AppdError.system("cannot create \(temporary)") }
         let written = bytes.withUnsafeBytes { writeAll(fd, $0) }
-        var ok = (try? written.get()) != nil && fsync(fd) == 0
-        ok = close(fd) == 0 && ok
+        let ok = close(fd) == 0 && (try? written.get()) != nil
         guard ok, rename(temporary, path) == 0 else {
             let error = AppdError.system("cannot write \(path)")
             unlink(temporary)

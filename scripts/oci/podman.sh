@@ -4,7 +4,8 @@
 # (--network none: nothing touches the host's), cgroupfs (systemd is not PID 1 here).
 
 pm() {
-    CONTAINERS_CONF=$WORK/podman/containers.conf podman --root "$WORK/podman/root" --runroot "$WORK/podman/run" --tmpdir "$WORK/podman/tmp" \
+    CONTAINERS_CONF=$WORK/podman/containers.conf podman --root "$WORK/podman/root" \
+        --runroot "${PODMAN_RUNROOT:-$WORK/podman/run}" --tmpdir "${PODMAN_TMPDIR:-$WORK/podman/tmp}" \
         --storage-driver "$STORAGE_DRIVER" --cgroup-manager cgroupfs --events-backend none \
         --runtime "$RUNTIME" "$@"
 }

@@ -191,8 +191,16 @@ public struct ContentHasher {
         }
     }
 
+    /// Lower-case hex, two digits a byte.
     public static func hex(_ bytes: [UInt8]) -> String {
-        bytes.map { String(format: "%02x", $0) }.joined()
+        let digits = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 }
 
@@ -213,7 +221,10 @@ extension BundleLayout {
 /// (the installer builds it while copying instead).
 struct ManifestHasher: BundleVisitor {
     var builder: ManifestBuilder
-    private var buffer = [UInt8](repeating: 0, count: 1 << 18)
+    /// Only the bytes a read wrote are used: no need to zero 256 KiB per verification.
+    private var buffer = [UInt8](unsafeUninitializedCapacity: 1 << 18) { _, count in
+        count = 1 << 18
+    }
 
     init(layout: BundleLayout) { builder = ManifestBuilder(layout: layout) }
 
