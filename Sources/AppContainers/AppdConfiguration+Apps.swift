@@ -1,4 +1,5 @@
 import AppBundle
+import AppdAPI
 import AppdBase
 import Sandbox
 
@@ -110,7 +111,7 @@ extension AppdConfiguration {
 
     /// `[App ID]` opens a section for that bundle id.
     mutating func addApp(_ section: String, place: String) throws -> String {
-        let id = section.dropFirst("App".count).trimmingCharacters(in: .whitespaces)
+        let id = section.dropFirst("App".count).trimmingWhitespace()
         do {
             _ = try BundleIdentifier(validating: id)
         } catch {

@@ -1,3 +1,4 @@
+import AppdAPI
 import AppdBase
 import Foundation
 import Glibc
@@ -21,7 +22,7 @@ extension AppdConfiguration {
         if text.isEmpty { lines = [] }
 
         func sectionName(_ line: String) -> String? {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingWhitespace()
             guard trimmed.hasPrefix("["), trimmed.hasSuffix("]"), trimmed.count >= 2 else {
                 return nil
             }
@@ -29,21 +30,21 @@ extension AppdConfiguration {
         }
         func isApp(_ name: String) -> Bool {
             guard name.hasPrefix("App ") else { return false }
-            return name.dropFirst(4).trimmingCharacters(in: .whitespaces).lowercased()
+            return name.dropFirst(4).trimmingWhitespace().lowercased()
                 == id.lowercased()
         }
         func key(_ line: String) -> String? {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            let trimmed = line.trimmingWhitespace()
             guard !trimmed.isEmpty, !trimmed.hasPrefix("#"), !trimmed.hasPrefix(";"),
                 let equals = trimmed.firstIndex(of: "=")
             else { return nil }
-            return trimmed[..<equals].trimmingCharacters(in: .whitespaces)
+            return trimmed[..<equals].trimmingWhitespace()
         }
 
         guard let header = lines.firstIndex(where: { sectionName($0).map(isApp) ?? false }) else {
             guard !settings.isEmpty else { return text }
             var result = lines
-            if let last = result.last, !last.trimmingCharacters(in: .whitespaces).isEmpty {
+            if let last = result.last, !last.trimmingWhitespace().isEmpty {
                 result.append("")
             }
             result.append("[App \(id)]")
@@ -84,7 +85,7 @@ extension AppdConfiguration {
         var result = Array(lines[..<header]) + newSection + Array(lines[end...])
         // A removed section at the end leaves no trailing blank line behind.
         while settings.isEmpty, end == lines.count, let last = result.last,
-            last.trimmingCharacters(in: .whitespaces).isEmpty
+            last.trimmingWhitespace().isEmpty
         {
             result.removeLast()
         }

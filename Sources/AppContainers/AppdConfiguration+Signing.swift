@@ -1,11 +1,12 @@
 import AppBundle
+import AppdAPI
 import AppdBase
 import Foundation
 
 extension AppdConfiguration {
     /// `[Signer NAME]` opens a new signer; the keys that follow fill it in.
     mutating func addSigner(_ section: String, place: String) throws {
-        let name = section.dropFirst("Signer".count).trimmingCharacters(in: .whitespaces)
+        let name = section.dropFirst("Signer".count).trimmingWhitespace()
         guard !name.isEmpty, !name.contains(" ") else {
             throw AppdError(
                 .invalidConfig,

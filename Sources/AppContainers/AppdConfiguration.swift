@@ -1,4 +1,5 @@
 import AppBundle
+import AppdAPI
 import AppdBase
 import Foundation
 import Sandbox
@@ -64,7 +65,7 @@ public struct AppdConfiguration: Sendable, Equatable {
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false)
             .enumerated()
         {
-            let line = rawLine.trimmingCharacters(in: .whitespaces)
+            let line = rawLine.trimmingWhitespace()
             let place = "\(file):\(index + 1)"
             if line.isEmpty || line.hasPrefix("#") || line.hasPrefix(";") { continue }
             if line.hasPrefix("[") {
@@ -99,8 +100,8 @@ public struct AppdConfiguration: Sendable, Equatable {
             guard let equals = line.firstIndex(of: "=") else {
                 throw AppdError(.invalidConfig, "\(place): expected Key=Value, found '\(line)'")
             }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            let key = line[..<equals].trimmingWhitespace()
+            let value = line[line.index(after: equals)...].trimmingWhitespace()
             if let app {
                 try config.setApp(app, section: section, key: key, value: value, place: place)
             } else {
@@ -156,7 +157,7 @@ public struct AppdConfiguration: Sendable, Equatable {
             bundleLimits.maxEntitlementsBytes = Int(try bytes())
         case ("Users", "UIDRange"), ("Users", "GroupRange"):
             let parts = value.split(separator: "-").map {
-                UInt32($0.trimmingCharacters(in: .whitespaces))
+                UInt32($0.trimmingWhitespace())
             }
             guard parts.count == 2, let low = parts[0], let high = parts[1], low <= high else {
                 throw bad("a range 'FIRST-LAST'")
