@@ -110,6 +110,27 @@ extension PlistValue: Encodable {
 /// are XML entity declarations and duplicate keys, which Foundation resolves silently by keeping
 /// the last one: a reviewer reading the file must see what appd sees.
 enum PropertyListReader {
+    /// Whether `text`'s bytes occur in `data`: a plain scan (Data.range(of:) was a seventh of
+    /// the parse of a two-key plist, perf of appd-oci create). Plists are bounded by
+    /// MaxInfoPlistBytes, so the quadratic worst case is too.
+    static func contains(_ data: Data, _ text: String) -> Bool {
+        let needle = Array(text.utf8)
+        return data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            guard let first = needle.first, bytes.count >= needle.count else { return false }
+            var start = 0
+            while start + needle.count <= bytes.count {
+                if bytes[start] == first,
+                    needle.indices.allSatisfy({ bytes[start + $0] == needle[$0] })
+                {
+                    return true
+                }
+                start += 1
+            }
+            return false
+        }
+    }
+
     static func dictionary(from data: Data, maxBytes: Int) throws(PlistFailure) -> [String:
         PlistValue]
     {
@@ -126,7 +147,7 @@ enum PropertyListReader {
                     "is not an XML or binary property list (text and OpenStep plists are not accepted)"
                 )
             }
-            if data.range(of: Data("<!ENTITY".utf8)) != nil {
+            if contains(data, "<!ENTITY") {
                 throw PlistFailure(
                     "declares XML entities, which are not accepted in a property list")
             }
