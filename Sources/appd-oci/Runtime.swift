@@ -201,10 +201,19 @@ struct OCIRuntime {
             if let cgroup = try? record.cgroup() {
                 try? cgroup.thaw()
                 try? cgroup.kill()
+                // The killed processes take a moment to leave: polled from 1 ms, doubling up
+                // to 20 ms, about 1 s in all (a fixed 20 ms made each `delete --force` of a
+                // running container wait at least that long).
                 var removed = false
-                for _ in 0..<50 where !removed {
+                var pause: UInt32 = 1_000
+                var waited: UInt32 = 0
+                while !removed && waited < 1_000_000 {
                     removed = (try? cgroup.remove()) != nil
-                    if !removed { usleep(20_000) }
+                    if !removed {
+                        usleep(pause)
+                        waited += pause
+                        pause = min(pause * 2, 20_000)
+                    }
                 }
                 if !removed { log.warning("the cgroup of \(id) could not be removed") }
             }
