@@ -224,7 +224,74 @@ struct ProfileParser {
         case .arg:
             try fields(1)
             profile.arguments.append(values[0])
+        case .userns:
+            try fields(3)
+            try once()
+            let count = try Self.id(values[2])
+            let uid = try Self.id(values[0])
+            let gid = try Self.id(values[1])
+            guard count > 0, count <= 1 << 20, UInt64(uid) + UInt64(count) < UInt64(UInt32.max),
+                UInt64(gid) + UInt64(count) < UInt64(UInt32.max), uid > 0, gid > 0
+            else { throw LaunchFailure("profile", "bad userns range") }
+            profile.userNamespace = UserNamespaceMap(uid: uid, gid: gid, count: count)
+        case .capabilities:
+            guard let first = values.first, let set = ProfileCapabilitySet(rawValue: first) else {
+                throw LaunchFailure("profile", "capabilities needs a set name")
+            }
+            var masks = profile.capabilities ?? CapabilityMasks()
+            guard !masks.given.contains(set) else {
+                throw LaunchFailure("profile", "capabilities \(first) given twice")
+            }
+            var bits: UInt64 = 0
+            for name in values.dropFirst() {
+                guard let number = ProfileCapability.number(name) else {
+                    throw LaunchFailure("profile", "unknown capability '\(singleLine(name))'")
+                }
+                bits |= 1 << UInt64(number)
+            }
+            switch set {
+            case .bounding: masks.bounding = bits
+            case .effective: masks.effective = bits
+            case .permitted: masks.permitted = bits
+            case .inheritable: masks.inheritable = bits
+            case .ambient: masks.ambient = bits
+            }
+            masks.given.append(set)
+            profile.capabilities = masks
+        case .newPrivileges:
+            try fields(0)
+            try once()
+            profile.newPrivileges = true
+        case .sysctl:
+            try fields(2)
+            guard Self.isNamespacedSysctl(values[0]) else {
+                throw LaunchFailure(
+                    "profile", "sysctl '\(singleLine(values[0]))' is not a namespaced one")
+            }
+            profile.sysctls.append((values[0], values[1]))
         }
+    }
+
+    /// The sysctls a container's own namespaces hold (net, ipc): `net.*`, `kernel.shm*`,
+    /// `kernel.msg*`, `kernel.sem`, `fs.mqueue.*`; letters, digits, `_`, `-` and single dots.
+    static func isNamespacedSysctl(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "."),
+            bytes.last != UInt8(ascii: ".")
+        else { return false }
+        var previousDot = false
+        for byte in bytes {
+            let dot = byte == UInt8(ascii: ".")
+            let allowed =
+                dot || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            if !allowed || (dot && previousDot) { return false }
+            previousDot = dot
+        }
+        return name.hasPrefix("net.") || name.hasPrefix("kernel.shm")
+            || name.hasPrefix("kernel.msg") || name == "kernel.sem" || name.hasPrefix("fs.mqueue.")
     }
 
     private static func mount(_ values: [String]) throws -> MountRecord {
@@ -270,6 +337,21 @@ struct ProfileParser {
             return .file(
                 destination: try absolute(values[1]), mode: try mode(values[2]),
                 content: Array(values[3].utf8))
+        case .fs:
+            try fields(4)
+            let types = ["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"]
+            guard types.contains(values[1]) else {
+                throw LaunchFailure("profile", "mount fs of type '\(values[1])' is not allowed")
+            }
+            return .filesystem(
+                type: values[1], source: values[2], destination: try absolute(values[3]),
+                options: values[4])
+        case .mask:
+            try fields(1)
+            return .mask(destination: try absolute(values[1]))
+        case .roPath:
+            try fields(1)
+            return .readOnlyPath(destination: try absolute(values[1]))
         }
     }
 

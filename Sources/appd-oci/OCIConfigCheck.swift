@@ -1,5 +1,6 @@
 import AppdBase
 import Glibc
+import LauncherProtocol
 
 /// What an engine's config.json may ask of appd-oci (docs/oci-runtime.md, "Narrow, never
 /// widen"). The sandbox comes from the bundle's entitlements and the node's appd.conf; the
@@ -44,16 +45,26 @@ enum OCIConfigCheck {
     /// The namespaces that must be the container's own (listed, so not the host's).
     static let requiredNamespaces = ["pid", "ipc", "uts", "mount", "network"]
 
-    /// Throws naming the first thing `spec` asks that would widen the sandbox.
-    static func check(_ spec: OCISpec) throws {
+    /// Throws naming the first thing `spec` asks that would widen the sandbox. A plain
+    /// container (`bundle` given) holds its capabilities, ids and sysctls in namespaces of its
+    /// own: any capability, a uid mapping inside its 65,536 ids, a namespaced sysctl, and a
+    /// bind mount that is read-only (or whose source is in the bundle folder: mounted
+    /// read-only) are accepted for it.
+    static func check(_ spec: OCISpec, plainBundle bundle: String? = nil) throws {
         func refuse(_ what: String, _ hint: String? = nil) -> AppdError {
             AppdError(
                 .permissionDenied, "config.json asks for \(what), which would widen the sandbox",
                 hint: hint ?? "appd-oci narrows a sandbox, never widens it (docs/oci-runtime.md)")
         }
         let asked = spec.process?.capabilities?.all ?? []
+        if bundle != nil {
+            if let unknown = asked.sorted().first(where: { ProfileCapability.number($0) == nil }) {
+                throw AppdError(
+                    .invalidConfig, "config.json asks for the unknown capability \(unknown)")
+            }
+        }
         let added = asked.subtracting(engineDefaultCapabilities).sorted()
-        if !added.isEmpty {
+        if !added.isEmpty && bundle == nil {
             throw refuse(
                 "the capabilities \(added.joined(separator: ", "))",
                 "a privileged container (--privileged, --cap-add) cannot run under appd-oci")
@@ -78,13 +89,38 @@ enum OCIConfigCheck {
         if let user = spec.namespace("user"), user.path != nil {
             throw refuse("another process's user namespace")
         }
-        if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
+        if bundle != nil {
+            // The container's ids are 0-65535 on its own host range, whatever the host side
+            // of a mapping says; a mapping of ids past them is refused.
+            for mapping in (spec.linux?.uidMappings ?? []) + (spec.linux?.gidMappings ?? []) {
+                let end = UInt64(mapping.containerID ?? 0) + UInt64(mapping.size ?? 0)
+                if end > UInt64(PlainIDRange.size) {
+                    throw refuse(
+                        "a user namespace mapping past the container's 65536 ids",
+                        "a plain container's ids are 0-65535, on a host range appd-oci chooses")
+                }
+            }
+        } else if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
             throw refuse("a user namespace with uid mappings", "--userns is not supported")
         }
-        let foreign = (spec.linux?.sysctl ?? [:]).keys.filter { !engineSysctls.contains($0) }
-        if let first = foreign.sorted().first { throw refuse("the sysctl \(first)") }
+        let foreign = (spec.linux?.sysctl ?? [:]).keys.filter {
+            bundle == nil ? !engineSysctls.contains($0) : !isNamespacedSysctl($0)
+        }
+        if let first = foreign.sorted().first {
+            throw refuse(
+                "the sysctl \(first)",
+                bundle == nil
+                    ? nil
+                    : "a plain container may set namespaced sysctls only: net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*"
+            )
+        }
         for mount in spec.mounts ?? [] {
             let destination = normalized(mount.destination)
+            if let bundle, mount.isBind, let source = mount.source,
+                mount.isReadOnly || isInside(source, bundle)
+            {
+                continue
+            }
             if engineMounts.contains(destination) || destination == dataVolume { continue }
             guard mount.isBind else {
                 // A tmpfs or another kernel filesystem at a path of the engine's choosing:
@@ -122,6 +158,25 @@ enum OCIConfigCheck {
             }
         }
         return false
+    }
+
+    /// The sysctls a container's own network and ipc namespaces hold.
+    static func isNamespacedSysctl(_ name: String) -> Bool {
+        (name.hasPrefix("net.") || name.hasPrefix("kernel.shm") || name.hasPrefix("kernel.msg")
+            || name == "kernel.sem" || name.hasPrefix("fs.mqueue."))
+            && !name.contains("/") && !name.contains("..")
+    }
+
+    /// Whether the host path `path` names `folder` or something in it, once both are resolved
+    /// (a link in either is followed as the mount would follow it).
+    static func isInside(_ path: String, _ folder: String) -> Bool {
+        guard let resolvedPath = realpath(path, nil) else { return false }
+        defer { free(resolvedPath) }
+        guard let resolvedFolder = realpath(folder, nil) else { return false }
+        defer { free(resolvedFolder) }
+        let inner = String(cString: resolvedPath)
+        let outer = String(cString: resolvedFolder)
+        return inner == outer || inner.hasPrefix(outer == "/" ? "/" : outer + "/")
     }
 
     /// `/a//b/` → `/a/b`.
