@@ -57,12 +57,6 @@ enum OCIConfigCheck {
                 hint: hint ?? "appd-oci narrows a sandbox, never widens it (docs/oci-runtime.md)")
         }
         let asked = spec.process?.capabilities?.all ?? []
-        if bundle != nil {
-            if let unknown = asked.sorted().first(where: { ProfileCapability.number($0) == nil }) {
-                throw AppdError(
-                    .invalidConfig, "config.json asks for the unknown capability \(unknown)")
-            }
-        }
         let added = asked.subtracting(engineDefaultCapabilities).sorted()
         if !added.isEmpty && bundle == nil {
             throw refuse(
@@ -71,6 +65,9 @@ enum OCIConfigCheck {
         }
         for device in spec.linux?.devices ?? [] where !standardDevices.contains(device.path) {
             throw refuse("the host device \(device.path)", "--device is not supported")
+        }
+        for namespace in spec.linux?.namespaces ?? [] {
+            if let path = namespace.path { try checkType(path, namespace.type) }
         }
         for type in requiredNamespaces where spec.namespace(type) == nil {
             throw refuse(
@@ -158,6 +155,28 @@ enum OCIConfigCheck {
             }
         }
         return false
+    }
+
+    /// The namespace file at `path` is a namespace of `type` (NS_GET_NSTYPE), or a
+    /// one-line error naming both.
+    static func checkType(_ path: String, _ type: String) throws {
+        let flags: [String: Int32] = [
+            "pid": 0x2000_0000, "network": 0x4000_0000, "mount": 0x0002_0000,
+            "ipc": 0x0800_0000, "uts": 0x0400_0000, "user": 0x1000_0000, "cgroup": 0x0200_0000,
+        ]
+        guard let expected = flags[type] else {
+            throw AppdError(.invalidConfig, "config.json names an unknown namespace type \(type)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AppdError.system("cannot open the \(type) namespace \(path)")
+        }
+        defer { close(fd) }
+        let found = ioctl(fd, UInt(0xB703))  // NS_GET_NSTYPE
+        guard found == expected else {
+            throw AppdError(
+                .invalidConfig, "config.json's \(type) namespace path \(path) is not a \(type) namespace")
+        }
     }
 
     /// The sysctls a container's own network and ipc namespaces hold.

@@ -3,6 +3,7 @@ import CLinux
 import AppdBase
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 
 /// A container without a `.app` (docs/oci-runtime.md, "Plain containers"): only with the
@@ -137,13 +138,22 @@ enum PlainContainer {
         profile.gid = gid
         profile.groups = groups
         profile.userNamespace = .init(hostUID: hostID, hostGID: hostID, count: idCount)
+        // As runc: a name this kernel's list does not hold is left out, with a warning.
         let caps = spec.process?.capabilities
+        if let unknown = caps?.all.filter({ ProfileCapability.number($0) == nil }).sorted(),
+            !unknown.isEmpty
+        {
+            log.warning("ignoring unknown capabilities: \(unknown.joined(separator: ", "))")
+        }
+        func known(_ names: [String]?) -> [String] {
+            (names ?? []).filter { ProfileCapability.number($0) != nil }
+        }
         var sets = SandboxProfile.CapabilitySets()
-        sets.bounding = caps?.bounding ?? []
-        sets.effective = caps?.effective ?? []
-        sets.permitted = caps?.permitted ?? []
-        sets.inheritable = caps?.inheritable ?? []
-        sets.ambient = caps?.ambient ?? []
+        sets.bounding = known(caps?.bounding)
+        sets.effective = known(caps?.effective)
+        sets.permitted = known(caps?.permitted)
+        sets.inheritable = known(caps?.inheritable)
+        sets.ambient = known(caps?.ambient)
         profile.capabilities = sets
         if spec.process?.noNewPrivileges != true { profile.newPrivileges = true }
         profile.rlimits = try rlimits(spec.process?.rlimits ?? [], over: profile.rlimits)
