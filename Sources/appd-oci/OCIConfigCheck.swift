@@ -175,7 +175,8 @@ enum OCIConfigCheck {
         let found = ioctl(fd, UInt(0xB703))  // NS_GET_NSTYPE
         guard found == expected else {
             throw AppdError(
-                .invalidConfig, "config.json's \(type) namespace path \(path) is not a \(type) namespace")
+                .invalidConfig,
+                "config.json's \(type) namespace path \(path) is not a \(type) namespace")
         }
     }
 

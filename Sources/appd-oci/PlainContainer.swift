@@ -1,6 +1,6 @@
 import AppContainers
-import CLinux
 import AppdBase
+import CLinux
 import Foundation
 import Glibc
 import LauncherProtocol
@@ -163,7 +163,8 @@ enum PlainContainer {
         }
         if spec.linux?.seccomp != nil {
             log.warning(
-                "linux.seccomp is not applied: a plain container runs under appd's seccomp deny list")
+                "linux.seccomp is not applied: a plain container runs under appd's seccomp deny list"
+            )
         }
 
         profile.executable = executable
@@ -222,7 +223,8 @@ enum PlainContainer {
     static func holdsSysResource() -> Bool {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
             let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
-            let bits = UInt64(line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+            let bits = UInt64(
+                line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
         else { return false }
         return bits & (1 << 24) != 0
     }
