@@ -153,7 +153,7 @@ struct PlainContainerTests {
             busybox mount -t tmpfs none /proc/version; echo mount=$?
             busybox umount /proc/version; echo umount=$?
             busybox mount -o remount,rw /secret; echo remount=$?
-            busybox unshare -U -m true; echo unshare=$?
+            busybox unshare -U true; echo unshare=$?
             echo masked=$(busybox wc -c < /proc/version)
             """)
         let secret = try String(contentsOfFile: bundle.secret, encoding: .utf8)
