@@ -59,6 +59,31 @@ public enum ProfileRecord: String, Sendable {
     case sysctl
 }
 
+/// The names `sysctl` may hold: appd-oci checks them at create, appd-exec again.
+public enum ProfileSysctl {
+    /// The sysctls a container's own namespaces hold (net, ipc): `net.*`, `kernel.shm*`,
+    /// `kernel.msg*`, `kernel.sem`, `fs.mqueue.*`; letters, digits, `_`, `-` and single dots.
+    public static func isNamespaced(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "."),
+            bytes.last != UInt8(ascii: ".")
+        else { return false }
+        var previousDot = false
+        for byte in bytes {
+            let dot = byte == UInt8(ascii: ".")
+            let allowed =
+                dot || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            if !allowed || (dot && previousDot) { return false }
+            previousDot = dot
+        }
+        return name.hasPrefix("net.") || name.hasPrefix("kernel.shm")
+            || name.hasPrefix("kernel.msg") || name == "kernel.sem" || name.hasPrefix("fs.mqueue.")
+    }
+}
+
 /// The sets of `capabilities`.
 public enum ProfileCapabilitySet: String, Sendable, Codable, CaseIterable {
     case bounding, effective, permitted, inheritable, ambient

@@ -110,15 +110,8 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public init() {}
     }
 
-    public struct Sysctl: Sendable, Equatable, Codable {
-        public var name: String
-        public var value: String
-
-        public init(name: String, value: String) {
-            self.name = name
-            self.value = value
-        }
-    }
+    /// A sysctl: a name and a value, as an environment variable is.
+    public typealias Sysctl = EnvironmentVariable
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String

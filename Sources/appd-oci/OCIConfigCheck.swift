@@ -101,7 +101,7 @@ enum OCIConfigCheck {
             throw refuse("a user namespace with uid mappings", "--userns is not supported")
         }
         let foreign = (spec.linux?.sysctl ?? [:]).keys.filter {
-            bundle == nil ? !engineSysctls.contains($0) : !isNamespacedSysctl($0)
+            bundle == nil ? !engineSysctls.contains($0) : !ProfileSysctl.isNamespaced($0)
         }
         if let first = foreign.sorted().first {
             throw refuse(
@@ -178,13 +178,6 @@ enum OCIConfigCheck {
                 .invalidConfig,
                 "config.json's \(type) namespace path \(path) is not a \(type) namespace")
         }
-    }
-
-    /// The sysctls a container's own network and ipc namespaces hold.
-    static func isNamespacedSysctl(_ name: String) -> Bool {
-        (name.hasPrefix("net.") || name.hasPrefix("kernel.shm") || name.hasPrefix("kernel.msg")
-            || name == "kernel.sem" || name.hasPrefix("fs.mqueue."))
-            && !name.contains("/") && !name.contains("..")
     }
 
     /// Whether the host path `path` names `folder` or something in it, once both are resolved

@@ -173,7 +173,8 @@ struct PlainContainerTests {
             bundle.remove()
         }
         try bundle.write(script: "busybox sleep 30")
-        let created = try bundle.oci(["create", "--bundle", bundle.bundle, bundle.id], detached: true)
+        let created = try bundle.oci(
+            ["create", "--bundle", bundle.bundle, bundle.id], detached: true)
         #expect(created.code == 0, "\(created.stderr)")
         #expect(try bundle.oci(["start", bundle.id], detached: true).code == 0)
         var uids: [UInt32] = []
