@@ -65,6 +65,9 @@ enum Init {
             try Network.setUp(profile, joined: launch.joined)
             if profile.memfdNoexec { try denyExecutableMemfds(profile) }
             for sysctl in profile.sysctls { try write(sysctl: sysctl.name, sysctl.value) }
+            if profile.tmpfsRoot && launch.joined == nil {
+                try Mounts(profile: profile).restrictPaths()
+            }
         }
 
         // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile

@@ -99,6 +99,19 @@ struct Mounts {
         }
     }
 
+    /// Masked and read-only paths, applied by PID 1 once the root is built and after the
+    /// writes it makes through /proc/sys (sysctls, vm.memfd_noexec): a read-only /proc/sys
+    /// would refuse them.
+    func restrictPaths() throws {
+        for record in profile.mounts {
+            switch record {
+            case .mask(let destination): try mask(destination, destination, root: "")
+            case .readOnlyPath(let destination): try makeReadOnly(destination, destination)
+            default: continue
+            }
+        }
+    }
+
     /// The bubblewrap layout, for kernels without open_tree: two pivots.
     private func buildWithScratchRoot(_ sources: UnsafeMutablePointer<Source>) throws {
         // Resolve the bind sources on the host first: an absolute symlink in a source must
@@ -224,10 +237,8 @@ struct Mounts {
                 if case .devices(let fds) = source { nodes = fds }
                 try addDeviceNodes(target, nodes: nodes, root: root)
             }
-        case .mask(let destination):
-            try mask(root + destination, destination, root: root)
-        case .readOnlyPath(let destination):
-            try makeReadOnly(root + destination, destination)
+        case .mask, .readOnlyPath:
+            return  // restrictPaths, later
         case .file(let destination, let mode, let content):
             let path = root + destination
             try FileIO.makeDirectories(FileIO.parent(of: path), mode: 0o755, step: "mount")

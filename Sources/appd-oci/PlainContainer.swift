@@ -98,11 +98,13 @@ enum PlainContainer {
             let destination = OCIConfigCheck.normalized(mount.destination)
             let options = mount.options ?? []
             if mount.isBind {
-                guard let source = mount.source,
+                guard !OCIConfigCheck.engineMounts.contains(destination),
+                    let source = mount.source,
                     mount.isReadOnly || OCIConfigCheck.isInside(source, bundle)
                 else {
-                    // An engine's writable file about the container (/etc/hosts...): not
-                    // mounted, as for an app (OCIConfigCheck refused any other).
+                    // An engine's file about the container (/etc/hosts, resolv.conf...): not
+                    // mounted, as for an app (the image's /etc is read-only; OCIConfigCheck
+                    // refused any other writable bind).
                     continue
                 }
                 var bind = SandboxProfile.Mount.roBind(source)
