@@ -117,6 +117,22 @@ int appd_capset_zero(void) {
     return (int)syscall(SYS_capset, &header, data);
 }
 
+int appd_capset_masks(uint64_t effective, uint64_t permitted, uint64_t inheritable) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
+    memset(data, 0, sizeof data);
+    data[0].effective = (uint32_t)effective;
+    data[1].effective = (uint32_t)(effective >> 32);
+    data[0].permitted = (uint32_t)permitted;
+    data[1].permitted = (uint32_t)(permitted >> 32);
+    data[0].inheritable = (uint32_t)inheritable;
+    data[1].inheritable = (uint32_t)(inheritable >> 32);
+    return (int)syscall(SYS_capset, &header, data);
+}
+
+int appd_cap_ambient_raise(int cap) { return prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0); }
+int appd_set_keepcaps(int keep) { return prctl(PR_SET_KEEPCAPS, keep, 0, 0, 0); }
+
 int appd_setresuid(uid_t uid) { return setresuid(uid, uid, uid); }
 int appd_setresgid(gid_t gid) { return setresgid(gid, gid, gid); }
 

@@ -44,6 +44,67 @@ public enum ProfileRecord: String, Sendable {
     case env
     case exec
     case arg
+    // A plain OCI container's records (docs/oci-runtime.md, "Plain containers"); an app's
+    // profile never holds them.
+    /// `userns UID GID COUNT`: the app process enters a user namespace of its own whose ids
+    /// 0..COUNT-1 are the host's UID.. and GID..; `uid`, `gid` and `groups` are ids inside it.
+    case userns
+    /// `capabilities SET NAME...`: the app's SET (bounding, effective, permitted, inheritable,
+    /// ambient) is exactly these, in its user namespace. Needs `userns`.
+    case capabilities
+    /// `new-privileges`: no_new_privs is left unset (the config's noNewPrivileges: false).
+    /// Needs `userns`.
+    case newPrivileges = "new-privileges"
+    /// `sysctl NAME VALUE`: written by PID 1 under /proc/sys once the root is built.
+    case sysctl
+}
+
+/// The names `sysctl` may hold: appd-oci checks them at create, appd-exec again.
+public enum ProfileSysctl {
+    /// The sysctls a container's own namespaces hold (net, ipc): `net.*`, `kernel.shm*`,
+    /// `kernel.msg*`, `kernel.sem`, `fs.mqueue.*`; letters, digits, `_`, `-` and single dots.
+    public static func isNamespaced(_ name: String) -> Bool {
+        let bytes = Array(name.utf8)
+        guard !bytes.isEmpty, bytes.count <= 256, bytes.first != UInt8(ascii: "."),
+            bytes.last != UInt8(ascii: ".")
+        else { return false }
+        var previousDot = false
+        for byte in bytes {
+            let dot = byte == UInt8(ascii: ".")
+            let allowed =
+                dot || byte == UInt8(ascii: "_") || byte == UInt8(ascii: "-")
+                || (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z"))
+                || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+                || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+            if !allowed || (dot && previousDot) { return false }
+            previousDot = dot
+        }
+        return name.hasPrefix("net.") || name.hasPrefix("kernel.shm")
+            || name.hasPrefix("kernel.msg") || name == "kernel.sem" || name.hasPrefix("fs.mqueue.")
+    }
+}
+
+/// The sets of `capabilities`.
+public enum ProfileCapabilitySet: String, Sendable, Codable, CaseIterable {
+    case bounding, effective, permitted, inheritable, ambient
+}
+
+/// Capability names by number (linux/capability.h), as OCI configs spell them.
+public enum ProfileCapability {
+    public static let names = [
+        "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
+        "CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
+        "CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
+        "CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
+        "CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+        "CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
+        "CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
+        "CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
+        "CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
+    ]
+
+    /// The number of a name, or nil.
+    public static func number(_ name: String) -> Int? { names.firstIndex(of: name) }
 }
 
 /// The names of `unshare`.
@@ -58,6 +119,15 @@ public enum ProfileMountKind: String, Sendable, Codable {
     case rwBind = "rw-bind"
     case devBind = "dev-bind"
     case tmpfs, proc, dev, symlink, dir, file
+    /// `mount fs TYPE SOURCE DEST OPTIONS`: a kernel filesystem (proc, sysfs, tmpfs, devpts,
+    /// mqueue, cgroup2) with the config's comma-separated options; always nosuid and nodev.
+    /// A tmpfs on /dev gets the default device nodes and links. Plain containers only.
+    case fs
+    /// `mount mask DEST`: /dev/null on a file, an empty read-only tmpfs on a folder (masked
+    /// paths); nothing when DEST does not exist.
+    case mask
+    /// `mount ro-path DEST`: DEST made read-only where it is (readonly paths).
+    case roPath = "ro-path"
 }
 
 /// The access of `landlock-fs`.

@@ -35,12 +35,35 @@ extension SandboxProfile {
                 record(
                     .mount, mount.kind.rawValue, mount.destination, octal(mount.mode),
                     mount.content ?? "")
+            case .fs:
+                record(
+                    .mount, mount.kind.rawValue, mount.fsType ?? "", mount.source ?? "",
+                    mount.destination, mount.options ?? "")
+            case .mask, .roPath:
+                record(.mount, mount.kind.rawValue, mount.destination)
             }
         }
+        for sysctl in sysctls ?? [] { record(.sysctl, sysctl.name, sysctl.value) }
         if console { record(.console) }
         record(.uid, String(uid))
         record(.gid, String(gid))
         lines.append(ProfileField.record(.groups, groups.map { String($0) }))
+        if let userNamespace {
+            record(
+                .userns, String(userNamespace.hostUID), String(userNamespace.hostGID),
+                String(userNamespace.count))
+        }
+        if let capabilities {
+            let sets: [(ProfileCapabilitySet, [String])] = [
+                (.bounding, capabilities.bounding), (.effective, capabilities.effective),
+                (.permitted, capabilities.permitted), (.inheritable, capabilities.inheritable),
+                (.ambient, capabilities.ambient),
+            ]
+            for (set, names) in sets {
+                lines.append(ProfileField.record(.capabilities, [set.rawValue] + names))
+            }
+        }
+        if newPrivileges == true { record(.newPrivileges) }
         for limit in rlimits {
             record(
                 .rlimit, limit.name, limit.soft.map { String($0) } ?? ProfileFormat.unlimited,

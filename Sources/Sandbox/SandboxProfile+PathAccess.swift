@@ -77,7 +77,7 @@ extension SandboxProfile {
                             + Self.via(followed))
                 }
                 return landlockVerdict(current, mount: mount, shown: shown, followed: followed)
-            case .tmpfs, .proc, .dev, .dir, .file:
+            case .tmpfs, .proc, .dev, .dir, .file, .fs, .mask, .roPath:
                 let instead =
                     switch mount.kind {
                     case .tmpfs: "an empty tmpfs of its own"
@@ -170,6 +170,9 @@ extension SandboxProfile {
         case .dev: "\(mount.destination) dev"
         case .dir: "\(mount.destination) directory"
         case .file: "\(mount.destination) generated"
+        case .fs: "\(mount.destination) \(mount.fsType ?? "")"
+        case .mask: "\(mount.destination) masked"
+        case .roPath: "\(mount.destination) read-only"
         }
     }
 

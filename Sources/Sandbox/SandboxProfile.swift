@@ -74,6 +74,44 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// vm.memfd_noexec=2 in the instance's pid namespace (`memfd-noexec`, Linux 6.3): no memfd
     /// of the instance can be exec'd, whatever its entitlements.
     public var memfdNoexec = false
+    /// A plain OCI container's own user namespace (docs/oci-runtime.md, "Plain containers"):
+    /// `uid`, `gid` and `groups` are ids inside it. Nil for every app.
+    public var userNamespace: UserNamespace? = nil
+    /// A plain container's exact capability sets, held in its user namespace only. Nil (none
+    /// at all) for every app.
+    public var capabilities: CapabilitySets? = nil
+    /// A plain container whose config says noNewPrivileges: false. Nil (no_new_privs set) for
+    /// every app.
+    public var newPrivileges: Bool? = nil
+    /// A plain container's namespaced sysctls, written inside its namespaces. Nil for apps.
+    public var sysctls: [Sysctl]? = nil
+
+    /// Ids 0..<count inside are the host's hostUID.. and hostGID.. .
+    public struct UserNamespace: Sendable, Equatable, Codable {
+        public var hostUID: UInt32
+        public var hostGID: UInt32
+        public var count: UInt32
+
+        public init(hostUID: UInt32, hostGID: UInt32, count: UInt32) {
+            self.hostUID = hostUID
+            self.hostGID = hostGID
+            self.count = count
+        }
+    }
+
+    /// Capability names (`CAP_CHOWN`...) per set.
+    public struct CapabilitySets: Sendable, Equatable, Codable {
+        public var bounding: [String] = []
+        public var effective: [String] = []
+        public var permitted: [String] = []
+        public var inheritable: [String] = []
+        public var ambient: [String] = []
+
+        public init() {}
+    }
+
+    /// A sysctl: a name and a value, as an environment variable is.
+    public typealias Sysctl = EnvironmentVariable
 
     public struct AppIdentity: Sendable, Equatable, Codable {
         public var bundleID: String
@@ -95,6 +133,9 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public var mode: UInt32?
         /// For file.
         public var content: String?
+        /// For fs: the filesystem type and the config's options (comma-separated).
+        public var fsType: String? = nil
+        public var options: String? = nil
 
         public static func roBind(_ path: String, optional: Bool = false) -> Mount {
             Mount(kind: optional ? .roBindTry : .roBind, source: path, destination: path)
@@ -117,6 +158,16 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public static func dir(_ path: String, mode: UInt32) -> Mount {
             Mount(kind: .dir, destination: path, mode: mode)
         }
+        /// A record with only a destination (proc, dev, mask, ro-path).
+        public static func at(_ path: String, _ kind: Kind) -> Mount {
+            Mount(kind: kind, destination: path)
+        }
+        public static func fs(_ type: String, source: String, at path: String, options: String)
+            -> Mount
+        {
+            Mount(
+                kind: .fs, source: source, destination: path, fsType: type, options: options)
+        }
     }
 
     public struct ResourceLimit: Sendable, Equatable, Codable {
@@ -125,6 +176,12 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         /// nil = unlimited.
         public var soft: UInt64?
         public var hard: UInt64?
+
+        public init(name: String, soft: UInt64?, hard: UInt64?) {
+            self.name = name
+            self.soft = soft
+            self.hard = hard
+        }
     }
 
     public struct EnvironmentVariable: Sendable, Equatable, Codable {

@@ -30,17 +30,24 @@ enum AppProcess {
         }
         // Before the app's rlimits and credentials: the wait is appd's, not the app's.
         if launch.startFD >= 0 { try waitAtStartGate(launch) }
-        try Credentials.applyResourceLimits(profile.rlimits)
-        // Nothing the app creates is for others; its group (its own gid, or an application
-        // group's setgid container) may share it.
-        umask(0o007)
-        try Credentials.dropBoundingSet(lastCapability: launch.lastCapability)
-        // validate() guarantees uid and gid.
-        try Credentials.switchIdentity(
-            uid: profile.uid ?? 0, gid: profile.gid ?? 0, groups: profile.groups ?? [])
+        if let map = profile.userNamespace {
+            // A plain OCI container: its own user namespace's root (UserNamespace).
+            try UserNamespace.confine(launch, map: map)
+        } else {
+            try Credentials.applyResourceLimits(profile.rlimits)
+            // Nothing the app creates is for others; its group (its own gid, or an application
+            // group's setgid container) may share it.
+            umask(0o007)
+            try Credentials.dropBoundingSet(lastCapability: launch.lastCapability)
+            // validate() guarantees uid and gid.
+            try Credentials.switchIdentity(
+                uid: profile.uid ?? 0, gid: profile.gid ?? 0, groups: profile.groups ?? [])
+        }
         try sys(appd_set_pdeathsig(SIGKILL), "pdeathsig", "cannot re-arm PDEATHSIG")
         if getppid() != parent { _exit(127) }  // PID 1 died before PDEATHSIG was re-armed
-        try sys(appd_set_no_new_privs(), "no_new_privs", "cannot set no_new_privs")
+        if profile.userNamespace == nil {
+            try sys(appd_set_no_new_privs(), "no_new_privs", "cannot set no_new_privs")
+        }
         let directory = profile.directory ?? "/"
         try sys(chdir(directory), "chdir", directory)
         if launch.channelFD >= 0 { try placeChannel(&launch) }
@@ -55,13 +62,16 @@ enum AppProcess {
         let argv = cStrings(profile.arguments)
         let envp = cStrings(profile.environment)
 
-        if profile.refuseExecGain {
-            // Inherited by what the app forks and kept across its exec: the dynamic loader maps
-            // each segment with its final protection, so only code that writes code is refused.
-            try sys(appd_set_mdwe_refuse_exec_gain(), "mdwe", "cannot set PR_SET_MDWE")
+        if profile.userNamespace == nil {
+            if profile.refuseExecGain {
+                // Inherited by what the app forks and kept across its exec: the dynamic loader
+                // maps each segment with its final protection, so only code that writes code is
+                // refused.
+                try sys(appd_set_mdwe_refuse_exec_gain(), "mdwe", "cannot set PR_SET_MDWE")
+            }
+            try Landlock.apply(profile)
+            try launch.seccomp.install(logDenials: profile.logDenials)
         }
-        try Landlock.apply(profile)
-        try launch.seccomp.install(logDenials: profile.logDenials)
         execve(executable, argv, envp)
         throw LaunchFailure.system("execve", executable)
     }

@@ -64,6 +64,10 @@ enum Init {
         if !launch.entered {
             try Network.setUp(profile, joined: launch.joined)
             if profile.memfdNoexec { try denyExecutableMemfds(profile) }
+            for sysctl in profile.sysctls { try write(sysctl: sysctl.name, sysctl.value) }
+            if profile.tmpfsRoot && launch.joined == nil {
+                try Mounts(profile: profile).restrictPaths()
+            }
         }
 
         // The app process shares PID 1's memory until it execs, PID 1 suspended meanwhile
@@ -86,6 +90,21 @@ enum Init {
         if launch.readyFD >= 0 { close(launch.readyFD) }
         if launch.startFD >= 0 { close(launch.startFD) }
         return Signals.supervise(app, onlyHandled: launch.initSignals)
+    }
+
+    /// A namespaced sysctl (the parser allows no other), through the container's own procfs:
+    /// its network and ipc namespaces are PID 1's.
+    private static func write(sysctl name: String, _ value: String) throws {
+        var path = "/proc/sys/"
+        for byte in name.utf8 {
+            path += byte == UInt8(ascii: ".") ? "/" : String(UnicodeScalar(byte))
+        }
+        let fd = open(path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW)
+        try sys(fd, "sysctl", "cannot open \(path)")
+        defer { close(fd) }
+        guard FileIO.writeAll(fd, value) else {
+            throw LaunchFailure.system("sysctl", "cannot write \(name)")
+        }
     }
 
     /// vm.memfd_noexec is kept per pid namespace and read from the writer's: written here, by

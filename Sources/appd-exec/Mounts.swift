@@ -99,6 +99,19 @@ struct Mounts {
         }
     }
 
+    /// Masked and read-only paths, applied by PID 1 once the root is built and after the
+    /// writes it makes through /proc/sys (sysctls, vm.memfd_noexec): a read-only /proc/sys
+    /// would refuse them.
+    func restrictPaths() throws {
+        for record in profile.mounts {
+            switch record {
+            case .mask(let destination): try mask(destination, destination, root: "")
+            case .readOnlyPath(let destination): try makeReadOnly(destination, destination)
+            default: continue
+            }
+        }
+    }
+
     /// The bubblewrap layout, for kernels without open_tree: two pivots.
     private func buildWithScratchRoot(_ sources: UnsafeMutablePointer<Source>) throws {
         // Resolve the bind sources on the host first: an absolute symlink in a source must
@@ -140,7 +153,7 @@ struct Mounts {
                 throw LaunchFailure.system("mount", "\(kind.rawValue) source \(source)")
             }
             return .tree(fd: fd, path: source)
-        case .dev:
+        case .dev, .filesystem("tmpfs", _, "/dev", _):
             let fds = UnsafeMutablePointer<Int32>.allocate(capacity: Self.deviceNodes.count)
             fds.initialize(repeating: -1, count: Self.deviceNodes.count)
             for (index, node) in Self.deviceNodes.enumerated() {
@@ -216,6 +229,16 @@ struct Mounts {
         case .directory(let destination, let mode):
             let path = try makeDirectory(destination, root: root)
             try sys(chmod(path, mode), "mount", "chmod \(destination)")
+        case .filesystem(let type, let fsSource, let destination, let options):
+            let target = try makeDirectory(destination, root: root)
+            try mountFilesystem(type, source: fsSource, on: target, options: options, destination)
+            if type == "tmpfs" && destination == "/dev" {
+                var nodes: UnsafeMutablePointer<Int32>?
+                if case .devices(let fds) = source { nodes = fds }
+                try addDeviceNodes(target, nodes: nodes, root: root)
+            }
+        case .mask, .readOnlyPath:
+            return  // restrictPaths, later
         case .file(let destination, let mode, let content):
             let path = root + destination
             try FileIO.makeDirectories(FileIO.parent(of: path), mode: 0o755, step: "mount")
@@ -362,6 +385,25 @@ struct Mounts {
     ) throws -> String {
         let dev = try makeDirectory(destination, root: root)
         try mountTmpfs(dev, mode: 0o755, step: "mount")
+        try addDeviceNodes(dev, nodes: nodes, root: root, links: false)
+        try sys(symlink("/proc/self/fd", dev + "/fd"), "mount", "dev: symlink fd")
+        try sys(symlink("/proc/self/fd/0", dev + "/stdin"), "mount", "dev: symlink stdin")
+        try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
+        try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
+        try sys(mkdir(dev + "/shm", 0o755), "mount", "dev: mkdir shm")
+        if profile.console {
+            try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts")
+            try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
+        }
+        return dev
+    }
+
+    /// The harmless device nodes from the host in the tmpfs at `dev` (the clones in `nodes`,
+    /// or bound from `/oldroot/dev` in the fallback layout); with `links`, the runtime spec's
+    /// default links too (`fd`, `stdin`, `stdout`, `stderr`, `ptmx` → `pts/ptmx`).
+    private func addDeviceNodes(
+        _ dev: String, nodes: UnsafeMutablePointer<Int32>?, root: String, links: Bool = true
+    ) throws {
         for (index, node) in Self.deviceNodes.enumerated() {
             let target = dev + "/" + node
             try FileIO.touch(target, mode: 0o666, step: "mount")
@@ -374,16 +416,73 @@ struct Mounts {
                     "dev: bind /dev/\(node)")
             }
         }
+        guard links else { return }
         try sys(symlink("/proc/self/fd", dev + "/fd"), "mount", "dev: symlink fd")
         try sys(symlink("/proc/self/fd/0", dev + "/stdin"), "mount", "dev: symlink stdin")
         try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
         try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
-        try sys(mkdir(dev + "/shm", 0o755), "mount", "dev: mkdir shm")
-        if profile.console {
-            try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts")
-            try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
+        try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
+    }
+
+    /// A kernel filesystem with an OCI config's options: the flags it names (`ro`, `noexec`,
+    /// atime ones), always `nosuid` and `nodev`, the rest passed as data.
+    private func mountFilesystem(
+        _ type: String, source: String, on target: String, options: String, _ destination: String
+    ) throws {
+        var flags = UInt(MS_NOSUID | MS_NODEV)
+        var data = ""
+        for option in options.split(separator: ",") {
+            switch option {
+            case "ro": flags |= UInt(MS_RDONLY)
+            case "noexec": flags |= UInt(MS_NOEXEC)
+            case "sync": flags |= UInt(MS_SYNCHRONOUS)
+            case "noatime": flags |= UInt(MS_NOATIME)
+            case "nodiratime": flags |= UInt(MS_NODIRATIME)
+            case "relatime": flags |= UInt(MS_RELATIME)
+            case "strictatime": flags |= UInt(MS_STRICTATIME)
+            case "rw", "nosuid", "nodev", "suid", "dev", "exec", "private", "rprivate", "slave",
+                "rslave", "shared", "rshared", "bind", "rbind":
+                continue
+            default:
+                data += (data.isEmpty ? "" : ",") + option
+            }
         }
-        return dev
+        try sys(
+            mount(source.isEmpty ? type : source, target, type, flags, data.isEmpty ? nil : data),
+            "mount", "\(type) on \(destination)")
+    }
+
+    /// A masked path: /dev/null bound on a file, an empty read-only tmpfs on a folder; a path
+    /// that does not exist is left alone (the runtime spec's rule).
+    private func mask(_ path: String, _ destination: String, root: String) throws {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw LaunchFailure.system("mount", "mask \(destination)")
+        }
+        if status.st_mode & S_IFMT == S_IFDIR {
+            try sys(
+                mount(
+                    "tmpfs", path, "tmpfs", UInt(MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC),
+                    "size=0,mode=0555"), "mount", "mask \(destination)")
+        } else {
+            try sys(
+                mount(root + "/dev/null", path, nil, UInt(MS_BIND), nil), "mount",
+                "mask \(destination) (with /dev/null)")
+        }
+    }
+
+    /// A readonly path: bound onto itself and made read-only with what is below it.
+    private func makeReadOnly(_ path: String, _ destination: String) throws {
+        var status = stat()
+        guard lstat(path, &status) == 0 else {
+            if errno == ENOENT { return }
+            throw LaunchFailure.system("mount", "read-only \(destination)")
+        }
+        try sys(
+            mount(path, path, nil, UInt(MS_BIND | MS_REC), nil), "mount",
+            "read-only \(destination)")
+        try restrict(path, locked: { appd_locked_mount_flags(path) }, readOnly: true, destination)
     }
 
     private func makeDirectory(_ destination: String, root: String) throws -> String {

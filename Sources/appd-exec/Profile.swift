@@ -35,6 +35,14 @@ struct Profile {
     /// `memfd-noexec`: PID 1 sets vm.memfd_noexec to 2 in the instance's pid namespace (no
     /// memfd can be exec'd).
     var memfdNoexec = false
+    /// `userns`: a plain container's user namespace (uid, gid and groups are ids inside it).
+    var userNamespace: UserNamespaceMap?
+    /// `capabilities`: a plain container's exact sets, in its user namespace.
+    var capabilities: CapabilityMasks?
+    /// `new-privileges`: no_new_privs stays unset.
+    var newPrivileges = false
+    /// `sysctl`: written by PID 1 under /proc/sys once the root is built.
+    var sysctls: [(name: String, value: String)] = []
     var directory: String?
     var environment: [String] = []
     var executable: String?
@@ -86,6 +94,28 @@ enum MountRecord {
     case symlink(target: String, destination: String)
     case directory(destination: String, mode: mode_t)
     case file(destination: String, mode: mode_t, content: [UInt8])
+    /// A kernel filesystem with the config's options (plain containers).
+    case filesystem(type: String, source: String, destination: String, options: String)
+    case mask(destination: String)
+    case readOnlyPath(destination: String)
+}
+
+/// Ids 0..<count inside the user namespace are the host's uid.. and gid.. .
+struct UserNamespaceMap {
+    var uid: UInt32
+    var gid: UInt32
+    var count: UInt32
+}
+
+/// One bit per capability number, for each set of `capabilities`.
+struct CapabilityMasks {
+    var bounding: UInt64 = 0
+    var effective: UInt64 = 0
+    var permitted: UInt64 = 0
+    var inheritable: UInt64 = 0
+    var ambient: UInt64 = 0
+    /// The sets given so far (each once, all five required).
+    var given: [ProfileCapabilitySet] = []
 }
 
 struct ResourceLimit {
@@ -101,6 +131,7 @@ extension Profile {
     func validate() throws {
         func refuse(_ message: String) -> LaunchFailure { LaunchFailure("profile", message) }
         if namespaces.contains(.user) {
+            // A plain container's user namespace is `userns`, entered by the app process.
             throw LaunchFailure(
                 "unshare",
                 "user namespaces are not supported (appd-exec runs as root and switches to the"
@@ -113,6 +144,22 @@ extension Profile {
             throw refuse("mount records need 'root tmpfs'")
         }
         if loopback && !namespaces.contains(.net) { throw refuse("loopback needs 'unshare net'") }
+        // Capabilities and privileges are only ever held in a user namespace of the app's own:
+        // never as the host's root.
+        if userNamespace == nil && (capabilities != nil || newPrivileges) {
+            throw refuse("capabilities and new-privileges need 'userns'")
+        }
+        if let capabilities, capabilities.given.count != ProfileCapabilitySet.allCases.count {
+            throw refuse("capabilities must give all five sets")
+        }
+        if let map = userNamespace {
+            guard !namespaces.contains(.user), namespaces.contains(.mount),
+                namespaces.contains(.pid)
+            else { throw refuse("userns needs 'unshare mount pid' and no 'unshare user'") }
+            for id in [uid ?? 0, gid ?? 0] + (groups ?? []) where id >= map.count {
+                throw refuse("id \(id) is outside the user namespace's \(map.count) ids")
+            }
+        }
         if hostname != nil && !namespaces.contains(.uts) {
             throw refuse("hostname needs 'unshare uts'")
         }
@@ -121,7 +168,9 @@ extension Profile {
             // (Mounts): something mounted on `/` would sit above the root, unseen.
             switch record {
             case .bind(_, _, let destination), .tmpfs(let destination, _), .proc(let destination),
-                .dev(let destination), .symlink(_, let destination), .file(let destination, _, _):
+                .dev(let destination), .symlink(_, let destination), .file(let destination, _, _),
+                .filesystem(_, _, let destination, _), .mask(let destination),
+                .readOnlyPath(let destination):
                 if Self.isRoot(destination) {
                     throw refuse(
                         "a mount record cannot have / as its destination (the root is 'root tmpfs')"

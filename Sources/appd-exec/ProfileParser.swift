@@ -224,6 +224,51 @@ struct ProfileParser {
         case .arg:
             try fields(1)
             profile.arguments.append(values[0])
+        case .userns:
+            try fields(3)
+            try once()
+            let count = try Self.id(values[2])
+            let uid = try Self.id(values[0])
+            let gid = try Self.id(values[1])
+            guard count > 0, count <= 1 << 20, UInt64(uid) + UInt64(count) < UInt64(UInt32.max),
+                UInt64(gid) + UInt64(count) < UInt64(UInt32.max), uid > 0, gid > 0
+            else { throw LaunchFailure("profile", "bad userns range") }
+            profile.userNamespace = UserNamespaceMap(uid: uid, gid: gid, count: count)
+        case .capabilities:
+            guard let first = values.first, let set = ProfileCapabilitySet(rawValue: first) else {
+                throw LaunchFailure("profile", "capabilities needs a set name")
+            }
+            var masks = profile.capabilities ?? CapabilityMasks()
+            guard !masks.given.contains(set) else {
+                throw LaunchFailure("profile", "capabilities \(first) given twice")
+            }
+            var bits: UInt64 = 0
+            for name in values.dropFirst() {
+                guard let number = ProfileCapability.number(name) else {
+                    throw LaunchFailure("profile", "unknown capability '\(singleLine(name))'")
+                }
+                bits |= 1 << UInt64(number)
+            }
+            switch set {
+            case .bounding: masks.bounding = bits
+            case .effective: masks.effective = bits
+            case .permitted: masks.permitted = bits
+            case .inheritable: masks.inheritable = bits
+            case .ambient: masks.ambient = bits
+            }
+            masks.given.append(set)
+            profile.capabilities = masks
+        case .newPrivileges:
+            try fields(0)
+            try once()
+            profile.newPrivileges = true
+        case .sysctl:
+            try fields(2)
+            guard ProfileSysctl.isNamespaced(values[0]) else {
+                throw LaunchFailure(
+                    "profile", "sysctl '\(singleLine(values[0]))' is not a namespaced one")
+            }
+            profile.sysctls.append((values[0], values[1]))
         }
     }
 
@@ -270,6 +315,21 @@ struct ProfileParser {
             return .file(
                 destination: try absolute(values[1]), mode: try mode(values[2]),
                 content: Array(values[3].utf8))
+        case .fs:
+            try fields(4)
+            let types = ["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"]
+            guard types.contains(values[1]) else {
+                throw LaunchFailure("profile", "mount fs of type '\(values[1])' is not allowed")
+            }
+            return .filesystem(
+                type: values[1], source: values[2], destination: try absolute(values[3]),
+                options: values[4])
+        case .mask:
+            try fields(1)
+            return .mask(destination: try absolute(values[1]))
+        case .roPath:
+            try fields(1)
+            return .readOnlyPath(destination: try absolute(values[1]))
         }
     }
 

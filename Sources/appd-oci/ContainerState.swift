@@ -35,6 +35,8 @@ struct ContainerRecord: Codable {
     var pidsMax: Int?
     /// The pod network namespace the container joined, if any (`exec` joins it too).
     var networkNamespace: String?
+    /// A plain container's first host id (`PlainIDRange`): freed at delete.
+    var userNamespaceHost: UInt32?
 
     var cgroupSettings: CgroupSettings { Self.cgroupSettings(parent: cgroupParent) }
 

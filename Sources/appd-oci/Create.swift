@@ -50,11 +50,15 @@ extension OCIRuntime {
             throw AppdError.system("cannot create \(directory)")
         }
         var cgroup: (any InstanceCgroup)?
+        var userRange: UInt32?
         do {
             return try state.locked(id) {
-                try build(id: id, spec: spec, bundle: bundle, rootfs: rootfs, cgroup: &cgroup)
+                try build(
+                    id: id, spec: spec, bundle: bundle, rootfs: rootfs, cgroup: &cgroup,
+                    userRange: &userRange)
             }
         } catch {
+            if let userRange { PlainIDRange.free(userRange) }
             if let cgroup {
                 try? cgroup.kill()
                 try? cgroup.remove()
@@ -66,18 +70,20 @@ extension OCIRuntime {
 
     private func build(
         id: String, spec: OCISpec, bundle: String, rootfs: String,
-        cgroup made: inout (any InstanceCgroup)?
+        cgroup made: inout (any InstanceCgroup)?, userRange: inout UInt32?
     ) throws -> Created {
         let config = try configuration()
         let annotations = spec.annotations ?? [:]
         let plain = line.plain || Self.isPlain(annotations)
-        try OCIConfigCheck.check(spec)
+        try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
         let terminal = spec.process?.terminal ?? false
         var prepared: PreparedSandbox
         if plain {
+            let hostID = try PlainIDRange.allocate(owner: state.directory(id))
+            userRange = hostID
             prepared = try PlainContainer.profile(
-                spec: spec, rootfs: rootfs, stateDirectory: state.directory(id), config: config,
-                console: terminal)
+                spec: spec, bundle: bundle, rootfs: rootfs, stateDirectory: state.directory(id),
+                config: config, console: terminal, hostID: hostID, log: log)
         } else {
             guard let bundlePath = try AppImage.find(in: rootfs) else {
                 throw AppdError(
@@ -196,7 +202,14 @@ extension OCIRuntime {
                 ?? "the launcher ended without a status"
             throw AppdError(.unsupported, "the sandbox could not be built: \(reason)")
         }
-        if let adjust = spec.process?.oomScoreAdj { applyOOMScore(adjust, to: started.pid) }
+        if let adjust = spec.process?.oomScoreAdj {
+            // Every process of the container so far: PID 1 and the app process were forked
+            // before, and inherit nothing written now.
+            let processes = (try? cgroup.processes()) ?? [started.pid]
+            for pid in processes.isEmpty ? [started.pid] : processes {
+                applyOOMScore(adjust, to: pid)
+            }
+        }
 
         let record = ContainerRecord(
             id: id, bundle: bundle, rootfs: rootfs, pid: started.pid,
@@ -206,7 +219,7 @@ extension OCIRuntime {
             bundleID: prepared.bundleID, uid: profile.uid, gid: profile.gid,
             dataContainer: prepared.dataContainer, dataInVolume: prepared.dataInVolume,
             memoryMax: profile.cgroupLimits.memoryMax, pidsMax: profile.cgroupLimits.pidsMax,
-            networkNamespace: networkPath)
+            networkNamespace: networkPath, userNamespaceHost: userRange)
         try state.save(record)
         try OCIFiles.writeAtomically("\(state.directory(id))/profile.json", encodedProfile)
         if let pidFile = line.options["pid-file"] {

@@ -1,5 +1,6 @@
 import AppdBase
 import Glibc
+import LauncherProtocol
 
 /// What an engine's config.json may ask of appd-oci (docs/oci-runtime.md, "Narrow, never
 /// widen"). The sandbox comes from the bundle's entitlements and the node's appd.conf; the
@@ -44,8 +45,12 @@ enum OCIConfigCheck {
     /// The namespaces that must be the container's own (listed, so not the host's).
     static let requiredNamespaces = ["pid", "ipc", "uts", "mount", "network"]
 
-    /// Throws naming the first thing `spec` asks that would widen the sandbox.
-    static func check(_ spec: OCISpec) throws {
+    /// Throws naming the first thing `spec` asks that would widen the sandbox. A plain
+    /// container (`bundle` given) holds its capabilities, ids and sysctls in namespaces of its
+    /// own: any capability, a uid mapping inside its 65,536 ids, a namespaced sysctl, and a
+    /// bind mount that is read-only (or whose source is in the bundle folder: mounted
+    /// read-only) are accepted for it.
+    static func check(_ spec: OCISpec, plainBundle bundle: String? = nil) throws {
         func refuse(_ what: String, _ hint: String? = nil) -> AppdError {
             AppdError(
                 .permissionDenied, "config.json asks for \(what), which would widen the sandbox",
@@ -53,13 +58,16 @@ enum OCIConfigCheck {
         }
         let asked = spec.process?.capabilities?.all ?? []
         let added = asked.subtracting(engineDefaultCapabilities).sorted()
-        if !added.isEmpty {
+        if !added.isEmpty && bundle == nil {
             throw refuse(
                 "the capabilities \(added.joined(separator: ", "))",
                 "a privileged container (--privileged, --cap-add) cannot run under appd-oci")
         }
         for device in spec.linux?.devices ?? [] where !standardDevices.contains(device.path) {
             throw refuse("the host device \(device.path)", "--device is not supported")
+        }
+        for namespace in spec.linux?.namespaces ?? [] {
+            if let path = namespace.path { try checkType(path, namespace.type) }
         }
         for type in requiredNamespaces where spec.namespace(type) == nil {
             throw refuse(
@@ -78,13 +86,38 @@ enum OCIConfigCheck {
         if let user = spec.namespace("user"), user.path != nil {
             throw refuse("another process's user namespace")
         }
-        if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
+        if bundle != nil {
+            // The container's ids are 0-65535 on its own host range, whatever the host side
+            // of a mapping says; a mapping of ids past them is refused.
+            for mapping in (spec.linux?.uidMappings ?? []) + (spec.linux?.gidMappings ?? []) {
+                let end = UInt64(mapping.containerID ?? 0) + UInt64(mapping.size ?? 0)
+                if end > UInt64(PlainIDRange.size) {
+                    throw refuse(
+                        "a user namespace mapping past the container's 65536 ids",
+                        "a plain container's ids are 0-65535, on a host range appd-oci chooses")
+                }
+            }
+        } else if let mappings = spec.linux?.uidMappings, !mappings.isEmpty {
             throw refuse("a user namespace with uid mappings", "--userns is not supported")
         }
-        let foreign = (spec.linux?.sysctl ?? [:]).keys.filter { !engineSysctls.contains($0) }
-        if let first = foreign.sorted().first { throw refuse("the sysctl \(first)") }
+        let foreign = (spec.linux?.sysctl ?? [:]).keys.filter {
+            bundle == nil ? !engineSysctls.contains($0) : !ProfileSysctl.isNamespaced($0)
+        }
+        if let first = foreign.sorted().first {
+            throw refuse(
+                "the sysctl \(first)",
+                bundle == nil
+                    ? nil
+                    : "a plain container may set namespaced sysctls only: net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*"
+            )
+        }
         for mount in spec.mounts ?? [] {
             let destination = normalized(mount.destination)
+            if let bundle, mount.isBind, let source = mount.source,
+                mount.isReadOnly || isInside(source, bundle)
+            {
+                continue
+            }
             if engineMounts.contains(destination) || destination == dataVolume { continue }
             guard mount.isBind else {
                 // A tmpfs or another kernel filesystem at a path of the engine's choosing:
@@ -122,6 +155,41 @@ enum OCIConfigCheck {
             }
         }
         return false
+    }
+
+    /// The namespace file at `path` is a namespace of `type` (NS_GET_NSTYPE), or a
+    /// one-line error naming both.
+    static func checkType(_ path: String, _ type: String) throws {
+        let flags: [String: Int32] = [
+            "pid": 0x2000_0000, "network": 0x4000_0000, "mount": 0x0002_0000,
+            "ipc": 0x0800_0000, "uts": 0x0400_0000, "user": 0x1000_0000, "cgroup": 0x0200_0000,
+        ]
+        guard let expected = flags[type] else {
+            throw AppdError(.invalidConfig, "config.json names an unknown namespace type \(type)")
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AppdError.system("cannot open the \(type) namespace \(path)")
+        }
+        defer { close(fd) }
+        let found = ioctl(fd, UInt(0xB703))  // NS_GET_NSTYPE
+        guard found == expected else {
+            throw AppdError(
+                .invalidConfig,
+                "config.json's \(type) namespace path \(path) is not a \(type) namespace")
+        }
+    }
+
+    /// Whether the host path `path` names `folder` or something in it, once both are resolved
+    /// (a link in either is followed as the mount would follow it).
+    static func isInside(_ path: String, _ folder: String) -> Bool {
+        guard let resolvedPath = realpath(path, nil) else { return false }
+        defer { free(resolvedPath) }
+        guard let resolvedFolder = realpath(folder, nil) else { return false }
+        defer { free(resolvedFolder) }
+        let inner = String(cString: resolvedPath)
+        let outer = String(cString: resolvedFolder)
+        return inner == outer || inner.hasPrefix(outer == "/" ? "/" : outer + "/")
     }
 
     /// `/a//b/` → `/a/b`.

@@ -23,11 +23,24 @@ struct OCISpec: Decodable {
         var capabilities: Capabilities?
         var noNewPrivileges: Bool?
         var oomScoreAdj: Int?
+        var rlimits: [Rlimit]?
     }
 
     struct User: Decodable {
         var uid: UInt32?
         var gid: UInt32?
+        var additionalGids: [UInt32]?
+    }
+
+    struct Rlimit: Decodable {
+        var type: String
+        var soft: UInt64
+        var hard: UInt64
+    }
+
+    /// A member whose value is not read, only whether it is there.
+    struct Present: Decodable {
+        init(from decoder: any Decoder) throws {}
     }
 
     struct Capabilities: Decodable {
@@ -68,6 +81,10 @@ struct OCISpec: Decodable {
         var devices: [Device]?
         var sysctl: [String: String]?
         var uidMappings: [IDMapping]?
+        var gidMappings: [IDMapping]?
+        var maskedPaths: [String]?
+        var readonlyPaths: [String]?
+        var seccomp: Present?
     }
 
     struct Namespace: Decodable {

@@ -1,28 +1,43 @@
 import AppContainers
 import AppdBase
+import CLinux
 import Foundation
 import Glibc
+import LauncherProtocol
 import Sandbox
 
 /// A container without a `.app` (docs/oci-runtime.md, "Plain containers"): only with the
-/// opt-in (`--plain`, `org.appd.plain=true`) or as a pod's sandbox ("pause") container. It gets
-/// the profile of an app with no entitlements — seccomp's deny list, Landlock, no capabilities,
-/// no network but its pod's loopback, W^X, the default limits — with the image's root
-/// filesystem read-only in place of the host's system folders, and a private `/tmp`. It runs as
-/// the config's uid, except that uid 0 becomes 65534 (nobody): root without capabilities would
-/// still own root's files.
+/// opt-in (`--plain`, `org.appd.plain=true`) or as a pod's sandbox ("pause") container.
+///
+/// Its root is a user namespace's root: the process runs in a user namespace of its own whose
+/// ids 0–65535 are a range of 65,536 unprivileged host ids no one else has (`PlainIDRange`).
+/// Inside, the config holds as runc applies it — `process.user`, the five capability sets,
+/// `noNewPrivileges`, `rlimits`, `hostname`, `cwd`, `env`, `args`, the kernel filesystems of
+/// `mounts`, masked and read-only paths, namespaced sysctls. On the host it is that range:
+/// unmapped, with no capability in the initial namespace. What stays: seccomp's deny list
+/// (no mount, unshare, setns, BPF...), Landlock over the container's own tree, no host
+/// namespaces, no host devices, no writable host mounts, limits that only narrow.
 enum PlainContainer {
+    /// Ids a plain container has inside its user namespace.
+    static let idCount = PlainIDRange.size
+
     static func profile(
-        spec: OCISpec, rootfs: String, stateDirectory: String, config: AppdConfiguration,
-        console: Bool
+        spec: OCISpec, bundle: String, rootfs: String, stateDirectory: String,
+        config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog
     ) throws -> PreparedSandbox {
         guard let args = spec.process?.args, let first = args.first else {
             throw AppdError(.invalidConfig, "config.json has no process.args")
         }
-        let requestedUID = spec.process?.user?.uid ?? 0
-        let requestedGID = spec.process?.user?.gid ?? 0
-        let uid: UInt32 = requestedUID == 0 ? 65534 : requestedUID
-        let gid: UInt32 = requestedGID == 0 ? 65534 : requestedGID
+        let user = spec.process?.user
+        let uid = user?.uid ?? 0
+        let gid = user?.gid ?? 0
+        let groups = user?.additionalGids ?? []
+        for id in [uid, gid] + groups where id >= idCount {
+            throw AppdError(
+                .invalidConfig,
+                "config.json's process.user holds the id \(id); a plain container has the ids 0-\(idCount - 1)"
+            )
+        }
         let environment = spec.process?.env ?? []
         let path =
             environment.first { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
@@ -32,28 +47,23 @@ enum PlainContainer {
         // A scratch home nobody reads: the compile wants a data container.
         let parent = try FileDescriptor.directory(stateDirectory)
         let name = UUID().uuidString
-        try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
+        try DataContainer.create(in: parent, name: name, uid: hostID, gid: hostID)
         let home = "\(stateDirectory)/\(name)"
         var settings = config.sandbox
         settings.requireAppSandboxEntitlement = false
         let subject = SandboxSubject(
             bundleID: "org.appd.plain", name: "plain", bundleContainer: rootfs,
             bundlePath: rootfs, executable: "\(rootfs)\(executable)", dataContainer: home,
-            uid: uid, gid: gid, entitlements: .init(values: [:]), groupContainers: [])
+            uid: hostID, gid: hostID, entitlements: .init(values: [:]), groupContainers: [])
         var profile = try SandboxPolicy.compile(
             subject, settings: settings, kernel: .detect(), console: console)
 
-        // The image's root in place of the host's system folders and /etc.
-        let hostOnly = Set(
-            settings.systemPaths + ["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", rootfs])
-        profile.mounts.removeAll { mount in
-            hostOnly.contains(mount.destination) || mount.destination == "/etc"
-                || mount.destination.hasPrefix("/etc/")
-        }
-        profile.landlock.paths.removeAll { rule in
-            hostOnly.contains(rule.path) || rule.path == "/etc"
-        }
-        var top: [SandboxProfile.Mount] = []
+        // The container's own tree: the image's top level read-only, a private /tmp, then the
+        // config's mounts in its order, then masked and read-only paths.
+        var mounts: [SandboxProfile.Mount] = []
+        var landlock: [LandlockRules.PathRule] = []
+        let configMounts = spec.mounts ?? []
+        let destinations = Set(configMounts.map { OCIConfigCheck.normalized($0.destination) })
         let names = (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
         for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
             let source = "\(rootfs)/\(entry)"
@@ -62,20 +72,103 @@ enum PlainContainer {
             switch info.st_mode & S_IFMT {
             case S_IFLNK:
                 if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: source) {
-                    top.append(.symlink(target, at: "/\(entry)"))
+                    mounts.append(.symlink(target, at: "/\(entry)"))
                 }
             case S_IFDIR, S_IFREG:
                 var bind = SandboxProfile.Mount.roBind(source)
                 bind.destination = "/\(entry)"
-                top.append(bind)
-                profile.landlock.paths.append(
-                    LandlockRules.PathRule(access: .rx, path: "/\(entry)"))
+                mounts.append(bind)
+                landlock.append(.init(access: .rx, path: "/\(entry)"))
             default: continue
             }
         }
-        top.append(.tmpfs("/tmp", mode: 0o1777))
-        profile.landlock.paths.append(LandlockRules.PathRule(access: .rw, path: "/tmp"))
-        profile.mounts.insert(contentsOf: top, at: 0)
+        if !destinations.contains("/tmp") { mounts.append(.tmpfs("/tmp", mode: 0o1777)) }
+        landlock.append(.init(access: .rw, path: "/tmp"))
+        // appd-exec needs a procfs (the user namespace's maps are written through it) and
+        // the default devices; a config without them gets the sandbox's own.
+        if !destinations.contains("/proc") {
+            mounts.append(.at("/proc", .proc))
+        }
+        if !destinations.contains("/dev") {
+            mounts.append(.at("/dev", .dev))
+        }
+        landlock.append(.init(access: .ro, path: "/proc"))
+        landlock.append(.init(access: .rw, path: "/dev"))
+        for mount in configMounts {
+            let destination = OCIConfigCheck.normalized(mount.destination)
+            let options = mount.options ?? []
+            if mount.isBind {
+                guard !OCIConfigCheck.engineMounts.contains(destination),
+                    let source = mount.source,
+                    mount.isReadOnly || OCIConfigCheck.isInside(source, bundle)
+                else {
+                    // An engine's file about the container (/etc/hosts, resolv.conf...): not
+                    // mounted, as for an app (the image's /etc is read-only; OCIConfigCheck
+                    // refused any other writable bind).
+                    continue
+                }
+                var bind = SandboxProfile.Mount.roBind(source)
+                bind.destination = destination
+                mounts.append(bind)
+                landlock.append(.init(access: .rx, path: destination))
+                continue
+            }
+            guard let type = mount.type else { continue }
+            if type == "cgroup" {
+                // cgroup v1 needs a hierarchy per controller (runc mounts a tmpfs of binds):
+                // not made; said in the log.
+                log.warning("the cgroup (v1) mount at \(destination) is not made")
+                continue
+            }
+            mounts.append(
+                .fs(
+                    type, source: mount.source ?? type, at: destination,
+                    options: options.joined(separator: ",")))
+            let writable = !options.contains("ro") && type != "proc" && type != "sysfs"
+            landlock.append(.init(access: writable ? .rw : .ro, path: destination))
+        }
+        for masked in spec.linux?.maskedPaths ?? [] where masked.hasPrefix("/") {
+            mounts.append(.at(OCIConfigCheck.normalized(masked), .mask))
+        }
+        for readOnly in spec.linux?.readonlyPaths ?? [] where readOnly.hasPrefix("/") {
+            mounts.append(.at(OCIConfigCheck.normalized(readOnly), .roPath))
+        }
+        profile.mounts = mounts
+        profile.landlock.paths = landlock
+
+        profile.uid = uid
+        profile.gid = gid
+        profile.groups = groups
+        profile.userNamespace = .init(hostUID: hostID, hostGID: hostID, count: idCount)
+        // As runc: a name this kernel's list does not hold is left out, with a warning.
+        let caps = spec.process?.capabilities
+        if let unknown = caps?.all.filter({ ProfileCapability.number($0) == nil }).sorted(),
+            !unknown.isEmpty
+        {
+            log.warning("ignoring unknown capabilities: \(unknown.joined(separator: ", "))")
+        }
+        func known(_ names: [String]?) -> [String] {
+            (names ?? []).filter { ProfileCapability.number($0) != nil }
+        }
+        var sets = SandboxProfile.CapabilitySets()
+        sets.bounding = known(caps?.bounding)
+        sets.effective = known(caps?.effective)
+        sets.permitted = known(caps?.permitted)
+        sets.inheritable = known(caps?.inheritable)
+        sets.ambient = known(caps?.ambient)
+        profile.capabilities = sets
+        if spec.process?.noNewPrivileges != true { profile.newPrivileges = true }
+        profile.rlimits = try rlimits(spec.process?.rlimits ?? [], over: profile.rlimits)
+        let sysctls = (spec.linux?.sysctl ?? [:]).sorted { $0.key < $1.key }
+        if !sysctls.isEmpty {
+            profile.sysctls = sysctls.map { SandboxProfile.Sysctl(name: $0.key, value: $0.value) }
+        }
+        if spec.linux?.seccomp != nil {
+            log.warning(
+                "linux.seccomp is not applied: a plain container runs under appd's seccomp deny list"
+            )
+        }
+
         profile.executable = executable
         profile.arguments = args
         profile.workingDirectory = spec.process?.cwd ?? "/"
@@ -86,6 +179,56 @@ enum PlainContainer {
         if let hostname = spec.hostname, !hostname.isEmpty { profile.hostname = hostname }
         return PreparedSandbox(
             profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false)
+    }
+
+    /// The config's rlimits (`RLIMIT_NOFILE`...) over the sandbox's: each one the config names
+    /// is set as given. Lowering always works; a hard limit above appd-oci's own needs
+    /// CAP_SYS_RESOURCE, which root lacks on some hosts: refused here, at create, as runc fails.
+    static func rlimits(
+        _ asked: [OCISpec.Rlimit], over base: [SandboxProfile.ResourceLimit]
+    ) throws -> [SandboxProfile.ResourceLimit] {
+        var limits = base
+        for limit in asked.prefix(64) {
+            let type = limit.type.uppercased()
+            guard type.hasPrefix("RLIMIT_") else {
+                throw AppdError(.invalidConfig, "config.json's rlimit \(limit.type) is unknown")
+            }
+            let name = String(type.dropFirst("RLIMIT_".count)).lowercased()
+            let resource = appd_rlimit_resource(name)
+            guard resource >= 0 else {
+                throw AppdError(.invalidConfig, "config.json's rlimit \(limit.type) is unknown")
+            }
+            guard limit.soft <= limit.hard else {
+                throw AppdError(
+                    .invalidConfig, "config.json's rlimit \(limit.type): soft above hard")
+            }
+            var soft: UInt64 = 0
+            var hard: UInt64 = 0
+            if appd_getrlimit(resource, &soft, &hard) == 0, limit.hard > hard,
+                !Self.holdsSysResource()
+            {
+                throw AppdError(
+                    .permissionDenied,
+                    "cannot raise \(type) to \(limit.hard): the hard limit here is \(hard) and appd-oci lacks CAP_SYS_RESOURCE",
+                    hint: "ask for a hard limit of at most \(hard) (podman: --ulimit)")
+            }
+            let value = { (number: UInt64) -> UInt64? in
+                number == UInt64.max ? nil : number
+            }
+            limits.removeAll { $0.name == name }
+            limits.append(.init(name: name, soft: value(limit.soft), hard: value(limit.hard)))
+        }
+        return limits
+    }
+
+    /// Whether this process's effective set holds CAP_SYS_RESOURCE (24).
+    static func holdsSysResource() -> Bool {
+        guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("CapEff:") }),
+            let bits = UInt64(
+                line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
+        else { return false }
+        return bits & (1 << 24) != 0
     }
 
     /// `args[0]` as a path inside the image: absolute as given, else the first match in PATH.

@@ -218,6 +218,7 @@ struct OCIRuntime {
                 if !removed { log.warning("the cgroup of \(id) could not be removed") }
             }
             try removeState(id)
+            if let range = record.userNamespaceHost { PlainIDRange.free(range) }
         }
     }
 

@@ -133,6 +133,9 @@ struct ProfileText {
                         + (p.console ? " pts" : ""))
             case .dir: item("\(mount.destination)  directory")
             case .file: item("\(mount.destination)  generated")
+            case .fs: item("\(mount.destination)  \(mount.fsType ?? "") (\(mount.options ?? ""))")
+            case .mask: item("\(mount.destination)  masked")
+            case .roPath: item("\(mount.destination)  made read-only")
             }
         }
         section(

@@ -82,6 +82,12 @@ int appd_set_mdwe_refuse_exec_gain(void);
 
 /// capset(2) with empty effective, permitted and inheritable sets (no glibc wrapper).
 int appd_capset_zero(void);
+/// capset(2) with these sets, one bit per capability number (a plain container's exact sets).
+int appd_capset_masks(uint64_t effective, uint64_t permitted, uint64_t inheritable);
+/// PR_CAP_AMBIENT_RAISE of one capability (it must be permitted and inheritable already).
+int appd_cap_ambient_raise(int cap);
+/// PR_SET_KEEPCAPS: keep the permitted set across the next change away from uid 0.
+int appd_set_keepcaps(int keep);
 
 /// setresuid/setresgid are _GNU_SOURCE-only. Both set the real, effective and saved id.
 int appd_setresuid(uid_t uid);

@@ -1,0 +1,259 @@
+import AppdBase
+import Foundation
+import Glibc
+import Sandbox
+import TestSupport
+import Testing
+
+@testable import appd_oci
+
+/// `appd-oci --plain` runs a real container (the host's static busybox as its image): its
+/// root is a user namespace's root, mapped onto a host range of its own, holding the config's
+/// capabilities there only (docs/oci-runtime.md, "Plain containers"). The attacks are made
+/// from inside with CAP_SYS_ADMIN, CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH in that namespace.
+@Suite("appd-oci --plain: a user namespace's root, nobody on the host", .serialized, rootOnly)
+struct PlainContainerTests {
+    static let busybox = "/usr/bin/busybox"
+    static let capabilities = [
+        "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_SETUID", "CAP_SETGID",
+        "CAP_SYS_ADMIN",
+    ]
+
+    /// A bundle whose rootfs holds busybox as /bin/sh, and a host file only root may read.
+    struct Bundle {
+        var directory: String
+        var bundle: String { "\(directory)/bundle" }
+        var state: String { "\(directory)/state" }
+        var secret: String { "\(directory)/secret" }
+        /// The container's id: unique, as its cgroup's name is.
+        let id = "plain-test-\(UUID().uuidString.prefix(8).lowercased())"
+
+        init() throws {
+            directory =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "appd-oci-plain-\(UUID().uuidString)"
+                ).path
+            try FileManager.default.createDirectory(
+                atPath: "\(directory)/bundle/rootfs/bin", withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: PlainContainerTests.busybox, toPath: "\(bundle)/rootfs/bin/busybox")
+            try FileManager.default.createSymbolicLink(
+                atPath: "\(bundle)/rootfs/bin/sh", withDestinationPath: "busybox")
+            try "SECRET-\(UUID().uuidString)\n".write(
+                toFile: secret, atomically: true, encoding: .utf8)
+            #expect(chmod(secret, 0o600) == 0 && chown(secret, 0, 0) == 0)
+            // The state folder and the scratch range of this run (each test its own).
+            chmod(directory, 0o755)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: directory) }
+
+        /// config.json: busybox running `script`, the config's capabilities in all five sets,
+        /// the default kernel filesystems, the secret bound read-only at /secret, /proc/version
+        /// masked.
+        func write(script: String, extra: (inout [String: Any]) -> Void = { _ in }) throws {
+            let sets = ["bounding", "effective", "permitted", "inheritable", "ambient"]
+            var config: [String: Any] = [
+                "ociVersion": "1.0.2", "root": ["path": "rootfs"], "hostname": "plain",
+                "process": [
+                    "user": ["uid": 0, "gid": 0, "additionalGids": [7]],
+                    "args": ["/bin/sh", "-c", script], "env": ["PATH=/bin"], "cwd": "/",
+                    "noNewPrivileges": true,
+                    "capabilities": Dictionary(
+                        uniqueKeysWithValues: sets.map { ($0, PlainContainerTests.capabilities) }),
+                ],
+                "mounts": [
+                    ["destination": "/proc", "type": "proc", "source": "proc"],
+                    [
+                        "destination": "/dev", "type": "tmpfs", "source": "tmpfs",
+                        "options": ["nosuid", "strictatime", "mode=755", "size=65536k"],
+                    ],
+                    [
+                        "destination": "/secret", "type": "bind", "source": secret,
+                        "options": ["rbind", "ro"],
+                    ],
+                ],
+                "linux": [
+                    "namespaces": ["pid", "network", "ipc", "uts", "mount"].map { ["type": $0] },
+                    "maskedPaths": ["/proc/version"],
+                ],
+            ]
+            extra(&config)
+            let data = try JSONSerialization.data(withJSONObject: config)
+            try data.write(to: URL(fileURLWithPath: "\(bundle)/config.json"))
+        }
+
+        /// `appd-oci --plain ARGS`, with this test's state root and no appd.conf.
+        /// `detached`: the output goes to a file, not a pipe (a created container keeps
+        /// appd-oci's stdout and stderr, as an engine wants; a pipe would not end).
+        func oci(_ arguments: [String], detached: Bool = false) throws -> (
+            code: Int32, stdout: String, stderr: String
+        ) {
+            try "".write(toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
+            let output = "\(directory)/output"
+            try "".write(toFile: output, atomically: true, encoding: .utf8)
+            let result = try ChildProcess(
+                "appd-oci",
+                ["--root", state, "--config", "\(directory)/none.conf", "--plain"] + arguments,
+                environment: ["APPD_OCI_USERNS": "\(directory)/userns", "PATH": "/usr/bin:/bin"],
+                stdout: detached ? .append(output) : .capture,
+                stderr: detached ? .append(output) : .capture
+            ).finish()
+            if detached {
+                let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+                return (result.code, "", text)
+            }
+            return result
+        }
+
+        /// `run`: the container's output.
+        func run(_ script: String) throws -> (code: Int32, output: String) {
+            try write(script: script)
+            let result = try oci(["run", "--bundle", bundle, id])
+            return (result.code, result.stdout + result.stderr)
+        }
+    }
+
+    @Test(
+        "its root is a user namespace's root: uid_map is the allocated range, not 0 0; the config's caps are held in it"
+    )
+    func userNamespaceRoot() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let result = try bundle.run(
+            "cat /proc/self/uid_map; busybox grep -E 'CapEff|CapBnd|CapAmb' /proc/self/status; busybox id"
+        )
+        #expect(result.code == 0, "\(result.output)")
+        let fields = result.output.split(separator: "\n").first?.split(separator: " ") ?? []
+        #expect(fields.count == 3, "\(result.output)")
+        #expect(fields.first == "0" && fields.last == "65536", "\(result.output)")
+        let host = fields.count == 3 ? UInt32(fields[1]) ?? 0 : 0
+        #expect(host >= PlainIDRange.first && (host - PlainIDRange.first) % PlainIDRange.size == 0)
+        // CHOWN 0, DAC_OVERRIDE 1, DAC_READ_SEARCH 2, SETGID 6, SETUID 7, SYS_ADMIN 21.
+        for set in ["CapEff", "CapBnd", "CapAmb"] {
+            #expect(result.output.contains("\(set):\t00000000002000c7"), "\(result.output)")
+        }
+        #expect(result.output.contains("uid=0 gid=0 groups=7"), "\(result.output)")
+        // Freed at delete: the run's slot file is gone.
+        let left =
+            (try? FileManager.default.contentsOfDirectory(atPath: "\(bundle.directory)/userns"))
+            ?? []
+        #expect(left.isEmpty, "\(left)")
+    }
+
+    @Test(
+        "with CAP_SYS_ADMIN and CAP_DAC_OVERRIDE in its namespace it cannot read a host root file bound read-only, mount over a masked path, or unshare a user namespace"
+    )
+    func attacksFromInside() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let result = try bundle.run(
+            """
+            cat /secret; echo read=$?
+            busybox mount -t tmpfs none /proc/version; echo mount=$?
+            busybox umount /proc/version; echo umount=$?
+            busybox mount -o remount,rw /secret; echo remount=$?
+            busybox unshare -U true; echo unshare=$?
+            echo masked=$(busybox wc -c < /proc/version)
+            """)
+        let secret = try String(contentsOfFile: bundle.secret, encoding: .utf8)
+        #expect(
+            !result.output.contains(secret.trimmingCharacters(in: .newlines)), "\(result.output)")
+        for line in ["read=1", "mount=1", "umount=1", "remount=1", "unshare=1", "masked=0"] {
+            #expect(result.output.contains(line), "\(line) in \(result.output)")
+        }
+        #expect(result.output.contains("Permission denied"), "\(result.output)")
+    }
+
+    @Test("its processes are its range on the host, not root: /proc/PID/status read from the host")
+    func notRootOnTheHost() throws {
+        let bundle = try Bundle()
+        defer {
+            _ = try? bundle.oci(["delete", "--force", bundle.id])
+            bundle.remove()
+        }
+        try bundle.write(script: "busybox sleep 30")
+        let created = try bundle.oci(
+            ["create", "--bundle", bundle.bundle, bundle.id], detached: true)
+        #expect(created.code == 0, "\(created.stderr)")
+        #expect(try bundle.oci(["start", bundle.id], detached: true).code == 0)
+        var uids: [UInt32] = []
+        for _ in 0..<100 where uids.isEmpty {
+            let listed = try bundle.oci(["ps", bundle.id]).stdout
+            for pid in listed.split(whereSeparator: \.isWhitespace).compactMap({ Int32($0) }) {
+                let status =
+                    (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                guard status.contains("Name:\tbusybox") || status.contains("Name:\tsleep") else {
+                    continue
+                }
+                let line = status.split(separator: "\n").first { $0.hasPrefix("Uid:") } ?? ""
+                uids += line.split(whereSeparator: \.isWhitespace).dropFirst().compactMap {
+                    UInt32($0)
+                }
+            }
+            if uids.isEmpty { usleep(20_000) }
+        }
+        #expect(uids.count == 4, "the app's Uid line, read from the host")
+        for uid in uids {
+            #expect(
+                uid >= PlainIDRange.first
+                    && uid < PlainIDRange.first + PlainIDRange.slots * PlainIDRange.size, "\(uids)")
+        }
+    }
+}
+
+/// What a plain config may not ask, refused at create with one line (no root needed: the
+/// check comes before anything is made).
+@Suite("appd-oci --plain: widening refused at create")
+struct PlainRefusalTests {
+    @Test(
+        "a non-namespaced sysctl, a writable host bind, a host device, a host namespace: one line naming it",
+        arguments: [
+            (#"{"linux": {"namespaces": NS, "sysctl": {"kernel.panic": "1"}}}"#, "kernel.panic"),
+            (
+                #"{"mounts": [{"destination": "/data", "type": "bind", "source": "/etc", "options": ["rbind", "rw"]}], "linux": {"namespaces": NS}}"#,
+                "the host folder /etc"
+            ),
+            (#"{"linux": {"namespaces": NS, "devices": [{"path": "/dev/sda"}]}}"#, "/dev/sda"),
+            (
+                #"{"linux": {"namespaces": [{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}"#,
+                "the host's network namespace"
+            ),
+            (
+                #"{"linux": {"namespaces": [{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"},{"type":"network","path":"/proc/self/ns/ipc"}]}}"#,
+                "is not a network namespace"
+            ),
+        ])
+    func refused(json: String, named: String) throws {
+        let spec = try AppdOCITests.spec(
+            json.replacingOccurrences(of: "NS", with: AppdOCITests.namespaces))
+        #expect {
+            try OCIConfigCheck.check(spec, plainBundle: "/nonexistent-bundle")
+        } throws: { error in
+            let message = (error as? AppdError)?.message ?? ""
+            return message.contains(named) && !message.contains("\n")
+        }
+    }
+
+    @Test(
+        "what a plain container holds in its own namespaces is accepted: any capability, namespaced sysctls, read-only binds, binds from its bundle"
+    )
+    func accepted() throws {
+        let bundle = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "appd-oci-plain-\(UUID().uuidString)"
+        ).path
+        try FileManager.default.createDirectory(
+            atPath: "\(bundle)/files", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: bundle) }
+        let spec = try AppdOCITests.spec(
+            #"""
+            {"process": {"capabilities": {"bounding": ["CAP_SYS_ADMIN", "CAP_NET_ADMIN"]}},
+             "mounts": [{"destination": "/etc-ro", "type": "bind", "source": "/etc", "options": ["rbind", "ro"]},
+                        {"destination": "/files", "type": "bind", "source": "\#(bundle)/files", "options": ["rbind", "rw"]}],
+             "linux": {"namespaces": \#(AppdOCITests.namespaces),
+                       "sysctl": {"net.ipv4.ip_forward": "1", "kernel.shmmax": "1000", "fs.mqueue.msg_max": "20"},
+                       "uidMappings": [{"containerID": 0, "hostID": 1000, "size": 2000}]}}
+            """#)
+        try OCIConfigCheck.check(spec, plainBundle: bundle)
+    }
+}
