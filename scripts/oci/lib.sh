@@ -131,6 +131,12 @@ make_images() {
         --entrypoint '["/catatonit", "-P"]' >/dev/null
 }
 
+# With --cgroup-driver systemd: the slices the CRI pods, ctr's tasks and docker's containers go
+# to (no '-' inside: a '-' in a slice name nests it under another slice), and podman's own
+# (machine.slice, libpod-ID.scope).
+HARNESS_SLICE=appdharness.slice
+DOCKER_SLICE=appdharnessdocker.slice
+
 IMAGE=localhost/appd-harness/busybox:1
 PAUSE_IMAGE=localhost/appd-harness/pause:1
 # runc and crun cannot raise a limit past root's hard limit here (no CAP_SYS_RESOURCE).

@@ -1,11 +1,12 @@
 # shellcheck shell=bash
 # The podman part of scripts/oci-harness: podman --runtime PATH on a private storage root
 # (overlay works on this host; vfs is the fallback with --storage-driver vfs), no network
-# (--network none: nothing touches the host's), cgroupfs (systemd is not PID 1 here).
+# (--network none: nothing touches the host's), the harness's cgroup driver (cgroupfs unless
+# --cgroup-driver systemd; systemd is not PID 1 on the build host).
 
 pm() {
     CONTAINERS_CONF=$WORK/podman/containers.conf podman --root "$WORK/podman/root" --runroot "$WORK/podman/run" --tmpdir "$WORK/podman/tmp" \
-        --storage-driver "$STORAGE_DRIVER" --cgroup-manager cgroupfs --events-backend none \
+        --storage-driver "$STORAGE_DRIVER" --cgroup-manager "${CGROUP_DRIVER:-cgroupfs}" --events-backend none \
         --runtime "$RUNTIME" "$@"
 }
 
@@ -20,7 +21,7 @@ podman_checks() {
         >"$WORK/podman/containers.conf"
     on_exit "remove_cgroups libpod_parent"
     on_exit "for id in \$(ls '$WORK/podman/root/overlay-containers' 2>/dev/null); do \
-        kill_cgroup libpod_parent/libpod-\$id; \"\$RUNTIME\" delete --force \$id; done; kill_work_processes '$WORK/podman'"
+        kill_cgroup libpod_parent/libpod-\$id; kill_cgroup machine.slice/libpod-\$id.scope; \"\$RUNTIME\" delete --force \$id; done; kill_work_processes '$WORK/podman'"
     # The storage is removed with the work directory (its mounts first, by the caller's trap).
     on_exit "pm pod rm --all --force --time 0; pm rm --all --force --time 0; pm rmi --all --force"
     out=$(pm load -i "$WORK/busybox.tar" 2>&1) || { fail "$P: podman load of the docker-archive: $out"; return; }
