@@ -264,6 +264,10 @@ struct OCIRuntime {
                 throw AppdError(.notFound, "the cgroup of container \(id) is gone")
             }
             try cgroup.setLimits(limits)
+            // A scope systemd knows would get its start limits back at its next realization.
+            if line.systemdCgroup, record.cgroupInstance.hasSuffix(".scope") {
+                try SystemdScope.setLimits(unit: record.cgroupInstance, limits)
+            }
         }
     }
 
