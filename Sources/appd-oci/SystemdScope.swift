@@ -18,14 +18,17 @@ enum SystemdScope {
 
     /// `StartTransientUnit(unit, "fail", properties, [])`.
     static func start(unit: String, slice: String, pid: pid_t, limits: CgroupLimits) throws {
-        var properties: [String] = [
-            "PIDs", "au", "1", String(pid), "Delegate", "b", "true", "Slice", "s", slice,
-            "Description", "s", "appd-oci container \(unit)",
-        ]
-        properties += limitProperties(limits)
+        // Each property is its name, its D-Bus signature and its value's words.
+        let properties: [[String]] =
+            [
+                ["PIDs", "au", "1", String(pid)], ["Delegate", "b", "true"], ["Slice", "s", slice],
+                ["Description", "s", "appd-oci container \(unit)"],
+                // A container that failed (an OOM kill) leaves no failed unit behind, as runc's.
+                ["CollectMode", "s", "inactive-or-failed"],
+            ] + limitProperties(limits)
         try call(
             "StartTransientUnit", "ssa(sv)a(sa(sv))",
-            [unit, "fail", String(properties.count / 3)] + properties + ["0"])
+            [unit, "fail", String(properties.count)] + properties.flatMap { $0 } + ["0"])
     }
 
     /// `SetUnitProperties(unit, runtime, properties)`: `update`'s limits, so that systemd's next
@@ -35,14 +38,14 @@ enum SystemdScope {
         guard !properties.isEmpty else { return }
         try call(
             "SetUnitProperties", "sba(sv)",
-            [unit, "true", String(properties.count / 3)] + properties)
+            [unit, "true", String(properties.count)] + properties.flatMap { $0 })
     }
 
-    private static func limitProperties(_ limits: CgroupLimits) -> [String] {
-        var properties: [String] = []
-        if let memory = limits.memoryMax { properties += ["MemoryMax", "t", String(memory)] }
-        if let pids = limits.pidsMax { properties += ["TasksMax", "t", String(pids)] }
-        if let weight = limits.cpuWeight { properties += ["CPUWeight", "t", String(weight)] }
+    private static func limitProperties(_ limits: CgroupLimits) -> [[String]] {
+        var properties: [[String]] = []
+        if let memory = limits.memoryMax { properties.append(["MemoryMax", "t", String(memory)]) }
+        if let pids = limits.pidsMax { properties.append(["TasksMax", "t", String(pids)]) }
+        if let weight = limits.cpuWeight { properties.append(["CPUWeight", "t", String(weight)]) }
         return properties
     }
 
