@@ -21,6 +21,11 @@ ctr_checks() {
     ctr_ "${ns[@]}" run -d "${run[@]}" $(ctr_cgroup h-long appd-oci-harness-ctr) "$IMAGE" h-long sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' >/dev/null
     sleep 0.3
     check $P "task ls: running" RUNNING "$(ctr_ "${ns[@]}" tasks ls | awk '$1 == "h-long" {print $3}')"
+    if [[ $SYSTEMD_CGROUP == true ]]; then
+        check $P "systemd driver: the task's cgroup is systemd's active unit ctr-h-long.scope in $HARNESS_SLICE" \
+            "active /$HARNESS_SLICE/ctr-h-long.scope" \
+            "$(unit_properties ctr-h-long.scope ActiveState ControlGroup)"
+    fi
     check $P "the runtime's own state (under the --runc-root the shim passed)" running \
         "$(runtime_status "$RUNTIME" "$CTRD/runc-root/appd-oci-harness-ctr" h-long)"
     out=$(ctr_ "${ns[@]}" tasks exec --fifo-dir "$CTRD/fifo" --exec-id e1 h-long sh -c 'echo in-exec; exit 0' 2>&1)

@@ -73,6 +73,14 @@ stop_daemon() {
     return 0
 }
 
+# unit_properties UNIT PROPERTY...: the values systemd has for the unit, in the order given.
+unit_properties() {
+    local unit=$1 property values=()
+    shift
+    for property in "$@"; do values+=("$(systemctl show -p "$property" --value "$unit" 2>&1)"); done
+    echo "${values[*]}"
+}
+
 # umount_under DIR: lazily unmounts every mount at or under DIR, deepest first.
 umount_under() {
     grep -o " $1[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null

@@ -81,6 +81,13 @@ podman_checks() {
         limit=$(cat "/sys/fs/cgroup$cgroup/memory.max")
     fi
     check $P "update --memory 64m: the container's cgroup limit" $((64 << 20)) "$limit"
+    if [[ ${CGROUP_DRIVER:-cgroupfs} == systemd ]]; then
+        # systemd's driver: the runtime asked systemd for the container's scope, so systemd knows
+        # it as a unit (a cgroup made by hand would be "inactive"), and its MemoryMax is the update's.
+        check $P "systemd driver: the container's cgroup is systemd's active unit libpod-ID.scope, MemoryMax the update's" \
+            "active /machine.slice/libpod-$id.scope $((64 << 20))" \
+            "$(unit_properties "libpod-$id.scope" ActiveState ControlGroup MemoryMax)"
+    fi
     pm rm -f --time 0 "$id" >/dev/null
 
     # A pod of two containers: one serves on the pod's loopback, the other connects.
