@@ -265,7 +265,8 @@ struct OCIRuntime {
             }
             try cgroup.setLimits(limits)
             // A scope systemd knows would get its start limits back at its next realization.
-            if line.systemdCgroup, record.cgroupInstance.hasSuffix(".scope") {
+            // Decided by the unit, not by --systemd-cgroup: podman's `update` does not pass it.
+            if SystemdScope.isTransientUnit(record.cgroupInstance) {
                 try SystemdScope.setLimits(unit: record.cgroupInstance, limits)
             }
         }

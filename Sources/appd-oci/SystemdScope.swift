@@ -41,6 +41,13 @@ enum SystemdScope {
             [unit, "true", String(properties.count)] + properties.flatMap { $0 })
     }
 
+    /// Whether systemd holds a transient unit of that name (it writes each to
+    /// /run/systemd/transient): a container `create` made a scope for.
+    static func isTransientUnit(_ unit: String) -> Bool {
+        unit.hasSuffix(".scope") && !unit.contains("/")
+            && access("/run/systemd/transient/\(unit)", F_OK) == 0
+    }
+
     private static func limitProperties(_ limits: CgroupLimits) -> [[String]] {
         var properties: [[String]] = []
         if let memory = limits.memoryMax { properties.append(["MemoryMax", "t", String(memory)]) }

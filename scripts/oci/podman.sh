@@ -83,10 +83,18 @@ podman_checks() {
     check $P "update --memory 64m: the container's cgroup limit" $((64 << 20)) "$limit"
     if [[ ${CGROUP_DRIVER:-cgroupfs} == systemd ]]; then
         # systemd's driver: the runtime asked systemd for the container's scope, so systemd knows
-        # it as a unit (a cgroup made by hand would be "inactive"), and its MemoryMax is the update's.
-        check $P "systemd driver: the container's cgroup is systemd's active unit libpod-ID.scope, MemoryMax the update's" \
-            "active /machine.slice/libpod-$id.scope $((64 << 20))" \
-            "$(unit_properties "libpod-$id.scope" ActiveState ControlGroup MemoryMax)"
+        # it as a unit (a cgroup made by hand would be "inactive").
+        check $P "systemd driver: the container's cgroup is systemd's active unit libpod-ID.scope" \
+            "active /machine.slice/libpod-$id.scope" \
+            "$(unit_properties "libpod-$id.scope" ActiveState ControlGroup)"
+        # ... and the unit's MemoryMax is the update's, or systemd's next realization of the
+        # unit writes the old limit back. podman calls `update` without --systemd-cgroup:
+        # appd-oci sets the unit anyway; crun 1.8.1 leaves it at its start value ("infinity",
+        # seen in the bookworm guest; docs/oci-harness.md), so this is checked for appd-oci only.
+        if [[ -n ${APP_RUNTIME:-} ]]; then
+            check $P "systemd driver: the unit's MemoryMax is the update's" $((64 << 20)) \
+                "$(unit_properties "libpod-$id.scope" MemoryMax)"
+        fi
     fi
     pm rm -f --time 0 "$id" >/dev/null
 
