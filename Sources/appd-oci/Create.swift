@@ -210,6 +210,12 @@ extension OCIRuntime {
                 applyOOMScore(adjust, to: pid)
             }
         }
+        if let scope = Self.systemdScope(spec.linux?.cgroupsPath ?? "", systemd: line.systemdCgroup)
+        {
+            try SystemdScope.start(
+                unit: scope.unit, slice: scope.slice, pid: started.pid, limits: profile.cgroupLimits
+            )
+        }
 
         let record = ContainerRecord(
             id: id, bundle: bundle, rootfs: rootfs, pid: started.pid,
@@ -317,6 +323,15 @@ extension OCIRuntime {
             extra.append(.init(name: name, value: String(entry[entry.index(after: equals)...])))
         }
         return extra
+    }
+
+    /// The slice and scope unit of a `slice:prefix:name` cgroupsPath (`--systemd-cgroup`), nil
+    /// for a cgroupfs path: the unit systemd is asked for (SystemdScope).
+    static func systemdScope(_ path: String, systemd: Bool) -> (slice: String, unit: String)? {
+        let parts = path.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
+        guard parts.count == 3, systemd || !path.hasPrefix("/") else { return nil }
+        let unit = "\(parts[1].isEmpty ? "" : parts[1] + "-")\(parts[2]).scope"
+        return (parts[0].isEmpty ? "system.slice" : parts[0], unit)
     }
 
     /// The engine's `cgroupsPath` as `Cgroups` places an instance: `parent/app/instance`.

@@ -274,6 +274,11 @@ struct OCIRuntime {
                 throw AppdError(.notFound, "the cgroup of container \(id) is gone")
             }
             try cgroup.setLimits(limits)
+            // A scope systemd knows would get its start limits back at its next realization.
+            // Decided by the unit, not by --systemd-cgroup: podman's `update` does not pass it.
+            if SystemdScope.isTransientUnit(record.cgroupInstance) {
+                try SystemdScope.setLimits(unit: record.cgroupInstance, limits)
+            }
         }
     }
 

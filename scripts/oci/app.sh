@@ -13,8 +13,8 @@ TAMPERED_IMAGE=localhost/appd-harness/probe-tampered:1
 make_app_images() {
     local dir=$WORK/appd bundle probe
     mkdir -p "$dir/data"
-    probe=$(cd "$REPO_ROOT" && swift build "${swift_flags[@]}" --show-bin-path)/Probe
-    [[ -x $probe ]] || die "build the Probe sample first (swift build --product Probe)"
+    probe=${PROBE:-$(cd "$REPO_ROOT" && swift build "${swift_flags[@]}" --show-bin-path)/Probe}
+    [[ -x $probe ]] || die "build the Probe sample first (swift build --product Probe), or give --probe PATH"
     bundle=$dir/src/Probe.app
     mkdir -p "$bundle"
     install -m 0755 "$probe" "$bundle/Probe"
@@ -53,10 +53,10 @@ app_checks() {
         printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n' >"$WORK/podman/containers.conf"
     app_pm() {
         CONTAINERS_CONF=$WORK/podman/containers.conf podman --root "$WORK/podman/root" --runroot "$WORK/podman/run" \
-            --tmpdir "$WORK/podman/tmp" --storage-driver "$STORAGE_DRIVER" --cgroup-manager cgroupfs \
+            --tmpdir "$WORK/podman/tmp" --storage-driver "$STORAGE_DRIVER" --cgroup-manager "${CGROUP_DRIVER:-cgroupfs}" \
             --events-backend none --runtime "$APP_RUNTIME" "$@"
     }
-    on_exit "CONTAINERS_CONF=$WORK/podman/containers.conf podman --root '$WORK/podman/root' --runroot '$WORK/podman/run' --tmpdir '$WORK/podman/tmp' --storage-driver '$STORAGE_DRIVER' --cgroup-manager cgroupfs --events-backend none --runtime '$APP_RUNTIME' rm --all --force --time 0 >/dev/null 2>&1; CONTAINERS_CONF=$WORK/podman/containers.conf podman --root '$WORK/podman/root' --runroot '$WORK/podman/run' --tmpdir '$WORK/podman/tmp' --storage-driver '$STORAGE_DRIVER' --cgroup-manager cgroupfs --events-backend none volume rm --all --force >/dev/null 2>&1"
+    on_exit "CONTAINERS_CONF=$WORK/podman/containers.conf podman --root '$WORK/podman/root' --runroot '$WORK/podman/run' --tmpdir '$WORK/podman/tmp' --storage-driver '$STORAGE_DRIVER' --cgroup-manager '${CGROUP_DRIVER:-cgroupfs}' --events-backend none --runtime '$APP_RUNTIME' rm --all --force --time 0 >/dev/null 2>&1; CONTAINERS_CONF=$WORK/podman/containers.conf podman --root '$WORK/podman/root' --runroot '$WORK/podman/run' --tmpdir '$WORK/podman/tmp' --storage-driver '$STORAGE_DRIVER' --cgroup-manager '${CGROUP_DRIVER:-cgroupfs}' --events-backend none volume rm --all --force >/dev/null 2>&1"
     out=$(app_pm load -i "$WORK/app.tar" 2>&1) || { fail "$P: podman load of the appd image: $out"; return 1; }
     app_pm load -i "$WORK/app-tampered.tar" >/dev/null 2>&1 || { fail "$P: podman load of the tampered image"; return 1; }
 
@@ -123,7 +123,7 @@ app_checks() {
     start_containerd || return 1
     out=$(ctr_ -n appd-app images import "$WORK/app.tar" 2>&1) || { fail "$P: ctr import: $out"; return 1; }
     ctr_ -n appd-app run --rm --runtime io.containerd.runc.v2 --runc-binary "$APP_RUNTIME" \
-        --runc-root "$CTRD/appd-root" --cgroup /appd-oci-harness-ctr/app1 "$APP_IMAGE" app1 /Probe.app/Probe exit 9 \
+        --runc-root "$CTRD/appd-root" $(ctr_cgroup app1 appd-oci-harness-ctr) "$APP_IMAGE" app1 /Probe.app/Probe exit 9 \
         >/dev/null 2>&1 && rc=0 || rc=$?
     check $P "ctr run (the shim's contract): the app's exit code" 9 "$rc"
 
@@ -134,7 +134,7 @@ app_checks() {
     sleep 1
     rc=0
     /usr/bin/python3 "$OCI_DIR/cri.py" --socket "$CTRD_SOCK" --handler "$APP_HANDLER" --app-image "$APP_IMAGE" \
-        --work "$WORK/cri-app" >"$WORK/cri-app.out" 2>&1 || rc=$?
+        --cgroup-parent "$CRI_CGROUP_PARENT" --work "$WORK/cri-app" >"$WORK/cri-app.out" 2>&1 || rc=$?
     cat "$WORK/cri-app.out"
     passed=$((passed + $(grep -c '^PASS' "$WORK/cri-app.out" || true)))
     failed=$((failed + $(grep -c '^FAIL' "$WORK/cri-app.out" || true)))

@@ -10,6 +10,22 @@ CRI_HANDLER=harness
 APP_HANDLER=appd
 
 ctr_() { ctr --address "$CTRD_SOCK" "$@"; }
+# The shim's SystemdCgroup option, and the CRI pods' cgroup_parent (a slice with systemd's driver).
+SYSTEMD_CGROUP=false
+CRI_CGROUP_PARENT=/appd-oci-harness
+if [[ ${CGROUP_DRIVER:-cgroupfs} == systemd ]]; then
+    SYSTEMD_CGROUP=true
+    CRI_CGROUP_PARENT=$HARNESS_SLICE
+fi
+# ctr_cgroup ID NAMESPACE: ctr run's cgroup flags for task ID (cgroupfs: ctr's default
+# /NAMESPACE/ID; systemd: the runtime gets --systemd-cgroup and slice:prefix:name).
+ctr_cgroup() {
+    if [[ $SYSTEMD_CGROUP == true ]]; then
+        echo "--runc-systemd-cgroup --cgroup $HARNESS_SLICE:ctr:$1"
+    else
+        echo "--cgroup /$2/$1"
+    fi
+}
 
 start_containerd() {
     [[ -S $CTRD_SOCK ]] && return 0
@@ -50,6 +66,7 @@ oom_score = 0
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$CRI_HANDLER.options]
         BinaryName = "$RUNTIME"
         Root = "$CTRD/runtime-root"
+        SystemdCgroup = $SYSTEMD_CGROUP
 TOML
     if [[ -n ${APP_RUNTIME:-} ]]; then
         cat >>"$CTRD/config.toml" <<TOML
@@ -58,6 +75,7 @@ TOML
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$APP_HANDLER.options]
         BinaryName = "$APP_RUNTIME"
         Root = "$CTRD/appd-root"
+        SystemdCgroup = $SYSTEMD_CGROUP
 TOML
     fi
     # The v2 shims keep their sockets in /run/containerd/s, whatever the config says.

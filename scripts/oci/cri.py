@@ -24,6 +24,7 @@ import zlib
 import grpc
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
+CGROUP_PARENT = "/appd-oci-harness"  # --cgroup-parent
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"  # what Go's gzip writes, as gogo uses it
 
 
@@ -129,7 +130,7 @@ def pod_config(name, work):
         "metadata": {"name": name, "uid": name + "-uid", "namespace": "appd-harness", "attempt": 0},
         "hostname": name,
         "log_directory": logs,
-        "linux": {"cgroup_parent": "/appd-oci-harness", "security_context": {"namespace_options": {}}},
+        "linux": {"cgroup_parent": CGROUP_PARENT, "security_context": {"namespace_options": {}}},
     }
 
 
@@ -330,8 +331,12 @@ def main():
     parser.add_argument("--image")
     parser.add_argument("--app-image")
     parser.add_argument("--work")
+    # A cgroupfs path, or a slice name when the runtime handler has SystemdCgroup = true.
+    parser.add_argument("--cgroup-parent", default="/appd-oci-harness")
     parser.add_argument("--cleanup", action="store_true")
     args = parser.parse_args()
+    global CGROUP_PARENT
+    CGROUP_PARENT = args.cgroup_parent
     if args.cleanup:
         cleanup(args)
         return 0

@@ -12,7 +12,7 @@ cri_checks() {
     sleep 1 # the CRI plugin learns of imported images from containerd's events
     local rc=0
     /usr/bin/python3 "$OCI_DIR/cri.py" --socket "$CTRD_SOCK" --handler "$CRI_HANDLER" --image "$IMAGE" \
-        --work "$WORK/cri" >"$WORK/cri.out" 2>&1 || rc=$?
+        --cgroup-parent "$CRI_CGROUP_PARENT" --work "$WORK/cri" >"$WORK/cri.out" 2>&1 || rc=$?
     cat "$WORK/cri.out"
     passed=$((passed + $(grep -c '^PASS' "$WORK/cri.out" || true)))
     failed=$((failed + $(grep -c '^FAIL' "$WORK/cri.out" || true)))

@@ -1,6 +1,8 @@
 # shellcheck shell=bash
 # The ctr part: containerd's io.containerd.runc.v2 shim calling the runtime under test
 # (ctr run --runc-binary PATH): create/start/kill/delete, exec, pause/resume, metrics.
+# ctr_cgroup (containerd.sh) gives each task its cgroup for the harness's cgroup driver.
+# shellcheck disable=SC2046  # $(ctr_cgroup ...) is two or three flags, split on purpose
 source "$OCI_DIR/containerd.sh"
 
 ctr_checks() {
@@ -11,14 +13,19 @@ ctr_checks() {
     out=$(ctr_ "${ns[@]}" images import "$WORK/busybox.tar" 2>&1)
     check $P "images import of the docker-archive: the tag" "$IMAGE" "$(ctr_ "${ns[@]}" images ls -q)"
 
-    out=$(ctr_ "${ns[@]}" run --rm "${run[@]}" "$IMAGE" h-out echo hello through the shim 2>&1)
+    out=$(ctr_ "${ns[@]}" run --rm "${run[@]}" $(ctr_cgroup h-out appd-oci-harness-ctr) "$IMAGE" h-out echo hello through the shim 2>&1)
     check $P "run --rm: output" "hello through the shim" "$out"
-    ctr_ "${ns[@]}" run --rm "${run[@]}" "$IMAGE" h-exit sh -c 'exit 9' >/dev/null 2>&1 && rc=0 || rc=$?
+    ctr_ "${ns[@]}" run --rm "${run[@]}" $(ctr_cgroup h-exit appd-oci-harness-ctr) "$IMAGE" h-exit sh -c 'exit 9' >/dev/null 2>&1 && rc=0 || rc=$?
     check $P "run --rm: exit code" 9 "$rc"
 
-    ctr_ "${ns[@]}" run -d "${run[@]}" "$IMAGE" h-long sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' >/dev/null
+    ctr_ "${ns[@]}" run -d "${run[@]}" $(ctr_cgroup h-long appd-oci-harness-ctr) "$IMAGE" h-long sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' >/dev/null
     sleep 0.3
     check $P "task ls: running" RUNNING "$(ctr_ "${ns[@]}" tasks ls | awk '$1 == "h-long" {print $3}')"
+    if [[ $SYSTEMD_CGROUP == true ]]; then
+        check $P "systemd driver: the task's cgroup is systemd's active unit ctr-h-long.scope in $HARNESS_SLICE" \
+            "active /$HARNESS_SLICE/ctr-h-long.scope" \
+            "$(unit_properties ctr-h-long.scope ActiveState ControlGroup)"
+    fi
     check $P "the runtime's own state (under the --runc-root the shim passed)" running \
         "$(runtime_status "$RUNTIME" "$CTRD/runc-root/appd-oci-harness-ctr" h-long)"
     out=$(ctr_ "${ns[@]}" tasks exec --fifo-dir "$CTRD/fifo" --exec-id e1 h-long sh -c 'echo in-exec; exit 0' 2>&1)

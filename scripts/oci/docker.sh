@@ -12,13 +12,16 @@ start_dockerd() {
     mkdir -p "$DOCKER_DIR"
     local app_runtime=""
     [[ -n ${APP_RUNTIME:-} ]] && app_runtime=", \"appd\": {\"path\": \"$APP_RUNTIME\"}"
+    # systemd's driver takes a slice as the parent (dockerd refuses a path with it).
+    local cgroup_parent=/appd-oci-harness-docker
+    [[ ${CGROUP_DRIVER:-cgroupfs} == systemd ]] && cgroup_parent=$DOCKER_SLICE
     cat >"$DOCKER_DIR/daemon.json" <<JSON
 {
   "data-root": "$DOCKER_DIR/data", "exec-root": "$DOCKER_DIR/exec", "pidfile": "$DOCKER_DIR/dockerd.pid",
   "hosts": ["unix://$DOCKER_DIR/docker.sock"], "containerd": "$CTRD_SOCK",
   "containerd-namespace": "appd-harness-docker", "containerd-plugins-namespace": "appd-harness-docker-plugins",
   "bridge": "none", "iptables": false, "ip6tables": false, "ip-forward": false, "ip-masq": false,
-  "storage-driver": "overlay2", "cgroup-parent": "/appd-oci-harness-docker", "exec-opts": ["native.cgroupdriver=cgroupfs"],
+  "storage-driver": "overlay2", "cgroup-parent": "$cgroup_parent", "exec-opts": ["native.cgroupdriver=${CGROUP_DRIVER:-cgroupfs}"],
   "runtimes": {"$DOCKER_RUNTIME": {"path": "$RUNTIME"}$app_runtime}
 }
 JSON

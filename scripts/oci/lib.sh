@@ -73,6 +73,14 @@ stop_daemon() {
     return 0
 }
 
+# unit_properties UNIT PROPERTY...: the values systemd has for the unit, in the order given.
+unit_properties() {
+    local unit=$1 property values=()
+    shift
+    for property in "$@"; do values+=("$(systemctl show -p "$property" --value "$unit" 2>&1)"); done
+    echo "${values[*]}"
+}
+
 # umount_under DIR: lazily unmounts every mount at or under DIR, deepest first.
 umount_under() {
     grep -o " $1[^ ]*" /proc/self/mountinfo | sort -r | xargs -r -n1 umount -l 2>/dev/null
@@ -130,6 +138,12 @@ make_images() {
         --file /usr/bin/catatonit:/catatonit --dir /proc --dir /sys --dir /dev --dir /etc \
         --entrypoint '["/catatonit", "-P"]' >/dev/null
 }
+
+# With --cgroup-driver systemd: the slices the CRI pods, ctr's tasks and docker's containers go
+# to (no '-' inside: a '-' in a slice name nests it under another slice), and podman's own
+# (machine.slice, libpod-ID.scope).
+HARNESS_SLICE=appdharness.slice
+DOCKER_SLICE=appdharnessdocker.slice
 
 IMAGE=localhost/appd-harness/busybox:1
 PAUSE_IMAGE=localhost/appd-harness/pause:1
