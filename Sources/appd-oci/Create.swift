@@ -328,8 +328,11 @@ extension OCIRuntime {
     /// The slice and scope unit of a `slice:prefix:name` cgroupsPath (`--systemd-cgroup`), nil
     /// for a cgroupfs path: the unit systemd is asked for (SystemdScope).
     static func systemdScope(_ path: String, systemd: Bool) -> (slice: String, unit: String)? {
+        guard systemd || (path.split(separator: ":").count == 3 && !path.hasPrefix("/")) else {
+            return nil
+        }
         let parts = path.split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-        guard parts.count == 3, systemd || !path.hasPrefix("/") else { return nil }
+        guard parts.count == 3 else { return nil }
         let unit = "\(parts[1].isEmpty ? "" : parts[1] + "-")\(parts[2]).scope"
         return (parts[0].isEmpty ? "system.slice" : parts[0], unit)
     }
@@ -340,22 +343,16 @@ extension OCIRuntime {
         parent: String, app: String, instance: String
     ) {
         var path = path
-        if systemd || (path.split(separator: ":").count == 3 && !path.hasPrefix("/")) {
-            let parts = path.split(separator: ":", omittingEmptySubsequences: false).map(
-                String.init)
-            if parts.count == 3 {
-                var slice = ""
-                let name = parts[0].isEmpty ? "system.slice" : parts[0]
-                if name != "-.slice" {
-                    let stem = String(name.dropLast(".slice".count))
-                    var prefix = ""
-                    for component in stem.split(separator: "-") {
-                        prefix += prefix.isEmpty ? String(component) : "-\(component)"
-                        slice += "/\(prefix).slice"
-                    }
+        if let scope = systemdScope(path, systemd: systemd) {
+            var slice = ""
+            if scope.slice != "-.slice" {
+                var prefix = ""
+                for component in scope.slice.dropLast(".slice".count).split(separator: "-") {
+                    prefix += prefix.isEmpty ? String(component) : "-\(component)"
+                    slice += "/\(prefix).slice"
                 }
-                path = "\(slice)/\(parts[1].isEmpty ? "" : parts[1] + "-")\(parts[2]).scope"
             }
+            path = "\(slice)/\(scope.unit)"
         }
         if path.isEmpty { path = "/appd-oci/\(id)" }
         let components = path.split(separator: "/").map(String.init)
