@@ -4,9 +4,10 @@
 
 passed=0
 failed=0
+failures=()
 
 pass() { echo "PASS $*"; passed=$((passed + 1)); }
-fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); failures+=("$*"); }
 
 # check PART NAME EXPECTED ACTUAL: compares two strings and says what it compared.
 check() {
