@@ -17,7 +17,8 @@ struct ContainerRecord: Codable {
     var pidStart: UInt64
     var created: String
     var annotations: [String: String]
-    /// The cgroup: `parent/app/instance` as `Cgroups` makes it (the engine's cgroupsPath).
+    /// The cgroup: `parent/app/instance` as `Cgroups` makes it (the engine's cgroupsPath);
+    /// `cgroupApp` is empty for a one-component cgroupsPath (`parent/instance`).
     var cgroupParent: String
     var cgroupApp: String
     var cgroupInstance: String

@@ -338,7 +338,9 @@ extension OCIRuntime {
     }
 
     /// The engine's `cgroupsPath` as `Cgroups` places an instance: `parent/app/instance`.
-    /// `slice:prefix:name` (`--systemd-cgroup`) is the path systemd would give that scope.
+    /// `slice:prefix:name` (`--systemd-cgroup`) is the path systemd would give that scope. A
+    /// one-component path (`/cgrouptest`) is the container's cgroup itself, as runc places it:
+    /// no app level, the hierarchy's root the parent.
     static func cgroupPlace(_ path: String, id: String, systemd: Bool) throws -> (
         parent: String, app: String, instance: String
     ) {
@@ -356,7 +358,8 @@ extension OCIRuntime {
         }
         if path.isEmpty { path = "/appd-oci/\(id)" }
         let components = path.split(separator: "/").map(String.init)
-        guard components.count >= 2 else { return ("/", components.first ?? "appd-oci", id) }
+        guard let only = components.first else { return ("/", "appd-oci", id) }
+        guard components.count >= 2 else { return ("/", "", only) }
         let parent = "/" + components.dropLast(2).joined(separator: "/")
         return (parent, components[components.count - 2], components[components.count - 1])
     }

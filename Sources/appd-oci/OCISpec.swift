@@ -120,6 +120,8 @@ struct OCISpec: Decodable {
         var shares: UInt64?
         var quota: Int64?
         var period: UInt64?
+        var cpus: String?
+        var mems: String?
     }
 
     /// The largest config.json (or process.json) read: runc's are a few KiB.

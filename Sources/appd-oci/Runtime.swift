@@ -248,8 +248,10 @@ struct OCIRuntime {
         }
     }
 
-    /// Lowers the limits (`--resources FILE|-`, or runc's `--memory`, `--pids-limit`): never
-    /// above what the sandbox started with.
+    /// Lowers the limits (`--resources FILE|-`, or runc's `--memory`, `--pids-limit`,
+    /// `--cpu-shares`, `--cpu-quota`, `--cpu-period`, `--cpuset-cpus`, `--cpuset-mems`): memory
+    /// and pids never above what the sandbox started with; the CPU limits have no ceiling in
+    /// appd.conf, so any valid value narrows.
     func update(id: String) throws {
         try state.locked(id) {
             let record = try state.load(id)
@@ -267,6 +269,7 @@ struct OCIRuntime {
             if let pids = line.options["pids-limit"].flatMap({ Int64($0) }) {
                 resources.pids = .init(limit: pids)
             }
+            try applyCPUFlags(to: &resources)
             let limits = try Self.narrowed(
                 CgroupLimits(memoryMax: record.memoryMax, pidsMax: record.pidsMax),
                 by: resources, refuseWidening: true)
@@ -324,11 +327,40 @@ struct OCIRuntime {
             }
         }
         if let shares = resources?.cpu?.shares, shares >= 2 {
-            // runc's conversion of cpu.shares (2...262144) to cpu.weight (1...10000).
+            // runc's conversion of cpu.shares (2...262144) to cpu.weight (1...10000) for v2;
+            // v1 writes the shares themselves.
             let clamped = min(shares, 262_144)
             limits.cpuWeight = Int(1 + ((clamped - 2) * 9999) / 262_142)
+            limits.cpuShares = Int(clamped)
         }
+        // A quota of -1 or 0 is the spec's "no quota"; empty cpus/mems the parent's.
+        if let quota = resources?.cpu?.quota, quota > 0 { limits.cpuQuota = quota }
+        if let period = resources?.cpu?.period, period > 0 {
+            limits.cpuPeriod = Int64(clamping: period)
+        }
+        if let cpus = resources?.cpu?.cpus, !cpus.isEmpty { limits.cpusetCPUs = cpus }
+        if let mems = resources?.cpu?.mems, !mems.isEmpty { limits.cpusetMems = mems }
+        // Refused here, before anything is made, with the value named.
+        try limits.validate()
         return limits
+    }
+
+    /// runc's `update` flags for the CPU: each a number (or a CPU list), else refused.
+    func applyCPUFlags(to resources: inout OCISpec.Resources) throws {
+        func number<T: FixedWidthInteger>(_ flag: String, _: T.Type) throws -> T? {
+            guard let text = line.options[flag] else { return nil }
+            guard let value = T(text) else {
+                throw AppdError(.badRequest, "--\(flag) '\(text.prefix(32))' is not a number")
+            }
+            return value
+        }
+        var cpu = resources.cpu ?? OCISpec.CPU()
+        if let shares = try number("cpu-shares", UInt64.self) { cpu.shares = shares }
+        if let quota = try number("cpu-quota", Int64.self) { cpu.quota = quota }
+        if let period = try number("cpu-period", UInt64.self) { cpu.period = period }
+        if let cpus = line.options["cpuset-cpus"] { cpu.cpus = cpus }
+        if let mems = line.options["cpuset-mems"] { cpu.mems = mems }
+        resources.cpu = cpu
     }
 
     func listProcesses(id: String) throws {

@@ -48,12 +48,55 @@ enum SystemdScope {
             && access("/run/systemd/transient/\(unit)", F_OK) == 0
     }
 
-    private static func limitProperties(_ limits: CgroupLimits) -> [[String]] {
+    static func limitProperties(_ limits: CgroupLimits) -> [[String]] {
         var properties: [[String]] = []
         if let memory = limits.memoryMax { properties.append(["MemoryMax", "t", String(memory)]) }
         if let pids = limits.pidsMax { properties.append(["TasksMax", "t", String(pids)]) }
         if let weight = limits.cpuWeight { properties.append(["CPUWeight", "t", String(weight)]) }
+        if let quota = limits.cpuQuota {
+            properties.append(["CPUQuotaPerSecUSec", "t", String(quotaPerSecond(limits, quota))])
+        }
+        if let period = limits.cpuPeriod {
+            properties.append(["CPUQuotaPeriodUSec", "t", String(period)])
+        }
+        if let cpus = limits.cpusetCPUs, let mask = cpuMask(cpus) {
+            properties.append(["AllowedCPUs", "ay", String(mask.count)] + mask.map(String.init))
+        }
+        if let mems = limits.cpusetMems, let mask = cpuMask(mems) {
+            properties.append(
+                ["AllowedMemoryNodes", "ay", String(mask.count)] + mask.map(String.init))
+        }
         return properties
+    }
+
+    /// systemd's CPUQuota as runc converts it: quota per second, rounded up to systemd's
+    /// granularity of 10 ms per second (1% of a CPU). The limits are validated: quota at most
+    /// 2^44 - 1 microseconds, so quota * 10^6 fits in UInt64.
+    static func quotaPerSecond(_ limits: CgroupLimits, _ quota: Int64) -> UInt64 {
+        let period = UInt64(clamping: max(limits.cpuPeriod ?? 100_000, 1))
+        let (product, overflow) = UInt64(clamping: quota).multipliedReportingOverflow(
+            by: 1_000_000)
+        var perSecond = overflow ? UInt64.max / 2 : product / period
+        if perSecond % 10_000 != 0 { perSecond = (perSecond / 10_000 + 1) * 10_000 }
+        return perSecond
+    }
+
+    /// A validated CPU list (`0-3,6`) as systemd's `ay` bitmask: bit N of byte N/8 for CPU N
+    /// (what systemd's cpu_set_to_dbus sends); nil for a list that does not parse.
+    static func cpuMask(_ list: String) -> [UInt8]? {
+        guard (try? Cgroups.validateCPUList(list, "cpuset")) != nil else { return nil }
+        var mask: [UInt8] = []
+        for item in list.split(separator: ",") {
+            let bounds = item.split(separator: "-").compactMap { Int($0) }
+            guard let low = bounds.first, let high = bounds.last else { return nil }
+            for cpu in low...high {
+                if mask.count <= cpu / 8 {
+                    mask += [UInt8](repeating: 0, count: cpu / 8 + 1 - mask.count)
+                }
+                mask[cpu / 8] |= 1 << UInt8(cpu % 8)
+            }
+        }
+        return mask
     }
 
     /// One method call of org.freedesktop.systemd1.Manager on the system bus, through busctl;

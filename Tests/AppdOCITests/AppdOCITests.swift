@@ -60,7 +60,7 @@ struct AppdOCITests {
     }
 
     @Test(
-        "cgroupsPath: podman's, containerd's, an empty one, and systemd's slice:prefix:name expanded"
+        "cgroupsPath: podman's, containerd's, one component, an empty one, and systemd's slice:prefix:name expanded"
     )
     func cgroupPaths() throws {
         let podman = try OCIRuntime.cgroupPlace(
@@ -70,6 +70,9 @@ struct AppdOCITests {
         )
         let deep = try OCIRuntime.cgroupPlace("/k8s.io/pod1/ctr1", id: "ctr1", systemd: false)
         #expect(deep.parent == "/k8s.io" && deep.app == "pod1" && deep.instance == "ctr1")
+        // One component: the container's cgroup itself, as runc places it (no app level).
+        let single = try OCIRuntime.cgroupPlace("/cgrouptest", id: "x1", systemd: false)
+        #expect(single.parent == "/" && single.app == "" && single.instance == "cgrouptest")
         let empty = try OCIRuntime.cgroupPlace("", id: "x1", systemd: false)
         #expect(empty.parent == "/" && empty.app == "appd-oci" && empty.instance == "x1")
         let systemd = try OCIRuntime.cgroupPlace(

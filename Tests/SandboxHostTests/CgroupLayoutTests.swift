@@ -141,7 +141,9 @@ struct CgroupLayoutTests {
         #expect(throws: AppdError.self) { try Cgroups.parentPath(settings: settings, own: nil) }
     }
 
-    @Test("the hybrid driver uses memory, pids, cpu and the v2 tree; v1 freezer only without it")
+    @Test(
+        "the hybrid driver uses memory, pids, cpu, cpuset and the v2 tree; v1 freezer only without it"
+    )
     func hybridPlaces() throws {
         let layout = CgroupLayout.parse(
             mountinfo: hybridMountinfo, procSelfCgroup: hybridProcSelfCgroup)
@@ -150,7 +152,7 @@ struct CgroupLayoutTests {
             driver.parentDirectories == [
                 "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c/apps",
                 "/sys/fs/cgroup/pids/apps", "/sys/fs/cgroup/cpu/apps",
-                "/sys/fs/cgroup/unified/apps",
+                "/sys/fs/cgroup/cpuset/apps", "/sys/fs/cgroup/unified/apps",
             ])
         var legacy = layout
         legacy.unified = nil

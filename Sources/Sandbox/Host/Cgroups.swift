@@ -10,14 +10,42 @@ public struct CgroupLimits: Codable, Sendable, Equatable {
     public var pidsMax: Int?
     /// 1...10000, default 100 (v2 `cpu.weight`; v1 `cpu.shares` = weight * 1024 / 100).
     public var cpuWeight: Int?
+    /// v1 `cpu.shares` exactly, 2...262144, when the caller asked in shares (an OCI config):
+    /// v1 then gets the shares asked for, not the lossy weight conversion; v2 uses `cpuWeight`.
+    public var cpuShares: Int?
+    /// CPU time the instance may use per `cpuPeriod`, in microseconds (v2 `cpu.max`, v1
+    /// `cpu.cfs_quota_us`): 1000 (the kernel's minimum) up to `maxCPUQuota`.
+    public var cpuQuota: Int64?
+    /// The period of `cpuQuota` in microseconds, 1000...1000000 (the kernel's range; its
+    /// default is 100000) (v2 `cpu.max`, v1 `cpu.cfs_period_us`).
+    public var cpuPeriod: Int64?
+    /// The CPUs and memory nodes the instance may use, as the kernel lists them (`0-3,6`):
+    /// `cpuset.cpus` and `cpuset.mems` (checked by `Cgroups.validateCPUList`).
+    public var cpusetCPUs: String?
+    public var cpusetMems: String?
 
-    public init(memoryMax: Int64? = nil, pidsMax: Int? = nil, cpuWeight: Int? = nil) {
+    public init(
+        memoryMax: Int64? = nil, pidsMax: Int? = nil, cpuWeight: Int? = nil,
+        cpuShares: Int? = nil, cpuQuota: Int64? = nil, cpuPeriod: Int64? = nil,
+        cpusetCPUs: String? = nil, cpusetMems: String? = nil
+    ) {
         self.memoryMax = memoryMax
         self.pidsMax = pidsMax
         self.cpuWeight = cpuWeight
+        self.cpuShares = cpuShares
+        self.cpuQuota = cpuQuota
+        self.cpuPeriod = cpuPeriod
+        self.cpusetCPUs = cpusetCPUs
+        self.cpusetMems = cpusetMems
     }
 
-    func validate() throws {
+    /// The kernel's largest CFS quota: `max_cfs_runtime`, 2^44 - 1 microseconds.
+    public static let maxCPUQuota: Int64 = (1 << 44) - 1
+    public static let cpuPeriods: ClosedRange<Int64> = 1000...1_000_000
+    public static let cpuShareRange: ClosedRange<Int> = 2...262_144
+
+    /// Every value in its range, the cpusets well-formed; the error names the bad one.
+    public func validate() throws {
         if let memoryMax, memoryMax < 4096 {
             throw AppdError(.invalidConfig, "memory limit \(memoryMax) bytes is below one page")
         }
@@ -27,6 +55,21 @@ public struct CgroupLimits: Codable, Sendable, Equatable {
         if let cpuWeight, !(1...10000).contains(cpuWeight) {
             throw AppdError(.invalidConfig, "cpu weight \(cpuWeight) is outside 1...10000")
         }
+        if let cpuShares, !Self.cpuShareRange.contains(cpuShares) {
+            throw AppdError(.invalidConfig, "cpu shares \(cpuShares) are outside 2...262144")
+        }
+        if let cpuQuota, !(1000...Self.maxCPUQuota).contains(cpuQuota) {
+            throw AppdError(
+                .invalidConfig,
+                "cpu quota \(cpuQuota) microseconds is outside 1000...\(Self.maxCPUQuota)")
+        }
+        if let cpuPeriod, !Self.cpuPeriods.contains(cpuPeriod) {
+            throw AppdError(
+                .invalidConfig,
+                "cpu period \(cpuPeriod) microseconds is outside 1000...1000000 (1 ms to 1 s)")
+        }
+        if let cpusetCPUs { try Cgroups.validateCPUList(cpusetCPUs, "cpuset cpus") }
+        if let cpusetMems { try Cgroups.validateCPUList(cpusetMems, "cpuset mems") }
     }
 }
 
@@ -133,7 +176,7 @@ extension InstanceCgroup {
     public func freeze() throws { try freeze(timeoutSeconds: 5) }
     public func kill() throws { try kill(timeoutSeconds: 5) }
     public var description: String {
-        "cgroup \(app)/\(instance) (\(directories.joined(separator: ", ")))"
+        "cgroup \(app.isEmpty ? "" : app + "/")\(instance) (\(directories.joined(separator: ", ")))"
     }
 }
 
@@ -148,7 +191,9 @@ public protocol CgroupDriver: Sendable {
     /// the subtree. Safe to call again.
     func prepare() throws
     /// Makes `<parent>/<app>/<instance>` in every hierarchy and applies `limits`
-    /// (`settings.defaultLimits` when nil).
+    /// (`settings.defaultLimits` when nil). An empty `app` means no app level:
+    /// `<parent>/<instance>` (appd-oci's one-component cgroupsPath, where runc puts the
+    /// container in the cgroup named); removing the instance then never removes the parent.
     func create(instance: String, app: String, limits: CgroupLimits?) throws -> any InstanceCgroup
     /// The cgroup of an instance created earlier (after a daemon restart), if it exists.
     func open(instance: String, app: String) throws -> (any InstanceCgroup)?
@@ -164,7 +209,7 @@ extension CgroupDriver {
     func checkedRequest(instance: String, app: String, limits: CgroupLimits?) throws
         -> CgroupLimits
     {
-        try Cgroups.validateName(app, "app id")
+        if !app.isEmpty { try Cgroups.validateName(app, "app id") }
         try Cgroups.validateName(instance, "instance name")
         let limits = limits ?? settings.defaultLimits
         try limits.validate()

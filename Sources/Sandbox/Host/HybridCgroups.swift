@@ -2,13 +2,15 @@ import AppBundle
 import AppdBase
 import Glibc
 
-/// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids and cpu (each mounted
+/// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids, cpu and cpuset (each mounted
 /// at `/sys/fs/cgroup/<controller>`) plus the controller-less v2 tree (usually
 /// `/sys/fs/cgroup/unified`), which still offers `cgroup.freeze` (5.2) and `cgroup.kill` (5.14).
 /// Also serves v1-only (legacy) hosts, freezing through the v1 freezer hierarchy instead.
 ///
 /// An instance is one directory per hierarchy, `<parent>/<app>/<instance>`, where a relative
-/// parent is taken below appd's own cgroup *in that hierarchy*. v1 has no "no internal
+/// parent is taken below appd's own cgroup *in that hierarchy*; with an empty app id (appd-oci's
+/// one-component cgroupsPath) it is `<parent>/<instance>`, and the parent is never removed. In
+/// the cpuset hierarchy every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has no "no internal
 /// processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
 /// `relay/` (InstanceCgroup); the launcher writes its pid into every `app` leaf's
 /// `cgroup.procs` (one `cgroup PATH` record each) and the relay's into every `relay` leaf's. A
@@ -38,7 +40,7 @@ struct HybridCgroups: CgroupDriver {
             }
             return Place(controllers: hierarchy.controllers, parent: directory)
         }
-        var wanted = ["memory", "pids", "cpu"]
+        var wanted = ["memory", "pids", "cpu", "cpuset"]
         if layout.unified == nil { wanted.append("freezer") }
         var places: [Place] = []
         for controller in wanted {
@@ -59,7 +61,8 @@ struct HybridCgroups: CgroupDriver {
         return try CgroupDirectory(place.parent).number("memory.usage_in_bytes")
     }
 
-    /// Creates the parent in every hierarchy; v1 needs nothing enabled.
+    /// Creates the parent in every hierarchy; v1 needs nothing enabled (the cpuset levels get
+    /// their CPUs at `create`, which fills every empty level above the instance).
     func prepare() throws {
         for parent in parentDirectories where !CgroupFS.isDirectory(parent) {
             var path = ""
@@ -81,10 +84,19 @@ struct HybridCgroups: CgroupDriver {
             files.append(("memory", "memory.limit_in_bytes", String(memory)))
         }
         if let pids = limits.pidsMax { files.append(("pids", "pids.max", String(pids))) }
-        if let weight = limits.cpuWeight {
+        if let shares = limits.cpuShares {
+            files.append(("cpu", "cpu.shares", String(shares)))
+        } else if let weight = limits.cpuWeight {
             // v2's default weight 100 is v1's default 1024 shares; v1 accepts 2 or more.
             files.append(("cpu", "cpu.shares", String(max(2, weight * 1024 / 100))))
         }
+        // The period before the quota (`write` retries the other way round).
+        if let period = limits.cpuPeriod {
+            files.append(("cpu", "cpu.cfs_period_us", String(period)))
+        }
+        if let quota = limits.cpuQuota { files.append(("cpu", "cpu.cfs_quota_us", String(quota))) }
+        if let cpus = limits.cpusetCPUs { files.append(("cpuset", "cpuset.cpus", cpus)) }
+        if let mems = limits.cpusetMems { files.append(("cpuset", "cpuset.mems", mems)) }
         return files
     }
 
@@ -101,24 +113,28 @@ struct HybridCgroups: CgroupDriver {
                     ? "build the kernel with CONFIG_MEMCG=y and mount it (cgroup -o memory)"
                     : controller == "pids"
                         ? "build the kernel with CONFIG_CGROUP_PIDS=y and mount it"
-                        : "build the kernel with CONFIG_CGROUP_SCHED=y and mount it")
+                        : controller == "cpuset"
+                            ? "build the kernel with CONFIG_CPUSETS=y and mount it"
+                            : "build the kernel with CONFIG_CGROUP_SCHED=y and mount it")
         }
         let cgroup = instanceCgroup(instance: instance, app: app)
         var made: [CgroupDirectory] = []
         do {
-            for (appDirectory, directory) in zip(cgroup.appDirectories, cgroup.allDirectories) {
-                if !CgroupFS.isDirectory(parentDirectory(of: appDirectory.path)) {
-                    try prepare()
-                }
-                try appDirectory.make(existingIsFine: true)
+            for directory in cgroup.allDirectories {
+                let above = CgroupDirectory(parentDirectory(of: directory.path))
+                let levels = app.isEmpty ? [directory] : [above, directory]
+                if !CgroupFS.isDirectory(parentDirectory(of: levels[0].path)) { try prepare() }
+                if !app.isEmpty { try above.make(existingIsFine: true) }
                 try directory.make(existingIsFine: false)
                 made.append(directory)
+                if cgroup.isCpuset(directory) { try directory.fillCpuset() }
             }
-            for leaf in cgroup.leaves { try leaf.make(existingIsFine: false) }
-            for (controller, file, value) in Self.limitFiles(limits) {
-                guard let index = v1.firstIndex(where: { $0.controllers.contains(controller) })
-                else { continue }
-                try cgroup.v1[index].directory.write(value, file)
+            // The limits before the leaves: a cpuset leaf copies the instance's narrowed set.
+            try Self.write(
+                Self.limitFiles(limits), directory: { cgroup.member($0) }, leaves: { _ in [] })
+            for leaf in cgroup.leaves {
+                try leaf.make(existingIsFine: false)
+                if cgroup.isCpuset(leaf) { try leaf.fillCpuset() }
             }
         } catch {
             for directory in made { try? directory.remove(leaves: cgroup.leaves(of: directory)) }
@@ -128,10 +144,13 @@ struct HybridCgroups: CgroupDriver {
         return cgroup
     }
 
+    /// An instance made before appd used a hierarchy (cpuset) has no directory there: it is
+    /// opened without it.
     func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
-        try Cgroups.validateName(app, "app id")
+        if !app.isEmpty { try Cgroups.validateName(app, "app id") }
         try Cgroups.validateName(instance, "instance name")
         var cgroup = instanceCgroup(instance: instance, app: app)
+        cgroup.v1.removeAll { !CgroupFS.isDirectory($0.directory.path) }
         guard cgroup.allDirectories.contains(where: { CgroupFS.isDirectory($0.path) }) else {
             return nil
         }
@@ -143,7 +162,7 @@ struct HybridCgroups: CgroupDriver {
 
     private func instanceCgroup(instance: String, app: String) -> HybridInstanceCgroup {
         func directory(_ parent: String) -> CgroupDirectory {
-            CgroupDirectory(parent + "/" + app + "/" + instance)
+            CgroupDirectory(parent + (app.isEmpty ? "" : "/" + app) + "/" + instance)
         }
         return HybridInstanceCgroup(
             app: app, instance: instance,
@@ -160,14 +179,16 @@ struct HybridInstanceCgroup: InstanceCgroup {
 
     let app: String
     let instance: String
-    let v1: [Member]
+    var v1: [Member]
     let unified: CgroupDirectory?
     /// False for an instance an older appd made (adopted): no `app` and `relay` leaves.
     var hasLeaves: Bool
 
     var allDirectories: [CgroupDirectory] { v1.map(\.directory) + (unified.map { [$0] } ?? []) }
+    /// The per-app level in each hierarchy; none without an app id (the instance is then
+    /// right below the parent, which is never removed).
     var appDirectories: [CgroupDirectory] {
-        allDirectories.map { CgroupDirectory(parentDirectory(of: $0.path)) }
+        app.isEmpty ? [] : allDirectories.map { CgroupDirectory(parentDirectory(of: $0.path)) }
     }
     var directories: [String] { allDirectories.map(\.path) }
     var procsFiles: [String] { allDirectories.map { frozenPart(of: $0).file("cgroup.procs") } }
@@ -185,8 +206,14 @@ struct HybridInstanceCgroup: InstanceCgroup {
         hasLeaves ? directory.leaf(Cgroups.appLeaf) : directory
     }
 
-    private func member(_ controller: String) -> CgroupDirectory? {
+    func member(_ controller: String) -> CgroupDirectory? {
         v1.first { $0.controllers.contains(controller) }?.directory
+    }
+
+    /// Whether `directory` (an instance directory or leaf) lies in the cpuset hierarchy.
+    func isCpuset(_ directory: CgroupDirectory) -> Bool {
+        guard let cpuset = member("cpuset") else { return false }
+        return directory == cpuset || directory.path.hasPrefix(cpuset.path + "/")
     }
 
     /// Every pid in any of the directories and leaves: a process could have been moved out of
@@ -221,12 +248,17 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
 
     /// v1 refuses (EBUSY) a memory limit below what it cannot reclaim; the old one stays.
+    /// A limit whose hierarchy this instance has no directory in (made before appd used
+    /// cpuset) is refused.
     func setLimits(_ limits: CgroupLimits) throws {
         try limits.validate()
-        for (controller, file, value) in HybridCgroups.limitFiles(limits) {
-            guard let directory = member(controller) else { continue }
-            try directory.write(value, file)
+        let files = HybridCgroups.limitFiles(limits)
+        for (controller, _, _) in files where member(controller) == nil {
+            throw AppdError(
+                .unsupported,
+                "\(self) has no \(controller) cgroup to limit (made by an appd without it)")
         }
+        try HybridCgroups.write(files, directory: member, leaves: leaves(of:))
     }
 
     func isFrozen() throws -> Bool {

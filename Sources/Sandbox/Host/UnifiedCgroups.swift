@@ -8,21 +8,24 @@ import Glibc
 /// in /proc/self/cgroup) and everything below it belongs to appd. cgroup v2 lets a cgroup
 /// either hold processes or hand controllers to children ("no internal processes"), never both
 /// (the root excepted). So `prepare()` first moves the daemon's own processes into the leaf
-/// `<own>/daemon`, then enables memory, pids and cpu in `<own>/cgroup.subtree_control`, and in
-/// each level down to `<own>/apps/<app>`:
+/// `<own>/daemon`, then enables memory, pids, cpu and cpuset in `<own>/cgroup.subtree_control`,
+/// and in each level down to `<own>/apps/<app>` (cpuset: an empty `cpuset.cpus` inherits the
+/// parent's, so enabling it changes nothing until a limit names CPUs):
 ///
 /// ```
-/// <own>/                 subtree_control: +memory +pids +cpu (no processes)
+/// <own>/                 subtree_control: +memory +pids +cpu +cpuset (no processes)
 ///     daemon/            appd itself
-///     apps/              subtree_control: +memory +pids +cpu
-///         <app-id>/      subtree_control: +memory +pids +cpu
-///             <instance>/    memory.max pids.max cpu.weight (no processes)
+///     apps/              subtree_control: +memory +pids +cpu +cpuset
+///         <app-id>/      subtree_control: +memory +pids +cpu +cpuset
+///             <instance>/    memory.max pids.max cpu.weight cpu.max cpuset.* (no processes)
 ///                 app/       the launcher and the app: what a suspend freezes
 ///                 relay/     the output relay, never frozen
 /// ```
 ///
 /// The leaves enable no controller, so their processes are charged to `<instance>`, whose
-/// limits hold for both; `cgroup.kill` of `<instance>` ends both.
+/// limits hold for both; `cgroup.kill` of `<instance>` ends both. With an empty app id
+/// (appd-oci's one-component cgroupsPath) the instance is `<parent>/<instance>`, and the
+/// parent is never removed.
 struct UnifiedCgroups: CgroupDriver {
     let layout: CgroupLayout
     let settings: CgroupSettings
@@ -31,7 +34,7 @@ struct UnifiedCgroups: CgroupDriver {
     let parent: CgroupDirectory
 
     /// The controllers appd enables for its subtree, where the kernel offers them.
-    static let controllers = ["memory", "pids", "cpu"]
+    static let controllers = ["memory", "pids", "cpu", "cpuset"]
 
     init(layout: CgroupLayout, settings: CgroupSettings) throws {
         guard let hierarchy = layout.unified else {
@@ -127,7 +130,7 @@ struct UnifiedCgroups: CgroupDriver {
                 + "\(leaf.path)")
     }
 
-    /// Writes `+memory +pids +cpu` (those the parent offers and not yet enabled).
+    /// Writes `+memory +pids +cpu +cpuset` (those the parent offers and not yet enabled).
     private func enableControllers(in directory: CgroupDirectory) throws {
         let available = Set(
             try directory.read("cgroup.controllers").split(separator: " ")
@@ -148,6 +151,13 @@ struct UnifiedCgroups: CgroupDriver {
         if let memory = limits.memoryMax { files.append(("memory.max", String(memory))) }
         if let pids = limits.pidsMax { files.append(("pids.max", String(pids))) }
         if let weight = limits.cpuWeight { files.append(("cpu.weight", String(weight))) }
+        // "QUOTA PERIOD"; "max PERIOD" sets the period alone; a quota alone keeps the period.
+        if limits.cpuQuota != nil || limits.cpuPeriod != nil {
+            let quota = limits.cpuQuota.map(String.init) ?? "max"
+            files.append(("cpu.max", quota + (limits.cpuPeriod.map { " \($0)" } ?? "")))
+        }
+        if let cpus = limits.cpusetCPUs { files.append(("cpuset.cpus", cpus)) }
+        if let mems = limits.cpusetMems { files.append(("cpuset.mems", mems)) }
         return files
     }
 
@@ -156,12 +166,12 @@ struct UnifiedCgroups: CgroupDriver {
     {
         let limits = try checkedRequest(instance: instance, app: app, limits: limits)
         if !CgroupFS.isDirectory(parent.path) { try prepare() }
-        let appDirectory = CgroupDirectory(parent.path + "/" + app)
-        let directory = CgroupDirectory(appDirectory.path + "/" + instance)
+        let appDirectory = app.isEmpty ? nil : CgroupDirectory(parent.path + "/" + app)
+        let directory = CgroupDirectory((appDirectory ?? parent).path + "/" + instance)
         // Another instance's remove() may rmdir the app level between our two mkdirs.
         for attempt in 0..<3 {
-            try appDirectory.make(existingIsFine: true)
-            try enableControllers(in: appDirectory)
+            try appDirectory?.make(existingIsFine: true)
+            try enableControllers(in: appDirectory ?? parent)
             do {
                 try directory.make(existingIsFine: false)
                 break
@@ -183,10 +193,10 @@ struct UnifiedCgroups: CgroupDriver {
     }
 
     func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
-        try Cgroups.validateName(app, "app id")
+        if !app.isEmpty { try Cgroups.validateName(app, "app id") }
         try Cgroups.validateName(instance, "instance name")
-        let appDirectory = CgroupDirectory(parent.path + "/" + app)
-        let directory = CgroupDirectory(appDirectory.path + "/" + instance)
+        let appDirectory = app.isEmpty ? nil : CgroupDirectory(parent.path + "/" + app)
+        let directory = CgroupDirectory((appDirectory ?? parent).path + "/" + instance)
         guard CgroupFS.isDirectory(directory.path) else { return nil }
         return UnifiedInstanceCgroup(
             app: app, instance: instance, directory: directory, appDirectory: appDirectory,
@@ -198,7 +208,8 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
     let app: String
     let instance: String
     let directory: CgroupDirectory
-    let appDirectory: CgroupDirectory
+    /// The per-app level, removed when unused; nil without an app id (never the parent).
+    let appDirectory: CgroupDirectory?
     /// False for an instance an older appd made (adopted): no `app` and `relay` leaves.
     let hasLeaves: Bool
 
@@ -254,6 +265,6 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
 
     func remove() throws {
         try directory.remove(leaves: leaves)
-        appDirectory.removeIfUnused()
+        appDirectory?.removeIfUnused()
     }
 }
