@@ -99,6 +99,25 @@ podman_checks() {
     fi
     pm rm -f --time 0 "$id" >/dev/null
 
+    # --cpus 0.5 --cpuset-cpus 0: the runtime writes the container's CPU bandwidth and cpuset
+    # (v1: cpu.cfs_quota_us and cpu.cfs_period_us, the cpuset hierarchy's cpuset.cpus; v2, and
+    # systemd's driver, which writes them from CPUQuotaPerSecUSec and AllowedCPUs: cpu.max and
+    # cpuset.cpus), read from the container's cgroup on the host.
+    id=$(pm run -d --network none --cpus 0.5 --cpuset-cpus 0 "${ULIMITS[@]}" "$IMAGE" sleep 300)
+    pid=$(pm_pid "$id")
+    cgroup=$(awk -F: '$2 ~ /(^|,)cpu(,|$)/ {print $3}' "/proc/$pid/cgroup")
+    if [[ -n $cgroup ]]; then
+        limit="$(cat "/sys/fs/cgroup/cpu$cgroup/cpu.cfs_quota_us") $(cat "/sys/fs/cgroup/cpu$cgroup/cpu.cfs_period_us")"
+        cgroup=$(awk -F: '$2 ~ /(^|,)cpuset(,|$)/ {print $3}' "/proc/$pid/cgroup")
+        limit="$limit cpus $(cat "/sys/fs/cgroup/cpuset$cgroup/cpuset.cpus")"
+    else
+        cgroup=$(awk -F: '$1 == 0 {print $3}' "/proc/$pid/cgroup")
+        limit="$(cat "/sys/fs/cgroup$cgroup/cpu.max") cpus $(cat "/sys/fs/cgroup$cgroup/cpuset.cpus")"
+    fi
+    check $P "run --cpus 0.5 --cpuset-cpus 0: the container's cgroup quota, period and cpus" \
+        "50000 100000 cpus 0" "$limit"
+    pm rm -f --time 0 "$id" >/dev/null
+
     # A pod of two containers: one serves on the pod's loopback, the other connects.
     pm pod create --name appd-harness-pod --network none >/dev/null
     pm run -d --pod appd-harness-pod --name appd-harness-server "${ULIMITS[@]}" "$IMAGE" \

@@ -145,6 +145,36 @@ struct UnifiedCgroups: CgroupDriver {
             "cgroup.subtree_control")
     }
 
+    /// Enables cpuset in every level from the hierarchy's root down to `directory`'s parent
+    /// where it is not yet: an engine's parent (podman's `machine.slice`, enabled only for the
+    /// controllers its units use) may lack it, and the instance then has no `cpuset.cpus` to
+    /// write. Only when a cpuset is asked; the other controllers are the parent's business.
+    private func enableCpuset(above directory: CgroupDirectory) throws {
+        guard !CgroupFS.exists(directory.file("cpuset.cpus")) else { return }
+        let root = hierarchy.mountPoint
+        guard directory.path.hasPrefix(root + "/") else { return }
+        var level = CgroupDirectory(root)
+        for component in directory.path.dropFirst(root.count).split(separator: "/").dropLast() {
+            try enableCpuset(in: level)
+            level = level.leaf(String(component))
+        }
+        try enableCpuset(in: level)
+    }
+
+    private func enableCpuset(in directory: CgroupDirectory) throws {
+        func words(_ file: String) throws -> [Substring] {
+            try directory.read(file).split(whereSeparator: \.isWhitespace)
+        }
+        guard !(try words("cgroup.subtree_control").contains("cpuset")) else { return }
+        guard try words("cgroup.controllers").contains("cpuset") else {
+            throw AppdError(
+                .unsupported,
+                "cannot limit cpuset: \(directory.path) does not offer the controller",
+                hint: "build the kernel with CONFIG_CPUSETS=y; under systemd, delegate cpuset")
+        }
+        try directory.write("+cpuset", "cgroup.subtree_control")
+    }
+
     /// The interface files and values for `limits`.
     static func limitFiles(_ limits: CgroupLimits) -> [(file: String, value: String)] {
         var files: [(file: String, value: String)] = []
@@ -183,6 +213,9 @@ struct UnifiedCgroups: CgroupDriver {
             app: app, instance: instance, directory: directory, appDirectory: appDirectory,
             hasLeaves: settings.instanceLeaves)
         do {
+            if limits.cpusetCPUs != nil || limits.cpusetMems != nil {
+                try enableCpuset(above: directory)
+            }
             for (file, value) in Self.limitFiles(limits) { try directory.write(value, file) }
             for leaf in cgroup.leaves { try leaf.make(existingIsFine: false) }
         } catch {
