@@ -73,96 +73,97 @@ struct CPULimitRootTests {
             .trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
-    static func limited(_ bundle: PlainContainerTests.Bundle, cgroup: String, cpu: [String: Any])
-        throws
-    {
+    /// A plain busybox container asking `cpu` (linux.resources.cpu) in the one-component
+    /// cgroupsPath `/appd-cpu-ID`: `body` gets it, that cgroup's name and `create`'s result;
+    /// then it is deleted and its folder removed, whatever the body did.
+    static func create(
+        cpu: [String: Any],
+        _ body: (PlainContainerTests.Bundle, String, (code: Int32, stdout: String, stderr: String))
+            throws -> Void
+    ) throws {
+        let bundle = try PlainContainerTests.Bundle()
+        let name = "appd-cpu-\(bundle.id)"
+        defer {
+            _ = try? bundle.oci(["delete", "--force", bundle.id])
+            bundle.remove()
+        }
         try bundle.write(script: "busybox sleep 30") { config in
             var linux = config["linux"] as? [String: Any] ?? [:]
-            linux["cgroupsPath"] = cgroup
+            linux["cgroupsPath"] = "/\(name)"
             linux["resources"] = ["cpu": cpu]
             config["linux"] = linux
         }
+        try body(
+            bundle, name,
+            try bundle.oci(["create", "--bundle", bundle.bundle, bundle.id], detached: true))
     }
 
     @Test(
         "quota 50000/100000, shares 2048 and cpus 0 are in the container's own cgroup (/NAME, no level below); update narrows them; delete removes it"
     )
     func appliedAndUpdated() throws {
-        let bundle = try PlainContainerTests.Bundle()
-        let name = "appd-cpu-\(bundle.id)"
-        defer {
-            _ = try? bundle.oci(["delete", "--force", bundle.id])
-            bundle.remove()
-        }
-        try Self.limited(
-            bundle, cgroup: "/\(name)",
-            cpu: ["shares": 2048, "quota": 50000, "period": 100_000, "cpus": "0", "mems": "0"])
-        let created = try bundle.oci(
-            ["create", "--bundle", bundle.bundle, bundle.id], detached: true)
-        #expect(created.code == 0, "\(created.stderr)")
-        let unified = CgroupLayout.detect().mode == .unified
-        let cpu = unified ? "/sys/fs/cgroup/\(name)" : "/sys/fs/cgroup/cpu/\(name)"
-        let cpuset = unified ? cpu : "/sys/fs/cgroup/cpuset/\(name)"
-        let record = try JSONSerialization.jsonObject(
-            with: Data(contentsOf: URL(fileURLWithPath: "\(bundle.state)/\(bundle.id)/state.json")))
-        let pid = try #require((record as? [String: Any])?["pid"] as? Int32)
-        #expect(Self.read("\(cpu)/cgroup.procs").split(separator: "\n").contains("\(pid)"))
-        if unified {
-            #expect(Self.read("\(cpu)/cpu.max") == "50000 100000")
-        } else {
-            #expect(Self.read("\(cpu)/cpu.cfs_quota_us") == "50000")
-            #expect(Self.read("\(cpu)/cpu.cfs_period_us") == "100000")
-            #expect(Self.read("\(cpu)/cpu.shares") == "2048")
-        }
-        #expect(Self.read("\(cpuset)/cpuset.cpus") == "0")
-        #expect(Self.read("\(cpuset)/cpuset.mems") == "0")
-        let allowed = Self.read("/proc/\(pid)/status").split(separator: "\n")
-            .first { $0.hasPrefix("Cpus_allowed_list:") }
-        #expect(allowed?.hasSuffix("\t0") == true, "\(allowed ?? "")")
+        try Self.create(
+            cpu: ["shares": 2048, "quota": 50000, "period": 100_000, "cpus": "0", "mems": "0"]
+        ) { bundle, name, created in
+            #expect(created.code == 0, "\(created.stderr)")
+            let unified = CgroupLayout.detect().mode == .unified
+            let cpu = unified ? "/sys/fs/cgroup/\(name)" : "/sys/fs/cgroup/cpu/\(name)"
+            let cpuset = unified ? cpu : "/sys/fs/cgroup/cpuset/\(name)"
+            let record = try JSONSerialization.jsonObject(
+                with: Data(
+                    contentsOf: URL(fileURLWithPath: "\(bundle.state)/\(bundle.id)/state.json")))
+            let pid = try #require((record as? [String: Any])?["pid"] as? Int32)
+            #expect(Self.read("\(cpu)/cgroup.procs").split(separator: "\n").contains("\(pid)"))
+            if unified {
+                #expect(Self.read("\(cpu)/cpu.max") == "50000 100000")
+            } else {
+                #expect(Self.read("\(cpu)/cpu.cfs_quota_us") == "50000")
+                #expect(Self.read("\(cpu)/cpu.cfs_period_us") == "100000")
+                #expect(Self.read("\(cpu)/cpu.shares") == "2048")
+            }
+            #expect(Self.read("\(cpuset)/cpuset.cpus") == "0")
+            #expect(Self.read("\(cpuset)/cpuset.mems") == "0")
+            let allowed = Self.read("/proc/\(pid)/status").split(separator: "\n")
+                .first { $0.hasPrefix("Cpus_allowed_list:") }
+            #expect(allowed?.hasSuffix("\t0") == true, "\(allowed ?? "")")
 
-        let updated = try bundle.oci(
-            [
-                "update", "--cpu-quota", "20000", "--cpu-period", "50000", "--cpuset-cpus", "0",
-                bundle.id,
-            ])
-        #expect(updated.code == 0, "\(updated.stderr)")
-        if unified {
-            #expect(Self.read("\(cpu)/cpu.max") == "20000 50000")
-        } else {
-            #expect(Self.read("\(cpu)/cpu.cfs_quota_us") == "20000")
-            #expect(Self.read("\(cpu)/cpu.cfs_period_us") == "50000")
-        }
-        let bad = try bundle.oci(["update", "--cpuset-cpus", "0-x", bundle.id])
-        #expect(bad.code != 0 && bad.stderr.contains("cpuset cpus '0-x'"), "\(bad.stderr)")
-        let notNumber = try bundle.oci(["update", "--cpu-quota", "half", bundle.id])
-        #expect(
-            notNumber.code != 0 && notNumber.stderr.contains("--cpu-quota 'half'"),
-            "\(notNumber.stderr)")
+            let updated = try bundle.oci(
+                [
+                    "update", "--cpu-quota", "20000", "--cpu-period", "50000", "--cpuset-cpus", "0",
+                    bundle.id,
+                ])
+            #expect(updated.code == 0, "\(updated.stderr)")
+            if unified {
+                #expect(Self.read("\(cpu)/cpu.max") == "20000 50000")
+            } else {
+                #expect(Self.read("\(cpu)/cpu.cfs_quota_us") == "20000")
+                #expect(Self.read("\(cpu)/cpu.cfs_period_us") == "50000")
+            }
+            let bad = try bundle.oci(["update", "--cpuset-cpus", "0-x", bundle.id])
+            #expect(bad.code != 0 && bad.stderr.contains("cpuset cpus '0-x'"), "\(bad.stderr)")
+            let notNumber = try bundle.oci(["update", "--cpu-quota", "half", bundle.id])
+            #expect(
+                notNumber.code != 0 && notNumber.stderr.contains("--cpu-quota 'half'"),
+                "\(notNumber.stderr)")
 
-        #expect(try bundle.oci(["delete", "--force", bundle.id]).code == 0)
-        #expect(access(cpu, F_OK) != 0, "\(cpu) is still there")
-        #expect(access(cpuset, F_OK) != 0, "\(cpuset) is still there")
+            #expect(try bundle.oci(["delete", "--force", bundle.id]).code == 0)
+            #expect(access(cpu, F_OK) != 0, "\(cpu) is still there")
+            #expect(access(cpuset, F_OK) != 0, "\(cpuset) is still there")
+        }
     }
 
     @Test(
         "a malformed cpuset in config.json is refused at create with one line naming it; nothing is left"
     )
     func malformedRefused() throws {
-        let bundle = try PlainContainerTests.Bundle()
-        let name = "appd-cpu-\(bundle.id)"
-        defer {
-            _ = try? bundle.oci(["delete", "--force", bundle.id])
-            bundle.remove()
+        try Self.create(cpu: ["cpus": "0-1;x"]) { bundle, name, created in
+            #expect(created.code != 0)
+            #expect(created.stderr.contains("cpuset cpus '0-1;x'"), "\(created.stderr)")
+            for hierarchy in ["cpu", "cpuset", "pids", "memory", "unified", ""] {
+                let path = "/sys/fs/cgroup/\(hierarchy.isEmpty ? "" : hierarchy + "/")\(name)"
+                #expect(access(path, F_OK) != 0, "\(path) was made")
+            }
+            #expect(access("\(bundle.state)/\(bundle.id)", F_OK) != 0)
         }
-        try Self.limited(bundle, cgroup: "/\(name)", cpu: ["cpus": "0-1;x"])
-        let created = try bundle.oci(
-            ["create", "--bundle", bundle.bundle, bundle.id], detached: true)
-        #expect(created.code != 0)
-        #expect(created.stderr.contains("cpuset cpus '0-1;x'"), "\(created.stderr)")
-        for hierarchy in ["cpu", "cpuset", "pids", "memory", "unified", ""] {
-            let path = "/sys/fs/cgroup/\(hierarchy.isEmpty ? "" : hierarchy + "/")\(name)"
-            #expect(access(path, F_OK) != 0, "\(path) was made")
-        }
-        #expect(access("\(bundle.state)/\(bundle.id)", F_OK) != 0)
     }
 }

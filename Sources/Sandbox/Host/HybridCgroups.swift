@@ -2,16 +2,16 @@ import AppBundle
 import AppdBase
 import Glibc
 
-/// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids, cpu and cpuset (each mounted
-/// at `/sys/fs/cgroup/<controller>`) plus the controller-less v2 tree (usually
+/// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids, cpu and cpuset (each
+/// mounted at `/sys/fs/cgroup/<controller>`) plus the controller-less v2 tree (usually
 /// `/sys/fs/cgroup/unified`), which still offers `cgroup.freeze` (5.2) and `cgroup.kill` (5.14).
 /// Also serves v1-only (legacy) hosts, freezing through the v1 freezer hierarchy instead.
 ///
 /// An instance is one directory per hierarchy, `<parent>/<app>/<instance>`, where a relative
 /// parent is taken below appd's own cgroup *in that hierarchy*; with an empty app id (appd-oci's
 /// one-component cgroupsPath) it is `<parent>/<instance>`, and the parent is never removed. In
-/// the cpuset hierarchy every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has no "no internal
-/// processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
+/// the cpuset hierarchy every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has
+/// no "no internal processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
 /// `relay/` (InstanceCgroup); the launcher writes its pid into every `app` leaf's
 /// `cgroup.procs` (one `cgroup PATH` record each) and the relay's into every `relay` leaf's. A
 /// suspend freezes the `app` leaf of the v2 tree (or of the v1 freezer); the limits are on the
@@ -122,8 +122,8 @@ struct HybridCgroups: CgroupDriver {
         do {
             for directory in cgroup.allDirectories {
                 let above = CgroupDirectory(parentDirectory(of: directory.path))
-                let levels = app.isEmpty ? [directory] : [above, directory]
-                if !CgroupFS.isDirectory(parentDirectory(of: levels[0].path)) { try prepare() }
+                let parent = app.isEmpty ? above.path : parentDirectory(of: above.path)
+                if !CgroupFS.isDirectory(parent) { try prepare() }
                 if !app.isEmpty { try above.make(existingIsFine: true) }
                 try directory.make(existingIsFine: false)
                 made.append(directory)
