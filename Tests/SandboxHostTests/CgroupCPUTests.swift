@@ -78,6 +78,56 @@ struct CgroupCPUTests {
                 })
         }
     }
+
+    @Test(
+        "cgroup v2: a cpuset asked below an engine's parent that lacks it enables cpuset at each level above, or names the level that cannot"
+    )
+    func unifiedEnablesCpuset() throws {
+        let root = NSTemporaryDirectory() + "appd-cpuset-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        func cgroup(_ path: String, controllers: String, enabled: String) throws {
+            try FileManager.default.createDirectory(
+                atPath: root + path, withIntermediateDirectories: true)
+            try controllers.write(
+                toFile: root + path + "/cgroup.controllers", atomically: false, encoding: .utf8)
+            try enabled.write(
+                toFile: root + path + "/cgroup.subtree_control", atomically: false,
+                encoding: .utf8)
+        }
+        func enabled(_ path: String) throws -> String {
+            try String(contentsOfFile: root + path + "/cgroup.subtree_control", encoding: .utf8)
+        }
+        try cgroup("", controllers: "cpuset cpu memory pids\n", enabled: "")
+        try cgroup("/machine.slice", controllers: "cpuset cpu\n", enabled: "cpu\n")
+        try cgroup("/machine.slice/ctr", controllers: "", enabled: "")
+        let layout = CgroupLayout(
+            mode: .unified,
+            unified: .init(version: 2, controllers: ["cpuset", "cpu"], mountPoint: root),
+            v1: [])
+        var settings = CgroupSettings(parent: "/")
+        settings.parentMayBeRoot = true
+        let driver = try UnifiedCgroups(layout: layout, settings: settings)
+        try driver.enableCpuset(above: CgroupDirectory(root + "/machine.slice/ctr"))
+        #expect(try enabled("") == "+cpuset")
+        #expect(try enabled("/machine.slice") == "+cpuset")
+        #expect(try enabled("/machine.slice/ctr") == "", "the instance's own level is not touched")
+
+        // A level whose parent does not hand it cpuset: the error names it.
+        try cgroup("/other.slice", controllers: "cpu\n", enabled: "")
+        try cgroup("/other.slice/ctr", controllers: "", enabled: "")
+        #expect(
+            performing: {
+                try driver.enableCpuset(above: CgroupDirectory(root + "/other.slice/ctr"))
+            },
+            throws: { error in
+                (error as? AppdError)?.message
+                    == "cannot limit cpuset: \(root)/other.slice does not offer the controller"
+            })
+        // An instance that already has cpuset.cpus needs nothing.
+        try "".write(
+            toFile: root + "/other.slice/ctr/cpuset.cpus", atomically: false, encoding: .utf8)
+        try driver.enableCpuset(above: CgroupDirectory(root + "/other.slice/ctr"))
+    }
 }
 
 @Suite("cgroup CPU limits on this host (root)", .serialized, rootOnly)

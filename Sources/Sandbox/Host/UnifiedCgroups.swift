@@ -149,7 +149,7 @@ struct UnifiedCgroups: CgroupDriver {
     /// where it is not yet: an engine's parent (podman's `machine.slice`, enabled only for the
     /// controllers its units use) may lack it, and the instance then has no `cpuset.cpus` to
     /// write. Only when a cpuset is asked; the other controllers are the parent's business.
-    private func enableCpuset(above directory: CgroupDirectory) throws {
+    func enableCpuset(above directory: CgroupDirectory) throws {
         guard !CgroupFS.exists(directory.file("cpuset.cpus")) else { return }
         let root = hierarchy.mountPoint
         guard directory.path.hasPrefix(root + "/") else { return }
