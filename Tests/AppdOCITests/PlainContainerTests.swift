@@ -27,6 +27,8 @@ struct PlainContainerTests {
         var secret: String { "\(directory)/secret" }
         /// The container's id: unique, as its cgroup's name is.
         let id = "plain-test-\(UUID().uuidString.prefix(8).lowercased())"
+        /// The appd.conf appd-oci reads (empty: the defaults).
+        var appdConfiguration = ""
 
         init() throws {
             directory =
@@ -89,7 +91,8 @@ struct PlainContainerTests {
         func oci(_ arguments: [String], detached: Bool = false) throws -> (
             code: Int32, stdout: String, stderr: String
         ) {
-            try "".write(toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
+            try appdConfiguration.write(
+                toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
             let output = "\(directory)/output"
             try "".write(toFile: output, atomically: true, encoding: .utf8)
             let result = try ChildProcess(
