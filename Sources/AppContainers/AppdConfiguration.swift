@@ -42,6 +42,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var signing = SigningPolicy()
     /// `[Storage]`: reclaiming Caches when the state root's filesystem runs short.
     public var storage = StorageSettings()
+    /// `[OCI]`: the hooks appd-oci may run.
+    public var oci = OCISettings()
 
     public init() {}
 
@@ -85,14 +87,14 @@ public struct AppdConfiguration: Sendable, Equatable {
                 guard
                     [
                         "Bundle", "Users", "Sandbox", "API", "Supervisor", "Lifecycle", "Signing",
-                        "Storage",
+                        "Storage", "OCI",
                     ]
                     .contains(section)
                 else {
                     throw AppdError(
                         .invalidConfig, "\(place): unknown section [\(section)]",
                         hint:
-                            "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Storage], [Signing], [Signer NAME], [App ID]"
+                            "known sections: [Bundle], [Users], [Sandbox], [API], [Supervisor], [Lifecycle], [Storage], [OCI], [Signing], [Signer NAME], [App ID]"
                     )
                 }
                 continue
@@ -254,6 +256,20 @@ public struct AppdConfiguration: Sendable, Equatable {
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [Storage]",
                 hint: "known keys: " + StorageSettings.keys.joined(separator: ", "))
+        case ("OCI", "Hooks"):
+            let paths = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
+            guard paths.allSatisfy({ $0.hasPrefix("/") }),
+                paths.count <= OCISettings.maximumHooks
+            else {
+                throw bad(
+                    "absolute paths of executables, space-separated, at most \(OCISettings.maximumHooks)"
+                )
+            }
+            oci.hooks = paths
+        case ("OCI", _):
+            throw AppdError(
+                .invalidConfig, "\(place): unknown key \(key) in [OCI]",
+                hint: "known keys: " + OCISettings.keys.joined(separator: ", "))
         case ("Signing", _):
             try setSigning(section: section, key: key, value: value, place: place, file: file)
         case _ where section.hasPrefix("Signer "):
@@ -271,7 +287,7 @@ public struct AppdConfiguration: Sendable, Equatable {
         ("Bundle", bundleKeys), ("Users", usersKeys), ("Sandbox", SandboxSettings.keys),
         ("API", APISettings.keys), ("Supervisor", SupervisorSettings.keys),
         ("Lifecycle", LifecycleSettings.keys), ("Storage", StorageSettings.keys),
-        ("Signing", SigningPolicy.signingKeys),
+        ("OCI", OCISettings.keys), ("Signing", SigningPolicy.signingKeys),
         ("Signer", SigningPolicy.signerKeys), ("App", AppOverride.keys),
     ]
     static let usersKeys = ["UIDRange", "GroupRange", "MaxGroupsPerApp", "MaxGroupsPerSigner"]

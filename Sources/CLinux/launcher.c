@@ -9,6 +9,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <signal.h>
@@ -19,6 +20,9 @@
 #include <sys/socket.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
+#include <sys/fsuid.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 int appd_unshare(int flags) { return unshare(flags); }
@@ -80,6 +84,97 @@ int appd_open_tree_clone(const char *path, int recursive) {
 int appd_move_mount_onto(int fd, const char *target) {
     return (int)syscall(SYS_move_mount, fd, "", AT_FDCWD, target,
                         APPD_MOVE_MOUNT_F_EMPTY_PATH | APPD_MOVE_MOUNT_T_SYMLINKS);
+}
+
+#define APPD_MOUNT_ATTR_IDMAP 0x00100000ULL
+
+int appd_mount_setattr_idmap(int fd, int userns_fd, uint64_t attr_set) {
+    struct appd_mount_attr attr = {.attr_set = attr_set | APPD_MOUNT_ATTR_IDMAP,
+                                   .userns_fd = (uint64_t)userns_fd};
+    return (int)syscall(SYS_mount_setattr, fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr,
+                        sizeof attr);
+}
+
+static int write_text(const char *path, const char *text) {
+    int fd = open(path, O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return -1;
+    size_t length = strlen(text);
+    ssize_t written = write(fd, text, length);
+    int saved = errno;
+    close(fd);
+    errno = saved;
+    return written == (ssize_t)length ? 0 : -1;
+}
+
+int appd_setfsids(uint32_t uid, uint32_t gid) {
+    setfsgid(gid);
+    setfsuid(uid);
+    // Neither reports failure: read back (an invalid id changes nothing, returns the current).
+    if ((uint32_t)setfsgid((gid_t)-1) != gid || (uint32_t)setfsuid((uid_t)-1) != uid) {
+        errno = EPERM;
+        return -1;
+    }
+    return 0;
+}
+
+long long appd_filesystem_type(const char *path) {
+    struct statfs info;
+    if (statfs(path, &info) != 0) return -1;
+    return (long long)(unsigned long)info.f_type;
+}
+
+int appd_mapping_userns(uint32_t uid, uint32_t gid, uint32_t count) {
+    // ready: the child says it has unshared; hold: its end closing lets the child exit.
+    int ready[2], hold[2];
+    if (pipe2(ready, O_CLOEXEC) != 0) return -1;
+    if (pipe2(hold, O_CLOEXEC) != 0) {
+        close(ready[0]);
+        close(ready[1]);
+        return -1;
+    }
+    pid_t child = fork();
+    if (child < 0) {
+        int saved = errno;
+        close(ready[0]), close(ready[1]), close(hold[0]), close(hold[1]);
+        errno = saved;
+        return -1;
+    }
+    if (child == 0) {
+        close(ready[0]);
+        close(hold[1]);
+        if (unshare(CLONE_NEWUSER) != 0) _exit(1);
+        char byte = 'u';
+        if (write(ready[1], &byte, 1) != 1) _exit(1);
+        while (read(hold[0], &byte, 1) < 0 && errno == EINTR) {}
+        _exit(0);
+    }
+    close(ready[1]);
+    close(hold[0]);
+    int result = -1;
+    int saved = EPROTO;
+    char byte;
+    ssize_t got;
+    do { got = read(ready[0], &byte, 1); } while (got < 0 && errno == EINTR);
+    if (got == 1) {
+        char path[64], line[64];
+        snprintf(line, sizeof line, "0 %u %u\n", uid, count);
+        snprintf(path, sizeof path, "/proc/%d/uid_map", (int)child);
+        if (write_text(path, line) == 0) {
+            snprintf(line, sizeof line, "0 %u %u\n", gid, count);
+            snprintf(path, sizeof path, "/proc/%d/gid_map", (int)child);
+            if (write_text(path, line) == 0) {
+                snprintf(path, sizeof path, "/proc/%d/ns/user", (int)child);
+                result = open(path, O_RDONLY | O_CLOEXEC);
+            }
+        }
+        if (result < 0) saved = errno;
+    }
+    close(ready[0]);
+    close(hold[1]);
+    int status;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (result < 0) errno = saved;
+    return result;
 }
 
 int appd_loopback_up(void) {

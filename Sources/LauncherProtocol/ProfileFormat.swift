@@ -10,8 +10,9 @@ public enum ProfileFormat {
     public static let header = "appd-profile 1"
     /// The field of `rlimit` for no limit.
     public static let unlimited = "unlimited"
-    /// The one kind of `root`.
+    /// The kinds of `root`: `root tmpfs`, and a plain container's `root image SOURCE ro|rw`.
     public static let tmpfsRoot = "tmpfs"
+    public static let imageRoot = "image"
     /// The two values of `seccomp`.
     public static let seccompRequired = "required"
     public static let seccompOptional = "optional"

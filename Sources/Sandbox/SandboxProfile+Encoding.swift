@@ -20,7 +20,12 @@ extension SandboxProfile {
         }
         if namespaces.contains(.uts) { record(.hostname, hostname) }
         if loopback { record(.loopback) }
-        record(.root, ProfileFormat.tmpfsRoot)
+        if let imageRoot {
+            record(
+                .root, ProfileFormat.imageRoot, imageRoot.source, imageRoot.readOnly ? "ro" : "rw")
+        } else {
+            record(.root, ProfileFormat.tmpfsRoot)
+        }
         for mount in mounts {
             switch mount.kind {
             case .roBind, .roBindTry, .rwBind, .devBind:

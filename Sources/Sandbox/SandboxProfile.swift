@@ -85,6 +85,20 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     public var newPrivileges: Bool? = nil
     /// A plain container's namespaced sysctls, written inside its namespaces. Nil for apps.
     public var sysctls: [Sysctl]? = nil
+    /// A plain container whose root is its image's rootfs, idmapped onto `userNamespace`
+    /// (`root image`); nil for an empty tmpfs root (every app).
+    public var imageRoot: ImageRoot? = nil
+
+    /// The rootfs at `source` as the root; read-only once mounted on when `readOnly`.
+    public struct ImageRoot: Sendable, Equatable, Codable {
+        public var source: String
+        public var readOnly: Bool
+
+        public init(source: String, readOnly: Bool) {
+            self.source = source
+            self.readOnly = readOnly
+        }
+    }
 
     /// Ids 0..<count inside are the host's hostUID.. and hostGID.. .
     public struct UserNamespace: Sendable, Equatable, Codable {

@@ -22,6 +22,9 @@ struct Launch {
     var entered = false
     /// Forward a signal to the app only if it handles it (`--init-signals`).
     var initSignals = false
+    /// `root image`: the user namespace describing the rootfs's idmapping, made by the outer
+    /// launcher (which sees its child in its procfs), or -1.
+    var idmapUserNamespace: Int32 = -1
 }
 
 /// PID 1 of the new pid namespace: builds the root, sets up the network, forks the app and
@@ -58,14 +61,15 @@ enum Init {
             // The sandbox's own PID 1 built all of it, and its memfd setting holds for us.
         } else if let joined = launch.joined, joined.mount >= 0 {
             try Mounts(profile: profile).mountInstanceParts()
-        } else if profile.tmpfsRoot {
-            try Mounts(profile: profile).build()
+        } else if profile.buildsRoot {
+            try Mounts(profile: profile, idmapUserNamespace: launch.idmapUserNamespace).build()
         }
+        if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
         if !launch.entered {
             try Network.setUp(profile, joined: launch.joined)
             if profile.memfdNoexec { try denyExecutableMemfds(profile) }
             for sysctl in profile.sysctls { try write(sysctl: sysctl.name, sysctl.value) }
-            if profile.tmpfsRoot && launch.joined == nil {
+            if profile.buildsRoot && launch.joined == nil {
                 try Mounts(profile: profile).restrictPaths()
             }
         }

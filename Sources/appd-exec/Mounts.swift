@@ -28,6 +28,8 @@ import Glibc
 struct Mounts {
     let profile: Profile
     var phase = Phase.whole
+    /// `root image`: the user namespace whose ids the image root is idmapped onto.
+    var idmapUserNamespace: Int32 = -1
 
     enum Phase {
         /// Everything: a launch that builds its own root.
@@ -83,10 +85,18 @@ struct Mounts {
         } catch let failure as LaunchFailure where failure.errno == ENOSYS {
             // Before Linux 5.2: no open_tree.
             Self.close(sources, count)
+            guard profile.imageRoot == nil else {
+                throw LaunchFailure(
+                    "root", "an image root needs open_tree (Linux 5.2) and idmapped mounts (5.12)")
+            }
             return try buildWithScratchRoot(sources)
         }
 
-        try mountTmpfs(Self.scratch, mode: 0o755, step: "root")
+        if let image = profile.imageRoot {
+            try mountImageRoot(image, on: Self.scratch)
+        } else {
+            try mountTmpfs(Self.scratch, mode: 0o755, step: "root")
+        }
         try sys(chdir(Self.scratch), "pivot_root", "chdir \(Self.scratch)")
         // pivot_root(".", ".") stacks the host root on top of the new one; detaching "." then
         // removes it (pivot_root(2), "NOTES").
@@ -94,9 +104,48 @@ struct Mounts {
         try sys(umount2(".", Int32(MNT_DETACH)), "pivot_root", "cannot detach the host root")
         try sys(chdir("/"), "pivot_root", "chdir /")
 
+        // Through the idmapped image root only the container's ids can create files (the
+        // host's root is no id of its mapping: EOVERFLOW). The mount points and files the
+        // records make there are made as the container's root, so they are stored as the
+        // image's root; the fs capabilities drop meanwhile, so the image's permissions hold
+        // for them as they would for the container's root.
+        let asContainerRoot = profile.imageRoot != nil ? profile.userNamespace : nil
+        if let map = asContainerRoot { try Self.setFilesystemIDs(uid: map.uid, gid: map.gid) }
         for index in 0..<count {
             try apply(profile.mounts[index], source: sources[index], root: "")
         }
+        if asContainerRoot != nil { try Self.setFilesystemIDs(uid: 0, gid: 0) }
+        if profile.imageRoot?.readOnly == true {
+            // As runc: the root becomes read-only once everything is mounted on it.
+            let flags = UInt(MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NODEV)
+            try sys(
+                mount(nil, "/", nil, flags, nil), "root", "cannot make the image root read-only")
+        }
+    }
+
+    /// A plain container's root: its rootfs cloned (with the mounts below it), idmapped onto
+    /// the container's user namespace (`idmapUserNamespace`: an on-disk id k is the
+    /// container's k), nodev, moved onto `target`. Its files stay the image's: written by the
+    /// container's root they are stored as the image's root, and no id outside the mapping can
+    /// be written through it.
+    private func mountImageRoot(_ image: ImageRoot, on target: String) throws {
+        guard idmapUserNamespace >= 0 else {
+            throw LaunchFailure("root", "an image root needs its idmapping's user namespace")
+        }
+        let tree = appd_open_tree_clone(image.source, 1)
+        try sys(tree, "root", "cannot clone the image root \(image.source)")
+        defer { Glibc.close(tree) }
+        guard appd_mount_setattr_idmap(tree, idmapUserNamespace, APPD_MOUNT_ATTR_NODEV) == 0 else {
+            throw LaunchFailure(
+                "root",
+                "cannot idmap the image root \(image.source) (its filesystem, or one mounted below it, may not allow idmapped mounts)",
+                errno: errno)
+        }
+        try sys(appd_move_mount_onto(tree, target), "root", "cannot mount the image root")
+    }
+
+    private static func setFilesystemIDs(uid: UInt32, gid: UInt32) throws {
+        try sys(appd_setfsids(uid, gid), "root", "cannot set the filesystem ids to \(uid):\(gid)")
     }
 
     /// Masked and read-only paths, applied by PID 1 once the root is built and after the

@@ -32,7 +32,8 @@ enum Namespaces {
     static func unshare(_ profile: Profile, joined: JoinedNamespaces? = nil) throws {
         var flags = profile.unshareFlags
         if let joined, joined.mount >= 0 {
-            guard profile.namespaces.contains(.mount), profile.tmpfsRoot else {
+            guard profile.namespaces.contains(.mount), profile.buildsRoot, profile.imageRoot == nil
+            else {
                 throw LaunchFailure(
                     "unshare", "--mount-ns-fd needs 'unshare mount' and 'root tmpfs'")
             }

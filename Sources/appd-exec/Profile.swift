@@ -15,7 +15,11 @@ struct Profile {
     var namespaces: [Namespace] = []
     var hostname: String?
     var loopback = false
-    var tmpfsRoot = false
+    /// `root`: the launcher builds a new root, an empty tmpfs or `imageRoot`.
+    var buildsRoot = false
+    /// `root image SOURCE ro|rw`: a plain container's root is its image's rootfs, idmapped
+    /// onto its user namespace's ids.
+    var imageRoot: ImageRoot?
     var mounts: [MountRecord] = []
     var console = false
     var uid: uid_t?
@@ -100,6 +104,13 @@ enum MountRecord {
     case readOnlyPath(destination: String)
 }
 
+/// A plain container's root: the rootfs at `source`, read-only once the mounts are made when
+/// `readOnly` (the config's root.readonly).
+struct ImageRoot {
+    var source: String
+    var readOnly: Bool
+}
+
 /// Ids 0..<count inside the user namespace are the host's uid.. and gid.. .
 struct UserNamespaceMap {
     var uid: UInt32
@@ -137,11 +148,16 @@ extension Profile {
                 "user namespaces are not supported (appd-exec runs as root and switches to the"
                     + " app's uid)")
         }
-        if (tmpfsRoot || !mounts.isEmpty || console) && !namespaces.contains(.mount) {
+        if (buildsRoot || !mounts.isEmpty || console) && !namespaces.contains(.mount) {
             throw refuse("root, mount and console records need 'unshare mount'")
         }
-        if !mounts.isEmpty && !tmpfsRoot {
-            throw refuse("mount records need 'root tmpfs'")
+        if !mounts.isEmpty && !buildsRoot {
+            throw refuse("mount records need a 'root'")
+        }
+        // The image root is idmapped onto the container's ids: without them the container's
+        // root would write it as the host's.
+        if imageRoot != nil && userNamespace == nil {
+            throw refuse("'root image' needs 'userns'")
         }
         if loopback && !namespaces.contains(.net) { throw refuse("loopback needs 'unshare net'") }
         // Capabilities and privileges are only ever held in a user namespace of the app's own:
@@ -173,7 +189,7 @@ extension Profile {
                 .readOnlyPath(let destination):
                 if Self.isRoot(destination) {
                     throw refuse(
-                        "a mount record cannot have / as its destination (the root is 'root tmpfs')"
+                        "a mount record cannot have / as its destination (the root is the 'root' record's)"
                     )
                 }
             case .directory: break

@@ -118,12 +118,21 @@ struct ProfileParser {
             try once()
             profile.loopback = true
         case .root:
-            try fields(1)
             try once()
-            guard values[0] == ProfileFormat.tmpfsRoot else {
-                throw LaunchFailure("profile", "unknown root '\(values[0])'")
+            switch values.first {
+            case ProfileFormat.tmpfsRoot:
+                try fields(1)
+            case ProfileFormat.imageRoot:
+                try fields(3)
+                guard values[2] == "ro" || values[2] == "rw" else {
+                    throw LaunchFailure("profile", "'root image' ends with ro or rw")
+                }
+                profile.imageRoot = ImageRoot(
+                    source: try Self.absolute(values[1]), readOnly: values[2] == "ro")
+            default:
+                throw LaunchFailure("profile", "unknown root '\(values.first ?? "")'")
             }
-            profile.tmpfsRoot = true
+            profile.buildsRoot = true
         case .mount:
             profile.mounts.append(try Self.mount(values))
         case .console:

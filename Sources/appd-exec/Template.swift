@@ -16,7 +16,8 @@ enum Template {
         let bytes = try FileIO.readAll(arguments.profileFD, limit: 1 << 20, step: "profile")
         close(arguments.profileFD)
         let profile = try ProfileParser.parse(bytes)
-        guard profile.tmpfsRoot, profile.namespaces.contains(.mount) else {
+        guard profile.buildsRoot, profile.imageRoot == nil, profile.namespaces.contains(.mount)
+        else {
             throw LaunchFailure("template", "a template needs 'unshare mount' and 'root tmpfs'")
         }
         var flags = APPD_CLONE_NEWNS

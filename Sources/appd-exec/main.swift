@@ -48,6 +48,12 @@ enum Launcher {
                 if output.logDirectoryFD >= 0 { close(output.logDirectoryFD) }
                 if output.journalFD >= 0 { close(output.journalFD) }
             }
+            // Before the pid namespace is unshared: its child must be the host's, seen in /proc.
+            var idmap: Int32 = -1
+            if profile.imageRoot != nil, arguments.enterFD < 0, let map = profile.userNamespace {
+                idmap = appd_mapping_userns(map.uid, map.gid, map.count)
+                try sys(idmap, "root", "cannot make the user namespace of the rootfs's idmapping")
+            }
             if arguments.enterFD >= 0 {
                 try Namespaces.enter(pidfd: arguments.enterFD, profile)
             } else {
@@ -59,7 +65,8 @@ enum Launcher {
                     lastCapability: lastCapability, launcherPidfd: -1,
                     channelFD: arguments.channelFD ?? -1, joined: arguments.joined,
                     readyFD: arguments.readyFD, startFD: arguments.startFD,
-                    entered: arguments.enterFD >= 0, initSignals: arguments.initSignals))
+                    entered: arguments.enterFD >= 0, initSignals: arguments.initSignals,
+                    idmapUserNamespace: idmap))
             switch outcome {
             case .ended(let status):
                 finishOutput(relay)
@@ -143,6 +150,7 @@ enum Launcher {
         }
         close(pipeFDs.write)
         if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
+        if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
         // Only the app holds the channel: the daemon sees it close when the app is gone.
         if launch.channelFD >= 0 { close(launch.channelFD) }
         // Only the app process says ready (appd-oci reads EOF if the launch fails).

@@ -38,6 +38,8 @@ struct ContainerRecord: Codable {
     var networkNamespace: String?
     /// A plain container's first host id (`PlainIDRange`): freed at delete.
     var userNamespaceHost: UInt32?
+    /// The config's poststart and poststop hooks, run by `start` and `delete` (OCIHooks).
+    var hooks: OCISpec.Hooks? = nil
 
     var cgroupSettings: CgroupSettings { Self.cgroupSettings(parent: cgroupParent) }
 

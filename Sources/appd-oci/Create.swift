@@ -76,6 +76,7 @@ extension OCIRuntime {
         let annotations = spec.annotations ?? [:]
         let plain = line.plain || Self.isPlain(annotations)
         try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
+        try OCIHooks.check(spec.hooks, allowed: config.oci.hooks)
         let terminal = spec.process?.terminal ?? false
         var prepared: PreparedSandbox
         if plain {
@@ -217,7 +218,19 @@ extension OCIRuntime {
             )
         }
 
-        let record = ContainerRecord(
+        // runc's order: prestart, then createRuntime, with the sandbox built and the app
+        // process at the gate. A failure fails `create` (and removes what it made).
+        if let hooks = spec.hooks {
+            let state = OCIHooks.state(
+                id: id, status: ContainerStatus.created.rawValue, pid: started.pid,
+                bundle: bundle, annotations: spec.annotations ?? [:])
+            for phase in ["prestart", "createRuntime"] {
+                let list = phase == "prestart" ? hooks.prestart : hooks.createRuntime
+                try OCIHooks.run(list ?? [], phase: phase, state: state, log: log, warnOnly: false)
+            }
+        }
+
+        var record = ContainerRecord(
             id: id, bundle: bundle, rootfs: rootfs, pid: started.pid,
             pidStart: Process.startTime(started.pid) ?? 0, created: timestamp(),
             annotations: spec.annotations ?? [:], cgroupParent: place.parent,
@@ -226,6 +239,9 @@ extension OCIRuntime {
             dataContainer: prepared.dataContainer, dataInVolume: prepared.dataInVolume,
             memoryMax: profile.cgroupLimits.memoryMax, pidsMax: profile.cgroupLimits.pidsMax,
             networkNamespace: networkPath, userNamespaceHost: userRange)
+        if let hooks = spec.hooks, hooks.poststart != nil || hooks.poststop != nil {
+            record.hooks = OCISpec.Hooks(poststart: hooks.poststart, poststop: hooks.poststop)
+        }
         try state.save(record)
         try OCIFiles.writeAtomically("\(state.directory(id))/profile.json", encodedProfile)
         if let pidFile = line.options["pid-file"] {

@@ -13,6 +13,24 @@ struct OCISpec: Decodable {
     var mounts: [Mount]?
     var annotations: [String: String]?
     var linux: Linux?
+    var hooks: Hooks?
+
+    /// runtime-spec "POSIX-platform Hooks" (OCIHooks runs them).
+    struct Hooks: Codable {
+        var prestart: [Hook]?
+        var createRuntime: [Hook]?
+        var createContainer: [Hook]?
+        var startContainer: [Hook]?
+        var poststart: [Hook]?
+        var poststop: [Hook]?
+    }
+
+    struct Hook: Codable {
+        var path: String
+        var args: [String]?
+        var env: [String]?
+        var timeout: Int?
+    }
 
     struct Process: Decodable {
         var terminal: Bool?

@@ -58,13 +58,23 @@ enum PlainContainer {
         var profile = try SandboxPolicy.compile(
             subject, settings: settings, kernel: .detect(), console: console)
 
-        // The container's own tree: the image's top level read-only, a private /tmp, then the
-        // config's mounts in its order, then masked and read-only paths.
+        // The container's own tree: its root, then the config's mounts in its order, then
+        // masked and read-only paths. The root is the image's rootfs idmapped onto the
+        // container's ids where its filesystem allows (runc's root, writable unless
+        // root.readonly); elsewhere (overlayfs: every engine's layered image) a tmpfs with the
+        // image's top level bound read-only on it and a private /tmp.
         var mounts: [SandboxProfile.Mount] = []
         var landlock: [LandlockRules.PathRule] = []
         let configMounts = spec.mounts ?? []
         let destinations = Set(configMounts.map { OCIConfigCheck.normalized($0.destination) })
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
+        let idmapped = Self.allowsIdmappedRoot(rootfs)
+        let readOnlyRoot = spec.root?.readonly ?? false
+        if idmapped {
+            profile.imageRoot = .init(source: rootfs, readOnly: readOnlyRoot)
+            landlock.append(.init(access: readOnlyRoot ? .rx : .rwx, path: "/"))
+        }
+        let names =
+            idmapped ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
         for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
             let source = "\(rootfs)/\(entry)"
             var info = stat()
@@ -82,8 +92,10 @@ enum PlainContainer {
             default: continue
             }
         }
-        if !destinations.contains("/tmp") { mounts.append(.tmpfs("/tmp", mode: 0o1777)) }
-        landlock.append(.init(access: .rw, path: "/tmp"))
+        if !destinations.contains("/tmp") && (!idmapped || readOnlyRoot) {
+            mounts.append(.tmpfs("/tmp", mode: 0o1777))
+            landlock.append(.init(access: .rw, path: "/tmp"))
+        }
         // appd-exec needs a procfs (the user namespace's maps are written through it) and
         // the default devices; a config without them gets the sandbox's own.
         if !destinations.contains("/proc") {
@@ -229,6 +241,21 @@ enum PlainContainer {
                 line.dropFirst("CapEff:".count).trimmingCharacters(in: .whitespaces), radix: 16)
         else { return false }
         return bits & (1 << 24) != 0
+    }
+
+    /// Whether `rootfs` can be the root, idmapped: a directory on a filesystem that allows
+    /// idmapped mounts on this kernel (ext4 and xfs since 5.12, btrfs 5.15, tmpfs 6.3). Not
+    /// overlayfs: no kernel idmaps a merged overlay (only its layers, before the merge).
+    static func allowsIdmappedRoot(_ rootfs: String) -> Bool {
+        let type = appd_filesystem_type(rootfs)
+        let release =
+            (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)) ?? ""
+        switch type {
+        case 0xEF53, 0x5846_5342: return kernelAtLeast(release, (5, 12))  // ext2/3/4, xfs
+        case 0x9123_683E: return kernelAtLeast(release, (5, 15))  // btrfs
+        case 0x0102_1994: return kernelAtLeast(release, (6, 3))  // tmpfs
+        default: return false
+        }
     }
 
     /// `args[0]` as a path inside the image: absolute as given, else the first match in PATH.

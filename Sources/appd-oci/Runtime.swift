@@ -124,6 +124,14 @@ struct OCIRuntime {
                 throw AppdError.system("cannot open the start gate \(fifo)")
             }
             unlink(fifo)
+            if let poststart = record.hooks?.poststart {
+                try OCIHooks.run(
+                    poststart, phase: "poststart",
+                    state: OCIHooks.state(
+                        id: id, status: ContainerStatus.running.rawValue, pid: record.pid,
+                        bundle: record.bundle, annotations: record.annotations),
+                    log: log, warnOnly: true)
+            }
         }
     }
 
@@ -219,6 +227,14 @@ struct OCIRuntime {
             }
             try removeState(id)
             if let range = record.userNamespaceHost { PlainIDRange.free(range) }
+            if let poststop = record.hooks?.poststop {
+                try OCIHooks.run(
+                    poststop, phase: "poststop",
+                    state: OCIHooks.state(
+                        id: id, status: ContainerStatus.stopped.rawValue, pid: 0,
+                        bundle: record.bundle, annotations: record.annotations),
+                    log: log, warnOnly: true)
+            }
         }
     }
 
@@ -376,7 +392,8 @@ struct OCIRuntime {
 
     func printFeatures() {
         let features: [String: Any] = [
-            "ociVersionMin": "1.0.0", "ociVersionMax": Self.specVersion, "hooks": [String](),
+            "ociVersionMin": "1.0.0", "ociVersionMax": Self.specVersion,
+            "hooks": ["prestart", "createRuntime", "poststart", "poststop"],
             "mountOptions": ["ro", "rw", "bind", "rbind"],
             "linux": [
                 "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "uts"],

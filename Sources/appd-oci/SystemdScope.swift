@@ -107,36 +107,20 @@ enum SystemdScope {
                 busctl, "--system", "--quiet", "--timeout=10", "call", "org.freedesktop.systemd1",
                 "/org/freedesktop/systemd1", "org.freedesktop.systemd1.Manager", method, signature,
             ] + arguments
-        var output: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&output) == 0 else { throw AppdError.system("pipe") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 1)
-        posix_spawn_file_actions_adddup2(&actions, output[1], 2)
-        let pointers = argv.map { strdup($0) } + [nil]
-        defer { for pointer in pointers { free(pointer) } }
-        var pid: pid_t = 0
-        let spawned = posix_spawn(&pid, busctl, &actions, nil, pointers, environ)
-        close(output[1])
-        defer { close(output[0]) }
-        guard spawned == 0 else {
+        let result: HostCommand.Result
+        do {
+            // busctl's own --timeout bounds the call; ours bounds busctl.
+            result = try HostCommand(path: busctl, arguments: argv, timeoutSeconds: 15).run()
+        } catch let error as AppdError {
             throw AppdError(
-                .unsupported,
-                "cannot run \(busctl) to ask systemd for a scope: \(errnoText(spawned))",
+                .unsupported, "cannot ask systemd for a scope: \(error.message)",
                 hint: "--systemd-cgroup needs systemd (and its busctl) on the host")
         }
-        let text =
-            (try? readAll(output[0], limit: 4096).get()).map { String(decoding: $0, as: UTF8.self) }
-            ?? ""
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        guard status == 0 else {
+        guard result.status == 0 && !result.timedOut else {
             throw AppdError(
                 .unsupported,
                 "systemd refused \(method) for \(arguments.first ?? ""): "
-                    + text.split(separator: "\n").joined(separator: " "))
+                    + result.output.split(separator: "\n").joined(separator: " "))
         }
     }
 }

@@ -27,6 +27,8 @@ struct PlainContainerTests {
         var secret: String { "\(directory)/secret" }
         /// The container's id: unique, as its cgroup's name is.
         let id = "plain-test-\(UUID().uuidString.prefix(8).lowercased())"
+        /// The appd.conf appd-oci reads (empty: the defaults).
+        var appdConfiguration = ""
 
         init() throws {
             directory =
@@ -89,7 +91,8 @@ struct PlainContainerTests {
         func oci(_ arguments: [String], detached: Bool = false) throws -> (
             code: Int32, stdout: String, stderr: String
         ) {
-            try "".write(toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
+            try appdConfiguration.write(
+                toFile: "\(directory)/none.conf", atomically: true, encoding: .utf8)
             let output = "\(directory)/output"
             try "".write(toFile: output, atomically: true, encoding: .utf8)
             let result = try ChildProcess(
@@ -163,6 +166,56 @@ struct PlainContainerTests {
             #expect(result.output.contains(line), "\(line) in \(result.output)")
         }
         #expect(result.output.contains("Permission denied"), "\(result.output)")
+    }
+
+    @Test(
+        "its root is its rootfs idmapped: what its root writes is stored as the image's ids, it enters a 0700 folder of the image's root, and nothing outside the rootfs is writable"
+    )
+    func writesItsOwnRoot() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let rootfs = "\(bundle.bundle)/rootfs"
+        #expect(PlainContainer.allowsIdmappedRoot(rootfs), "the test's rootfs is on ext4 here")
+        // A folder only the image's root may enter (as runtime-tools' `process` makes its cwd).
+        #expect(mkdir("\(rootfs)/private", 0o700) == 0)
+        let result = try bundle.run(
+            """
+            busybox mkdir /made && echo inside > /made/file && busybox chown 1000:1000 /made/file
+            echo made=$?
+            cd /private && echo entered=$?
+            echo x > /secret; echo secret-write=$?
+            busybox chown 70000 /made/file; echo chown-unmapped=$?
+            """)
+        #expect(result.code == 0, "\(result.output)")
+        for line in ["made=0", "entered=0", "secret-write=1", "chown-unmapped=1"] {
+            #expect(result.output.contains(line), "\(line) in \(result.output)")
+        }
+        var folder = stat()
+        var file = stat()
+        #expect(stat("\(rootfs)/made", &folder) == 0 && stat("\(rootfs)/made/file", &file) == 0)
+        // On the host's disk: the container's 0 is the image's 0, its 1000 the image's 1000.
+        #expect(folder.st_uid == 0 && folder.st_gid == 0, "\(folder.st_uid):\(folder.st_gid)")
+        #expect(file.st_uid == 1000 && file.st_gid == 1000, "\(file.st_uid):\(file.st_gid)")
+        #expect(try String(contentsOfFile: "\(rootfs)/made/file", encoding: .utf8) == "inside\n")
+        // The bound host file is unchanged.
+        #expect(try String(contentsOfFile: bundle.secret, encoding: .utf8).hasPrefix("SECRET-"))
+    }
+
+    @Test("root.readonly: the idmapped root cannot be written, its own /tmp can")
+    func readOnlyRoot() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        try bundle.write(
+            script: "echo x > /made; echo root-write=$?; echo y > /tmp/ok; echo tmp-write=$?"
+        ) { config in
+            config["root"] = ["path": "rootfs", "readonly": true]
+        }
+        let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
+        let output = result.stdout + result.stderr
+        #expect(result.code == 0, "\(output)")
+        #expect(output.contains("root-write=1") && output.contains("tmp-write=0"), "\(output)")
+        #expect(output.contains("Read-only file system"), "\(output)")
+        #expect(access("\(bundle.bundle)/rootfs/made", F_OK) != 0)
     }
 
     @Test("its processes are its range on the host, not root: /proc/PID/status read from the host")

@@ -105,6 +105,25 @@ struct ProfileErrorTests {
             mentioning: "'log-denials' may appear only once")
     }
 
+    @Test(
+        "an image root is refused without a user namespace to idmap it onto, or without ro/rw"
+    )
+    func imageRootNeedsUserNamespace() throws {
+        func replacingRoot(_ record: String) -> String {
+            profileText(
+                sandboxRecords().map { $0.hasPrefix("root ") ? record : $0 }, command: Self.app)
+        }
+        expectRefused(
+            try launch(profile: replacingRoot("root image /usr rw")),
+            mentioning: "'root image' needs 'userns'")
+        expectRefused(
+            try launch(profile: replacingRoot("root image /usr rwx")),
+            mentioning: "'root image' ends with ro or rw")
+        expectRefused(
+            try launch(profile: replacingRoot("root image usr ro")),
+            mentioning: "path 'usr' is not absolute")
+    }
+
     @Test("mounts without a mount namespace are refused")
     func mountsNeedNamespace() throws {
         let profile = profileText(

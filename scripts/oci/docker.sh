@@ -36,6 +36,7 @@ JSON
 stop_dockerd() {
     local pid=$1
     dk rm --force $(dk ps -aq) >/dev/null 2>&1
+    dk network rm appd-harness >/dev/null 2>&1
     stop_daemon "$pid"
     umount_under "$DOCKER_DIR"
     remove_cgroups appd-oci-harness-docker
@@ -69,6 +70,21 @@ docker_checks() {
     check $P "kill --signal TERM: the trap's exit code" 42 "$(dk wait "$id")"
     dk rm "$id" >/dev/null
     if [[ -n ${APP_RUNTIME:-} ]]; then
+        # Docker's bridge network: dockerd's libnetwork-setkey prestart hook (docker adds it to
+        # every container, --network none too) moves the veth in. A hook runs as root outside
+        # the sandbox: appd-oci runs only those appd.conf's [OCI] Hooks= lists (dockerd unless set).
+        dk network create --driver bridge --internal --subnet 10.213.77.0/24 \
+            -o com.docker.network.bridge.name=appdh0 appd-harness >/dev/null
+        out=$(dk run --rm --runtime "$DOCKER_RUNTIME" --network appd-harness "$IMAGE" busybox ip -4 -o addr show 2>&1)
+        check $P "bridge network (dockerd's hook, allowed by default): the container's eth0 has its address" yes \
+            "$(grep -q 'eth0 *inet 10\.213\.77\.' <<<"$out" && echo yes || echo "$out")"
+        cp "$WORK/appd/appd.conf" "$WORK/appd/appd.conf.saved"
+        printf '[OCI]\nHooks=\n' >>"$WORK/appd/appd.conf"
+        out=$(dk run --rm --runtime "$DOCKER_RUNTIME" --network appd-harness "$IMAGE" true 2>&1) && rc=0 || rc=$?
+        check $P "[OCI] Hooks= empty: dockerd's hook refused at create, naming it" refused \
+            "$( ((rc != 0)) && grep -q 'prestart hook /proc/[0-9]*/exe is not an executable this node allows' <<<"$out" && echo refused || echo "rc $rc: $(tail -1 <<<"$out")")"
+        mv "$WORK/appd/appd.conf.saved" "$WORK/appd/appd.conf"
+        dk network rm appd-harness >/dev/null
         dk load -i "$WORK/app.tar" >/dev/null 2>&1
         dk run --rm --runtime appd --network none "$APP_IMAGE" exit 8 >/dev/null 2>&1 && rc=0 || rc=$?
         check $P "docker run --runtime appd of a signed .app image: the app's exit code" 8 "$rc"

@@ -61,6 +61,26 @@ int appd_open_tree_clone(const char *path, int recursive);
 /// mount(2) does).
 int appd_move_mount_onto(int fd, const char *target);
 
+/// mount_setattr(2) on the detached tree `fd` (an open_tree clone never attached), with
+/// AT_RECURSIVE: MOUNT_ATTR_IDMAP onto the user namespace `userns_fd`, plus `attr_set`. An
+/// on-disk id k is then seen as the id the namespace maps k to, and a file created through the
+/// mount by that id is stored as k (Linux 5.12; EINVAL where the filesystem cannot be idmapped:
+/// overlayfs among them).
+int appd_mount_setattr_idmap(int fd, int userns_fd, uint64_t attr_set);
+
+/// setfsgid(2) then setfsuid(2), checked by reading them back: 0, or -1 with EPERM.
+int appd_setfsids(uint32_t uid, uint32_t gid);
+
+/// statfs(2)'s f_type (the filesystem's magic number) of `path`, or -1 with errno.
+long long appd_filesystem_type(const char *path);
+
+/// A user namespace that exists only to describe a mapping (for an idmapped mount): ids
+/// 0..<count onto the caller's uid.. and gid.. . A forked child unshares it, the caller writes
+/// its maps through /proc/<pid> (the caller must see the child in its procfs: call it before
+/// entering a new pid namespace) and opens its ns file, and the child exits. Returns the
+/// namespace's fd (O_CLOEXEC), or -1 with errno.
+int appd_mapping_userns(uint32_t uid, uint32_t gid, uint32_t count);
+
 /// Brings the loopback interface of the current net namespace up (SIOCGIFFLAGS/SIOCSIFFLAGS):
 /// struct ifreq's union is not usable from Swift.
 int appd_loopback_up(void);

@@ -183,7 +183,7 @@ func directoryEntries(_ path: String) throws -> [String] {
 }
 
 /// `6.18.0-1-amd64` >= (5, 14)?
-func kernelAtLeast(_ release: String, _ version: (Int, Int)) -> Bool {
+public func kernelAtLeast(_ release: String, _ version: (Int, Int)) -> Bool {
     let numbers = release.split(whereSeparator: { !$0.isNumber }).prefix(2).compactMap { Int($0) }
     guard numbers.count == 2 else { return false }
     return (numbers[0], numbers[1]) >= version
