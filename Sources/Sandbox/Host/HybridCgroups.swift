@@ -10,7 +10,9 @@ import Glibc
 /// An instance is one directory per hierarchy, `<parent>/<app>/<instance>`, where a relative
 /// parent is taken below appd's own cgroup *in that hierarchy*; with an empty app id (appd-oci's
 /// one-component cgroupsPath) it is `<parent>/<instance>`, and the parent is never removed. In
-/// the cpuset hierarchy every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has
+/// the cpuset hierarchy — used only by an instance whose limits hold a cpuset, since a host may
+/// not let appd write there at all (systemd delegates no v1 hierarchy, a container gets it
+/// read-only) — every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has
 /// no "no internal processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
 /// `relay/` (InstanceCgroup); the launcher writes its pid into every `app` leaf's
 /// `cgroup.procs` (one `cgroup PATH` record each) and the relay's into every `relay` leaf's. A
@@ -47,13 +49,23 @@ struct HybridCgroups: CgroupDriver {
             guard let hierarchy = layout.v1Hierarchy(for: controller),
                 !places.contains(where: { $0.controllers == hierarchy.controllers })
             else { continue }
+            if controller == "cpuset" {
+                // Optional: an instance that asks no cpuset never touches it.
+                if let cpuset = try? place(hierarchy) { places.append(cpuset) }
+                continue
+            }
             places.append(try place(hierarchy))
         }
         v1 = places
         unified = try layout.unified.map(place)
     }
 
-    var parentDirectories: [String] { v1.map(\.parent) + (unified.map { [$0.parent] } ?? []) }
+    /// The parents `prepare` makes: every hierarchy's but the cpuset one's, made by the first
+    /// `create` that asks a cpuset.
+    var parentDirectories: [String] {
+        v1.filter { !$0.controllers.contains("cpuset") }.map(\.parent)
+            + (unified.map { [$0.parent] } ?? [])
+    }
 
     /// v1 charges a child to its ancestors too (use_hierarchy is always on since Linux 5.x).
     func appsMemory() throws -> Int64? {
@@ -64,13 +76,17 @@ struct HybridCgroups: CgroupDriver {
     /// Creates the parent in every hierarchy; v1 needs nothing enabled (the cpuset levels get
     /// their CPUs at `create`, which fills every empty level above the instance).
     func prepare() throws {
-        for parent in parentDirectories where !CgroupFS.isDirectory(parent) {
-            var path = ""
-            for component in parent.split(separator: "/") {
-                path += "/" + component
-                if !CgroupFS.isDirectory(path) {
-                    try CgroupDirectory(path).make(existingIsFine: true)
-                }
+        for parent in parentDirectories { try Self.makeDirectories(parent) }
+    }
+
+    /// `path` and every missing level above it.
+    private static func makeDirectories(_ path: String) throws {
+        guard !CgroupFS.isDirectory(path) else { return }
+        var made = ""
+        for component in path.split(separator: "/") {
+            made += "/" + component
+            if !CgroupFS.isDirectory(made) {
+                try CgroupDirectory(made).make(existingIsFine: true)
             }
         }
     }
@@ -117,13 +133,22 @@ struct HybridCgroups: CgroupDriver {
                             ? "build the kernel with CONFIG_CPUSETS=y and mount it"
                             : "build the kernel with CONFIG_CGROUP_SCHED=y and mount it")
         }
-        let cgroup = instanceCgroup(instance: instance, app: app)
+        var cgroup = instanceCgroup(instance: instance, app: app)
+        if limits.cpusetCPUs == nil && limits.cpusetMems == nil {
+            cgroup.v1.removeAll { $0.controllers.contains("cpuset") }
+        }
         var made: [CgroupDirectory] = []
         do {
             for directory in cgroup.allDirectories {
                 let above = CgroupDirectory(parentDirectory(of: directory.path))
                 let parent = app.isEmpty ? above.path : parentDirectory(of: above.path)
-                if !CgroupFS.isDirectory(parent) { try prepare() }
+                if !CgroupFS.isDirectory(parent) {
+                    if cgroup.isCpuset(directory) {
+                        try Self.makeDirectories(parent)
+                    } else {
+                        try prepare()
+                    }
+                }
                 if !app.isEmpty { try above.make(existingIsFine: true) }
                 try directory.make(existingIsFine: false)
                 made.append(directory)
