@@ -32,6 +32,9 @@ struct HostCommand {
     }
 
     func run() throws -> Result {
+        // A program gone before it read its input must not end appd-oci with SIGPIPE (its main
+        // ignores it already; so does any caller of this).
+        signal(SIGPIPE, SIG_IGN)
         var stdin: [Int32] = [-1, -1]
         var output: [Int32] = [-1, -1]
         guard appd_pipe_cloexec(&stdin) == 0 else { throw AppdError.system("pipe") }
@@ -61,11 +64,11 @@ struct HostCommand {
         defer { for pointer in envp ?? [] { free(pointer) } }
         var pid: pid_t = 0
         let spawned =
-            envp == nil
-            ? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
-            : envp!.withUnsafeBufferPointer {
-                posix_spawn(&pid, path, &actions, &attributes, argv, $0.baseAddress)
-            }
+            envp.map { list in
+                list.withUnsafeBufferPointer {
+                    posix_spawn(&pid, path, &actions, &attributes, argv, $0.baseAddress)
+                }
+            } ?? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
         close(stdin[0])
         close(output[1])
         defer { close(output[0]) }
@@ -77,6 +80,9 @@ struct HostCommand {
         var written = 0
         if pending.isEmpty { close(stdin[1]) }
         _ = fcntl(stdin[1], F_SETFL, O_NONBLOCK)
+        // Its exit, seen at once (Linux 5.3); without a pidfd, looked for every 10 ms.
+        let exitFD = appd_pidfd_open(pid, 0)
+        defer { if exitFD >= 0 { close(exitFD) } }
         var kept: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         let deadline = Self.now() + Double(timeoutSeconds)
@@ -84,21 +90,27 @@ struct HostCommand {
         var outputOpen = true
         var status: Int32 = 0
         var exited = false
-        // Until it exits with its output read, or its timeout: a program that exits and leaves
-        // a child holding the pipe ends the wait at the next quiet second.
-        while !exited || outputOpen {
+        // Until it has exited and its output is read to the end or has been quiet for a moment
+        // (a program that exits and leaves a child holding the pipe), or its timeout.
+        var quietAfterExit = 0
+        while !exited || (outputOpen && quietAfterExit < 2) {
             let left = deadline - Self.now()
             if left <= 0 {
                 timedOut = true
                 break
             }
-            var polled = [pollfd(fd: output[0], events: Int16(POLLIN), revents: 0)]
-            if written < pending.count {
-                polled.append(pollfd(fd: stdin[1], events: Int16(POLLOUT), revents: 0))
-            }
-            let ready = poll(&polled, nfds_t(polled.count), Int32(min(left, 1) * 1000) + 1)
+            // A negative fd is left out by poll(2).
+            var polled = [
+                pollfd(fd: outputOpen ? output[0] : -1, events: Int16(POLLIN), revents: 0),
+                pollfd(
+                    fd: written < pending.count ? stdin[1] : -1, events: Int16(POLLOUT),
+                    revents: 0),
+                pollfd(fd: exited ? -1 : exitFD, events: Int16(POLLIN), revents: 0),
+            ]
+            let slice = exitFD >= 0 && !exited ? min(left, 1) : min(left, 0.01)
+            let ready = poll(&polled, 3, Int32(slice * 1000) + 1)
             if ready < 0 && errno != EINTR { break }
-            if polled.count == 2 && polled[1].revents != 0 {
+            if polled[1].revents != 0 {
                 let count = pending[written...].withUnsafeBytes {
                     Glibc.write(stdin[1], $0.baseAddress, $0.count)
                 }
@@ -106,7 +118,7 @@ struct HostCommand {
                 if count < 0 && errno != EAGAIN && errno != EINTR { written = pending.count }
                 if written >= pending.count { close(stdin[1]) }
             }
-            if outputOpen && polled[0].revents != 0 {
+            if polled[0].revents != 0 {
                 let count = read(output[0], &buffer, buffer.count)
                 if count > 0 {
                     kept += buffer.prefix(max(0, min(count, outputLimit - kept.count)))
@@ -114,9 +126,10 @@ struct HostCommand {
                     outputOpen = false
                 }
             }
-            if !exited && (ready == 0 || !outputOpen) {
+            if exited {
+                quietAfterExit = ready == 0 ? quietAfterExit + 1 : 0
+            } else if polled[2].revents != 0 || exitFD < 0 {
                 exited = waitpid(pid, &status, WNOHANG) == pid
-                if exited && ready == 0 { break }
             }
         }
         if written < pending.count { close(stdin[1]) }

@@ -192,3 +192,48 @@ struct OCIHookRunTests {
         #expect((try? String(contentsOfFile: log, encoding: .utf8)) == "")
     }
 }
+
+/// What appd-oci runs on the host (hooks, busctl) is waited for and read within bounds.
+@Suite("HostCommand: bounded in time and output")
+struct HostCommandTests {
+    func shell(_ script: String, input: [UInt8] = [], timeout: Int = 10) throws
+        -> (result: HostCommand.Result, seconds: Double)
+    {
+        let started = Date()
+        let result = try HostCommand(
+            path: "/bin/sh", arguments: ["sh", "-c", script], environment: ["PATH=/usr/bin:/bin"],
+            input: input, timeoutSeconds: timeout
+        ).run()
+        return (result, Date().timeIntervalSince(started))
+    }
+
+    @Test("its exit status and output; the environment is exactly the one given")
+    func status() throws {
+        let run = try shell("echo \"[$HOME]\"; exit 7")
+        #expect(run.result.status >> 8 == 7 && !run.result.timedOut)
+        #expect(run.result.output == "[]\n")
+        #expect(run.result.describe(timeout: 10) == "exit status 7")
+    }
+
+    @Test(
+        "a program that leaves a child holding its output, ignores 1 MiB of input, or prints 1 MiB: returns at once, with 4 KiB kept"
+    )
+    func bounded() throws {
+        let detached = try shell("sleep 30 & echo started")
+        #expect(detached.result.status == 0 && detached.result.output == "started\n")
+        #expect(detached.seconds < 3, "waited \(detached.seconds) s for a child it left")
+        let ignoring = try shell("exit 0", input: [UInt8](repeating: 0x41, count: 1 << 20))
+        #expect(ignoring.result.status == 0 && ignoring.seconds < 3)
+        let reading = try shell("wc -c", input: [UInt8](repeating: 0x41, count: 1 << 20))
+        #expect(reading.result.output.trimmingCharacters(in: .whitespacesAndNewlines) == "1048576")
+        let loud = try shell("head -c 1048576 /dev/zero | tr '\\0' x")
+        #expect(loud.result.status == 0 && loud.result.output.utf8.count == 4096)
+    }
+
+    @Test("past its timeout it is killed and the call returns")
+    func timeout() throws {
+        let run = try shell("sleep 30", timeout: 1)
+        #expect(run.result.timedOut && run.seconds < 5)
+        #expect(run.result.describe(timeout: 1) == "killed after its timeout of 1 s")
+    }
+}
