@@ -37,8 +37,16 @@ struct PlainContainerTests {
                 ).path
             try FileManager.default.createDirectory(
                 atPath: "\(directory)/bundle/rootfs/bin", withIntermediateDirectories: true)
-            try FileManager.default.copyItem(
-                atPath: PlainContainerTests.busybox, toPath: "\(bundle)/rootfs/bin/busybox")
+            // Written through an O_CLOEXEC descriptor: FileManager's copy holds one without it
+            // for a moment, and a process another suite spawns then would keep it open for
+            // writing, failing the container's exec with ETXTBSY (seen once, suites in parallel).
+            let program = try Data(contentsOf: URL(fileURLWithPath: PlainContainerTests.busybox))
+            let fd = open(
+                "\(bundle)/rootfs/bin/busybox", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o755)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            let written = program.withUnsafeBytes { writeAll(fd, $0) }
+            #expect((try? written.get()) != nil)
             try FileManager.default.createSymbolicLink(
                 atPath: "\(bundle)/rootfs/bin/sh", withDestinationPath: "busybox")
             try "SECRET-\(UUID().uuidString)\n".write(
