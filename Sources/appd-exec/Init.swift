@@ -23,7 +23,7 @@ struct Launch {
     /// Forward a signal to the app only if it handles it (`--init-signals`).
     var initSignals = false
     /// `root image`: the user namespace describing the rootfs's idmapping, made by the outer
-    /// launcher (which sees its child in its procfs), or -1.
+    /// launcher (which sees its child in its procfs), or -1. The app process enters it too.
     var idmapUserNamespace: Int32 = -1
 }
 
@@ -64,7 +64,6 @@ enum Init {
         } else if profile.buildsRoot {
             try Mounts(profile: profile, idmapUserNamespace: launch.idmapUserNamespace).build()
         }
-        if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
         if !launch.entered {
             try Network.setUp(profile, joined: launch.joined)
             if profile.memfdNoexec { try denyExecutableMemfds(profile) }
@@ -93,6 +92,7 @@ enum Init {
         // Only the app process says ready: its end closing tells appd-oci the launch failed.
         if launch.readyFD >= 0 { close(launch.readyFD) }
         if launch.startFD >= 0 { close(launch.startFD) }
+        if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
         return Signals.supervise(app, onlyHandled: launch.initSignals)
     }
 

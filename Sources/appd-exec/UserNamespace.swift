@@ -18,7 +18,7 @@ enum UserNamespace {
         let profile = launch.profile
         try Credentials.applyResourceLimits(profile.rlimits)
         umask(0o022)
-        try enter(map)
+        try enter(map, existing: launch.idmapUserNamespace)
         let caps = profile.capabilities ?? CapabilityMasks()
         for cap in 0...launch.lastCapability where caps.bounding & (1 << UInt64(cap)) == 0 {
             try sys(appd_capbset_drop(cap), "caps", "cannot drop capability \(cap)")
@@ -51,50 +51,19 @@ enum UserNamespace {
         }
     }
 
-    /// unshare(CLONE_NEWUSER), the maps written by a child left in the parent namespace (a
-    /// process cannot map ids other than its own into its own namespace): 0..<count onto the
-    /// host's range, uids and gids. setgroups stays allowed: the writer holds CAP_SETGID above.
-    private static func enter(_ map: UserNamespaceMap) throws {
-        var go: (read: Int32, write: Int32) = (-1, -1)
-        let piped = withUnsafeMutableBytes(of: &go) {
-            appd_pipe_cloexec($0.baseAddress!.assumingMemoryBound(to: Int32.self))
+    /// Joins the container's user namespace: ids 0..<count on the host's range, uids and gids.
+    /// With an image root it is the one the outer launcher made for the root's idmapping
+    /// (`existing`), so the mount and the process share one mapping; otherwise one is made the
+    /// same way (`appd_mapping_userns`: a child unshares, this process writes its maps through
+    /// the container's procfs). setgroups stays allowed: the maps were written from above.
+    private static func enter(_ map: UserNamespaceMap, existing: Int32) throws {
+        var namespace = existing
+        if namespace < 0 {
+            namespace = appd_mapping_userns(map.uid, map.gid, map.count)
+            try sys(namespace, "userns", "cannot create the user namespace")
         }
-        try sys(piped, "userns", "cannot create a pipe")
-        let parent = getpid()
-        let writer = fork()
-        try sys(writer, "userns", "cannot fork the map writer")
-        if writer == 0 {
-            close(go.write)
-            var byte: UInt8 = 0
-            var count: Int
-            repeat { count = read(go.read, &byte, 1) } while count < 0 && errno == EINTR
-            guard count == 1 else { _exit(2) }
-            let uidLine = "0 \(map.uid) \(map.count)\n"
-            let gidLine = "0 \(map.gid) \(map.count)\n"
-            guard writeMap("/proc/\(parent)/uid_map", uidLine),
-                writeMap("/proc/\(parent)/gid_map", gidLine)
-            else { _exit(1) }
-            _exit(0)
-        }
-        close(go.read)
-        let unshared = appd_unshare(APPD_CLONE_NEWUSER)
-        let code = errno
-        _ = FileIO.writeAll(go.write, "g")
-        close(go.write)
-        var status: Int32 = 0
-        while waitpid(writer, &status, 0) < 0 && errno == EINTR {}
-        guard unshared == 0 else {
-            throw LaunchFailure("userns", "cannot create the user namespace", errno: code)
-        }
-        guard status == 0 else {
-            throw LaunchFailure("userns", "cannot write the user namespace's id maps")
-        }
-    }
-
-    private static func writeMap(_ path: String, _ line: String) -> Bool {
-        let fd = open(path, O_WRONLY | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        return FileIO.writeAll(fd, line)
+        defer { close(namespace) }
+        try sys(
+            appd_setns(namespace, APPD_CLONE_NEWUSER), "userns", "cannot enter the user namespace")
     }
 }

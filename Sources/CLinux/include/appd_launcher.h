@@ -74,8 +74,9 @@ int appd_setfsids(uint32_t uid, uint32_t gid);
 /// statfs(2)'s f_type (the filesystem's magic number) of `path`, or -1 with errno.
 long long appd_filesystem_type(const char *path);
 
-/// A user namespace that exists only to describe a mapping (for an idmapped mount): ids
-/// 0..<count onto the caller's uid.. and gid.. . A forked child unshares it, the caller writes
+/// A plain container's user namespace, made without entering it (for an idmapped mount, and for
+/// the app process to join with setns): ids 0..<count onto the caller's uid.. and gid.. . A
+/// forked child unshares it, the caller writes
 /// its maps through /proc/<pid> (the caller must see the child in its procfs: call it before
 /// entering a new pid namespace) and opens its ns file, and the child exits. Returns the
 /// namespace's fd (O_CLOEXEC), or -1 with errno.
