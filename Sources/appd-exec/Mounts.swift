@@ -284,7 +284,7 @@ struct Mounts {
             if type == "tmpfs" && destination == "/dev" {
                 var nodes: UnsafeMutablePointer<Int32>?
                 if case .devices(let fds) = source { nodes = fds }
-                try addDeviceNodes(target, nodes: nodes, root: root)
+                try addDeviceNodes(target, nodes: nodes, root: root, ptmx: true)
             }
         case .mask, .readOnlyPath:
             return  // restrictPaths, later
@@ -434,24 +434,17 @@ struct Mounts {
     ) throws -> String {
         let dev = try makeDirectory(destination, root: root)
         try mountTmpfs(dev, mode: 0o755, step: "mount")
-        try addDeviceNodes(dev, nodes: nodes, root: root, links: false)
-        try sys(symlink("/proc/self/fd", dev + "/fd"), "mount", "dev: symlink fd")
-        try sys(symlink("/proc/self/fd/0", dev + "/stdin"), "mount", "dev: symlink stdin")
-        try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
-        try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
+        try addDeviceNodes(dev, nodes: nodes, root: root, ptmx: profile.console)
         try sys(mkdir(dev + "/shm", 0o755), "mount", "dev: mkdir shm")
-        if profile.console {
-            try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts")
-            try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
-        }
+        if profile.console { try sys(mkdir(dev + "/pts", 0o755), "mount", "dev: mkdir pts") }
         return dev
     }
 
     /// The harmless device nodes from the host in the tmpfs at `dev` (the clones in `nodes`,
-    /// or bound from `/oldroot/dev` in the fallback layout); with `links`, the runtime spec's
-    /// default links too (`fd`, `stdin`, `stdout`, `stderr`, `ptmx` → `pts/ptmx`).
+    /// or bound from `/oldroot/dev` in the fallback layout) and the runtime spec's default links
+    /// (`fd`, `stdin`, `stdout`, `stderr`; `ptmx` → `pts/ptmx` with `ptmx`).
     private func addDeviceNodes(
-        _ dev: String, nodes: UnsafeMutablePointer<Int32>?, root: String, links: Bool = true
+        _ dev: String, nodes: UnsafeMutablePointer<Int32>?, root: String, ptmx: Bool
     ) throws {
         for (index, node) in Self.deviceNodes.enumerated() {
             let target = dev + "/" + node
@@ -465,12 +458,11 @@ struct Mounts {
                     "dev: bind /dev/\(node)")
             }
         }
-        guard links else { return }
         try sys(symlink("/proc/self/fd", dev + "/fd"), "mount", "dev: symlink fd")
         try sys(symlink("/proc/self/fd/0", dev + "/stdin"), "mount", "dev: symlink stdin")
         try sys(symlink("/proc/self/fd/1", dev + "/stdout"), "mount", "dev: symlink stdout")
         try sys(symlink("/proc/self/fd/2", dev + "/stderr"), "mount", "dev: symlink stderr")
-        try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx")
+        if ptmx { try sys(symlink("pts/ptmx", dev + "/ptmx"), "mount", "dev: symlink ptmx") }
     }
 
     /// A kernel filesystem with an OCI config's options: the flags it names (`ro`, `noexec`,
