@@ -221,12 +221,14 @@ extension OCIRuntime {
         // runc's order: prestart, then createRuntime, with the sandbox built and the app
         // process at the gate. A failure fails `create` (and removes what it made).
         if let hooks = spec.hooks {
-            let state = OCIHooks.state(
+            let hookState = OCIHooks.state(
                 id: id, status: ContainerStatus.created.rawValue, pid: started.pid,
                 bundle: bundle, annotations: spec.annotations ?? [:])
-            for phase in ["prestart", "createRuntime"] {
-                let list = phase == "prestart" ? hooks.prestart : hooks.createRuntime
-                try OCIHooks.run(list ?? [], phase: phase, state: state, log: log, warnOnly: false)
+            for (phase, list) in [
+                ("prestart", hooks.prestart), ("createRuntime", hooks.createRuntime),
+            ] {
+                try OCIHooks.run(
+                    list ?? [], phase: phase, state: hookState, log: log, warnOnly: false)
             }
         }
 
