@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "clinux.h"
+#include "appd_launcher.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -12,6 +13,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 
@@ -33,6 +36,54 @@ int appd_memfd(const char *name) { return memfd_create(name, MFD_CLOEXEC); }
 
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np(actions, from);
+}
+
+// The child of appd_spawn_in_cgroup: it shares the caller's memory until it execs, so it only
+// makes system calls and writes `error`.
+static int spawn_child(void *argument) {
+    struct appd_spawn_request *request = argument;
+    // Handlers point into the caller's code: every action back to the default (the child has
+    // its own table: no CLONE_SIGHAND), then the mask the caller's clone blocked everything in.
+    struct sigaction action = {.sa_handler = SIG_DFL};
+    for (int signal = 1; signal < NSIG; signal++) {
+        if (signal == SIGKILL || signal == SIGSTOP) continue;
+        (void)sigaction(signal, &action, NULL);
+    }
+    sigset_t none;
+    sigemptyset(&none);
+    if (request->new_session && setsid() < 0) goto failed;
+    if (request->stdin_null) {
+        int null = open("/dev/null", O_RDONLY);
+        if (null < 0) goto failed;
+        if (null != 0) {
+            if (dup2(null, 0) < 0) goto failed;
+            close(null);
+        }
+    }
+    for (int i = 0; i < request->count; i++) {
+        // dup2 clears close-on-exec on the copy; the originals stay close-on-exec.
+        if (dup2(request->from[i], request->to[i]) < 0) goto failed;
+    }
+    if (close_range((unsigned)request->close_from, ~0U, 0) != 0) goto failed;
+    if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) goto failed;
+    execve(request->path, request->argv, request->envp);
+failed:
+    request->error = errno;
+    _exit(127);
+}
+
+pid_t appd_spawn_in_cgroup(struct appd_spawn_request *request, int cgroup) {
+    request->error = 0;
+    pid_t pid = appd_spawn_shared_in(spawn_child, request, cgroup);
+    if (pid < 0) return -1;
+    if (request->error != 0) {
+        // It exited; it is ours to reap, and the exec's error is the answer.
+        int status;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        errno = request->error;
+        return -1;
+    }
+    return pid;
 }
 
 int appd_private_fd_table(int keep) {

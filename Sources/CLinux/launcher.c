@@ -23,6 +23,7 @@
 #include <sys/fsuid.h>
 #include <sys/vfs.h>
 #include <sys/wait.h>
+#include <linux/sched.h>
 #include <unistd.h>
 
 int appd_unshare(int flags) { return unshare(flags); }
@@ -348,7 +349,78 @@ int appd_pidfd_exited(int pidfd) {
 // execs: ample, and only the pages it touches are ever allocated.
 #define APPD_SHARED_STACK_SIZE (512 * 1024)
 
+// clone3(2) with CLONE_VM on a stack of its own, which glibc does not export (its __clone3 is
+// private): the child starts on `stack`, so it must never return through the caller's frames.
+// It calls child(argument) and exits with what that returns (child ends in execve or _exit).
+// -1 with errno ENOSYS where this file has no code for the architecture.
+#if defined(__x86_64__)
+static long clone3_call(struct clone_args *args, int (*child)(void *), void *argument) {
+    register long function __asm__("r8") = (long)child;
+    register long parameter __asm__("r9") = (long)argument;
+    long result;
+    // syscall preserves every register but rax, rcx and r11: the child finds r8 and r9 intact.
+    __asm__ volatile(
+        "syscall\n\t"
+        "test %%rax, %%rax\n\t"
+        "jnz 1f\n\t"
+        "xor %%ebp, %%ebp\n\t"
+        "mov %%r9, %%rdi\n\t"
+        "call *%%r8\n\t"
+        "mov %%eax, %%edi\n\t"
+        "mov $60, %%eax\n\t" // SYS_exit
+        "syscall\n\t"
+        "hlt\n\t"
+        "1:\n\t"
+        : "=a"(result)
+        : "0"((long)SYS_clone3), "D"(args), "S"(sizeof *args), "r"(function), "r"(parameter)
+        : "rcx", "r11", "memory");
+    if (result < 0) {
+        errno = (int)-result;
+        return -1;
+    }
+    return result;
+}
+#elif defined(__aarch64__)
+static long clone3_call(struct clone_args *args, int (*child)(void *), void *argument) {
+    register long x0 __asm__("x0") = (long)args;
+    register long x1 __asm__("x1") = (long)sizeof *args;
+    register long x8 __asm__("x8") = (long)SYS_clone3;
+    register long function __asm__("x9") = (long)child;
+    register long parameter __asm__("x10") = (long)argument;
+    // svc preserves every register but x0: the child finds x9 and x10 intact.
+    __asm__ volatile(
+        "svc #0\n\t"
+        "cbnz x0, 1f\n\t"
+        "mov x29, xzr\n\t"
+        "mov x30, xzr\n\t"
+        "mov x0, x10\n\t"
+        "blr x9\n\t"
+        "mov x8, #93\n\t" // SYS_exit
+        "svc #0\n\t"
+        "brk #0\n\t"
+        "1:\n\t"
+        : "+r"(x0)
+        : "r"(x1), "r"(x8), "r"(function), "r"(parameter)
+        : "memory");
+    if (x0 < 0) {
+        errno = (int)-x0;
+        return -1;
+    }
+    return x0;
+}
+#else
+static long clone3_call(struct clone_args *args, int (*child)(void *), void *argument) {
+    (void)args, (void)child, (void)argument;
+    errno = ENOSYS;
+    return -1;
+}
+#endif
+
 pid_t appd_spawn_shared(int (*child)(void *), void *argument) {
+    return appd_spawn_shared_in(child, argument, -1);
+}
+
+pid_t appd_spawn_shared_in(int (*child)(void *), void *argument, int cgroup) {
     long page = sysconf(_SC_PAGESIZE);
     if (page <= 0) page = 4096;
     size_t size = APPD_SHARED_STACK_SIZE + (size_t)page;
@@ -365,7 +437,19 @@ pid_t appd_spawn_shared(int (*child)(void *), void *argument) {
     sigset_t all, old;
     sigfillset(&all);
     sigprocmask(SIG_SETMASK, &all, &old);
-    pid_t pid = clone(child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, argument);
+    pid_t pid;
+    if (cgroup < 0) {
+        pid = clone(child, stack + size, CLONE_VM | CLONE_VFORK | SIGCHLD, argument);
+    } else {
+        struct clone_args args = {
+            .flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP,
+            .exit_signal = SIGCHLD,
+            .stack = (uint64_t)(uintptr_t)(stack + page),
+            .stack_size = APPD_SHARED_STACK_SIZE,
+            .cgroup = (uint64_t)cgroup,
+        };
+        pid = (pid_t)clone3_call(&args, child, argument);
+    }
     int saved = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
     // The child has exec'd (its own memory now) or exited: nothing runs on the stack any more.

@@ -5,10 +5,30 @@ import Glibc
 /// then create the namespaces. Both happen before the fork so that PID 1 and the app are born
 /// inside them.
 enum Namespaces {
-    /// Writes our pid to each `cgroup.procs`: the supervisor created the cgroups, we move in
-    /// before anything else so that every process of the sandbox is accounted for.
+    /// Moves us into each `cgroup.procs`'s cgroup: the supervisor created the cgroups, we move
+    /// in before anything else so that every process of the sandbox is accounted for. In a v1
+    /// hierarchy this single-threaded process moves its one thread, writing 0 to `tasks`: a
+    /// pid written to `cgroup.procs` makes the kernel lock every thread group (Linux 6.0 and
+    /// later skip that lock for the writer's own thread), and taking it waits for an RCU grace
+    /// period, 10-20 ms here, unless a move came just before. Cgroup v2 has no `tasks` (the
+    /// launcher was born in its v2 directory, which is then not listed here).
     static func joinCgroups(_ paths: [String]) throws {
-        try move(getpid(), into: paths, "cannot join")
+        for path in paths {
+            guard path.hasSuffix("/cgroup.procs") else {
+                try move(getpid(), into: [path], "cannot join")
+                continue
+            }
+            let tasks = String(path.dropLast("cgroup.procs".count)) + "tasks"
+            let fd = open(tasks, O_WRONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                try move(getpid(), into: [path], "cannot join")
+                continue
+            }
+            defer { close(fd) }
+            guard FileIO.writeAll(fd, "0") else {
+                throw LaunchFailure.system("cgroup", "cannot join \(tasks)")
+            }
+        }
     }
 
     /// Writes `process` to each `cgroup.procs` in `paths`; `failure` begins the message.

@@ -41,6 +41,29 @@ int appd_open_directory_beneath(int dirfd, const char *path);
 /// descriptors placed for it and nothing else, whatever lacks close-on-exec in the daemon.
 int appd_spawn_closefrom(posix_spawn_file_actions_t *actions, int from);
 
+/// What the child of appd_spawn_in_cgroup does before it execs, as posix_spawn's attributes and
+/// file actions would: every signal's action to the default and an empty mask, fd 0 from
+/// /dev/null when `stdin_null`, each `from[i]` dup2'd to `to[i]` (every `from` above every
+/// `to`), every fd from `close_from` up closed, setsid when `new_session`. The environment is
+/// `envp`. `error` is the child's errno when it could not exec (it shares the caller's memory).
+struct appd_spawn_request {
+    const char *path;
+    char *const *argv;
+    char *const *envp;
+    const int *from;
+    const int *to;
+    int count;
+    int stdin_null;
+    int new_session;
+    int close_from;
+    int error;
+};
+
+/// Spawns `request` as vfork + exec does, born in the cgroup v2 directory `cgroup` (an open
+/// fd, CLONE_INTO_CGROUP): appd_spawn_shared_in. The pid, or -1 with errno: the clone's, or the
+/// exec's (the child then exited 127 and is reaped here).
+pid_t appd_spawn_in_cgroup(struct appd_spawn_request *request, int cgroup);
+
 /// The calling thread gets an fd table of its own (unshare CLONE_FILES), holding only 0-2 and
 /// `keep`: what the process opens later never reaches it. 0, or -1 with errno.
 int appd_private_fd_table(int keep);

@@ -146,6 +146,9 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     /// The `cgroup.procs` files the launcher writes its pid into before it does anything
     /// else (`cgroup PATH` records of the launcher profile): the `app` leaf's.
     var procsFiles: [String] { get }
+    /// The cgroup v2 directory of `procsFiles` (nil without cgroup v2): the launcher is born in
+    /// it (CLONE_INTO_CGROUP) and joins only the others.
+    var birthDirectory: String? { get }
     /// The `cgroup.procs` files of the `relay` leaf, where the launcher moves the output relay
     /// it forked (`relay-cgroup PATH` records); empty for an instance without leaves.
     var relayProcsFiles: [String] { get }

@@ -217,6 +217,7 @@ struct HybridInstanceCgroup: InstanceCgroup {
     }
     var directories: [String] { allDirectories.map(\.path) }
     var procsFiles: [String] { allDirectories.map { frozenPart(of: $0).file("cgroup.procs") } }
+    var birthDirectory: String? { unified.map { frozenPart(of: $0).path } }
     var relayProcsFiles: [String] {
         hasLeaves ? allDirectories.map { $0.leaf(Cgroups.relayLeaf).file("cgroup.procs") } : []
     }

@@ -248,6 +248,7 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
 
     var directories: [String] { [directory.path] }
     var procsFiles: [String] { [frozenPart.file("cgroup.procs")] }
+    var birthDirectory: String? { frozenPart.path }
     var relayProcsFiles: [String] {
         hasLeaves ? [directory.leaf(Cgroups.relayLeaf).file("cgroup.procs")] : []
     }

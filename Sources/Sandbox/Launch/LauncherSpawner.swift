@@ -22,6 +22,8 @@ public struct SpawnPlan: Sendable {
     public var newSession: Bool
     /// Every fd from here up is closed in the child.
     public var closeFrom: Int32 = 3
+    /// The source that is the cgroup v2 directory the child is born in (`bear(inCgroup:)`).
+    public var cgroupSource: Int?
 
     public struct Placement: Sendable {
         public var source: Int
@@ -45,6 +47,13 @@ public struct SpawnPlan: Sendable {
         placements.append(Placement(source: index, target: target))
     }
 
+    /// The child is born in the cgroup v2 directory `fd` (open, read-only), not moved there:
+    /// `run` returns with it inside either way.
+    public mutating func bear(inCgroup fd: Int32) {
+        sources.append(fd)
+        cgroupSource = sources.count - 1
+    }
+
     /// Copies of `fds` above every target (close-on-exec; the caller closes them): fds at
     /// the lowest numbers, as a spawner thread receives them or a short-lived caller such as
     /// appd-oci has them, could be overwritten by one dup2 before they are placed.
@@ -66,6 +75,61 @@ public struct SpawnPlan: Sendable {
     /// every source must be above every target, as the caller's own fds are, or a dup2 could
     /// overwrite a source before it is placed.
     public func run(with fds: [Int32]) throws -> pid_t {
+        guard let cgroupSource else { return try posixSpawn(with: fds) }
+        let cgroup = fds[cgroupSource]
+        switch spawnInCgroup(cgroup, with: fds) {
+        case .success(let pid): return pid
+        // No clone3 code for this architecture, or a kernel before CLONE_INTO_CGROUP (5.7):
+        // spawned as before, then moved.
+        case .failure(let error) where error.rawValue == ENOSYS || error.rawValue == EINVAL:
+            let pid = try posixSpawn(with: fds)
+            let line = Array("\(pid)\n".utf8)
+            let procs = openat(cgroup, "cgroup.procs", O_WRONLY | O_CLOEXEC)
+            let written =
+                procs >= 0
+                && line.withUnsafeBytes { write(procs, $0.baseAddress, $0.count) } == line.count
+            let failure = errno
+            if procs >= 0 { close(procs) }
+            guard written else {
+                // Never a launcher outside its cgroup: it would build the sandbox unlimited.
+                _ = Glibc.kill(pid, SIGKILL)
+                var status: Int32 = 0
+                while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+                throw AppdError.system("move \(path) into its cgroup", errno: failure)
+            }
+            return pid
+        case .failure(let error):
+            throw AppdError.system("start \(path) in its cgroup", errno: error.rawValue)
+        }
+    }
+
+    /// appd_spawn_in_cgroup: what `posixSpawn` does, with clone3 and CLONE_INTO_CGROUP.
+    private func spawnInCgroup(_ cgroup: Int32, with fds: [Int32]) -> Result<pid_t, Errno> {
+        var argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        var envp: [UnsafeMutablePointer<CChar>?] = [nil]
+        let from = placements.map { fds[$0.source] }
+        let to = placements.map(\.target)
+        let pid = path.withCString { path in
+            argv.withUnsafeMutableBufferPointer { argv in
+                envp.withUnsafeMutableBufferPointer { envp in
+                    from.withUnsafeBufferPointer { from in
+                        to.withUnsafeBufferPointer { to in
+                            var request = appd_spawn_request(
+                                path: path, argv: argv.baseAddress, envp: envp.baseAddress,
+                                from: from.baseAddress, to: to.baseAddress,
+                                count: Int32(placements.count), stdin_null: stdinFromDevNull ? 1 : 0,
+                                new_session: newSession ? 1 : 0, close_from: closeFrom, error: 0)
+                            return appd_spawn_in_cgroup(&request, cgroup)
+                        }
+                    }
+                }
+            }
+        }
+        return pid >= 0 ? .success(pid) : .failure(.current)
+    }
+
+    private func posixSpawn(with fds: [Int32]) throws -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }

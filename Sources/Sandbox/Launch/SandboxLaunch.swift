@@ -239,7 +239,18 @@ public struct SandboxLaunch {
             if let ports = profile.loopbackPorts, !joining {
                 loopbackCounter = try Self.guardLoopback(in: cgroup, allowing: ports)
             }
+            // Born in its v2 directory (clone3 CLONE_INTO_CGROUP), the launcher joins only the
+            // v1 hierarchies itself: moving a process by cgroup.procs waits for an RCU grace
+            // period (10-20 ms here) unless a move came just before it.
+            var birth: Int32 = -1
+            defer { if birth >= 0 { close(birth) } }
             profile.cgroupProcs = cgroup.procsFiles
+            if let directory = cgroup.birthDirectory {
+                birth = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                if birth >= 0 {
+                    profile.cgroupProcs.removeAll { $0 == directory + "/cgroup.procs" }
+                }
+            }
             profile.relayCgroupProcs = cgroup.relayProcsFiles
             let bpf =
                 try self.bpf
@@ -249,9 +260,12 @@ public struct SandboxLaunch {
             let bpfFD = try Self.memfd("appd-seccomp", bpf)
             defer { close(bpfFD) }
             let pid = try spawn(
-                profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession)
+                profileFD: profileFD, bpfFD: bpfFD, statusFD: statusFD, newSession: newSession,
+                cgroup: birth)
             spawned = true
-            Self.place(pid, in: cgroup.procsFiles)
+            // Born in the v2 directory, the launcher is where a kill finds it (cgroup.kill, or
+            // the v2 procs file a kill lists) from its first instruction.
+            if birth < 0 { Self.place(pid, in: cgroup.procsFiles) }
             return Started(
                 pid: pid, cgroup: cgroup, bindCounter: bindCounter, loopbackCounter: loopbackCounter
             )
@@ -285,10 +299,11 @@ public struct SandboxLaunch {
         String(UUID().uuidString.lowercased().prefix(8))
     }
 
-    private func spawn(profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool) throws
-        -> pid_t
-    {
+    private func spawn(
+        profileFD: Int32, bpfFD: Int32, statusFD: Int32, newSession: Bool, cgroup: Int32
+    ) throws -> pid_t {
         var plan = SpawnPlan(path: launcher, arguments: [launcher], newSession: newSession)
+        if cgroup >= 0 { plan.bear(inCgroup: cgroup) }
         if let input {
             plan.place(input, at: 0)
         } else if !keepStdin {
