@@ -192,7 +192,20 @@ extension OCIRuntime {
         }
         // The profile `exec` reads back, encoded while the launcher builds the sandbox on
         // another CPU: JSONEncoder was a fifth of create's own time (perf, bench-oci).
-        let encodedProfile = Array(try JSONEncoder().encode(profile))
+        let encodedProfile: [UInt8]
+        do {
+            encodedProfile = Array(try JSONEncoder().encode(profile))
+            // The app's files against its signature, on this CPU while the launcher builds
+            // the sandbox on another: the app process waits at the start gate, which only
+            // `start` opens, and `start` finds no container before this create returned.
+            try prepared.image?.checkContents(limits: config.bundleLimits)
+        } catch {
+            try? cgroup.kill()
+            _ = SandboxLaunch.wait(started.pid)
+            close(ready[0])
+            close(status[0])
+            throw error
+        }
         guard Self.awaitReady(ready[0]) else {
             let text = SandboxLaunch.readAll(status[0])
             close(ready[0])
@@ -301,7 +314,7 @@ extension OCIRuntime {
             arguments: image.arguments, console: console)
         return PreparedSandbox(
             profile: profile, bundleID: bundleID, dataContainer: data.path,
-            dataInVolume: data.inVolume)
+            dataInVolume: data.inVolume, image: image)
     }
 
     /// appd.conf: `--config`, else `APPD_CONFIG`, else /etc/appd/appd.conf (its defaults
@@ -389,6 +402,9 @@ struct PreparedSandbox {
     var bundleID: String?
     var dataContainer: String?
     var dataInVolume: Bool
+    /// An app image whose files are still to be checked against its signature (while the
+    /// launcher builds the sandbox).
+    var image: AppImage? = nil
 }
 
 /// Where the data container lives: in a volume mounted at `/appd/data` (the one data

@@ -1,4 +1,5 @@
 import AppdBase
+import Crypto
 import Foundation
 
 /// A bundle's signature checked against its tree: what `appd verify` reports.
@@ -22,6 +23,42 @@ extension AppBundle {
         return SignatureCheck(
             signature: signature, manifest: manifest,
             problems: problems + (signature.map { manifest.diff(against: $0.resources) } ?? []))
+    }
+
+    /// The quick part of `checkSignature`, for a launch that runs the rest while the sandbox
+    /// is built: the signature, verified over CodeResources, and the two files that say which
+    /// app this is and what it may do (Info.plist, Entitlements.plist), each against the hash
+    /// CodeResources gives it (absent where it lists none). Problems name those files only.
+    /// Nothing of the bundle may run before the whole `checkSignature` passed.
+    public func checkSignedMetadata(limits: BundleLimits) throws -> (
+        signature: CodeSignature?, problems: [BundleProblem]
+    ) {
+        guard let signature = try CodeSignature.read(bundleAt: path, layout: layout) else {
+            return (nil, [])
+        }
+        var problems: [BundleProblem] = []
+        for (file, maxBytes) in [
+            (layout.infoPlistPath, limits.maxInfoPlistBytes),
+            (layout.entitlementsPath, limits.maxEntitlementsBytes),
+        ] {
+            let bytes = try CodeSignature.readInside(path, file, maxBytes: maxBytes)
+            let now = bytes.map { BundleManifest.Entry.file(sha256: Array(SHA256.hash(data: $0))) }
+            switch (signature.resources.entries[file], now) {
+            case (nil, nil): continue
+            case (nil, _?):
+                problems.append(
+                    BundleProblem(file, "was added after signing (CodeResources does not list it)"))
+            case (_?, nil):
+                problems.append(
+                    BundleProblem(file, "was removed after signing (CodeResources lists it)"))
+            case (let signed?, let now?) where signed != now:
+                problems.append(
+                    BundleProblem(
+                        file, "was changed after signing (its SHA-256 differs from CodeResources)"))
+            default: continue
+            }
+        }
+        return (signature, problems)
     }
 
     /// The `_CodeSignature/CodeResources` and `Signature` to write for this bundle as it is now.

@@ -1,0 +1,159 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `appd-oci run` of a signed app image, as an engine runs it: the bundle's files are checked
+/// against its signature while the launcher builds the sandbox (docs/oci-runtime.md), so these
+/// show that the app runs when they match and that nothing of a tampered one runs or stays.
+@Suite("appd-oci run: a signed .app image, and tampered ones refused", .serialized, rootOnly)
+struct AppImageRunTests {
+    /// A signed Echo.app (the host's busybox named `echo`) in a bundle's rootfs, a `[Signer]`
+    /// for its key in appd.conf, and this test's state root and node data.
+    struct Image {
+        let directory: String
+        var rootfs: String { "\(directory)/bundle/rootfs" }
+        var app: String { "\(rootfs)/Echo.app" }
+        let id = "image-test-\(UUID().uuidString.prefix(8).lowercased())"
+
+        init() throws {
+            directory =
+                FileManager.default.temporaryDirectory.appendingPathComponent(
+                    "appd-oci-image-\(UUID().uuidString)"
+                ).path
+            try FileManager.default.createDirectory(
+                atPath: app, withIntermediateDirectories: true)
+            chmod(directory, 0o755)
+            try copy("/usr/bin/busybox", to: "\(app)/echo", mode: 0o755)
+            let plist =
+                #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
+            try
+                (plist + """
+                <key>CFBundleIdentifier</key><string>com.example.echo</string>\
+                <key>CFBundleExecutable</key><string>echo</string>\
+                <key>CFBundleName</key><string>Echo</string>\
+                <key>CFBundleVersion</key><string>1</string>\
+                <key>CFBundlePackageType</key><string>APPL</string></dict></plist>
+                """).write(toFile: "\(app)/Info.plist", atomically: true, encoding: .utf8)
+            try
+                (plist + "<key>com.apple.security.app-sandbox</key><true/></dict></plist>")
+                .write(toFile: "\(app)/Entitlements.plist", atomically: true, encoding: .utf8)
+            let keygen = try ChildProcess(
+                "appd", ["keygen", "--out", directory, "--name", "test"], stdout: .discard,
+                stderr: .capture
+            ).finish()
+            #expect(keygen.code == 0, "\(keygen.stderr)")
+            try "[Signer test]\nKey=\(directory)/test.public-key\nBundleIDs=com.example.*\n"
+                .write(toFile: "\(directory)/appd.conf", atomically: true, encoding: .utf8)
+            let sign = try ChildProcess(
+                "appd",
+                [
+                    "--config", "\(directory)/appd.conf", "sign", "--key",
+                    "\(directory)/test.signing-key", app,
+                ], stdout: .discard, stderr: .capture
+            ).finish()
+            #expect(sign.code == 0, "\(sign.stderr)")
+            let config = """
+                {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+                 "process": {"args": ["/Echo.app/echo", "hello from the app"], "cwd": "/"},
+                 "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"},
+                  {"type": "uts"}, {"type": "mount"}]}}
+                """
+            try config.write(
+                toFile: "\(directory)/bundle/config.json", atomically: true, encoding: .utf8)
+        }
+
+        /// Through an O_CLOEXEC descriptor (an executable written through one a parallel
+        /// suite's child inherits fails its exec with ETXTBSY).
+        func copy(_ source: String, to target: String, mode: mode_t) throws {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+            let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            #expect(bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } == bytes.count)
+        }
+
+        /// Rewrites `file` of the bundle (after signing) with `change` applied to its text.
+        func edit(_ file: String, _ change: (String) -> String) throws {
+            let path = "\(app)/\(file)"
+            let text = try String(contentsOfFile: path, encoding: .isoLatin1)
+            try change(text).write(toFile: path, atomically: true, encoding: .isoLatin1)
+        }
+
+        func run() throws -> (code: Int32, stdout: String, stderr: String) {
+            try ChildProcess(
+                "appd-oci",
+                [
+                    "--root", "\(directory)/state", "--config", "\(directory)/appd.conf", "run",
+                    "--bundle", "\(directory)/bundle", id,
+                ],
+                environment: ["APPD_OCI_DATA": "\(directory)/data", "PATH": "/usr/bin:/bin"],
+                stderr: .capture
+            ).finish()
+        }
+
+        /// What a refused create must not leave: its state, its cgroup, a process.
+        func expectNothingLeft() {
+            #expect(!FileManager.default.fileExists(atPath: "\(directory)/state/\(id)"))
+            for hierarchy in ["unified", "memory", "pids", ""] {
+                let path = "/sys/fs/cgroup/\(hierarchy)/appd-oci/\(id)"
+                    .replacingOccurrences(of: "//", with: "/")
+                #expect(!FileManager.default.fileExists(atPath: path), "\(path) left behind")
+            }
+        }
+
+        /// The bundle ids the node has given a uid.
+        var knownIDs: String {
+            (try? String(contentsOfFile: "\(directory)/data/uids", encoding: .utf8)) ?? ""
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    @Test("a signed image runs: its output and exit status, nothing left after run")
+    func signedRuns() throws {
+        let image = try Image()
+        defer { image.remove() }
+        let result = try image.run()
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stdout == "hello from the app\n", "\(result.stdout)")
+        image.expectNothingLeft()
+    }
+
+    @Test("an executable changed after signing: refused at create, nothing of it ran or stays")
+    func tamperedExecutable() throws {
+        let image = try Image()
+        defer { image.remove() }
+        let fd = open("\(image.app)/echo", O_WRONLY | O_APPEND | O_CLOEXEC)
+        #expect(fd >= 0 && write(fd, "x", 1) == 1)
+        close(fd)
+        let result = try image.run()
+        #expect(result.code != 0)
+        #expect(!result.stdout.contains("hello"), "the tampered app ran: \(result.stdout)")
+        #expect(
+            result.stderr.contains("Echo.app does not match its code signature")
+                && result.stderr.contains("echo: was changed after signing"), "\(result.stderr)")
+        image.expectNothingLeft()
+    }
+
+    @Test(
+        "an Info.plist or Entitlements.plist changed after signing: refused before the node gives the id a uid",
+        arguments: ["Info.plist", "Entitlements.plist"])
+    func tamperedMetadata(file: String) throws {
+        let image = try Image()
+        defer { image.remove() }
+        try image.edit(file) {
+            file == "Info.plist"
+                ? $0.replacingOccurrences(of: "com.example.echo", with: "com.example.other")
+                : $0.replacingOccurrences(
+                    of: "</dict>",
+                    with: "<key>com.apple.security.network.client</key><true/></dict>")
+        }
+        let result = try image.run()
+        #expect(result.code != 0)
+        #expect(
+            result.stderr.contains("\(file): was changed after signing"), "\(result.stderr)")
+        #expect(image.knownIDs.isEmpty, "uids: \(image.knownIDs)")
+        image.expectNothingLeft()
+    }
+}
