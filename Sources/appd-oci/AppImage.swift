@@ -12,6 +12,8 @@ import Sandbox
 /// not grant refused). Its entitlements then compile to the profile a daemon launch gets.
 struct AppImage {
     var bundle: AppBundle
+    /// Its signature, verified over its CodeResources (nil: unsigned, and allowed).
+    var signature: CodeSignature?
     var decision: SigningDecision
     /// The arguments after the executable.
     var arguments: [String]
@@ -60,14 +62,16 @@ struct AppImage {
                 "process.args[0] is \(first), not the bundle's executable \(executable)",
                 hint: "an appd image runs its bundle's executable (appd image sets the entrypoint)")
         }
-        return AppImage(bundle: bundle, decision: decision, arguments: Array(args.dropFirst()))
+        return AppImage(
+            bundle: bundle, signature: check.signature, decision: decision,
+            arguments: Array(args.dropFirst()))
     }
 
     /// Every file of the bundle against its signature, as `appd install` checks it (the hashes
     /// of the executable and resources: the slow part of `create`, 1.9 MB of busybox about
     /// 1.4 ms here).
     func checkContents(limits: BundleLimits) throws {
-        let check = try bundle.checkSignature(limits: limits)
+        let check = try bundle.checkTree(against: signature, limits: limits)
         try Self.refuse(bundle, signed: check.signature != nil, check.problems)
     }
 

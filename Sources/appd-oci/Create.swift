@@ -21,9 +21,12 @@ extension OCIRuntime {
         for fd in [created.ready, created.status] { close(fd) }
         try start(id: id)
         let raw = SandboxLaunch.wait(created.pid)
-        var deleting = line
-        deleting.options = ["force": ""]
-        try OCIRuntime(line: deleting, log: log).delete(id: id)
+        // `delete --force` with what create made at hand: no record to read back, no cgroup
+        // layout to detect again.
+        try state.locked(id) {
+            guard access(state.directory(id), F_OK) == 0 else { return }
+            try remove(created.record, cgroup: created.cgroup)
+        }
         return raw & 0x7F == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
     }
 
@@ -32,6 +35,8 @@ extension OCIRuntime {
         var pid: pid_t
         var ready: Int32
         var status: Int32
+        var record: ContainerRecord
+        var cgroup: any InstanceCgroup
     }
 
     private func createContainer(id: String) throws -> Created {
@@ -262,7 +267,8 @@ extension OCIRuntime {
         if let pidFile = line.options["pid-file"] {
             try OCIFiles.writePidFile(pidFile, started.pid)
         }
-        return Created(pid: started.pid, ready: ready[0], status: status[0])
+        return Created(
+            pid: started.pid, ready: ready[0], status: status[0], record: record, cgroup: cgroup)
     }
 
     /// Waits for the app process's `ready`; false when the pipe closed without it (the

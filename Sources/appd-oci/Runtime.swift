@@ -206,35 +206,43 @@ struct OCIRuntime {
                     .conflict,
                     "cannot delete container \(id) that is not stopped: \(status.rawValue)")
             }
-            if let cgroup = try? record.cgroup() {
-                try? cgroup.thaw()
-                try? cgroup.kill()
-                // The killed processes take a moment to leave: polled from 1 ms, doubling up
-                // to 20 ms, about 1 s in all (a fixed 20 ms made each `delete --force` of a
-                // running container wait at least that long).
-                var removed = false
-                var pause: UInt32 = 1_000
-                var waited: UInt32 = 0
-                while !removed && waited < 1_000_000 {
-                    removed = (try? cgroup.remove()) != nil
-                    if !removed {
-                        usleep(pause)
-                        waited += pause
-                        pause = min(pause * 2, 20_000)
-                    }
+            try remove(record, cgroup: try? record.cgroup())
+        }
+    }
+
+    /// What `delete` removes, with the container's lock held: its processes and cgroup, its
+    /// state folder, its id range; then its poststop hooks. `cgroup`: the record's, as `run`
+    /// holds it from create or `delete` opens it.
+    func remove(_ record: ContainerRecord, cgroup: (any InstanceCgroup)?) throws {
+        let id = record.id
+        if let cgroup {
+            try? cgroup.thaw()
+            try? cgroup.kill()
+            // The killed processes take a moment to leave: polled from 1 ms, doubling up
+            // to 20 ms, about 1 s in all (a fixed 20 ms made each `delete --force` of a
+            // running container wait at least that long).
+            var removed = false
+            var pause: UInt32 = 1_000
+            var waited: UInt32 = 0
+            while !removed && waited < 1_000_000 {
+                removed = (try? cgroup.remove()) != nil
+                if !removed {
+                    usleep(pause)
+                    waited += pause
+                    pause = min(pause * 2, 20_000)
                 }
-                if !removed { log.warning("the cgroup of \(id) could not be removed") }
             }
-            try removeState(id)
-            if let range = record.userNamespaceHost { PlainIDRange.free(range) }
-            if let poststop = record.hooks?.poststop {
-                try OCIHooks.run(
-                    poststop, phase: "poststop",
-                    state: OCIHooks.state(
-                        id: id, status: ContainerStatus.stopped.rawValue, pid: 0,
-                        bundle: record.bundle, annotations: record.annotations),
-                    log: log, warnOnly: true)
-            }
+            if !removed { log.warning("the cgroup of \(id) could not be removed") }
+        }
+        try removeState(id)
+        if let range = record.userNamespaceHost { PlainIDRange.free(range) }
+        if let poststop = record.hooks?.poststop {
+            try OCIHooks.run(
+                poststop, phase: "poststop",
+                state: OCIHooks.state(
+                    id: id, status: ContainerStatus.stopped.rawValue, pid: 0,
+                    bundle: record.bundle, annotations: record.annotations),
+                log: log, warnOnly: true)
         }
     }
 

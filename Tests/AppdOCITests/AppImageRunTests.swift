@@ -29,14 +29,13 @@ struct AppImageRunTests {
                 #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
             try
                 (plist + """
-                <key>CFBundleIdentifier</key><string>com.example.echo</string>\
-                <key>CFBundleExecutable</key><string>echo</string>\
-                <key>CFBundleName</key><string>Echo</string>\
-                <key>CFBundleVersion</key><string>1</string>\
-                <key>CFBundlePackageType</key><string>APPL</string></dict></plist>
-                """).write(toFile: "\(app)/Info.plist", atomically: true, encoding: .utf8)
-            try
-                (plist + "<key>com.apple.security.app-sandbox</key><true/></dict></plist>")
+                    <key>CFBundleIdentifier</key><string>com.example.echo</string>\
+                    <key>CFBundleExecutable</key><string>echo</string>\
+                    <key>CFBundleName</key><string>Echo</string>\
+                    <key>CFBundleVersion</key><string>1</string>\
+                    <key>CFBundlePackageType</key><string>APPL</string></dict></plist>
+                    """).write(toFile: "\(app)/Info.plist", atomically: true, encoding: .utf8)
+            try (plist + "<key>com.apple.security.app-sandbox</key><true/></dict></plist>")
                 .write(toFile: "\(app)/Entitlements.plist", atomically: true, encoding: .utf8)
             let keygen = try ChildProcess(
                 "appd", ["keygen", "--out", directory, "--name", "test"], stdout: .discard,

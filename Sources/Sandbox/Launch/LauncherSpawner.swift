@@ -118,7 +118,8 @@ public struct SpawnPlan: Sendable {
                             var request = appd_spawn_request(
                                 path: path, argv: argv.baseAddress, envp: envp.baseAddress,
                                 from: from.baseAddress, to: to.baseAddress,
-                                count: Int32(placements.count), stdin_null: stdinFromDevNull ? 1 : 0,
+                                count: Int32(placements.count),
+                                stdin_null: stdinFromDevNull ? 1 : 0,
                                 new_session: newSession ? 1 : 0, close_from: closeFrom, error: 0)
                             return appd_spawn_in_cgroup(&request, cgroup)
                         }
