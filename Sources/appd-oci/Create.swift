@@ -19,10 +19,10 @@ extension OCIRuntime {
     func runToEnd(id: String) throws -> Int32 {
         let created = try createContainer(id: id)
         for fd in [created.ready, created.status] { close(fd) }
-        try start(id: id)
+        // `start` and `delete --force` with what create made at hand: no record to read
+        // back, no cgroup layout to detect again.
+        try state.locked(id) { try openGate(created.record) }
         let raw = SandboxLaunch.wait(created.pid)
-        // `delete --force` with what create made at hand: no record to read back, no cgroup
-        // layout to detect again.
         try state.locked(id) {
             guard access(state.directory(id), F_OK) == 0 else { return }
             try remove(created.record, cgroup: created.cgroup)
@@ -203,7 +203,7 @@ extension OCIRuntime {
             // The app's files against its signature, on this CPU while the launcher builds
             // the sandbox on another: the app process waits at the start gate, which only
             // `start` opens, and `start` finds no container before this create returned.
-            try prepared.image?.checkContents(limits: config.bundleLimits)
+            try prepared.image?.checkContents()
         } catch {
             try? cgroup.kill()
             _ = SandboxLaunch.wait(started.pid)

@@ -109,29 +109,36 @@ struct OCIRuntime {
                         ? "cannot start a container that has stopped"
                         : "cannot start a container in state \(status.rawValue)")
             }
-            let fifo = state.fifoPath(id)
-            // Non-blocking: no reader (ENXIO) means the app process is gone.
-            let fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
-            guard fd >= 0 else {
-                if errno == ENXIO {
-                    throw AppdError(.conflict, "the container stopped before it started")
-                }
-                throw AppdError.system("cannot open the start gate \(fifo)")
+            try openGate(record)
+        }
+    }
+
+    /// Lets the app process past its start gate (the container's lock held), then runs the
+    /// poststart hooks. `run` calls it with the record it just made.
+    func openGate(_ record: ContainerRecord) throws {
+        let id = record.id
+        let fifo = state.fifoPath(id)
+        // Non-blocking: no reader (ENXIO) means the app process is gone.
+        let fd = open(fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC)
+        guard fd >= 0 else {
+            if errno == ENXIO {
+                throw AppdError(.conflict, "the container stopped before it started")
             }
-            defer { close(fd) }
-            var byte: UInt8 = 0x30
-            guard Glibc.write(fd, &byte, 1) == 1 else {
-                throw AppdError.system("cannot open the start gate \(fifo)")
-            }
-            unlink(fifo)
-            if let poststart = record.hooks?.poststart {
-                try OCIHooks.run(
-                    poststart, phase: "poststart",
-                    state: OCIHooks.state(
-                        id: id, status: ContainerStatus.running.rawValue, pid: record.pid,
-                        bundle: record.bundle, annotations: record.annotations),
-                    log: log, warnOnly: true)
-            }
+            throw AppdError.system("cannot open the start gate \(fifo)")
+        }
+        defer { close(fd) }
+        var byte: UInt8 = 0x30
+        guard Glibc.write(fd, &byte, 1) == 1 else {
+            throw AppdError.system("cannot open the start gate \(fifo)")
+        }
+        unlink(fifo)
+        if let poststart = record.hooks?.poststart {
+            try OCIHooks.run(
+                poststart, phase: "poststart",
+                state: OCIHooks.state(
+                    id: id, status: ContainerStatus.running.rawValue, pid: record.pid,
+                    bundle: record.bundle, annotations: record.annotations),
+                log: log, warnOnly: true)
         }
     }
 

@@ -18,14 +18,6 @@ extension AppBundle {
     /// signature that is malformed or does not verify; tree differences are in `problems`.
     public func checkSignature(limits: BundleLimits) throws -> SignatureCheck {
         let signature = try CodeSignature.read(bundleAt: path, layout: layout)
-        return try checkTree(against: signature, limits: limits)
-    }
-
-    /// `checkSignature` with the signature read already (`checkSignedMetadata`'s): hashes every
-    /// file and compares.
-    public func checkTree(against signature: CodeSignature?, limits: BundleLimits) throws
-        -> SignatureCheck
-    {
         let (manifest, problems) = try BundleManifest.read(
             bundleAt: path, layout: layout, limits: limits)
         return SignatureCheck(
