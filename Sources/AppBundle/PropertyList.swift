@@ -151,6 +151,8 @@ enum PropertyListReader {
                 throw PlistFailure(
                     "declares XML entities, which are not accepted in a property list")
             }
+            // The forms bundles are written in, read without Foundation; it reads the rest.
+            if let dict = XMLPropertyList.dictionary(Array(data)) { return dict }
             try checkDuplicateKeys(data)
         }
         var format = PropertyListSerialization.PropertyListFormat.xml
