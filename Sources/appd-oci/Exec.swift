@@ -21,6 +21,17 @@ extension OCIRuntime {
         let data = try OCIFiles.read(
             "\(state.directory(id))/profile.json", limit: 16 << 20, what: "the container's profile")
         var profile = try JSONDecoder().decode(SandboxProfile.self, from: data)
+        // The seccomp program create compiled (a container an older appd-oci made keeps the
+        // rules in its profile instead, and they are compiled again).
+        let program = "\(state.directory(id))/seccomp.bpf"
+        var bpf: [UInt8]?
+        if access(program, F_OK) == 0 {
+            bpf = Array(
+                try OCIFiles.read(program, limit: 1 << 20, what: "the container's seccomp program"))
+        } else if profile.seccomp.required && profile.seccomp.rules.isEmpty {
+            throw AppdError(
+                .notFound, "the seccomp program of container \(id) is missing (\(program))")
+        }
         profile.executable = try Self.executable(first, profile: profile, rootfs: record)
         profile.arguments = args
         profile.environment += Self.extraEnvironment(
@@ -44,6 +55,7 @@ extension OCIRuntime {
             profile: profile,
             launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
             cgroups: record.cgroupSettings, limits: profile.cgroupLimits, keepStdin: true)
+        launch.bpf = bpf
         launch.enter = pidfd
         var console: Console?
         if terminal {

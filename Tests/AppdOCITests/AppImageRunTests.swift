@@ -16,7 +16,9 @@ struct AppImageRunTests {
         var app: String { "\(rootfs)/Echo.app" }
         let id = "image-test-\(UUID().uuidString.prefix(8).lowercased())"
 
-        init() throws {
+        /// `executable`: the busybox applet the bundle's executable is named after; `arguments`:
+        /// the app's (process.args after the executable).
+        init(executable: String = "echo", arguments: [String] = ["hello from the app"]) throws {
             directory =
                 FileManager.default.temporaryDirectory.appendingPathComponent(
                     "appd-oci-image-\(UUID().uuidString)"
@@ -24,13 +26,13 @@ struct AppImageRunTests {
             try FileManager.default.createDirectory(
                 atPath: app, withIntermediateDirectories: true)
             chmod(directory, 0o755)
-            try copy("/usr/bin/busybox", to: "\(app)/echo", mode: 0o755)
+            try copy("/usr/bin/busybox", to: "\(app)/\(executable)", mode: 0o755)
             let plist =
                 #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
             try
                 (plist + """
                     <key>CFBundleIdentifier</key><string>com.example.echo</string>\
-                    <key>CFBundleExecutable</key><string>echo</string>\
+                    <key>CFBundleExecutable</key><string>\(executable)</string>\
                     <key>CFBundleName</key><string>Echo</string>\
                     <key>CFBundleVersion</key><string>1</string>\
                     <key>CFBundlePackageType</key><string>APPL</string></dict></plist>
@@ -52,9 +54,10 @@ struct AppImageRunTests {
                 ], stdout: .discard, stderr: .capture
             ).finish()
             #expect(sign.code == 0, "\(sign.stderr)")
+            let args = (["/Echo.app/\(executable)"] + arguments).map { "\"\($0)\"" }
             let config = """
                 {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
-                 "process": {"args": ["/Echo.app/echo", "hello from the app"], "cwd": "/"},
+                 "process": {"args": [\(args.joined(separator: ", "))], "cwd": "/"},
                  "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"},
                   {"type": "uts"}, {"type": "mount"}]}}
                 """
@@ -80,15 +83,27 @@ struct AppImageRunTests {
         }
 
         func run() throws -> (code: Int32, stdout: String, stderr: String) {
-            try ChildProcess(
+            try oci(["run", "--bundle", "\(directory)/bundle", id])
+        }
+
+        /// `appd-oci COMMAND...` with this image's state root, appd.conf and node data.
+        /// `detached`: output to a file (a created container keeps appd-oci's stdout and
+        /// stderr, as an engine wants; a pipe would not end).
+        func oci(_ arguments: [String], detached: Bool = false) throws -> (
+            code: Int32, stdout: String, stderr: String
+        ) {
+            let output = "\(directory)/output"
+            try "".write(toFile: output, atomically: true, encoding: .utf8)
+            let result = try ChildProcess(
                 "appd-oci",
-                [
-                    "--root", "\(directory)/state", "--config", "\(directory)/appd.conf", "run",
-                    "--bundle", "\(directory)/bundle", id,
-                ],
+                ["--root", "\(directory)/state", "--config", "\(directory)/appd.conf"]
+                    + arguments,
                 environment: ["APPD_OCI_DATA": "\(directory)/data", "PATH": "/usr/bin:/bin"],
-                stderr: .capture
+                stdout: detached ? .append(output) : .capture,
+                stderr: detached ? .append(output) : .capture
             ).finish()
+            guard detached else { return result }
+            return (result.code, "", (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
         }
 
         /// What a refused create must not leave: its state, its cgroup, a process.
@@ -117,6 +132,33 @@ struct AppImageRunTests {
         #expect(result.code == 0, "\(result.stderr)")
         #expect(result.stdout == "hello from the app\n", "\(result.stdout)")
         image.expectNothingLeft()
+    }
+
+    @Test("exec in a running app: confined by the container's own seccomp program")
+    func execConfined() throws {
+        let image = try Image(executable: "sh", arguments: ["-c", "sleep 30"])
+        defer {
+            _ = try? image.oci(["delete", "--force", image.id])
+            image.remove()
+        }
+        let created = try image.oci(
+            ["create", "--bundle", "\(image.directory)/bundle", image.id], detached: true)
+        #expect(created.code == 0, "\(created.stderr)")
+        #expect(
+            FileManager.default.fileExists(
+                atPath: "\(image.directory)/state/\(image.id)/seccomp.bpf"))
+        #expect(try image.oci(["start", image.id], detached: true).code == 0)
+        // unshare(2) is refused to every app (SandboxPolicy+Seccomp), the exec'd shell too;
+        // on this host any unprivileged user may make a user namespace (`unshare -r`).
+        let exec = try image.oci([
+            "exec", image.id, "/Echo.app/sh", "-c",
+            "echo in; unshare -r true 2>&1; echo rc=$?",
+        ])
+        #expect(exec.code == 0, "\(exec.stderr)")
+        #expect(exec.stdout.hasPrefix("in\n"), "\(exec.stdout)")
+        #expect(
+            exec.stdout.contains("Operation not permitted") && exec.stdout.contains("rc=1"),
+            "\(exec.stdout)")
     }
 
     @Test("an executable changed after signing: refused at create, nothing of it ran or stays")
