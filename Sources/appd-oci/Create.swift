@@ -46,11 +46,6 @@ extension OCIRuntime {
         }
         let bundle = String(cString: resolved)
         free(resolved)
-        // appd.conf and the host's cgroup layout, read on a thread of their own while this one
-        // reads config.json (a CPU idles until the launcher starts).
-        let host = Background {
-            (configuration: try configuration(), cgroups: CgroupLayout.detect())
-        }
         let spec = try OCISpec.read(OCISpec.self, at: "\(bundle)/config.json")
         let rootfs = try spec.rootfs(bundle: bundle)
         try state.makeRoot()
@@ -64,8 +59,8 @@ extension OCIRuntime {
         do {
             return try state.locked(id) {
                 try build(
-                    id: id, spec: spec, bundle: bundle, rootfs: rootfs, host: try host.value(),
-                    cgroup: &cgroup, userRange: &userRange)
+                    id: id, spec: spec, bundle: bundle, rootfs: rootfs, cgroup: &cgroup,
+                    userRange: &userRange)
             }
         } catch {
             if let userRange { PlainIDRange.free(userRange) }
@@ -80,10 +75,9 @@ extension OCIRuntime {
 
     private func build(
         id: String, spec: OCISpec, bundle: String, rootfs: String,
-        host: (configuration: AppdConfiguration, cgroups: CgroupLayout),
         cgroup made: inout (any InstanceCgroup)?, userRange: inout UInt32?
     ) throws -> Created {
-        let config = host.configuration
+        let config = try configuration()
         let annotations = spec.annotations ?? [:]
         let plain = line.plain || Self.isPlain(annotations)
         try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
@@ -108,11 +102,6 @@ extension OCIRuntime {
                 id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
         }
         var profile = prepared.profile
-        // Its seccomp program compiled beside what follows (nothing below changes the rules).
-        let seccomp = profile.seccomp
-        let filter = Background {
-            seccomp.required ? try SeccompCompiler.bpf(for: seccomp) : []
-        }
         profile.environment += Self.extraEnvironment(
             spec.process?.env ?? [], reserved: Set(profile.environment.map(\.name)))
         profile.cgroupLimits = try Self.narrowed(profile.cgroupLimits, by: spec.linux?.resources)
@@ -145,10 +134,9 @@ extension OCIRuntime {
         let place = try Self.cgroupPlace(
             spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
         let settings = ContainerRecord.cgroupSettings(parent: place.parent)
-        let cgroup = try Cgroups.driver(layout: host.cgroups, settings: settings).create(
+        let cgroup = try Cgroups.driver(settings: settings).create(
             instance: place.instance, app: place.app, limits: profile.cgroupLimits)
         made = cgroup
-        let bpf = try filter.value()
 
         // The start gate and the two pipes: `ready` from the app process, the launcher's
         // status line (its error when the sandbox cannot be built).
@@ -188,7 +176,6 @@ extension OCIRuntime {
         if network >= 0 {
             launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
         }
-        launch.bpf = bpf
         launch.startGate = (ready[1], fifo)
         launch.initSignals = true
         let started: SandboxLaunch.Started
