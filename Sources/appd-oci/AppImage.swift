@@ -17,8 +17,6 @@ struct AppImage {
     var decision: SigningDecision
     /// The arguments after the executable.
     var arguments: [String]
-    /// The bundle's tree as it is on disk, each file hashed (on its own thread).
-    var tree: Background<(manifest: BundleManifest, problems: [BundleProblem])>
 
     /// The one `Name.app` at the top of `rootfs`, or nil when there is none (a plain image).
     /// More than one is refused: which app runs must not depend on directory order.
@@ -48,12 +46,6 @@ struct AppImage {
         -> AppImage
     {
         let bundle = try AppBundle.open(at: path, limits: config.bundleLimits)
-        // Every file hashed on a thread of its own from here, while the caller verifies,
-        // compiles and starts the launcher: `checkContents` compares.
-        let limits = config.bundleLimits
-        let tree = Background {
-            try BundleManifest.read(bundleAt: bundle.path, layout: bundle.layout, limits: limits)
-        }
         let check = try bundle.checkSignedMetadata(limits: config.bundleLimits)
         try refuse(bundle, signed: check.signature != nil, check.problems)
         let id = bundle.info.identifier.rawValue
@@ -72,14 +64,15 @@ struct AppImage {
         }
         return AppImage(
             bundle: bundle, signature: check.signature, decision: decision,
-            arguments: Array(args.dropFirst()), tree: tree)
+            arguments: Array(args.dropFirst()))
     }
 
     /// Every file of the bundle against its signature, as `appd install` checks it (the hashes
     /// of the executable and resources: the slow part of `create`, 1.9 MB of busybox about
     /// 1.4 ms here).
-    func checkContents() throws {
-        let (manifest, problems) = try tree.value()
+    func checkContents(limits: BundleLimits) throws {
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: bundle.path, layout: bundle.layout, limits: limits)
         let differences = signature.map { manifest.diff(against: $0.resources) } ?? []
         try Self.refuse(bundle, signed: signature != nil, problems + differences)
     }

@@ -137,6 +137,8 @@ extension OCIRuntime {
         let cgroup = try Cgroups.driver(settings: settings).create(
             instance: place.instance, app: place.app, limits: profile.cgroupLimits)
         made = cgroup
+        // Compiled here, not in the launch: `exec` gets the same program (seccomp.bpf).
+        let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
 
         // The start gate and the two pipes: `ready` from the app process, the launcher's
         // status line (its error when the sandbox cannot be built).
@@ -176,6 +178,7 @@ extension OCIRuntime {
         if network >= 0 {
             launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
         }
+        launch.bpf = bpf
         launch.startGate = (ready[1], fifo)
         launch.initSignals = true
         let started: SandboxLaunch.Started
@@ -206,7 +209,7 @@ extension OCIRuntime {
             // The app's files against its signature, on this CPU while the launcher builds
             // the sandbox on another: the app process waits at the start gate, which only
             // `start` opens, and `start` finds no container before this create returned.
-            try prepared.image?.checkContents()
+            try prepared.image?.checkContents(limits: config.bundleLimits)
         } catch {
             try? cgroup.kill()
             _ = SandboxLaunch.wait(started.pid)
