@@ -134,7 +134,7 @@ struct AppImageRunTests {
         image.expectNothingLeft()
     }
 
-    @Test("exec in a running app: confined by the container's own seccomp program")
+    @Test("a running app: in its cgroup in every hierarchy; exec confined by its seccomp program")
     func execConfined() throws {
         let image = try Image(executable: "sh", arguments: ["-c", "sleep 30"])
         defer {
@@ -148,6 +148,24 @@ struct AppImageRunTests {
             FileManager.default.fileExists(
                 atPath: "\(image.directory)/state/\(image.id)/seccomp.bpf"))
         #expect(try image.oci(["start", image.id], detached: true).code == 0)
+        // Every process of it (the launcher, PID 1, the app) in the container's cgroup in each
+        // hierarchy appd limits with: the launcher was born in the v2 one and joined the v1
+        // ones itself (docs/launcher-protocol.md, `cgroup`).
+        let pids = try image.oci(["ps", image.id]).stdout.split(whereSeparator: \.isWhitespace)
+            .compactMap { Int32($0) }
+        #expect(pids.count >= 3, "appd-oci ps: \(pids)")
+        for pid in pids {
+            let lines =
+                ((try? String(contentsOfFile: "/proc/\(pid)/cgroup", encoding: .utf8)) ?? "")
+                .split(separator: "\n")
+            let limited = lines.filter {
+                $0.hasPrefix("0::") || $0.contains(":memory:") || $0.contains(":pids:")
+            }
+            #expect(!limited.isEmpty)
+            for line in limited {
+                #expect(line.hasSuffix("/appd-oci/\(image.id)"), "pid \(pid): \(line)")
+            }
+        }
         // unshare(2) is refused to every app (SandboxPolicy+Seccomp), the exec'd shell too;
         // on this host any unprivileged user may make a user namespace (`unshare -r`).
         let exec = try image.oci([
