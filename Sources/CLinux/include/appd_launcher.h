@@ -191,8 +191,8 @@ pid_t appd_spawn_shared(int (*child)(void *), void *argument);
 /// clone3 with CLONE_INTO_CGROUP (Linux 5.7). Being born there spares the cgroup.procs write
 /// that moves a process, which waits for an RCU grace period whenever no move came just before
 /// it (10-20 ms measured here). `cgroup` < 0: as appd_spawn_shared. -1 with errno ENOSYS on an
-/// architecture without the clone3 code here (x86_64 and aarch64 have it), EINVAL on a kernel
-/// without CLONE_INTO_CGROUP.
+/// architecture without the clone3 code here (only x86_64 has it), EINVAL on a kernel without
+/// CLONE_INTO_CGROUP.
 pid_t appd_spawn_shared_in(int (*child)(void *), void *argument, int cgroup);
 
 /// strerrorname_np(3) is _GNU_SOURCE-only: "ENOENT" for ENOENT, NULL if unknown.
