@@ -8,9 +8,9 @@ enum Namespaces {
     /// Moves us into each `cgroup.procs`'s cgroup: the supervisor created the cgroups, we move
     /// in before anything else so that every process of the sandbox is accounted for. In a v1
     /// hierarchy this single-threaded process moves its one thread, writing 0 to `tasks`: a
-    /// pid written to `cgroup.procs` makes the kernel lock every thread group (Linux 6.0 and
-    /// later skip that lock for the writer's own thread), and taking it waits for an RCU grace
-    /// period, 10-20 ms here, unless a move came just before. Cgroup v2 has no `tasks` (the
+    /// pid written to `cgroup.procs` makes the kernel lock every thread group (it skips that
+    /// lock only for a thread moving itself: cgroup_procs_write_start), and taking it waits for
+    /// an RCU grace period, 10-20 ms here, unless a move came just before. Cgroup v2 has no `tasks` (the
     /// launcher was born in its v2 directory, which is then not listed here).
     static func joinCgroups(_ paths: [String]) throws {
         for path in paths {

@@ -36,29 +36,19 @@ extension AppBundle {
         guard let signature = try CodeSignature.read(bundleAt: path, layout: layout) else {
             return (nil, [])
         }
-        var problems: [BundleProblem] = []
+        // The two files as they are and as signed, compared as install compares the tree.
+        var now = BundleManifest()
+        var signed = BundleManifest()
         for (file, maxBytes) in [
             (layout.infoPlistPath, limits.maxInfoPlistBytes),
             (layout.entitlementsPath, limits.maxEntitlementsBytes),
         ] {
-            let bytes = try CodeSignature.readInside(path, file, maxBytes: maxBytes)
-            let now = bytes.map { BundleManifest.Entry.file(sha256: Array(SHA256.hash(data: $0))) }
-            switch (signature.resources.entries[file], now) {
-            case (nil, nil): continue
-            case (nil, _?):
-                problems.append(
-                    BundleProblem(file, "was added after signing (CodeResources does not list it)"))
-            case (_?, nil):
-                problems.append(
-                    BundleProblem(file, "was removed after signing (CodeResources lists it)"))
-            case (let signed?, let now?) where signed != now:
-                problems.append(
-                    BundleProblem(
-                        file, "was changed after signing (its SHA-256 differs from CodeResources)"))
-            default: continue
+            if let bytes = try CodeSignature.readInside(path, file, maxBytes: maxBytes) {
+                now.entries[file] = .file(sha256: Array(SHA256.hash(data: bytes)))
             }
+            signed.entries[file] = signature.resources.entries[file]
         }
-        return (signature, problems)
+        return (signature, now.diff(against: signed))
     }
 
     /// The `_CodeSignature/CodeResources` and `Signature` to write for this bundle as it is now.
