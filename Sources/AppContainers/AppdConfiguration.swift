@@ -257,15 +257,16 @@ public struct AppdConfiguration: Sendable, Equatable {
                 .invalidConfig, "\(place): unknown key \(key) in [Storage]",
                 hint: "known keys: " + StorageSettings.keys.joined(separator: ", "))
         case ("OCI", "Hooks"):
-            let paths = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            guard paths.allSatisfy({ $0.hasPrefix("/") }),
-                paths.count <= OCISettings.maximumHooks
+            let entries = value.split(whereSeparator: { $0 == " " || $0 == "\t" }).map {
+                HookRule(parsing: String($0))
+            }
+            guard entries.allSatisfy({ $0 != nil }), entries.count <= OCISettings.maximumHooks
             else {
                 throw bad(
-                    "absolute paths of executables, space-separated, at most \(OCISettings.maximumHooks)"
+                    "entries PATH[:ARGV0[:NAME,NAME]], space-separated, at most \(OCISettings.maximumHooks): absolute paths, variable names never the loader's (LD_*, GCONV_PATH, GLIBC_TUNABLES...)"
                 )
             }
-            oci.hooks = paths
+            oci.hooks = entries.compactMap { $0 }
         case ("OCI", _):
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [OCI]",

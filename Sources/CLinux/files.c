@@ -7,6 +7,7 @@
 #include <linux/openat2.h>
 #include <sys/fsuid.h>
 #include <sys/syscall.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 int appd_open_beneath(int dirfd, const char *path, int flags, unsigned mode) {
@@ -42,3 +43,21 @@ ssize_t appd_write_as(int fd, const void *buffer, size_t length, uid_t uid, gid_
     errno = failure;
     return written;
 }
+
+int appd_open_no_symlinks(const char *path, int flags) {
+    struct open_how how = {
+        .flags = (unsigned long long)(flags | O_NOFOLLOW | O_CLOEXEC),
+        .resolve = RESOLVE_NO_SYMLINKS,
+    };
+    return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+ssize_t appd_getxattr(const char *path, const char *name, void *value, size_t size) {
+    return getxattr(path, name, value, size);
+}
+
+int appd_setxattr(const char *path, const char *name, const void *value, size_t size) {
+    return setxattr(path, name, value, size, 0);
+}
+
+int appd_o_path(void) { return O_PATH; }

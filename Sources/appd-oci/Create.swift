@@ -47,7 +47,10 @@ extension OCIRuntime {
         let bundle = String(cString: resolved)
         free(resolved)
         let spec = try OCISpec.read(OCISpec.self, at: "\(bundle)/config.json")
-        let rootfs = try spec.rootfs(bundle: bundle)
+        // Opened once and checked (RootFilesystem); the launcher gets this fd, kept open until
+        // the sandbox is built.
+        let root = try RootFilesystem.open(spec, bundle: bundle, stateRoot: state.path)
+        defer { root.close() }
         try state.makeRoot()
         let directory = state.directory(id)
         guard mkdir(directory, 0o700) == 0 else {
@@ -59,7 +62,7 @@ extension OCIRuntime {
         do {
             return try state.locked(id) {
                 try build(
-                    id: id, spec: spec, bundle: bundle, rootfs: rootfs, cgroup: &cgroup,
+                    id: id, spec: spec, bundle: bundle, root: root, cgroup: &cgroup,
                     userRange: &userRange)
             }
         } catch {
@@ -74,9 +77,10 @@ extension OCIRuntime {
     }
 
     private func build(
-        id: String, spec: OCISpec, bundle: String, rootfs: String,
+        id: String, spec: OCISpec, bundle: String, root: HostPaths.Opened,
         cgroup made: inout (any InstanceCgroup)?, userRange: inout UInt32?
     ) throws -> Created {
+        let rootfs = root.path
         let config = try configuration()
         let annotations = spec.annotations ?? [:]
         let plain = line.plain || Self.isPlain(annotations)
@@ -88,8 +92,9 @@ extension OCIRuntime {
             let hostID = try PlainIDRange.allocate(owner: state.directory(id))
             userRange = hostID
             prepared = try PlainContainer.profile(
-                spec: spec, bundle: bundle, rootfs: rootfs, stateDirectory: state.directory(id),
-                config: config, console: terminal, hostID: hostID, log: log)
+                spec: spec, bundle: bundle, root: root, stateDirectory: state.directory(id),
+                stateRoot: state.path, config: config, console: terminal, hostID: hostID, log: log
+            )
         } else {
             guard let bundlePath = try AppImage.find(in: rootfs) else {
                 throw AppdError(
@@ -101,6 +106,8 @@ extension OCIRuntime {
             prepared = try appProfile(
                 id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
         }
+        // What the launcher was given by fd (binds, the data volume): open until it is built.
+        defer { for opened in prepared.held { opened.close() } }
         var profile = prepared.profile
         profile.environment += Self.extraEnvironment(
             spec.process?.env ?? [], reserved: Set(profile.environment.map(\.name)))
@@ -130,13 +137,35 @@ extension OCIRuntime {
             }
         }
         defer { if network >= 0 { close(network) } }
+        if plain, network >= 0, let path = networkPath {
+            try PodNetwork.refuseAppNamespace(
+                fd: network, path: path,
+                appUIDs: [config.uidRange, NodeUIDs.range])
+        }
+
+        // What the profile names by fd (the root, binds, the data volume): pinned in a private
+        // mount namespace the launcher inherits (MountPins), until the sandbox is built.
+        var pins: MountPins?
+        defer { pins?.leave() }
+        let pinned = ([root] + prepared.held).filter { opened in
+            profile.imageRoot?.source == opened.source
+                || profile.mounts.contains { $0.source?.hasPrefix(opened.source) == true }
+        }
+        if !pinned.isEmpty {
+            pins = try MountPins.enter(
+                directory: "\(state.directory(id))/pins", pinning: pinned, profile: &profile)
+        }
 
         let place = try Self.cgroupPlace(
             spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
         let settings = ContainerRecord.cgroupSettings(parent: place.parent)
+        try ContainerCgroup.refuseNesting(
+            parent: place.parent, app: place.app, instance: place.instance)
         let cgroup = try Cgroups.driver(settings: settings).create(
             instance: place.instance, app: place.app, limits: profile.cgroupLimits)
         made = cgroup
+        ContainerCgroup.mark(cgroup, id: id)
+        PodNetwork.mark(cgroup, plain: plain)
         // Compiled here, not in the launch: `exec` gets the same program (seccomp.bpf).
         let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
 
@@ -227,6 +256,8 @@ extension OCIRuntime {
                 ?? "the launcher ended without a status"
             throw AppdError(.unsupported, "the sandbox could not be built: \(reason)")
         }
+        // Built: the pins are the launcher's now; hooks and systemd see the host's mounts.
+        pins?.leave()
         if let adjust = spec.process?.oomScoreAdj {
             // Every process of the container so far: PID 1 and the app process were forked
             // before, and inherit nothing written now.
@@ -252,7 +283,8 @@ extension OCIRuntime {
                 ("prestart", hooks.prestart), ("createRuntime", hooks.createRuntime),
             ] {
                 try OCIHooks.run(
-                    list ?? [], phase: phase, state: hookState, log: log, warnOnly: false)
+                    list ?? [], phase: phase, state: hookState, allowed: config.oci.hooks,
+                    log: log, warnOnly: false)
             }
         }
 
@@ -318,16 +350,31 @@ extension OCIRuntime {
         let bundleID = image.bundle.info.identifier.rawValue
         let uid = try NodeUIDs(directory: NodeUIDs.defaultDirectory).uid(for: bundleID)
         let data = try DataPlace.make(
-            spec: spec, stateDirectory: state.directory(id), uid: uid, gid: uid)
-        let subject = SandboxSubject(
-            bundle: image.bundle, dataContainer: data.path, uid: uid, gid: uid)
-        let (settings, override) = config.sandboxInputs(for: bundleID)
-        let profile = try SandboxPolicy.compile(
-            subject, settings: settings, override: override, kernel: .detect(),
-            arguments: image.arguments, console: console)
-        return PreparedSandbox(
-            profile: profile, bundleID: bundleID, dataContainer: data.path,
-            dataInVolume: data.inVolume, image: image)
+            spec: spec, stateDirectory: state.directory(id), stateRoot: state.path, uid: uid,
+            gid: uid)
+        do {
+            let subject = SandboxSubject(
+                bundle: image.bundle, dataContainer: data.path, uid: uid, gid: uid)
+            let (settings, override) = config.sandboxInputs(for: bundleID)
+            var profile = try SandboxPolicy.compile(
+                subject, settings: settings, override: override, kernel: .detect(),
+                arguments: image.arguments, console: console)
+            if let opened = data.opened {
+                // The volume's data container is mounted from the fd it was made or found by.
+                for index in profile.mounts.indices
+                where profile.mounts[index].kind == .rwBind
+                    && profile.mounts[index].source == data.path
+                {
+                    profile.mounts[index].source = opened.source
+                }
+            }
+            return PreparedSandbox(
+                profile: profile, bundleID: bundleID, dataContainer: data.path,
+                dataInVolume: data.inVolume, image: image, held: data.opened.map { [$0] } ?? [])
+        } catch {
+            data.opened?.close()
+            throw error
+        }
     }
 
     /// appd.conf: `--config`, else `APPD_CONFIG`, else /etc/appd/appd.conf (its defaults
@@ -418,49 +465,80 @@ struct PreparedSandbox {
     /// An app image whose files are still to be checked against its signature (while the
     /// launcher builds the sandbox).
     var image: AppImage? = nil
+    /// Host folders and files opened once and given to the launcher by fd (HostPaths).
+    var held: [HostPaths.Opened] = []
 }
 
 /// Where the data container lives: in a volume mounted at `/appd/data` (the one data
 /// container found there, else a new one at a random UUID name, kept when the container is
 /// deleted), else in the container's state folder (gone with it).
+///
+/// The volume is a folder the engine made (a podman or docker volume, a Kubernetes volume), never
+/// a system folder or appd's own state (HostPaths), and a directory owned by root (or the user
+/// appd-oci runs as). It is opened once; the data container is found or made through that fd
+/// and opened by it, and that fd is what the launcher mounts: whoever can write the volume
+/// cannot swap a folder in between.
 enum DataPlace {
-    static func make(spec: OCISpec, stateDirectory: String, uid: UInt32, gid: UInt32) throws -> (
-        path: String, inVolume: Bool
-    ) {
+    static func make(
+        spec: OCISpec, stateDirectory: String, stateRoot: String, uid: UInt32, gid: UInt32
+    ) throws -> (path: String, inVolume: Bool, opened: HostPaths.Opened?) {
         let volume = (spec.mounts ?? []).first {
             OCIConfigCheck.normalized($0.destination) == OCIConfigCheck.dataVolume && $0.isBind
         }
         if let source = volume?.source {
-            let parent = try FileDescriptor.directory(source)
+            let what = "the volume at \(OCIConfigCheck.dataVolume)"
+            let folder = try HostPaths.open(source, what: what, stateRoot: stateRoot, system: true)
+            defer { folder.close() }
+            let raw = openat(folder.fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard raw >= 0 else { throw AppdError.system("cannot open \(what) \(folder.path)") }
+            let parent = FileDescriptor(raw: raw, path: folder.path)
+            var info = stat()
+            guard fstat(raw, &info) == 0, [0, geteuid()].contains(info.st_uid) else {
+                throw AppdError(
+                    .permissionDenied,
+                    "\(what) \(folder.path) is owned by uid \(info.st_uid): a volume is a folder the engine made (owned by root)"
+                )
+            }
             let existing = try parent.entries().filter { UUID(uuidString: $0) != nil }.sorted()
             guard existing.count <= 1 else {
                 throw AppdError(
                     .conflict,
-                    "the volume at \(OCIConfigCheck.dataVolume) (\(source)) holds \(existing.count) data containers; it holds one app's"
+                    "\(what) (\(folder.path)) holds \(existing.count) data containers; it holds one app's"
                 )
             }
-            if let name = existing.first {
+            let name: String
+            if let found = existing.first {
                 var info = stat()
-                guard fstatat(parent.raw, name, &info, AT_SYMLINK_NOFOLLOW) == 0,
+                guard fstatat(parent.raw, found, &info, AT_SYMLINK_NOFOLLOW) == 0,
                     info.st_mode & S_IFMT == S_IFDIR
                 else {
-                    throw AppdError(.conflict, "\(source)/\(name) is not a directory")
+                    throw AppdError(.conflict, "\(folder.path)/\(found) is not a directory")
                 }
                 guard info.st_uid == uid else {
                     throw AppdError(
                         .permissionDenied,
-                        "the data container in \(source) belongs to uid \(info.st_uid), not this app's \(uid)",
+                        "the data container in \(folder.path) belongs to uid \(info.st_uid), not this app's \(uid)",
                         hint: "one volume holds one app's data")
                 }
-                return ("\(source)/\(name)", true)
+                name = found
+            } else {
+                name = UUID().uuidString
+                try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
             }
-            let name = UUID().uuidString
-            try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
-            return ("\(source)/\(name)", true)
+            let fd = openat(parent.raw, name, appd_o_path() | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard fd >= 0 else { throw AppdError.system("cannot open \(parent.child(name))") }
+            let container = HostPaths.Opened(fd: fd, path: parent.child(name))
+            // The same folder, owned by the app: checked on the fd the launcher gets.
+            guard fstat(fd, &info) == 0, info.st_uid == uid else {
+                container.close()
+                throw AppdError(
+                    .conflict, "the data container \(container.path) changed while it was made")
+            }
+            return (container.path, true, container)
         }
         let parent = try FileDescriptor.directory(stateDirectory)
         let name = UUID().uuidString
         try DataContainer.create(in: parent, name: name, uid: uid, gid: gid)
-        return ("\(stateDirectory)/\(name)", false)
+        return ("\(stateDirectory)/\(name)", false, nil)
     }
 }

@@ -14,6 +14,10 @@ struct HostCommand {
     /// nil: appd-oci's own.
     var environment: [String]? = nil
     var input: [UInt8] = []
+    /// An fd of the program to run, opened and checked by the caller (OCIHooks): executed
+    /// through it (`/proc/self/fd/3` in the child, as glibc's fexecve does), never by `path`,
+    /// which is then only for messages.
+    var executable: Int32? = nil
     var timeoutSeconds = 10
     var outputLimit = 4096
 
@@ -49,6 +53,8 @@ struct HostCommand {
         posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
         posix_spawn_file_actions_adddup2(&actions, output[1], 1)
         posix_spawn_file_actions_adddup2(&actions, output[1], 2)
+        if let executable { posix_spawn_file_actions_adddup2(&actions, executable, 3) }
+        let program = executable == nil ? path : "/proc/self/fd/3"
         // appd-oci ignores SIGPIPE; the program gets the default.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -66,9 +72,9 @@ struct HostCommand {
         let spawned =
             envp.map { list in
                 list.withUnsafeBufferPointer {
-                    posix_spawn(&pid, path, &actions, &attributes, argv, $0.baseAddress)
+                    posix_spawn(&pid, program, &actions, &attributes, argv, $0.baseAddress)
                 }
-            } ?? posix_spawn(&pid, path, &actions, &attributes, argv, environ)
+            } ?? posix_spawn(&pid, program, &actions, &attributes, argv, environ)
         close(stdin[0])
         close(output[1])
         defer { close(output[0]) }

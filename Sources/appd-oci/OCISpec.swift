@@ -155,14 +155,6 @@ struct OCISpec: Decodable {
         }
     }
 
-    /// The root filesystem's directory: `root.path` relative to the bundle unless absolute.
-    func rootfs(bundle: String) throws -> String {
-        guard let path = root?.path, !path.isEmpty else {
-            throw AppdError(.invalidConfig, "config.json has no root.path")
-        }
-        return path.hasPrefix("/") ? path : "\(bundle)/\(path)"
-    }
-
     /// The namespace entry of `type` (`network`, `pid`, ...), if listed.
     func namespace(_ type: String) -> Namespace? {
         linux?.namespaces?.first { $0.type == type }

@@ -22,9 +22,28 @@ enum PlainContainer {
     static let idCount = PlainIDRange.size
 
     static func profile(
-        spec: OCISpec, bundle: String, rootfs: String, stateDirectory: String,
-        config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog
+        spec: OCISpec, bundle: String, root: HostPaths.Opened, stateDirectory: String,
+        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog
     ) throws -> PreparedSandbox {
+        // The binds' sources, opened once and given to the launcher by fd (HostPaths).
+        var held: [HostPaths.Opened] = []
+        do {
+            return try profile(
+                spec: spec, bundle: bundle, root: root, stateDirectory: stateDirectory,
+                stateRoot: stateRoot, config: config, console: console, hostID: hostID, log: log,
+                held: &held)
+        } catch {
+            for opened in held { opened.close() }
+            throw error
+        }
+    }
+
+    private static func profile(
+        spec: OCISpec, bundle: String, root: HostPaths.Opened, stateDirectory: String,
+        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog,
+        held: inout [HostPaths.Opened]
+    ) throws -> PreparedSandbox {
+        let rootfs = root.path
         guard let args = spec.process?.args, let first = args.first else {
             throw AppdError(.invalidConfig, "config.json has no process.args")
         }
@@ -70,7 +89,7 @@ enum PlainContainer {
         let idmapped = Self.allowsIdmappedRoot(rootfs)
         let readOnlyRoot = spec.root?.readonly ?? false
         if idmapped {
-            profile.imageRoot = .init(source: rootfs, readOnly: readOnlyRoot)
+            profile.imageRoot = .init(source: root.source, readOnly: readOnlyRoot)
             landlock.append(.init(access: readOnlyRoot ? .rx : .rwx, path: "/"))
         }
         let names =
@@ -85,7 +104,7 @@ enum PlainContainer {
                     mounts.append(.symlink(target, at: "/\(entry)"))
                 }
             case S_IFDIR, S_IFREG:
-                var bind = SandboxProfile.Mount.roBind(source)
+                var bind = SandboxProfile.Mount.roBind("\(root.source)/\(entry)")
                 bind.destination = "/\(entry)"
                 mounts.append(bind)
                 landlock.append(.init(access: .rx, path: "/\(entry)"))
@@ -119,7 +138,13 @@ enum PlainContainer {
                     // refused any other writable bind).
                     continue
                 }
-                var bind = SandboxProfile.Mount.roBind(source)
+                // Never appd's own state, whatever folder holds it; what was checked is what
+                // is mounted.
+                let opened = try HostPaths.open(
+                    source, what: "the bind source for \(destination)", stateRoot: stateRoot,
+                    system: false)
+                held.append(opened)
+                var bind = SandboxProfile.Mount.roBind(opened.source)
                 bind.destination = destination
                 mounts.append(bind)
                 landlock.append(.init(access: .rx, path: destination))
@@ -190,7 +215,7 @@ enum PlainContainer {
         }
         if let hostname = spec.hostname, !hostname.isEmpty { profile.hostname = hostname }
         return PreparedSandbox(
-            profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false)
+            profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false, held: held)
     }
 
     /// The config's rlimits (`RLIMIT_NOFILE`...) over the sandbox's: each one the config names
@@ -247,6 +272,9 @@ enum PlainContainer {
     /// idmapped mounts on this kernel (ext4 and xfs since 5.12, btrfs 5.15, tmpfs 6.3). Not
     /// overlayfs: no kernel idmaps a merged overlay (only its layers, before the merge).
     static func allowsIdmappedRoot(_ rootfs: String) -> Bool {
+        // The clone takes the mounts below the root along, and the idmap would reach them:
+        // only the root filesystem itself is idmapped.
+        guard !RootFilesystem.hasSubmounts(rootfs) else { return false }
         let type = appd_filesystem_type(rootfs)
         let release =
             (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)) ?? ""

@@ -1,8 +1,10 @@
+import AppContainers
 import AppdAPI
 import AppdBase
 import CLinux
 import Foundation
 import Glibc
+import PrintableText
 import Sandbox
 
 /// One invocation: the command line parsed, the command run. Commands that change a
@@ -85,11 +87,14 @@ struct OCIRuntime {
                 withJSONObject: rows, options: [.sortedKeys, .withoutEscapingSlashes])
             print(String(decoding: data, as: UTF8.self))
         } else {
+            // The bundle path is the engine's (and the image's name may be in it): shown with
+            // its control and bidi characters as \u{..}, as every text appd prints.
             print("ID\tPID\tSTATUS\tBUNDLE\tCREATED")
             for row in rows {
-                print(
-                    "\(row["id"] ?? "")\t\(row["pid"] ?? "")\t\(row["status"] ?? "")\t\(row["bundle"] ?? "")\t\(row["created"] ?? "")"
-                )
+                let fields = ["id", "pid", "status", "bundle", "created"].map { key in
+                    Printable(row[key].map { "\($0)" } ?? "", limit: nil).description
+                }
+                print(fields.joined(separator: "\t"))
             }
         }
     }
@@ -138,7 +143,7 @@ struct OCIRuntime {
                 state: OCIHooks.state(
                     id: id, status: ContainerStatus.running.rawValue, pid: record.pid,
                     bundle: record.bundle, annotations: record.annotations),
-                log: log, warnOnly: true)
+                allowed: storedHooksAllowed(), log: log, warnOnly: true)
         }
     }
 
@@ -222,24 +227,9 @@ struct OCIRuntime {
     /// holds it from create or `delete` opens it.
     func remove(_ record: ContainerRecord, cgroup: (any InstanceCgroup)?) throws {
         let id = record.id
-        if let cgroup {
-            try? cgroup.thaw()
-            try? cgroup.kill()
-            // The killed processes take a moment to leave: polled from 1 ms, doubling up
-            // to 20 ms, about 1 s in all (a fixed 20 ms made each `delete --force` of a
-            // running container wait at least that long).
-            var removed = false
-            var pause: UInt32 = 1_000
-            var waited: UInt32 = 0
-            while !removed && waited < 1_000_000 {
-                removed = (try? cgroup.remove()) != nil
-                if !removed {
-                    usleep(pause)
-                    waited += pause
-                    pause = min(pause * 2, 20_000)
-                }
-            }
-            if !removed { log.warning("the cgroup of \(id) could not be removed") }
+        // Its own processes only, within 2 s per hierarchy (ContainerCgroup).
+        if let cgroup, !ContainerCgroup.killAndRemove(cgroup) {
+            log.warning("the cgroup of \(id) could not be removed")
         }
         try removeState(id)
         if let range = record.userNamespaceHost { PlainIDRange.free(range) }
@@ -249,7 +239,18 @@ struct OCIRuntime {
                 state: OCIHooks.state(
                     id: id, status: ContainerStatus.stopped.rawValue, pid: 0,
                     bundle: record.bundle, annotations: record.annotations),
-                log: log, warnOnly: true)
+                allowed: storedHooksAllowed(), log: log, warnOnly: true)
+        }
+    }
+
+    /// What a stored poststart or poststop hook is checked against when it runs: appd.conf's
+    /// `[OCI] Hooks=` as it is now (none when appd.conf cannot be read: said in the log).
+    func storedHooksAllowed() -> [HookRule] {
+        do {
+            return try configuration().oci.hooks
+        } catch {
+            log.warning("no hook runs: appd.conf cannot be read: \(error)")
+            return []
         }
     }
 

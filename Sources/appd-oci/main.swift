@@ -14,8 +14,11 @@ struct OCILog {
     var path: String?
     var json: Bool
 
+    /// Every line, errors and warnings alike, shows the control and bidi characters the image
+    /// or the config chose as `\u{..}` (Printable), as the rest of appd prints them.
     func write(_ level: String, _ message: String) {
         guard let path else { return }
+        let message = Printable(message, limit: nil).description
         let line: String
         if json {
             let object = ["level": level, "msg": message, "time": timestamp()]
@@ -32,7 +35,7 @@ struct OCILog {
 
     func error(_ message: String) {
         write("error", message)
-        let text = Array("appd-oci: \(message)\n".utf8)
+        let text = Array("appd-oci: \(Printable(message, limit: nil))\n".utf8)
         _ = text.withUnsafeBytes { writeAll(2, $0) }
     }
 

@@ -42,7 +42,7 @@ struct OCIHookCheckTests {
         ]
         for (json, named) in cases {
             #expect {
-                try OCIHooks.check(Self.hooks(json), allowed: ["/usr/bin/true"])
+                try OCIHooks.check(Self.hooks(json), allowed: [HookRule(path: "/usr/bin/true")])
             } throws: { error in
                 let message = (error as? AppdError)?.message ?? ""
                 return message.contains(named) && !message.contains("\n")
@@ -52,7 +52,8 @@ struct OCIHookCheckTests {
             "[" + Array(repeating: #"{"path": "/usr/bin/true"}"#, count: 17).joined(separator: ",")
             + "]"
         #expect(throws: AppdError.self) {
-            try OCIHooks.check(Self.hooks(#"{"prestart": \#(many)}"#), allowed: ["/usr/bin/true"])
+            try OCIHooks.check(
+                Self.hooks(#"{"prestart": \#(many)}"#), allowed: [HookRule(path: "/usr/bin/true")])
         }
     }
 
@@ -62,19 +63,32 @@ struct OCIHookCheckTests {
             Self.hooks(
                 #"{"prestart": [{"path": "/bin/true", "args": ["true"]}], "poststop": [{"path": "/usr/bin/true", "timeout": 5}]}"#
             ),
-            allowed: ["/usr/bin/true"])
+            allowed: [HookRule(path: "/usr/bin/true")])
         try OCIHooks.check(nil, allowed: [])
     }
 
     @Test(
         "[OCI] Hooks= takes absolute paths, space-separated; anything else names the file and line")
     func configuration() throws {
-        #expect(AppdConfiguration().oci.hooks == ["/usr/sbin/dockerd", "/usr/bin/dockerd"])
+        #expect(
+            AppdConfiguration().oci.hooks.map(\.description) == [
+                "/usr/sbin/dockerd:libnetwork-setkey:TRACEPARENT,TRACESTATE",
+                "/usr/bin/dockerd:libnetwork-setkey:TRACEPARENT,TRACESTATE",
+            ])
         #expect(try AppdConfiguration.parse("[OCI]\nHooks=\n", file: "t.conf").oci.hooks.isEmpty)
         let parsed = try AppdConfiguration.parse(
-            "[OCI]\nHooks=/usr/sbin/dockerd /usr/libexec/oci/hook\n", file: "t.conf")
-        #expect(parsed.oci.hooks == ["/usr/sbin/dockerd", "/usr/libexec/oci/hook"])
-        for bad in ["[OCI]\nHooks=dockerd\n", "[OCI]\nHook=/x\n"] {
+            "[OCI]\nHooks=/usr/sbin/dockerd /usr/libexec/oci/hook:*:PATH,HOOK_MODE\n",
+            file: "t.conf")
+        #expect(
+            parsed.oci.hooks == [
+                HookRule(path: "/usr/sbin/dockerd"),
+                HookRule(
+                    path: "/usr/libexec/oci/hook", argv0: "*", environment: ["PATH", "HOOK_MODE"]),
+            ])
+        for bad in [
+            "[OCI]\nHooks=dockerd\n", "[OCI]\nHook=/x\n", "[OCI]\nHooks=/x::LD_PRELOAD\n",
+            "[OCI]\nHooks=/x::GLIBC_TUNABLES\n", "[OCI]\nHooks=/x:a:b:c\n",
+        ] {
             #expect {
                 try AppdConfiguration.parse(bad, file: "t.conf")
             } throws: { error in

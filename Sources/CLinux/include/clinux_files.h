@@ -21,4 +21,18 @@ int appd_open_beneath(int dirfd, const char *path, int flags, unsigned mode);
 /// step's) on failure.
 ssize_t appd_write_as(int fd, const void *buffer, size_t length, uid_t uid, gid_t gid);
 
+/// openat2(2) of the absolute `path` with `flags` (O_CLOEXEC and O_NOFOLLOW added), the kernel
+/// refusing a symbolic link anywhere on the way (ELOOP), magic links included. appd-oci opens a
+/// container's root filesystem and host folders with it: what is checked is what is named, and
+/// the fd is what the launcher is then given.
+int appd_open_no_symlinks(const char *path, int flags);
+
+/// getxattr(2) and setxattr(2) (sys/xattr.h is not in Swift's Glibc module): appd-oci marks
+/// each container's cgroup with its id and kind.
+ssize_t appd_getxattr(const char *path, const char *name, void *value, size_t size);
+int appd_setxattr(const char *path, const char *name, const void *value, size_t size);
+
+/// O_PATH, _GNU_SOURCE-only (not in Swift's Glibc module).
+int appd_o_path(void);
+
 #endif
