@@ -5,9 +5,9 @@ import Glibc
 
 /// What of the host a container may be given by path (docs/oci-runtime.md, "What of the host a
 /// container is given"): its root filesystem, a plain container's read-only binds, the volume
-/// at `/appd/data`. Each is opened once here, checked through that fd, and handed to the
-/// launcher as that fd (`/proc/PID/fd/N`, which the launcher's `open_tree` follows to the very
-/// file opened): a folder swapped for a link after the check changes nothing.
+/// at `/appd/data`. Each is opened once here, checked through that fd, and mounted from that fd
+/// (MountPins clones it and pins the clone where the launcher takes it): a folder swapped for a
+/// link after the check changes nothing.
 ///
 /// Two lists of host folders no container may be given, nor anything inside one, nor a folder
 /// holding one:
@@ -22,7 +22,8 @@ enum HostPaths {
         var fd: Int32
         /// The canonical path the fd names (what the checks and messages use).
         var path: String
-        /// What the launcher is given: this process's fd, followed by the kernel.
+        /// How the profile names it until MountPins points the profile at its pin (a source
+        /// that is this, or a path below it, is rewritten).
         var source: String { "/proc/\(getpid())/fd/\(fd)" }
 
         func close() { _ = Glibc.close(fd) }

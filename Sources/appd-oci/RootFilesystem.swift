@@ -18,7 +18,8 @@ import Glibc
 /// - **never a system folder or appd's own state** (HostPaths), nor inside one, nor holding one.
 ///
 /// Anything else is refused at `create`, before anything is made, with one line naming the
-/// path and the rule. The folder is opened once: the launcher gets this fd, never the path.
+/// path and the rule. The folder is opened once, and the launcher mounts a clone of this fd
+/// (MountPins), never the path.
 enum RootFilesystem {
     static let overlayMagic: Int64 = 0x794C_7630
 
