@@ -22,9 +22,13 @@ struct MountPins {
     /// Clones `held`, enters a private copy of the mount namespace and attaches each clone in
     /// `directory` (made here); then points the profile's sources at the pins: each source
     /// naming an fd (`Opened.source`, or a path below it) is rewritten.
+    ///
+    /// Before Linux 5.2 (no open_tree) nothing is pinned: the profile names the checked paths,
+    /// which only root may change (RootFilesystem's rule for the folders above a root), and nil
+    /// is returned.
     static func enter(
         directory: String, pinning held: [HostPaths.Opened], profile: inout SandboxProfile
-    ) throws -> MountPins {
+    ) throws -> MountPins? {
         var trees: [(opened: HostPaths.Opened, tree: Int32, directory: Bool)] = []
         defer { for entry in trees { close(entry.tree) } }
         for opened in held {
@@ -33,6 +37,11 @@ struct MountPins {
                 throw AppdError.system("cannot stat \(opened.path)")
             }
             let tree = appd_open_tree_clone("/proc/self/fd/\(opened.fd)", 1)
+            if tree < 0 && errno == ENOSYS {
+                let unpinned = MountPins(directory: directory)
+                for opened in held { unpinned.rewrite(opened, to: opened.path, in: &profile) }
+                return nil
+            }
             guard tree >= 0 else { throw AppdError.system("cannot clone \(opened.path)") }
             trees.append((opened, tree, info.st_mode & S_IFMT == S_IFDIR))
         }

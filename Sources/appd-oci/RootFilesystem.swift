@@ -9,8 +9,8 @@ import Glibc
 /// folder the engine made for this container, and nothing else of the host:
 /// - **never a symbolic link**, nor named through one: opened with openat2
 ///   `RESOLVE_NO_SYMLINKS` (runc refuses a linked root too);
-/// - **the engine's**: inside the bundle folder (containerd's snapshot mount `rootfs`,
-///   runtime-tools' bundles), or the root of an overlay mount (podman's and docker's snapshot,
+/// - **the engine's**: inside the bundle folder or the bundle itself (containerd's snapshot
+///   mount `rootfs`, runtime-tools' bundles, whose root.path is `.`), or the root of an overlay mount (podman's and docker's snapshot,
 ///   `…/overlay/ID/merged`);
 /// - **owned as an image is**: a directory owned by root (or the user appd-oci runs as), in
 ///   folders only they may change (each one above it theirs and not writable by others, unless
@@ -37,7 +37,14 @@ enum RootFilesystem {
                     "a root filesystem is the folder the engine made for this container: in its bundle, or its overlay snapshot (docs/oci-runtime.md)"
             )
         }
-        let fd = appd_open_no_symlinks(named, appd_o_path())
+        var fd = appd_open_no_symlinks(named, appd_o_path())
+        if fd < 0 && errno == ENOSYS {
+            // Before Linux 5.6 (no openat2): the path must be its own resolution.
+            guard HostPaths.canonical(named) == OCIConfigCheck.normalized(named) else {
+                throw refuse("is, or is named through, a symbolic link")
+            }
+            fd = Glibc.open(named, appd_o_path() | O_NOFOLLOW | O_CLOEXEC)
+        }
         guard fd >= 0 else {
             if errno == ELOOP { throw refuse("is, or is named through, a symbolic link") }
             throw AppdError.system("cannot open the root filesystem \(named)")
@@ -56,13 +63,15 @@ enum RootFilesystem {
             guard owners.contains(info.st_uid) else {
                 throw refuse("is owned by uid \(info.st_uid), not by root as an image is")
             }
-            let inBundle = opened.path.hasPrefix(bundle == "/" ? "/" : bundle + "/")
+            // runtime-tools' bundles are their own rootfs (root.path ".").
+            let inBundle =
+                opened.path == bundle || opened.path.hasPrefix(bundle == "/" ? "/" : bundle + "/")
             let overlayRoot =
                 appd_is_mount_root(fd) == 1
                 && appd_filesystem_type("/proc/self/fd/\(fd)") == overlayMagic
             guard inBundle || overlayRoot else {
                 throw refuse(
-                    "is neither inside the bundle \(bundle) nor an overlay snapshot's root: it is not a folder the engine made for this container"
+                    "is neither the bundle \(bundle) or inside it nor an overlay snapshot's root: it is not a folder the engine made for this container"
                 )
             }
             try HostPaths.refuse(

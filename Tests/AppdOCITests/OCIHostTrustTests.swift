@@ -66,8 +66,8 @@ struct OCIHostTrustTests {
         #expect(chmod("\(host)/data", 0o600) == 0)
         let script = "cat /data; echo appended >> /data; echo done"
         for (root, named) in [
-            (host, "is neither inside the bundle"),
-            ("../host-secret", "is neither inside the bundle"),
+            (host, "is neither the bundle"),
+            ("../host-secret", "is neither the bundle"),
         ] {
             try bundle.write(script: script) { $0["root"] = ["path": root] }
             let result = try Self.oci(bundle, ["run", "--bundle", bundle.bundle, bundle.id])
