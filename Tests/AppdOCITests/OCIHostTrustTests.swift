@@ -410,3 +410,39 @@ struct OCIHostTrustTests {
         #expect(listed.contains(#"b\u{1b}]0;owned\u{7}\u{202e}x"#), "\(listed)")
     }
 }
+
+/// The two lists of host folders no container is given (no root needed: paths only).
+@Suite("HostPaths: system folders and appd's own state")
+struct HostPathsTests {
+    @Test(
+        "a root filesystem or volume may not be, hold or lie in a system folder or appd's state; the engines' storage may be"
+    )
+    func rootsAndVolumes() throws {
+        for path in [
+            "/", "/var", "/run", "/etc", "/etc/ssh", "/home/alice/x", "/root/secret",
+            "/var/lib/appd-oci", "/var/lib/appd-oci/x", "/run/appd-oci-userns", "/run/appd/x",
+            "/var/lib/appd/Containers",
+        ] {
+            #expect(throws: AppdError.self, "\(path)") {
+                try HostPaths.refuse(path, what: "t", stateRoot: "/run/appd-oci", system: true)
+            }
+        }
+        for path in [
+            "/var/lib/containers/storage/overlay/0a1b/merged",
+            "/run/containerd/io.containerd.runtime.v2.task/k8s.io/abc/rootfs",
+            "/var/lib/docker/overlay2/0a1b/merged", "/tmp/ocitest123", "/srv/volumes/data",
+        ] {
+            try HostPaths.refuse(path, what: "t", stateRoot: "/run/appd-oci", system: true)
+        }
+    }
+
+    @Test("a bind may name a system folder, never appd's own state nor a folder holding it")
+    func binds() throws {
+        try HostPaths.refuse("/etc", what: "t", stateRoot: "/run/appd-oci", system: false)
+        for path in ["/", "/run", "/var/lib", "/run/appd-oci/x", "/tmp/state"] {
+            #expect(throws: AppdError.self, "\(path)") {
+                try HostPaths.refuse(path, what: "t", stateRoot: "/tmp/state", system: false)
+            }
+        }
+    }
+}
