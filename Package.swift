@@ -262,7 +262,8 @@ let package = Package(
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         .testTarget(
-            name: "AppBundleTests", dependencies: ["AppdBase", "AppBundle", "PrintableText"]),
+            name: "AppBundleTests",
+            dependencies: ["AppdBase", "AppBundle", "PrintableText", "TestSupport"]),
         // AppRuntime without a daemon: a fake one on a socketpair, scratch containers and bundles;
         // the Notes and Player samples run as processes (built next to the test bundle).
         .testTarget(

@@ -106,6 +106,48 @@ extension AppBundle {
             warnings += notes
         }
 
+        // Every program carried is read; a malformed one is refused whatever it is for.
+        var programs: [BundleProgram] = []
+        for (relative, content) in reader.programs.sorted(by: { $0.key < $1.key }) {
+            switch content {
+            case .failure(let error):
+                problems.append(
+                    BundleProblem(relative, "is a malformed ELF file: \(error.message)"))
+            case .success(let kind?):
+                programs.append(BundleProgram(path: relative, kind: kind))
+            case .success(nil):
+                if relative == executablePath {
+                    problems.append(
+                        BundleProblem(
+                            relative,
+                            "is neither an ELF program nor a script (#!); Linux cannot run it"))
+                }
+            }
+        }
+        if let main = programs.firstIndex(where: { $0.path == executablePath }) {
+            programs.insert(programs.remove(at: main), at: 0)
+        }
+        for program in programs {
+            if case .elf(let elf) = program.kind, elf.osABI != 0, elf.osABI != 3 {
+                problems.append(
+                    BundleProblem(
+                        program.path,
+                        "is built for OS ABI \(elf.osABI) (\(ELFMachine.osABIName(elf.osABI))), not Linux"
+                    ))
+            }
+            if case .script(let interpreter) = program.kind, !interpreter.hasPrefix("/") {
+                problems.append(
+                    BundleProblem(
+                        program.path,
+                        "is a script whose #! line names '\(Printable(interpreter))', not an absolute path"
+                    ))
+            }
+        }
+        var symlinks: [String: String] = [:]
+        for (relative, entry) in tree.entries {
+            if case .symlink(let target) = entry.kind { symlinks[relative] = target }
+        }
+
         guard problems.isEmpty, let info else {
             let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
             throw AppdError(
@@ -115,7 +157,7 @@ extension AppBundle {
         return AppBundle(
             path: path, layout: layout, info: info, entitlements: entitlements,
             executablePath: executablePath, fileCount: tree.fileCount, totalBytes: tree.totalBytes,
-            warnings: warnings)
+            warnings: warnings, programs: programs, symlinks: symlinks)
     }
 
     private static func absolute(_ path: String) -> String {
@@ -137,11 +179,21 @@ private struct PlistCollector: BundleVisitor {
 
     let limits: BundleLimits
     var contents: [String: Data] = [:]
+    /// Each file with an execute bit or under Frameworks/: what it is (nil: not a program), or
+    /// why its ELF headers are refused.
+    var programs: [String: Result<BundleProgram.Kind?, ELFError>] = [:]
 
     init(limits: BundleLimits) { self.limits = limits }
 
     func wantsDescriptor(for entry: BundleEntry) -> Bool {
-        Self.candidates.contains(entry.relativePath)
+        Self.candidates.contains(entry.relativePath) || Self.mayBeProgram(entry)
+    }
+
+    static func mayBeProgram(_ entry: BundleEntry) -> Bool {
+        guard entry.kind == .regularFile else { return false }
+        let path = entry.relativePath
+        return entry.isExecutable || path.hasPrefix("Frameworks/")
+            || path.hasPrefix("Contents/Frameworks/")
     }
 
     mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws {}
@@ -150,6 +202,11 @@ private struct PlistCollector: BundleVisitor {
 
     mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
         guard fd >= 0 else { return }
+        if Self.mayBeProgram(entry) {
+            programs[entry.relativePath] = BundleProgram.read(
+                fd: fd, size: entry.size, executableBit: entry.isExecutable)
+        }
+        guard Self.candidates.contains(entry.relativePath) else { return }
         // One byte past the larger limit is enough to tell the parser the file is too big.
         let cap = max(limits.maxInfoPlistBytes, limits.maxEntitlementsBytes) + 1
         var data = Data()

@@ -18,10 +18,18 @@ public struct AppBundle: Sendable {
     public let totalBytes: Int64
     /// Things worth telling the user that do not block an install.
     public let warnings: [BundleProblem]
+    /// Every program the bundle carries, read (not run): the executable, each other file with
+    /// an execute bit that is an ELF file or a script, and each ELF file under Frameworks/
+    /// (docs/info-plist.md, "What a bundle must carry"). Sorted by path, the executable first.
+    public let programs: [BundleProgram]
+    /// The symlinks of the tree (relative path → target), for resolving a library's name the
+    /// way the loader would; each already checked to stay inside the bundle.
+    public let symlinks: [String: String]
 
     public init(
         path: String, layout: BundleLayout, info: InfoPlist, entitlements: Entitlements,
-        executablePath: String, fileCount: Int, totalBytes: Int64, warnings: [BundleProblem]
+        executablePath: String, fileCount: Int, totalBytes: Int64, warnings: [BundleProblem],
+        programs: [BundleProgram] = [], symlinks: [String: String] = [:]
     ) {
         self.path = path
         self.layout = layout
@@ -31,6 +39,8 @@ public struct AppBundle: Sendable {
         self.fileCount = fileCount
         self.totalBytes = totalBytes
         self.warnings = warnings
+        self.programs = programs
+        self.symlinks = symlinks
     }
 
     /// The bundle directory's own name, `Hello.app`.
@@ -51,6 +61,8 @@ public enum BundleLayout: String, Sendable, Codable {
     public func executablePath(_ name: String) -> String {
         self == .ios ? name : "Contents/MacOS/\(name)"
     }
+    /// Where the bundle's own libraries live: `Frameworks/`, `Contents/Frameworks/`.
+    public var frameworksPath: String { self == .ios ? "Frameworks" : "Contents/Frameworks" }
 }
 
 /// The keys of Info.plist appd interprets, validated; everything else is kept in `raw`.

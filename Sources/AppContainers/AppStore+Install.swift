@@ -2,6 +2,7 @@ import AppBundle
 import AppdBase
 import Foundation
 import Glibc
+import Sandbox
 
 public struct InstallOptions: Sendable {
     public var allowDowngrade = false
@@ -92,6 +93,10 @@ extension AppStore {
         let limits = config.bundleLimits
 
         let source = try AppBundle.open(at: input.path, limits: limits)
+        // What the host lacks is said before anything is copied (and checked again on the
+        // staged copy, the one that counts).
+        let host = try HostLibraries(systemPaths: config.sandbox.systemPaths)
+        try source.checkRuns(on: host)
         let id = source.info.identifier.rawValue
         let signature = try CodeSignature.read(bundleAt: source.path, layout: source.layout)
         let signing = try config.signing.authorize(
@@ -184,6 +189,7 @@ extension AppStore {
                 )
             }
             copiedTree = try Self.checkCopy(manifest, staged: staged, signature: signature)
+            try staged.checkRuns(on: host)
         } catch let error as AppdError {
             // An extracted bundle is named where its caller put it, not where staging has it.
             guard case .extracted(let path, _) = input else { throw error }
@@ -275,7 +281,7 @@ extension AppStore {
                 info: staged.info,
                 entitlements: staged.entitlements, executablePath: staged.executablePath,
                 fileCount: staged.fileCount, totalBytes: staged.totalBytes,
-                warnings: source.warnings),
+                warnings: source.warnings, programs: staged.programs, symlinks: staged.symlinks),
             recovery: recovery, signing: signing)
     }
 }

@@ -1,3 +1,4 @@
+import AppBundle
 import AppdBase
 import Crypto
 import Foundation
@@ -13,15 +14,19 @@ public struct ImageDescription: Sendable {
     public var reference: ImageReference
     /// `org.appd.*` labels of the image config.
     public var labels: [String: String]
+    /// The image config's `architecture` (GOARCH): that of the bundle's ELF programs, the
+    /// host's for a bundle of scripts only.
+    public var architecture: String
 
     public init(
         bundleFolder: String, executable: String, reference: ImageReference,
-        labels: [String: String]
+        labels: [String: String], architecture: String = ELFMachine.hostArchitecture
     ) {
         self.bundleFolder = bundleFolder
         self.executable = executable
         self.reference = reference
         self.labels = labels
+        self.architecture = architecture
     }
 
     public var entrypoint: String { "/\(bundleFolder)/\(executable)" }
@@ -83,7 +88,7 @@ public enum ImageArchive {
         // The same bytes in both formats (an OCI image config is a docker one's subset).
         let config = try json(
             ImageConfig(
-                architecture: hostArchitecture, os: "linux", created: created,
+                architecture: description.architecture, os: "linux", created: created,
                 config: containerConfig(description),
                 rootfs: .init(type: "layers", diff_ids: ["sha256:\(layerDigest)"]),
                 history: [.init(created: created, created_by: "appd image")]))
@@ -144,7 +149,7 @@ public enum ImageArchive {
         let l = parts.layerDigest
         let legacy = try json(
             LegacyLayer(
-                id: l, created: created, os: "linux", architecture: hostArchitecture,
+                id: l, created: created, os: "linux", architecture: description.architecture,
                 config: containerConfig(description)))
         let manifest = try json([
             ManifestEntry(
@@ -213,17 +218,6 @@ public enum ImageArchive {
             try tar.append(from: parts.layerFD, count: parts.layerSize, path: "the image layer")
         else { throw AppdError(.io, "the image layer could not be read back whole") }
         try tar.append(zeros: Tar.padding(for: parts.layerSize))
-    }
-
-    /// The engines' name for this machine's architecture (GOARCH).
-    static var hostArchitecture: String {
-        #if arch(x86_64)
-            "amd64"
-        #elseif arch(arm64)
-            "arm64"
-        #else
-            "unknown"
-        #endif
     }
 
     static func temporaryFile(in directory: String, named base: String) throws -> (

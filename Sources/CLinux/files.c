@@ -19,6 +19,14 @@ int appd_open_beneath(int dirfd, const char *path, int flags, unsigned mode) {
     return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
 }
 
+int appd_open_in_root(int dirfd, const char *path) {
+    struct open_how how = {
+        .flags = (unsigned long long)(O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK),
+        .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+    };
+    return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
 ssize_t appd_write_as(int fd, const void *buffer, size_t length, uid_t uid, gid_t gid) {
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct saved[2], lowered[2];

@@ -48,6 +48,9 @@ struct AppImage {
         let bundle = try AppBundle.open(at: path, limits: config.bundleLimits)
         let check = try bundle.checkSignedMetadata(limits: config.bundleLimits)
         try refuse(bundle, signed: check.signature != nil, check.problems)
+        // The app runs on this node's /usr, as install checks it: another CPU's image, or one
+        // needing a library the node lacks, is refused here rather than by the loader.
+        try bundle.checkRuns(on: HostLibraries(systemPaths: config.sandbox.systemPaths))
         let id = bundle.info.identifier.rawValue
         let decision = try config.signing.authorize(
             signature: check.signature, bundleID: id, entitlements: bundle.entitlements)

@@ -15,7 +15,8 @@ struct Image: ParsableCommand {
             [Signing] AllowUnsigned=yes, as install decides), then writes FILE: a docker-archive \
             that docker load, podman load and ctr images import take (--format oci: an OCI \
             image layout in a tar, for oci-archive:FILE), one layer holding the \
-            bundle at /Name.app (owned by 0:0, modes as in the bundle), its entrypoint \
+            bundle at /Name.app (owned by 0:0, modes as in the bundle), for the architecture \
+            its programs are built for (refused if they disagree), its entrypoint \
             /Name.app/<CFBundleExecutable>, labels org.appd.bundle-id, org.appd.version and \
             org.appd.signer-key. The same bundle gives the same bytes. FILE is replaced \
             atomically; on an error nothing is written. docs/oci-image.md.
@@ -63,6 +64,23 @@ struct Image: ParsableCommand {
             }
             let reference =
                 try named ?? ImageReference.defaultReference(bundleID: id, version: version)
+            // The image is for the CPU its programs are built for, whichever host writes it.
+            let architectures = app.architectures
+            if architectures.count > 1 {
+                let each = architectures.map { "\($0.program) is \($0.architecture)" }
+                throw AppdError(
+                    .invalidBundle,
+                    "\(app.directoryName): its programs are built for different architectures (\(each.joined(separator: ", "))); an image is for one",
+                    hint: "build every program and framework for the same CPU")
+            }
+            if let only = architectures.first,
+                ELFMachine.known.allSatisfy({ $0.arch != only.architecture })
+            {
+                throw AppdError(
+                    .invalidBundle,
+                    "\(app.directoryName): \(only.program) is built for \(only.architecture), which has no image architecture"
+                )
+            }
             let description = ImageDescription(
                 bundleFolder: app.directoryName, executable: app.executablePath,
                 reference: reference,
@@ -70,7 +88,8 @@ struct Image: ParsableCommand {
                     "org.appd.bundle-id": id, "org.appd.version": version,
                     "org.appd.bundle-version": app.info.version.rawValue,
                     "org.appd.signer-key": check.signature?.keyID ?? "unsigned",
-                ])
+                ],
+                architecture: architectures.first?.architecture ?? ELFMachine.hostArchitecture)
             let display =
                 !options.json && isatty(STDERR_FILENO) == 1
                 ? UploadProgress(totals: (app.fileCount, app.totalBytes), verb: "writing") : nil

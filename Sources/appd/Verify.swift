@@ -5,6 +5,8 @@ import AppdBase
 import AppdCLI
 import ArgumentParser
 import Foundation
+import PrintableText
+import Sandbox
 
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +17,12 @@ struct Verify: ParsableCommand {
             with the signed _CodeSignature/CodeResources, naming each file added, removed or \
             changed since signing. Exits 1 if the bundle has problems or its signature does not \
             match it. Also says whether this host's appd.conf trusts the signer for this bundle \
-            and its entitlements (what install would decide), without failing on it.
+            and its entitlements (what install would decide), without failing on it. Reads \
+            every program the bundle carries (its executable, other files with an execute bit, \
+            ELF files in Frameworks/) and says what each needs (architecture, loader, \
+            libraries, a script's interpreter) and where this host, or the one whose \
+            filesystem is at --host-root, has it; exits 1 if something is missing, as install \
+            would refuse the bundle.
             """
     )
 
@@ -25,10 +32,20 @@ struct Verify: ParsableCommand {
         help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
     var bundle: String
 
+    @Option(
+        name: .customLong("host-root"),
+        help: ArgumentHelp(
+            "Check the programs against the host whose filesystem is at DIR (a mounted image, a chroot) instead of this one.",
+            valueName: "DIR"), completion: .directory)
+    var hostRoot: String?
+
     func run() throws {
         try options.run {
             let (config, app, check) = try Self.check(bundle, options: options)
             var view = BundleView(app)
+            let host = try HostLibraries(
+                root: hostRoot ?? "/", systemPaths: config.sandbox.systemPaths)
+            view.programs = ProgramsView(app, host: host)
             // The registry says which key owns each application group; without it (not root,
             // or no state root yet) verify says it could not check.
             let store: AppStore?
@@ -37,6 +54,9 @@ struct Verify: ParsableCommand {
                 check, bundle: app, policy: config.signing, store: store,
                 root: options.stateRoot.path)
             if options.json { Output.json(view) } else { view.printText() }
+            if let programs = view.programs, !programs.problems.isEmpty {
+                throw ExitCode.failure
+            }
         }
     }
 }
@@ -79,6 +99,7 @@ struct BundleView: Encodable {
     var entitlements: APIEntitlements
     var warnings: [BundleProblem]
     var signature: SignatureView?
+    var programs: ProgramsView?
 
     init(_ bundle: AppBundle) {
         path = bundle.path
@@ -102,6 +123,7 @@ struct BundleView: Encodable {
         Output.line("  executable  \(executable)")
         Output.line("  files       \(fileCount) (\(Output.bytes(totalBytes)))")
         signature?.printText()
+        programs?.printText()
         entitlements.printText(indent: "  ")
         for warning in warnings { Output.line("  warning: \(warning)") }
     }
@@ -165,6 +187,46 @@ struct SignatureView: Encodable {
             Output.line(
                 "  groups      \(groups.joined(separator: ", "))"
                     + (groupOwnersUnchecked.map { " (owners not checked: \($0))" } ?? ""))
+        }
+    }
+}
+
+/// The bundle's programs as `verify` prints them: what each needs and where the host has it.
+struct ProgramsView: Encodable {
+    /// "this host" or "the host at DIR".
+    var host: String
+    var hostArchitecture: String
+    var programs: [ProgramNeeds]
+    /// Why install would refuse the bundle on that host; empty: every program can run there.
+    var problems: [BundleProblem]
+
+    init(_ bundle: AppBundle, host: HostLibraries) {
+        self.host = host.name
+        hostArchitecture = host.architecture
+        programs = bundle.programNeeds(on: host)
+        problems = AppBundle.hostProblems(programs, hostName: host.name)
+    }
+
+    func printText() {
+        for program in programs {
+            Output.line("  program     \(Printable(program.path)): \(program.format)")
+            for need in program.needs where need.kind != .architecture {
+                let found =
+                    need.foundAt.map {
+                        $0.hasPrefix("bundle:") ? "in the bundle, \($0.dropFirst(7))" : $0
+                    }
+                    ?? "MISSING"
+                Output.line(
+                    "                \(need.kind.rawValue) \(Printable(need.name)): \(Printable(found))"
+                )
+            }
+        }
+        if problems.isEmpty {
+            Output.line(
+                "  runs        on \(host) (\(hostArchitecture)): every program has what it needs")
+        } else {
+            Output.line("  runs        NOT on \(host) (\(hostArchitecture)):")
+            for problem in problems { Output.line("                \(problem)") }
         }
     }
 }

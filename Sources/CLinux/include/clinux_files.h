@@ -13,6 +13,12 @@
 /// else, so an app that swaps a folder for a link while the daemon works cannot steer it.
 int appd_open_beneath(int dirfd, const char *path, int flags, unsigned mode);
 
+/// openat2(2) of `path` read-only with `dirfd` as its root (RESOLVE_IN_ROOT): absolute symlinks
+/// and `..` stay inside it, as they would for a process chrooted there. How `appd verify
+/// --root DIR` finds another host's libraries in its filesystem, whose symlinks (/lib ->
+/// usr/lib) name that host's paths, not ours.
+int appd_open_in_root(int dirfd, const char *path);
+
 /// write(2) charged as the app's own write: the calling thread's fsuid and fsgid become `uid`
 /// and `gid` and CAP_SYS_RESOURCE leaves its effective set for the call (both are per thread;
 /// the daemon's other threads keep theirs), so a project quota binds the daemon's write (root
