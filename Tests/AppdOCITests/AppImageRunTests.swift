@@ -18,7 +18,11 @@ struct AppImageRunTests {
 
         /// `executable`: the busybox applet the bundle's executable is named after; `arguments`:
         /// the app's (process.args after the executable).
-        init(executable: String = "echo", arguments: [String] = ["hello from the app"]) throws {
+        /// `program`: the executable's bytes instead of busybox.
+        init(
+            executable: String = "echo", arguments: [String] = ["hello from the app"],
+            program: [UInt8]? = nil
+        ) throws {
             directory =
                 FileManager.default.temporaryDirectory.appendingPathComponent(
                     "appd-oci-image-\(UUID().uuidString)"
@@ -26,7 +30,11 @@ struct AppImageRunTests {
             try FileManager.default.createDirectory(
                 atPath: app, withIntermediateDirectories: true)
             chmod(directory, 0o755)
-            try copy("/usr/bin/busybox", to: "\(app)/\(executable)", mode: 0o755)
+            if let program {
+                try place(program, at: "\(app)/\(executable)", mode: 0o755)
+            } else {
+                try copy("/usr/bin/busybox", to: "\(app)/\(executable)", mode: 0o755)
+            }
             let plist =
                 #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict>"#
             try
@@ -68,7 +76,11 @@ struct AppImageRunTests {
         /// Through an O_CLOEXEC descriptor (an executable written through one a parallel
         /// suite's child inherits fails its exec with ETXTBSY).
         func copy(_ source: String, to target: String, mode: mode_t) throws {
-            let bytes = try Data(contentsOf: URL(fileURLWithPath: source))
+            try place(
+                [UInt8](try Data(contentsOf: URL(fileURLWithPath: source))), at: target, mode: mode)
+        }
+
+        func place(_ bytes: [UInt8], at target: String, mode: mode_t) throws {
             let fd = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
             #expect(fd >= 0)
             defer { close(fd) }
@@ -177,6 +189,31 @@ struct AppImageRunTests {
         #expect(
             exec.stdout.contains("Operation not permitted") && exec.stdout.contains("rc=1"),
             "\(exec.stdout)")
+    }
+
+    @Test(
+        "another machine's program, or one needing a library the node lacks: refused at create, before the node gives the id a uid"
+    )
+    func cannotRunHere() throws {
+        let cases: [([UInt8], String)] = [
+            (
+                ELFBuilder.aarch64().bytes,
+                "Echo.app cannot run on this host: echo: is built for arm64"
+            ),
+            (
+                ELFBuilder.x8664(needed: ["libnothere.so.7", "libc.so.6"]).bytes,
+                "echo: needs the library libnothere.so.7, found neither in the bundle nor on this host"
+            ),
+        ]
+        for (program, expected) in cases {
+            let image = try Image(program: program)
+            defer { image.remove() }
+            let result = try image.run()
+            #expect(result.code != 0)
+            #expect(result.stderr.contains(expected), "\(result.stderr)")
+            #expect(!image.knownIDs.contains("com.example.echo"), "\(image.knownIDs)")
+            image.expectNothingLeft()
+        }
     }
 
     @Test("an executable changed after signing: refused at create, nothing of it ran or stays")
