@@ -200,11 +200,19 @@ struct ProgramsView: Encodable {
     /// Why install would refuse the bundle on that host; empty: every program can run there.
     var problems: [BundleProblem]
 
+    /// UIRequiredDeviceCapabilities entries that mean nothing on Linux.
+    var ignoredCapabilities: [String]
+
     init(_ bundle: AppBundle, host: HostLibraries) {
         self.host = host.name
         hostArchitecture = host.architecture
         programs = bundle.programNeeds(on: host)
-        problems = AppBundle.hostProblems(programs, hostName: host.name)
+        problems =
+            DeviceCapabilities.problems(
+                bundle.info, hostArchitecture: host.architecture, hostName: host.name
+            ).map { BundleProblem(bundle.layout.infoPlistPath, $0) }
+            + AppBundle.hostProblems(programs, hostName: host.name)
+        ignoredCapabilities = DeviceCapabilities.ignored(bundle.info)
     }
 
     func printText() {
@@ -220,6 +228,12 @@ struct ProgramsView: Encodable {
                     "                \(need.kind.rawValue) \(Printable(need.name)): \(Printable(found))"
                 )
             }
+        }
+        if !ignoredCapabilities.isEmpty {
+            let names = ignoredCapabilities.map { Printable($0).description }
+            Output.line(
+                "  capabilities \(names.joined(separator: ", ")): no effect on Linux (UIRequiredDeviceCapabilities)"
+            )
         }
         if problems.isEmpty {
             Output.line(

@@ -163,4 +163,46 @@ struct ProgramCheckTests {
             ),
             "\(message)")
     }
+
+    /// Adds `UIRequiredDeviceCapabilities` (`value`, an XML fragment) to the bundle's Info.plist.
+    static func require(_ value: String, in bundle: String) throws {
+        let path = "\(bundle)/Info.plist"
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        try text.replacingOccurrences(
+            of: "</dict></plist>",
+            with: "<key>UIRequiredDeviceCapabilities</key>\(value)</dict></plist>"
+        ).write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    @Test(
+        "UIRequiredDeviceCapabilities: another CPU refuses the install, this one and the rest do not"
+    )
+    func capabilities() throws {
+        let scratch = Scratch()
+        let arm = try ProgramBundle.libcOnly.write(in: scratch.sub("arm"), id: "com.example.arm")
+        try Self.require("<array><string>arm64</string></array>", in: arm)
+        let refused = try runAppd(["verify", arm])
+        #expect(refused.status == 1)
+        #expect(
+            refused.stdout.contains(
+                "Info.plist: UIRequiredDeviceCapabilities requires arm64; this host is amd64"),
+            "\(refused.stdout)")
+        let here = try ProgramBundle.libcOnly.write(in: scratch.sub("here"), id: "com.example.here")
+        try Self.require(
+            "<dict><key>x86_64</key><true/><key>wifi</key><true/><key>armv7</key><false/></dict>",
+            in: here)
+        let accepted = try runAppd(["verify", here])
+        #expect(accepted.status == 0, "\(accepted.stdout)")
+        #expect(
+            accepted.stdout.contains("capabilities wifi: no effect on Linux"), "\(accepted.stdout)")
+        guard isRoot else { return }
+        let store = try store(scratch.sub("root"))
+        #expect {
+            try store.install(bundleAt: arm)
+        } throws: { error in
+            (error as? AppdError)?.message
+                == "Prog.app cannot run on this host: Info.plist: UIRequiredDeviceCapabilities requires arm64; this host is amd64"
+        }
+        _ = try store.install(bundleAt: here)
+    }
 }

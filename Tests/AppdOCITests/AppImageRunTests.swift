@@ -21,7 +21,7 @@ struct AppImageRunTests {
         /// `program`: the executable's bytes instead of busybox.
         init(
             executable: String = "echo", arguments: [String] = ["hello from the app"],
-            program: [UInt8]? = nil
+            program: [UInt8]? = nil, info: String = ""
         ) throws {
             directory =
                 FileManager.default.temporaryDirectory.appendingPathComponent(
@@ -43,7 +43,7 @@ struct AppImageRunTests {
                     <key>CFBundleExecutable</key><string>\(executable)</string>\
                     <key>CFBundleName</key><string>Echo</string>\
                     <key>CFBundleVersion</key><string>1</string>\
-                    <key>CFBundlePackageType</key><string>APPL</string></dict></plist>
+                    <key>CFBundlePackageType</key><string>APPL</string>\(info)</dict></plist>
                     """).write(toFile: "\(app)/Info.plist", atomically: true, encoding: .utf8)
             try (plist + "<key>com.apple.security.app-sandbox</key><true/></dict></plist>")
                 .write(toFile: "\(app)/Entitlements.plist", atomically: true, encoding: .utf8)
@@ -214,6 +214,21 @@ struct AppImageRunTests {
             #expect(!image.knownIDs.contains("com.example.echo"), "\(image.knownIDs)")
             image.expectNothingLeft()
         }
+    }
+
+    @Test("UIRequiredDeviceCapabilities naming another CPU: refused at create")
+    func requiredCapabilities() throws {
+        let image = try Image(
+            info: "<key>UIRequiredDeviceCapabilities</key><array><string>arm64</string></array>")
+        defer { image.remove() }
+        let result = try image.run()
+        #expect(result.code != 0)
+        #expect(
+            result.stderr.contains(
+                "Echo.app cannot run on this host: Info.plist: UIRequiredDeviceCapabilities requires arm64; this host is amd64"
+            ), "\(result.stderr)")
+        #expect(!result.stdout.contains("hello"))
+        image.expectNothingLeft()
     }
 
     @Test("an executable changed after signing: refused at create, nothing of it ran or stays")

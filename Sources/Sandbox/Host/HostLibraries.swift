@@ -204,10 +204,15 @@ public final class HostLibraries: ProgramHost {
 extension AppBundle {
     /// Refuses a bundle a program of which cannot run on `host`: another architecture, a
     /// missing loader or script interpreter, a library found neither in the bundle nor on the
-    /// host. One problem per program, naming the file and everything it lacks; the message
+    /// host; or whose `UIRequiredDeviceCapabilities` names another CPU. One problem per
+    /// program, naming the file and everything it lacks; the message
     /// itself is the first problem, so a one-line error says it all.
     public func checkRuns(on host: HostLibraries) throws {
-        let problems = AppBundle.hostProblems(programNeeds(on: host), hostName: host.name)
+        let capabilities = DeviceCapabilities.problems(
+            info, hostArchitecture: host.architecture, hostName: host.name
+        ).map { BundleProblem(layout.infoPlistPath, $0) }
+        let problems =
+            capabilities + AppBundle.hostProblems(programNeeds(on: host), hostName: host.name)
         guard let first = problems.first else { return }
         let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
         throw AppdError(
