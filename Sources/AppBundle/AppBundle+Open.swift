@@ -107,6 +107,13 @@ extension AppBundle {
         }
 
         // Every program carried is read; a malformed one is refused whatever it is for.
+        if reader.tooManyPrograms {
+            problems.append(
+                BundleProblem(
+                    "",
+                    "has more than \(PlistCollector.maxPrograms) files with an execute bit or under Frameworks/"
+                ))
+        }
         var programs: [BundleProgram] = []
         for (relative, content) in reader.programs.sorted(by: { $0.key < $1.key }) {
             switch content {
@@ -182,8 +189,14 @@ private struct PlistCollector: BundleVisitor {
     /// Each file with an execute bit or under Frameworks/: what it is (nil: not a program), or
     /// why its ELF headers are refused.
     var programs: [String: Result<BundleProgram.Kind?, ELFError>] = [:]
+    /// More files than `maxPrograms` had an execute bit or lay under Frameworks/.
+    var tooManyPrograms = false
 
     init(limits: BundleLimits) { self.limits = limits }
+
+    /// The most programs one bundle's reading keeps (each at most ~70 KB: ELFFile's bounds);
+    /// past it the walk reports one problem.
+    static let maxPrograms = 2048
 
     func wantsDescriptor(for entry: BundleEntry) -> Bool {
         Self.candidates.contains(entry.relativePath) || Self.mayBeProgram(entry)
@@ -203,8 +216,12 @@ private struct PlistCollector: BundleVisitor {
     mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
         guard fd >= 0 else { return }
         if Self.mayBeProgram(entry) {
-            programs[entry.relativePath] = BundleProgram.read(
-                fd: fd, size: entry.size, executableBit: entry.isExecutable)
+            if programs.count < Self.maxPrograms {
+                programs[entry.relativePath] = BundleProgram.read(
+                    fd: fd, size: entry.size, executableBit: entry.isExecutable)
+            } else {
+                tooManyPrograms = true
+            }
         }
         guard Self.candidates.contains(entry.relativePath) else { return }
         // One byte past the larger limit is enough to tell the parser the file is too big.

@@ -121,6 +121,27 @@ struct ELFFileTests {
         }
     }
 
+    @Test(
+        "a NEEDED longer than a file name, or too many, is refused: one file cannot make it keep megabytes"
+    )
+    func amplification() throws {
+        #expect {
+            try ELFFile(bytes: ELFBuilder.x8664(needed: [String(repeating: "a", count: 300)]).bytes)
+        } throws: { error in
+            (error as? ELFError)?.message.contains("DT_NEEDED of 300 bytes (at most 255)") == true
+        }
+        #expect {
+            try ELFFile(
+                bytes: ELFBuilder.x8664(needed: Array(repeating: "libc.so.6", count: 257)).bytes)
+        } throws: { error in
+            (error as? ELFError)?.message.contains("more than 256 DT_NEEDED entries") == true
+        }
+        #expect(
+            try ELFFile(
+                bytes: ELFBuilder.x8664(needed: Array(repeating: "libc.so.6", count: 256)).bytes
+            ).needed.count == 256)
+    }
+
     @Test("every truncation and thousands of mutated files are refused or read, never trap")
     func fuzz() throws {
         let seeds = [

@@ -9,8 +9,10 @@
 /// field that is wrong. Nothing here traps on any input (ELFFileTests feeds it mutated files).
 ///
 /// Bounds: 256 program headers, a 4 KiB interpreter path, 8192 dynamic entries, a 1 MiB
-/// string table, 1024 NEEDED entries. Real programs are far below each (a Swift program: 13
-/// program headers, ~40 dynamic entries, a 2 KiB string table).
+/// string table, 256 NEEDED entries of at most 255 bytes (a file name), a RUNPATH or RPATH of
+/// at most 4 KiB. So one file's reading keeps at most ~70 KB of text, whatever it claims. Real
+/// programs are far below each (a Swift program: 13 program headers, ~40 dynamic entries, 16
+/// NEEDED, a 2 KiB string table).
 public struct ELFFile: Sendable, Equatable {
     public enum Class: String, Sendable {
         case elf32 = "ELF32"
@@ -38,7 +40,9 @@ public struct ELFFile: Sendable, Equatable {
     public static let maxInterpreterBytes = 4096
     public static let maxDynamicEntries = 8192
     public static let maxStringTableBytes = 1 << 20
-    public static let maxNeeded = 1024
+    public static let maxNeeded = 256
+    public static let maxNeededBytes = 255
+    public static let maxSearchPathBytes = 4096
 
     /// A static program: no loader, no libraries.
     public var isStatic: Bool { interpreter == nil && needed.isEmpty }
@@ -253,12 +257,17 @@ extension ELFFile {
                 }
                 let strings = try r.bytes(
                     at: fileOffset, count: Int(strsz), what: "the dynamic string table")
-                func string(_ offset: UInt64, _ what: String) throws -> String {
+                func string(_ offset: UInt64, _ what: String, max: Int) throws -> String {
                     guard offset < UInt64(strings.count),
                         let end = strings[Int(offset)...].firstIndex(of: 0)
                     else {
                         throw ELFError(
                             "offset \(fileOffset): \(what) at string \(offset) runs past the string table (\(strsz) bytes)"
+                        )
+                    }
+                    guard end - Int(offset) <= max else {
+                        throw ELFError(
+                            "offset \(fileOffset &+ offset): \(what) of \(end - Int(offset)) bytes (at most \(max))"
                         )
                     }
                     guard let text = String(validating: strings[Int(offset)..<end], as: UTF8.self)
@@ -269,18 +278,21 @@ extension ELFFile {
                     return text
                 }
                 for offset in neededOffsets {
-                    let name = try string(offset, "DT_NEEDED")
+                    let name = try string(offset, "DT_NEEDED", max: Self.maxNeededBytes)
                     guard !name.isEmpty else {
                         throw ELFError("offset \(fileOffset &+ offset): an empty DT_NEEDED")
                     }
                     needed.append(name)
                 }
                 if let runpathOffset {
-                    runpath = try string(runpathOffset, "DT_RUNPATH").split(separator: ":").map(
-                        String.init)
+                    runpath = try string(runpathOffset, "DT_RUNPATH", max: Self.maxSearchPathBytes)
+                        .split(separator: ":").map(
+                            String.init)
                 }
                 if let rpathOffset {
-                    rpath = try string(rpathOffset, "DT_RPATH").split(separator: ":").map(
+                    rpath = try string(rpathOffset, "DT_RPATH", max: Self.maxSearchPathBytes).split(
+                        separator: ":"
+                    ).map(
                         String.init)
                 }
             }
