@@ -22,8 +22,9 @@ public final class HostLibraries: ProgramHost {
     public let architecture: String
     let visiblePaths: [String]
     private let rootFD: Int32
-    private var cache: [String: [String]]?
-    private var files: [String: ELFFile?] = [:]
+    private var cacheBytes: [UInt8]?
+    private var cached: [String: [String]] = [:]
+    private var files: [String: ELFIdentity?] = [:]
 
     public static let maxCacheBytes = 16 << 20
     public static let maxCacheEntries = 200_000
@@ -47,7 +48,11 @@ public final class HostLibraries: ProgramHost {
         if root == "/" {
             architecture = ELFMachine.hostArchitecture
         } else {
-            architecture = Self.readELF(rootFD, "/bin/sh")?.architecture ?? "unknown"
+            architecture =
+                Self.identity(rootFD, "/bin/sh").flatMap {
+                    ELFMachine.architecture(
+                        machine: $0.machine, elfClass: $0.elfClass, bigEndian: $0.bigEndian)
+                } ?? "unknown"
         }
     }
 
@@ -59,8 +64,8 @@ public final class HostLibraries: ProgramHost {
     public func hasFile(_ path: String, elfClass: ELFFile.Class?, machine: UInt16?) -> Bool {
         guard path.hasPrefix("/"), isVisible(path) else { return false }
         guard let elfClass, let machine else { return isRegularFile(path) }
-        guard let elf = elf(path) else { return false }
-        return elf.elfClass == elfClass && elf.machine == machine
+        guard let found = identity(path) else { return false }
+        return found.elfClass == elfClass && found.machine == machine
     }
 
     public func library(
@@ -72,7 +77,7 @@ public final class HostLibraries: ProgramHost {
             candidates = directories.map { "\($0)/\(name)" }
         } else {
             candidates =
-                (loadCache()[name] ?? [])
+                cachePaths(name)
                 + Self.defaultDirectories(machine: machine, elfClass: elfClass).map {
                     "\($0)/\(name)"
                 }
@@ -112,31 +117,45 @@ public final class HostLibraries: ProgramHost {
         return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
-    private func elf(_ path: String) -> ELFFile? {
+    private func identity(_ path: String) -> ELFIdentity? {
         if let known = files[path] { return known }
-        let elf = Self.readELF(rootFD, path)
-        files[path] = elf
-        return elf
+        let found = Self.identity(rootFD, path)
+        files[path] = found
+        return found
     }
 
-    /// The ELF headers of the regular file at `path` beneath `rootFD`, nil if it is none.
-    static func readELF(_ rootFD: Int32, _ path: String) -> ELFFile? {
+    /// The class, byte order and machine of the regular file at `path` beneath `rootFD` (its
+    /// first 20 bytes: the host's own libraries are the host's, and only whether the loader
+    /// would take them matters), nil if it is no ELF file.
+    static func identity(_ rootFD: Int32, _ path: String) -> ELFIdentity? {
         let fd = appd_open_in_root(rootFD, path)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return nil }
-        guard case .success(let kind?) = BundleProgram.read(fd: fd, size: Int64(info.st_size)),
-            case .elf(let elf) = kind
+        var head = [UInt8](repeating: 0, count: 20)
+        let n = head.withUnsafeMutableBytes { raw in
+            retryingInterrupts { pread(fd, raw.baseAddress, raw.count, 0) }
+        }
+        guard n == 20, ELFFile.hasMagic(head), head[4] == 1 || head[4] == 2,
+            head[5] == 1 || head[5] == 2
         else { return nil }
-        return elf
+        let bigEndian = head[5] == 2
+        let machine =
+            bigEndian
+            ? UInt16(head[18]) << 8 | UInt16(head[19]) : UInt16(head[19]) << 8 | UInt16(head[18])
+        return ELFIdentity(
+            elfClass: head[4] == 2 ? .elf64 : .elf32, bigEndian: bigEndian, machine: machine)
     }
 
-    private func loadCache() -> [String: [String]] {
-        if let cache { return cache }
-        let parsed = readCache().map(Self.parseCache) ?? [:]
-        cache = parsed
-        return parsed
+    /// The cache's paths for `name`, the file read once: only the entries of that name are
+    /// decoded (a cache holds a thousand; a program needs a dozen).
+    private func cachePaths(_ name: String) -> [String] {
+        if let known = cached[name] { return known }
+        if cacheBytes == nil { cacheBytes = readCache() ?? [] }
+        let paths = Self.parseCache(cacheBytes ?? [], only: name)[name] ?? []
+        cached[name] = paths
+        return paths
     }
 
     private func readCache() -> [UInt8]? {
@@ -162,9 +181,11 @@ public final class HostLibraries: ProgramHost {
     }
 
     /// glibc's ld.so.cache (the "glibc-ld.so.cache1.1" format, after the old "ld.so-1.7.0"
-    /// table when a cache has both): library name → paths, in the cache's order. Malformed
-    /// entries are skipped; a malformed header gives an empty cache.
-    static func parseCache(_ bytes: [UInt8]) -> [String: [String]] {
+    /// table when a cache has both): library name → paths, in the cache's order; with `only`,
+    /// that name's entries alone. Malformed entries are skipped; a malformed header gives an
+    /// empty cache.
+    static func parseCache(_ bytes: [UInt8], only wanted: String? = nil) -> [String: [String]] {
+        let wantedKey = wanted.map { Array($0.utf8) + [0] }
         func u32(_ at: Int) -> Int? {
             guard at >= 0, at + 4 <= bytes.count else { return nil }
             return Int(bytes[at]) | Int(bytes[at + 1]) << 8 | Int(bytes[at + 2]) << 16
@@ -192,8 +213,17 @@ public final class HostLibraries: ProgramHost {
         var libraries: [String: [String]] = [:]
         for index in 0..<count {
             let entry = start + 48 + index * 24
-            guard let keyOffset = u32(entry + 4), let valueOffset = u32(entry + 8),
-                let key = string(keyOffset), let value = string(valueOffset), value.hasPrefix("/")
+            guard let keyOffset = u32(entry + 4), let valueOffset = u32(entry + 8) else {
+                continue
+            }
+            if let wantedKey {
+                let begin = start + keyOffset
+                guard keyOffset > 0, begin < bytes.count,
+                    bytes[begin..<min(bytes.count, begin + wantedKey.count)].elementsEqual(
+                        wantedKey)
+                else { continue }
+            }
+            guard let key = string(keyOffset), let value = string(valueOffset), value.hasPrefix("/")
             else { continue }
             libraries[key, default: []].append(value)
         }
@@ -222,4 +252,11 @@ extension AppBundle {
                 "carry the libraries in \(layout.frameworksPath)/ with an $ORIGIN RUNPATH (docs/info-plist.md, \"What a bundle must carry\")"
         )
     }
+}
+
+/// What the loader checks of a library before it takes it.
+struct ELFIdentity: Equatable {
+    var elfClass: ELFFile.Class
+    var bigEndian: Bool
+    var machine: UInt16
 }
