@@ -16,6 +16,9 @@ extension SandboxPolicy {
         allow(.ro, "/proc")
         for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] { allow(.rw, device) }
         for device in ["/dev/random", "/dev/urandom"] { allow(.ro, device) }
+        // POSIX shared memory (shm_open, sem_open): the instance's own /dev/shm tmpfs, noexec
+        // and charged to its cgroup, never the host's (appd-exec's Mounts.swift).
+        allow(.rw, "/dev/shm")
         if console { allow(.rw, "/dev/pts") }
         for device in grants.devices { allow(.rw, device) }
         allow(.rx, app.bundleContainer)

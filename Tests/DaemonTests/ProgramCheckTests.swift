@@ -50,4 +50,24 @@ struct DaemonProgramCheckTests {
         let list = try daemon.run("appd", ["list"])
         #expect(!list.output.contains("com.example"), "\(list.output)")
     }
+
+    /// Issue 38 §4: what a C program expects of Linux inside the sandbox. (/tmp is not there
+    /// yet: the program's `tmp:` line says ENOENT; $TMPDIR is the app's tmp.)
+    @Test(
+        "a C program in the sandbox: shm_open in its own /dev/shm, getpwuid and getgrgid of its ids"
+    )
+    func environment() throws {
+        let daemon = try TestDaemon()
+        let bundle = try ProgramBundle.environment.write(
+            in: "\(daemon.directory)/src-environment", id: "com.example.environment")
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let result = try daemon.run("appd", ["install", bundle])
+        #expect(result.code == 0, "\(result.output)")
+        let instance = try daemon.launch("com.example.environment", [])
+        _ = try daemon.wait(instance.id)
+        let output = try daemon.logs(instance.id)
+        for check in ["shm_open: ok", "getpwuid: ok", "getgrgid: ok"] {
+            #expect(output.contains(check), "\(output)")
+        }
+    }
 }

@@ -16,6 +16,9 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
     case otherMachine = "aarch64"
     /// The libc-only program cut after 100 bytes.
     case truncated
+    /// What a Linux program expects of its environment: POSIX shared memory, a writable /tmp,
+    /// its own user and group names; one line each, `NAME: ok ...` or `NAME: failed ...`.
+    case environment
 
     static let main = """
         #include <stdio.h>
@@ -25,6 +28,35 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
         #include <stdio.h>
         const char *greeting(void);
         int main(void) { printf("%s\\n", greeting()); return 0; }
+        """
+    static let environmentCheck = """
+        #include <errno.h>
+        #include <fcntl.h>
+        #include <grp.h>
+        #include <pwd.h>
+        #include <stdio.h>
+        #include <string.h>
+        #include <sys/mman.h>
+        #include <unistd.h>
+        int main(void) {
+            int fd = shm_open("/appd-check", O_CREAT | O_RDWR | O_EXCL, 0600);
+            if (fd < 0 || ftruncate(fd, 4096) != 0) {
+                printf("shm_open: failed %s\\n", strerror(errno));
+            } else {
+                char *p = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (p == MAP_FAILED) printf("shm_open: failed mmap %s\\n", strerror(errno));
+                else { strcpy(p, "x"); printf("shm_open: ok\\n"); }
+                shm_unlink("/appd-check");
+            }
+            FILE *f = fopen("/tmp/appd-check", "w");
+            printf(f && fputs("x", f) >= 0 && fclose(f) == 0 ? "tmp: ok\\n" : "tmp: failed %s\\n", strerror(errno));
+            unlink("/tmp/appd-check");
+            struct passwd *pw = getpwuid(getuid());
+            struct group *gr = getgrgid(getgid());
+            printf(pw ? "getpwuid: ok %s\\n" : "getpwuid: failed\\n", pw ? pw->pw_name : "");
+            printf(gr ? "getgrgid: ok %s\\n" : "getgrgid: failed\\n", gr ? gr->gr_name : "");
+            return 0;
+        }
         """
     static let library = "const char *greeting(void) { return \"hello from Frameworks\"; }\n"
 
@@ -47,6 +79,8 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
             try Self.cc(["-static", "-o", target], source: Self.main, in: build)
         case .libcOnly:
             try Self.cc(["-o", target], source: Self.main, in: build)
+        case .environment:
+            try Self.cc(["-o", target], source: Self.environmentCheck, in: build)
         case .truncated:
             try Self.cc(["-o", "\(build)/full"], source: Self.main, in: build)
             let bytes = try Data(contentsOf: URL(fileURLWithPath: "\(build)/full"))
