@@ -42,6 +42,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netlink.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -547,6 +548,39 @@ static int lifecycle(int argc, char **argv) {
 
 int attack_network(int argc, char **argv);  // attack_network.c
 
+/// cat PATH: each line of the file (at most 64 lines), then `cat: value end`; a file that
+/// cannot be opened is `cat: refused ERRNO`.
+static int cat_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) { report("cat", -1); return 1; }
+    char line[512];
+    for (int n = 0; n < 64 && fgets(line, sizeof line, f); n++) {
+        line[strcspn(line, "\n")] = 0;
+        value("cat", line);
+    }
+    fclose(f);
+    value("cat", "end");
+    return 0;
+}
+
+/// resolve NAME: getaddrinfo through the sandbox's /etc/hosts and /etc/resolv.conf; each
+/// address as `resolve: value ADDR`, or `resolve: failed MESSAGE`.
+static int resolve_name(const char *name) {
+    struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *found = NULL;
+    int error = getaddrinfo(name, NULL, &hints, &found);
+    if (error) {
+        printf("resolve: failed %s\n", gai_strerror(error));
+        return 1;
+    }
+    for (struct addrinfo *a = found; a; a = a->ai_next) {
+        char text[64];
+        inet_ntop(AF_INET, &((struct sockaddr_in *)a->ai_addr)->sin_addr, text, sizeof text);
+        value("resolve", text);
+    }
+    freeaddrinfo(found);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argc > 1 ? argv[1] : "all";
@@ -555,6 +589,14 @@ int main(int argc, char **argv) {
     else if (!strcmp(mode, "code")) { int attack_code(int, char **); return attack_code(argc, argv); }
     else if (!strcmp(mode, "read") && argc > 2) report("read", open(argv[2], O_RDONLY));
     else if (!strcmp(mode, "write") && argc > 2) report("write", write_file(argv[2]));
+    else if (!strcmp(mode, "cat") && argc > 2) return cat_file(argv[2]);
+    else if (!strcmp(mode, "hostname")) {
+        // What the uts namespace says, and what the name resolves to through /etc/hosts.
+        struct utsname u;
+        uname(&u);
+        value("hostname", u.nodename);
+        return resolve_name(u.nodename);
+    } else if (!strcmp(mode, "resolve") && argc > 2) return resolve_name(argv[2]);
     else if (!strcmp(mode, "list") && argc > 2) list_dir("list", argv[2]);
     else if (!strcmp(mode, "exec") && argc > 2) {
         execv(argv[2], argv + 2);

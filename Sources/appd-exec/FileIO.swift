@@ -54,8 +54,10 @@ enum FileIO {
     }
 
     /// Creates `path` as an empty file if it does not exist yet (a mount point for a file).
+    /// Opened for reading: an existing file on a read-only mount (an image's `/etc` bound
+    /// read-only) is a mount point as it is, where opening it to write fails with EROFS.
     static func touch(_ path: String, mode: mode_t, step: String) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, mode)
+        let fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOCTTY, mode)
         try sys(fd, step, "cannot create \(path)")
         close(fd)
     }

@@ -86,6 +86,10 @@ extension OCIRuntime {
         let plain = line.plain || Self.isPlain(annotations)
         try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
         try OCIHooks.check(spec.hooks, allowed: config.oci.hooks)
+        // The pod's resolv.conf, hosts, hostname file and hostname: checked before anything
+        // is made, then bound in place of the sandbox's own.
+        let podFiles = try PodFiles.files(in: spec)
+        let podHostname = try PodFiles.hostname(in: spec)
         let terminal = spec.process?.terminal ?? false
         var prepared: PreparedSandbox
         if plain {
@@ -93,8 +97,8 @@ extension OCIRuntime {
             userRange = hostID
             prepared = try PlainContainer.profile(
                 spec: spec, bundle: bundle, root: root, stateDirectory: state.directory(id),
-                stateRoot: state.path, config: config, console: terminal, hostID: hostID, log: log
-            )
+                stateRoot: state.path, config: config, console: terminal, hostID: hostID,
+                podFiles: podFiles, log: log)
         } else {
             guard let bundlePath = try AppImage.find(in: rootfs) else {
                 throw AppdError(
@@ -105,6 +109,7 @@ extension OCIRuntime {
             }
             prepared = try appProfile(
                 id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
+            PodFiles.apply(podFiles, hostname: podHostname, to: &prepared.profile)
         }
         // What the launcher was given by fd (binds, the data volume): open until it is built.
         defer { for opened in prepared.held { opened.close() } }

@@ -23,15 +23,16 @@ enum PlainContainer {
 
     static func profile(
         spec: OCISpec, bundle: String, root: HostPaths.Opened, stateDirectory: String,
-        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog
+        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32,
+        podFiles: [PodFiles.File] = [], log: OCILog
     ) throws -> PreparedSandbox {
         // The binds' sources, opened once and given to the launcher by fd (HostPaths).
         var held: [HostPaths.Opened] = []
         do {
             return try profile(
                 spec: spec, bundle: bundle, root: root, stateDirectory: stateDirectory,
-                stateRoot: stateRoot, config: config, console: console, hostID: hostID, log: log,
-                held: &held)
+                stateRoot: stateRoot, config: config, console: console, hostID: hostID,
+                podFiles: podFiles, log: log, held: &held)
         } catch {
             for opened in held { opened.close() }
             throw error
@@ -40,8 +41,8 @@ enum PlainContainer {
 
     private static func profile(
         spec: OCISpec, bundle: String, root: HostPaths.Opened, stateDirectory: String,
-        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32, log: OCILog,
-        held: inout [HostPaths.Opened]
+        stateRoot: String, config: AppdConfiguration, console: Bool, hostID: UInt32,
+        podFiles: [PodFiles.File], log: OCILog, held: inout [HostPaths.Opened]
     ) throws -> PreparedSandbox {
         let rootfs = root.path
         guard let args = spec.process?.args, let first = args.first else {
@@ -92,6 +93,9 @@ enum PlainContainer {
             profile.imageRoot = .init(source: root.source, readOnly: readOnlyRoot)
             landlock.append(.init(access: readOnlyRoot ? .rx : .rwx, path: "/"))
         }
+        // The launcher makes mount points in an idmapped root (as the container's root);
+        // the image's folders bound read-only need theirs made here, as runc makes them.
+        if !idmapped { PodFiles.makeMountPoints(podFiles, in: rootfs, log: log) }
         let names =
             idmapped ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
         for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
@@ -128,6 +132,13 @@ enum PlainContainer {
         for mount in configMounts {
             let destination = OCIConfigCheck.normalized(mount.destination)
             let options = mount.options ?? []
+            if mount.isBind, let file = podFiles.first(where: { $0.destination == destination }) {
+                // The pod's resolv.conf, hosts or hostname file (PodFiles checked it), read-only.
+                var bind = SandboxProfile.Mount.roBind(file.source)
+                bind.destination = destination
+                mounts.append(bind)
+                continue
+            }
             if mount.isBind {
                 guard !OCIConfigCheck.engineMounts.contains(destination),
                     let source = mount.source,
