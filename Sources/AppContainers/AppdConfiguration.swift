@@ -267,6 +267,8 @@ public struct AppdConfiguration: Sendable, Equatable {
                 )
             }
             oci.hooks = entries.compactMap { $0 }
+        case ("OCI", "MemoryMax"): oci.memoryMax = value.isEmpty ? nil : try bytes()
+        case ("OCI", "TasksMax"): oci.tasksMax = value.isEmpty ? nil : try count()
         case ("OCI", _):
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [OCI]",

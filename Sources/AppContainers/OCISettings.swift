@@ -13,9 +13,16 @@ public struct OCISettings: Sendable, Equatable {
             path: $0, argv0: "libnetwork-setkey", environment: ["TRACEPARENT", "TRACESTATE"])
     }
 
+    /// `MemoryMax=`, `TasksMax=`: the node's ceiling on a container's memory and pids limits.
+    /// nil (the default): none, the engine's limits are applied as set. A config or `update`
+    /// asking more is refused naming the key; a container the engine gives no limit gets the
+    /// sandbox's default, capped by the ceiling.
+    public var memoryMax: Int64?
+    public var tasksMax: Int?
+
     public init() {}
 
-    public static let keys = ["Hooks"]
+    public static let keys = ["Hooks", "MemoryMax", "TasksMax"]
     /// More would be a list nobody reviews.
     public static let maximumHooks = 32
 }

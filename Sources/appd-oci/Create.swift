@@ -116,7 +116,8 @@ extension OCIRuntime {
         var profile = prepared.profile
         profile.environment += Self.extraEnvironment(
             spec.process?.env ?? [], reserved: Set(profile.environment.map(\.name)))
-        profile.cgroupLimits = try Self.narrowed(profile.cgroupLimits, by: spec.linux?.resources)
+        profile.cgroupLimits = try Self.limits(
+            profile.cgroupLimits, by: spec.linux?.resources, ceiling: config.oci)
 
         // The network: a pod's namespace given by path is joined when the app may use the
         // network; otherwise (and for an app without a network entitlement always) the
@@ -161,6 +162,9 @@ extension OCIRuntime {
                 directory: "\(state.directory(id))/pins", pinning: pinned, profile: &profile)
         }
 
+        if Self.systemdScope(spec.linux?.cgroupsPath ?? "", systemd: line.systemdCgroup) != nil {
+            try SystemdScope.requireSystemd(forPath: spec.linux?.cgroupsPath ?? "")
+        }
         let place = try Self.cgroupPlace(
             spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
         let settings = ContainerRecord.cgroupSettings(parent: place.parent)

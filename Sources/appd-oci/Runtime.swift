@@ -280,10 +280,11 @@ struct OCIRuntime {
         }
     }
 
-    /// Lowers the limits (`--resources FILE|-`, or runc's `--memory`, `--pids-limit`,
-    /// `--cpu-shares`, `--cpu-quota`, `--cpu-period`, `--cpuset-cpus`, `--cpuset-mems`): memory
-    /// and pids never above what the sandbox started with; the CPU limits have no ceiling in
-    /// appd.conf, so any valid value narrows.
+    /// Sets the limits (`--resources FILE|-`, or runc's `--memory`, `--pids-limit`,
+    /// `--cpu-shares`, `--cpu-quota`, `--cpu-period`, `--cpuset-cpus`, `--cpuset-mems`) as
+    /// asked, raised or lowered: an in-place resize. Memory and pids within the node's
+    /// `[OCI] MemoryMax=`/`TasksMax=` ceiling when appd.conf sets one (above it: refused, naming
+    /// the key); the CPU limits have no ceiling.
     func update(id: String) throws {
         try state.locked(id) {
             let record = try state.load(id)
@@ -302,13 +303,18 @@ struct OCIRuntime {
                 resources.pids = .init(limit: pids)
             }
             try applyCPUFlags(to: &resources)
-            let limits = try Self.narrowed(
+            let limits = try Self.limits(
                 CgroupLimits(memoryMax: record.memoryMax, pidsMax: record.pidsMax),
-                by: resources, refuseWidening: true)
+                by: resources, ceiling: configuration().oci)
             guard let cgroup = try record.cgroup() else {
                 throw AppdError(.notFound, "the cgroup of container \(id) is gone")
             }
             try cgroup.setLimits(limits)
+            // The record holds the limits in force: the next update and `state` read them.
+            var updated = record
+            updated.memoryMax = limits.memoryMax
+            updated.pidsMax = limits.pidsMax
+            try state.save(updated)
             // A scope systemd knows would get its start limits back at its next realization.
             // Decided by the unit, not by --systemd-cgroup: podman's `update` does not pass it.
             if SystemdScope.isTransientUnit(record.cgroupInstance) {
@@ -327,54 +333,6 @@ struct OCIRuntime {
                 ? nil : number * unit
         }
         return Int64(text)
-    }
-
-    /// `limits` lowered by what `resources` asks. A value above `limits` is refused when
-    /// `refuseWidening` (update), and otherwise ignored (create: the sandbox's limit holds).
-    static func narrowed(
-        _ limits: CgroupLimits, by resources: OCISpec.Resources?, refuseWidening: Bool = false
-    ) throws -> CgroupLimits {
-        var limits = limits
-        if let asked = resources?.memory?.limit, asked > 0 {
-            if let current = limits.memoryMax, asked > current {
-                if refuseWidening {
-                    throw AppdError(
-                        .permissionDenied,
-                        "a memory limit of \(asked) bytes is above the sandbox's \(current)")
-                }
-            } else {
-                limits.memoryMax = asked
-            }
-        }
-        if let asked = resources?.pids?.limit, asked > 0 {
-            let value = Int(clamping: asked)
-            if let current = limits.pidsMax, value > current {
-                if refuseWidening {
-                    throw AppdError(
-                        .permissionDenied,
-                        "a pids limit of \(asked) is above the sandbox's \(current)")
-                }
-            } else {
-                limits.pidsMax = value
-            }
-        }
-        if let shares = resources?.cpu?.shares, shares >= 2 {
-            // runc's conversion of cpu.shares (2...262144) to cpu.weight (1...10000) for v2;
-            // v1 writes the shares themselves.
-            let clamped = min(shares, 262_144)
-            limits.cpuWeight = Int(1 + ((clamped - 2) * 9999) / 262_142)
-            limits.cpuShares = Int(clamped)
-        }
-        // A quota of -1 or 0 is the spec's "no quota"; empty cpus/mems the parent's.
-        if let quota = resources?.cpu?.quota, quota > 0 { limits.cpuQuota = quota }
-        if let period = resources?.cpu?.period, period > 0 {
-            limits.cpuPeriod = Int64(clamping: period)
-        }
-        if let cpus = resources?.cpu?.cpus, !cpus.isEmpty { limits.cpusetCPUs = cpus }
-        if let mems = resources?.cpu?.mems, !mems.isEmpty { limits.cpusetMems = mems }
-        // Refused here, before anything is made, with the value named.
-        try limits.validate()
-        return limits
     }
 
     /// runc's `update` flags for the CPU: each a number (or a CPU list), else refused.
@@ -414,7 +372,7 @@ struct OCIRuntime {
             "linux": [
                 "namespaces": ["cgroup", "ipc", "mount", "network", "pid", "uts"],
                 "capabilities": [String](),
-                "cgroup": ["v1": true, "v2": true, "systemd": false, "systemdUser": false],
+                "cgroup": ["v1": true, "v2": true, "systemd": true, "systemdUser": false],
                 "seccomp": ["enabled": true],
                 "apparmor": ["enabled": false], "selinux": ["enabled": false],
             ] as [String: Any],

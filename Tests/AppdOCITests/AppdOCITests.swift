@@ -1,3 +1,4 @@
+import AppContainers
 import AppdBase
 import Foundation
 import Sandbox
@@ -86,21 +87,43 @@ struct AppdOCITests {
         #expect(machine.instance == "libpod-abc.scope")
     }
 
-    @Test("limits: a config lowers them; a higher one is ignored at create and refused by update")
+    @Test(
+        "limits: the engine's are applied as set, above the sandbox's too; a node ceiling refuses more, naming its key"
+    )
     func limits() throws {
         let sandbox = CgroupLimitsFixture.sandbox
         var resources = OCISpec.Resources()
-        resources.memory = .init(limit: 64 << 20)
+        resources.memory = .init(limit: 768 << 20)
         resources.pids = .init(limit: 10_000)
-        let created = try OCIRuntime.narrowed(sandbox, by: resources)
-        #expect(created.memoryMax == 64 << 20 && created.pidsMax == 512)
-        #expect(throws: AppdError.self) {
-            try OCIRuntime.narrowed(sandbox, by: resources, refuseWidening: true)
-        }
-        resources.memory = .init(limit: 1 << 40)
+        let raised = try OCIRuntime.limits(sandbox, by: resources, ceiling: .init())
+        #expect(raised.memoryMax == 768 << 20 && raised.pidsMax == 10_000)
+        resources.memory = .init(limit: 64 << 20)
         resources.pids = .init(limit: 10)
-        let lowered = try OCIRuntime.narrowed(sandbox, by: resources)
-        #expect(lowered.memoryMax == 512 << 20 && lowered.pidsMax == 10)
+        let lowered = try OCIRuntime.limits(sandbox, by: resources, ceiling: .init())
+        #expect(lowered.memoryMax == 64 << 20 && lowered.pidsMax == 10)
+        // No limit asked: the sandbox's, capped by a ceiling.
+        let none = try OCIRuntime.limits(sandbox, by: nil, ceiling: .init())
+        #expect(none.memoryMax == 512 << 20 && none.pidsMax == 512)
+        var ceiling = OCISettings()
+        ceiling.memoryMax = 256 << 20
+        ceiling.tasksMax = 100
+        let capped = try OCIRuntime.limits(sandbox, by: nil, ceiling: ceiling)
+        #expect(capped.memoryMax == 256 << 20 && capped.pidsMax == 100)
+        resources.memory = .init(limit: 1 << 30)
+        do {
+            _ = try OCIRuntime.limits(sandbox, by: resources, ceiling: ceiling)
+            Issue.record("a memory limit above [OCI] MemoryMax was accepted")
+        } catch let error as AppdError {
+            #expect(error.message.contains("[OCI] MemoryMax=268435456"), "\(error.message)")
+        }
+        resources.memory = nil
+        resources.pids = .init(limit: 101)
+        do {
+            _ = try OCIRuntime.limits(sandbox, by: resources, ceiling: ceiling)
+            Issue.record("a pids limit above [OCI] TasksMax was accepted")
+        } catch let error as AppdError {
+            #expect(error.message.contains("[OCI] TasksMax=100"), "\(error.message)")
+        }
         #expect(OCIRuntime.bytes("64m") == 64 << 20 && OCIRuntime.bytes("1g") == 1 << 30)
         #expect(OCIRuntime.bytes("9999999999999999g") == nil)
     }

@@ -1,3 +1,4 @@
+import AppContainers
 import AppdBase
 import Foundation
 import Glibc
@@ -15,19 +16,20 @@ struct CPULimitTests {
 
     @Test("linux.resources.cpu maps to the limits: exact shares for v1, runc's weight for v2")
     func mapped() throws {
-        let limits = try OCIRuntime.narrowed(
+        let limits = try OCIRuntime.limits(
             CgroupLimitsFixture.sandbox,
             by: Self.resources(
                 #"{"cpu": {"shares": 2048, "quota": 50000, "period": 100000, "cpus": "0-1", "mems": "0"}}"#
-            ))
+            ), ceiling: .init())
         #expect(limits.cpuShares == 2048 && limits.cpuWeight == 79)
         #expect(limits.cpuQuota == 50000 && limits.cpuPeriod == 100_000)
         #expect(limits.cpusetCPUs == "0-1" && limits.cpusetMems == "0")
         #expect(limits.memoryMax == 512 << 20 && limits.pidsMax == 512)
         // The spec's "no quota" (-1), no period, empty sets: nothing asked.
-        let none = try OCIRuntime.narrowed(
+        let none = try OCIRuntime.limits(
             CgroupLimitsFixture.sandbox,
-            by: Self.resources(#"{"cpu": {"quota": -1, "period": 0, "cpus": "", "mems": ""}}"#))
+            by: Self.resources(#"{"cpu": {"quota": -1, "period": 0, "cpus": "", "mems": ""}}"#),
+            ceiling: .init())
         #expect(none == CgroupLimitsFixture.sandbox)
     }
 
@@ -42,7 +44,7 @@ struct CPULimitTests {
     func refused(json: String, named: String) throws {
         let asked = try Self.resources(json)
         #expect {
-            try OCIRuntime.narrowed(CgroupLimitsFixture.sandbox, by: asked)
+            try OCIRuntime.limits(CgroupLimitsFixture.sandbox, by: asked, ceiling: .init())
         } throws: { ($0 as? AppdError)?.message.contains(named) == true }
     }
 
