@@ -84,12 +84,14 @@ struct AppImage {
         throws
     {
         guard !problems.isEmpty else { return }
-        let first = problems.first.map { ": \($0)" } ?? ""
+        // The problems themselves follow the message once, as the error's `problems` (the
+        // first three are printed, then a count).
+        let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
         throw AppdError(
             .invalidBundle,
             signed
-                ? "\(bundle.directoryName) does not match its code signature (\(problems.count) problems)\(first)"
-                : "\(bundle.directoryName) is not a valid app bundle (\(problems.count) problems)\(first)",
+                ? "\(bundle.directoryName) does not match its code signature (\(count))"
+                : "\(bundle.directoryName) is not a valid app bundle (\(count))",
             problems: problems)
     }
 }

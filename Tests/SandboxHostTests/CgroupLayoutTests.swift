@@ -142,7 +142,7 @@ struct CgroupLayoutTests {
     }
 
     @Test(
-        "the hybrid driver prepares memory, pids, cpu and the v2 tree (cpuset only for an instance that asks one); v1 freezer only without it"
+        "the hybrid driver prepares memory, pids, cpu, cpuacct and blkio (the engines' stats) and the v2 tree (cpuset only for an instance that asks one); v1 freezer only without it"
     )
     func hybridPlaces() throws {
         let layout = CgroupLayout.parse(
@@ -152,6 +152,7 @@ struct CgroupLayoutTests {
             driver.parentDirectories == [
                 "/sys/fs/cgroup/memory/process_api/4b8aed88462c7e434cc44161a20f870c/apps",
                 "/sys/fs/cgroup/pids/apps", "/sys/fs/cgroup/cpu/apps",
+                "/sys/fs/cgroup/cpuacct/apps", "/sys/fs/cgroup/blkio/apps",
                 "/sys/fs/cgroup/unified/apps",
             ])
         var legacy = layout

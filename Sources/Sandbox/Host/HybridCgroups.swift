@@ -3,7 +3,7 @@ import AppdBase
 import Glibc
 
 /// Instance cgroups on a hybrid host: v1 hierarchies for memory, pids, cpu and cpuset (each
-/// mounted at `/sys/fs/cgroup/<controller>`) plus the controller-less v2 tree (usually
+/// mounted at `/sys/fs/cgroup/<controller>`), cpuacct and blkio for the stats, plus the controller-less v2 tree (usually
 /// `/sys/fs/cgroup/unified`), which still offers `cgroup.freeze` (5.2) and `cgroup.kill` (5.14).
 /// Also serves v1-only (legacy) hosts, freezing through the v1 freezer hierarchy instead.
 ///
@@ -42,13 +42,21 @@ struct HybridCgroups: CgroupDriver {
             }
             return Place(controllers: hierarchy.controllers, parent: directory)
         }
-        var wanted = ["memory", "pids", "cpu", "cpuset"]
+        // cpuacct and blkio carry no limit, only what the engines read as the container's
+        // stats (containerd's CPU usage, io): where a host mounts them as hierarchies of their
+        // own (cpuacct apart from cpu here), an instance without a directory there would be
+        // charged to the hierarchy's root, and its stats would be the host's. Made where visible.
+        var wanted = ["memory", "pids", "cpu", "cpuacct", "blkio", "cpuset"]
         if layout.unified == nil { wanted.append("freezer") }
         var places: [Place] = []
         for controller in wanted {
             guard let hierarchy = layout.v1Hierarchy(for: controller),
                 !places.contains(where: { $0.controllers == hierarchy.controllers })
             else { continue }
+            if controller == "cpuacct" || controller == "blkio" {
+                if let place = try? place(hierarchy) { places.append(place) }
+                continue
+            }
             if controller == "cpuset" {
                 // Optional: an instance that asks no cpuset never touches it.
                 if let cpuset = try? place(hierarchy) { places.append(cpuset) }
