@@ -72,6 +72,8 @@ TOML
         cat >>"$CTRD/config.toml" <<TOML
     [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$APP_HANDLER]
       runtime_type = "io.containerd.runc.v2"
+      pod_annotations = ["org.appd.plain"]
+      container_annotations = ["org.appd.plain"]
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.$APP_HANDLER.options]
         BinaryName = "$APP_RUNTIME"
         Root = "$CTRD/appd-root"

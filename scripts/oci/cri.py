@@ -17,6 +17,7 @@ Prints one PASS/FAIL line per check, as the other parts of scripts/oci-harness d
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 import zlib
@@ -123,15 +124,68 @@ class Checks:
         return ok
 
 
-def pod_config(name, work):
+def pod_config(name, work, dns=None):
     logs = os.path.join(work, "logs", name)
     os.makedirs(logs, exist_ok=True)
-    return {
+    config = {
         "metadata": {"name": name, "uid": name + "-uid", "namespace": "appd-harness", "attempt": 0},
         "hostname": name,
         "log_directory": logs,
         "linux": {"cgroup_parent": CGROUP_PARENT, "security_context": {"namespace_options": {}}},
     }
+    if dns:
+        # A pod's dnsConfig as kubelet passes it: the cluster DNS service, its search domains.
+        config["dns_config"] = {"servers": [dns], "searches": [DNS_SEARCH], "options": ["ndots:5"]}
+    return config
+
+
+DNS_SEARCH = "appd-harness.svc.cluster.local"
+DNS_NAME, DNS_ADDRESS = "web", "10.213.0.250"  # web.appd-harness.svc.cluster.local
+
+
+class PodDNS:
+    """scripts/oci/dns.py in a pod's network namespace (the harness's bridge has no host
+    address): the DNS server a dnsConfig names, as a cluster's DNS service would be."""
+
+    def __init__(self, cri, pod):
+        info = json.loads(cri.PodSandboxStatus(pod_sandbox_id=pod, verbose=True).info.get("info", "{}"))
+        namespaces = info.get("runtimeSpec", {}).get("linux", {}).get("namespaces", [])
+        path = next((n.get("path") for n in namespaces if n.get("type") == "network"), None)
+        self.address = cri.PodSandboxStatus(pod_sandbox_id=pod).status.network.ip
+        self.process = None
+        if path:
+            self.process = subprocess.Popen(
+                ["nsenter", "--net=" + path, "/usr/bin/python3", os.path.join(os.path.dirname(__file__), "dns.py"),
+                 "%s.%s=%s" % (DNS_NAME, DNS_SEARCH, DNS_ADDRESS)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(0.5)
+
+    def stop(self):
+        if self.process:
+            self.process.kill()
+            self.process.wait()
+
+
+def cgroup_file(container, v1, v2):
+    """The file `v1` (in its v1 hierarchy) or `v2` (unified) of the container's cgroup: the
+    folder named for its id (cgroupfs) or cri-containerd-ID.scope (systemd's driver)."""
+    roots = ["/sys/fs/cgroup/" + v1.split(".")[0], "/sys/fs/cgroup"]
+    for root, name in ((roots[0], v1), (roots[1], v2)):
+        for top, folders, _ in os.walk(root):
+            for folder in folders:
+                if folder == container or folder == "cri-containerd-%s.scope" % container:
+                    path = os.path.join(top, folder, name)
+                    if os.path.exists(path):
+                        return path
+    return None
+
+
+def read_file(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except (OSError, TypeError) as error:
+        return str(error)
 
 
 def container_config(name, image, args, memory=0):
@@ -163,8 +217,8 @@ def run(args):
     c.check("Version answers runtime_api_version", "v1", version.runtime_api_version)
     started = []
 
-    def sandbox(name):
-        config = pod_config(name, args.work)
+    def sandbox(name, dns=None):
+        config = pod_config(name, args.work, dns)
         pod = cri.RunPodSandbox(config=config, runtime_handler=args.handler).pod_sandbox_id
         started.append(pod)
         return pod, config
@@ -221,6 +275,25 @@ def run(args):
     c.check("ContainerStatus of a container over its 32 MiB limit (reason, exit code)",
             ("OOMKilled", 137), (status.reason, status.exit_code))
 
+    # The pod's DNS and hostname: a pod whose dnsConfig names a DNS server in another pod.
+    dns_pod, _ = sandbox("dns")
+    dns = PodDNS(cri, dns_pod)
+    try:
+        named_pod, named_config = sandbox("named", dns=dns.address)
+        named = container(named_pod, named_config, "named",
+                          ["sh", "-c", "busybox nslookup %s; busybox hostname; cat /etc/resolv.conf" % DNS_NAME])
+        status = wait_exit(cri, named, 30)
+        try:
+            with open(status.log_path) as f:
+                text = [line.rstrip("\n").split(" ", 3)[-1] for line in f]
+        except OSError as error:
+            text = [str(error)]
+        c.true("a name resolved through the pod's dnsConfig server; the pod's hostname and resolv.conf",
+               any(DNS_ADDRESS in line for line in text) and "named" in text
+               and "nameserver " + dns.address in text and "search " + DNS_SEARCH in text, repr(text))
+    finally:
+        dns.stop()
+
     # The second pod connects to the first across the bridge.
     client_pod, client_config = sandbox("client")
     client_ip = cri.PodSandboxStatus(pod_sandbox_id=client_pod).status.network.ip
@@ -241,7 +314,7 @@ def run(args):
     for pod in started:
         cri.StopPodSandbox(pod_sandbox_id=pod)
     stopped = [cri.PodSandboxStatus(pod_sandbox_id=pod).status.state for pod in started]
-    c.check("StopPodSandbox: both pods not ready", [1, 1], stopped)
+    c.check("StopPodSandbox: every pod not ready", [1] * len(started), stopped)
     for pod in started:
         cri.RemovePodSandbox(pod_sandbox_id=pod)
     left = [p.id for p in cri.ListPodSandbox().items]
@@ -257,16 +330,18 @@ def run_app(args):
     started = []
     probe = "/Probe.app/Probe"
 
-    def sandbox(name):
-        config = pod_config(name, args.work)
+    def sandbox(name, dns=None):
+        config = pod_config(name, args.work, dns)
         pod = cri.RunPodSandbox(config=config, runtime_handler=args.handler).pod_sandbox_id
         started.append(pod)
         return pod, config
 
-    def container(pod, config, name, command):
+    def container(pod, config, name, command, memory=0):
         # The image's entrypoint is the app; `args` are its arguments.
         spec = {"metadata": {"name": name, "attempt": 0}, "image": {"image": args.app_image},
                 "args": command, "log_path": name + ".log"}
+        if memory:
+            spec["linux"] = {"resources": {"memory_limit_in_bytes": memory}}
         created = cri.CreateContainer(pod_sandbox_id=pod, config=spec, sandbox_config=config).container_id
         cri.StartContainer(container_id=created)
         return created
@@ -296,6 +371,46 @@ def run_app(args):
     stats = cri.ContainerStats(container_id=server).stats
     c.true("app: ContainerStats reads the app's cgroup", stats.memory.working_set_bytes.value > 0,
            "working_set %d bytes" % stats.memory.working_set_bytes.value)
+
+    # The pod's limits are the container's: 768 MiB, of which the app uses 600 (the sandbox's
+    # default is 512 MiB), then resized up in place.
+    big = container(server_pod, server_config, "app-768", ["alloc", "600"], memory=768 << 20)
+    deadline = time.monotonic() + 30
+    status = cri.ContainerStatus(container_id=big).status
+    while time.monotonic() < deadline and "alloc: value 600 MiB touched" not in log_lines(status):
+        time.sleep(0.3)
+        status = cri.ContainerStatus(container_id=big).status
+    c.check("app: a container limited to 768 MiB uses 600 MiB and runs (state, its last line)",
+            (1, ["alloc: value 600 MiB touched"]), (status.state, log_lines(status)[-1:]))
+    limit = cgroup_file(big, "memory.limit_in_bytes", "memory.max")
+    c.check("app: its cgroup's memory limit is the pod's", str(768 << 20), read_file(limit))
+    stats = cri.ContainerStats(container_id=big).stats
+    c.true("app: ContainerStats: the working set holds the 600 MiB", stats.memory.working_set_bytes.value >= 600 << 20,
+           "working_set %d bytes" % stats.memory.working_set_bytes.value)
+    try:
+        cri.UpdateContainerResources(container_id=big, linux={"memory_limit_in_bytes": 1 << 30})
+        resized = read_file(limit)
+    except grpc.RpcError as error:
+        resized = error.details()
+    c.check("app: UpdateContainerResources resizes the running container up to 1 GiB", str(1 << 30), resized)
+    cri.StopContainer(container_id=big, timeout=0)
+
+    # The pod's DNS and hostname: a pod whose dnsConfig names a DNS server in another pod.
+    dns_pod, _ = sandbox("app-dns")
+    dns = PodDNS(cri, dns_pod)
+    try:
+        named_pod, named_config = sandbox("app-named", dns=dns.address)
+        named_ip = cri.PodSandboxStatus(pod_sandbox_id=named_pod).status.network.ip
+        resolver = container(named_pod, named_config, "app-resolve", ["resolve", DNS_NAME])
+        status = wait_exit(cri, resolver, 30)
+        c.check("app: resolves %s through the pod's dnsConfig (search %s, server %s)" % (DNS_NAME, DNS_SEARCH, dns.address),
+                (0, ["resolve: value " + DNS_ADDRESS]), (status.exit_code, log_lines(status)))
+        named = container(named_pod, named_config, "app-hostname", ["hostname"])
+        status = wait_exit(cri, named, 30)
+        c.check("app: gethostname() is the pod's, and the pod's /etc/hosts gives its address",
+                (0, ["hostname: value app-named", "resolve: value " + named_ip]), (status.exit_code, log_lines(status)))
+    finally:
+        dns.stop()
 
     client_pod, client_config = sandbox("app-client")
     client = container(client_pod, client_config, "app-client",
