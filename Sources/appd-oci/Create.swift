@@ -89,7 +89,7 @@ extension OCIRuntime {
         // The pod's resolv.conf, hosts, hostname file and hostname: checked before anything
         // is made, then bound in place of the sandbox's own.
         let podFiles = try PodFiles.files(in: spec)
-        let podHostname = try PodFiles.hostname(in: spec)
+        let podHostname = try PodFiles.hostname(in: spec, files: podFiles)
         let terminal = spec.process?.terminal ?? false
         var prepared: PreparedSandbox
         if plain {
@@ -99,6 +99,7 @@ extension OCIRuntime {
                 spec: spec, bundle: bundle, root: root, stateDirectory: state.directory(id),
                 stateRoot: state.path, config: config, console: terminal, hostID: hostID,
                 podFiles: podFiles, log: log)
+            if let podHostname { prepared.profile.hostname = podHostname }
         } else {
             guard let bundlePath = try AppImage.find(in: rootfs) else {
                 throw AppdError(

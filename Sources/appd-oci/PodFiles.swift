@@ -1,5 +1,6 @@
 import AppdBase
 import CLinux
+import Foundation
 import Glibc
 import PrintableText
 import Sandbox
@@ -43,9 +44,18 @@ enum PodFiles {
     }
 
     /// config.json's `hostname`, checked: at most 64 bytes of letters, digits, `-` and `.`,
-    /// not starting with `-` or `.`. nil when it gives none.
-    static func hostname(in spec: OCISpec) throws -> String? {
-        guard let name = spec.hostname, !name.isEmpty else { return nil }
+    /// not starting with `-` or `.`. Without one, the name in the pod's `/etc/hostname`
+    /// (`files`, checked): containerd's CRI gives `hostname` to the pod's sandbox container
+    /// only, and its other containers join that container's uts namespace by path, which
+    /// appd-oci does not join. nil when neither names one.
+    static func hostname(in spec: OCISpec, files: [File] = []) throws -> String? {
+        guard let name = spec.hostname, !name.isEmpty else {
+            guard let file = files.first(where: { $0.destination == "/etc/hostname" }),
+                let text = try? String(contentsOfFile: file.source, encoding: .utf8)
+            else { return nil }
+            let name = text.split(whereSeparator: { $0.isWhitespace }).first.map(String.init)
+            return name.flatMap { isHostname($0) ? $0 : nil }
+        }
         guard isHostname(name) else {
             throw AppdError(
                 .invalidConfig,

@@ -103,6 +103,20 @@ struct PodFilesTests {
         image.expectNothingLeft()
     }
 
+    @Test(
+        "a pod's container without config.json's hostname (containerd's CRI gives it the pause container only): the hostname is the pod's /etc/hostname's"
+    )
+    func hostnameFromPodFile() throws {
+        let files = try EngineFiles()
+        defer { files.remove() }
+        let image = try Self.appImage(
+            files, script: "cat /proc/sys/kernel/hostname", hostname: "")
+        defer { image.remove() }
+        let result = try image.run()
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stdout == "web-0\n", "\(result.stdout)")
+    }
+
     @Test("the pod's files are read-only to the app")
     func appCannotWritePodFiles() throws {
         let files = try EngineFiles()

@@ -148,7 +148,9 @@ class PodDNS:
     address): the DNS server a dnsConfig names, as a cluster's DNS service would be."""
 
     def __init__(self, cri, pod):
-        info = json.loads(cri.PodSandboxStatus(pod_sandbox_id=pod, verbose=True).info.get("info", "{}"))
+        # A map field, read as its entries (strip_gogo dropped the map_entry option).
+        entries = {e.key: e.value for e in cri.PodSandboxStatus(pod_sandbox_id=pod, verbose=True).info}
+        info = json.loads(entries.get("info", "{}"))
         namespaces = info.get("runtimeSpec", {}).get("linux", {}).get("namespaces", [])
         path = next((n.get("path") for n in namespaces if n.get("type") == "network"), None)
         self.address = cri.PodSandboxStatus(pod_sandbox_id=pod).status.network.ip
@@ -164,6 +166,35 @@ class PodDNS:
         if self.process:
             self.process.kill()
             self.process.wait()
+
+
+def spin_stats(cri, handler, image, work, c, name):
+    """ContainerStats' CPU use of one busybox loop (about a second of CPU) in a pod of
+    `handler`: the container's own, not the host's (a hybrid host keeps cpuacct apart)."""
+    config = pod_config(name, work)
+    pod = cri.RunPodSandbox(config=config, runtime_handler=handler).pod_sandbox_id
+    try:
+        created = cri.CreateContainer(
+            pod_sandbox_id=pod, sandbox_config=config,
+            config=container_config(name, image, ["sh", "-c", "for i in $(seq 500000); do :; done; echo spun; sleep 60"])
+        ).container_id
+        cri.StartContainer(container_id=created)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = cri.ContainerStatus(container_id=created).status
+            try:
+                with open(status.log_path) as f:
+                    if "spun" in f.read():
+                        break
+            except OSError:
+                pass
+            time.sleep(0.3)
+        stats = cri.ContainerStats(container_id=created).stats
+        cri.StopContainer(container_id=created, timeout=0)
+        return stats.cpu.usage_core_nano_seconds.value, stats.memory.working_set_bytes.value
+    finally:
+        cri.StopPodSandbox(pod_sandbox_id=pod)
+        cri.RemovePodSandbox(pod_sandbox_id=pod)
 
 
 def cgroup_file(container, v1, v2):
@@ -293,6 +324,17 @@ def run(args):
                and "nameserver " + dns.address in text and "search " + DNS_SEARCH in text, repr(text))
     finally:
         dns.stop()
+
+    # Stats as runc gives them: the same loop under containerd's runc and under the handler.
+    if args.handler != "runc":
+        runc_cpu, runc_memory = spin_stats(cri, "runc", args.image, args.work, c, "stats-runc")
+        cpu, memory = spin_stats(cri, args.handler, args.image, args.work, c, "stats-handler")
+        c.true("ContainerStats of the same loop: CPU within 3x of runc's, both under 60 s of CPU (the container's, not the host's)",
+               0 < cpu < 60e9 and 0 < runc_cpu < 60e9 and runc_cpu / 3 <= cpu <= runc_cpu * 3,
+               "%s %.3f s, runc %.3f s" % (args.handler, cpu / 1e9, runc_cpu / 1e9))
+        c.true("ContainerStats of the same loop: memory working set within 16 MiB of runc's",
+               abs(memory - runc_memory) <= 16 << 20 and memory > 0,
+               "%s %d bytes, runc %d bytes" % (args.handler, memory, runc_memory))
 
     # The second pod connects to the first across the bridge.
     client_pod, client_config = sandbox("client")
