@@ -80,6 +80,9 @@ public enum OCIEngines {
             let before = result.entries.count
             add("containerd", containerd, containerdRuntimes(text))
             if result.entries.count == before { result.unconfigured.append("containerd") }
+            result.notes += containerdNotes(
+                text, names: Set(result.entries[before...].map(\.name)),
+                systemdRunning: access(hostRoot + "/run/systemd/system", F_OK) == 0)
         }
 
         var podmanFiles = [
@@ -236,6 +239,8 @@ struct TOMLLines: Sequence {
         var strings: [String]
         /// A lone string, not an array.
         var isString: Bool
+        /// The value as written (`true`, `"x"`), for what is not a string.
+        var raw: String = ""
     }
 
     var text: String
@@ -323,7 +328,8 @@ struct TOMLLines: Sequence {
                 quote = character
             }
         }
-        return Value(strings: strings, isString: !text.hasPrefix("[") && strings.count == 1)
+        return Value(
+            strings: strings, isString: !text.hasPrefix("[") && strings.count == 1, raw: text)
     }
 
     /// The line without its `#` comment (a `#` inside a string stays).

@@ -20,7 +20,9 @@ struct Doctor: ParsableCommand {
             docs/sandbox-layers.md. And whether the kernel can report what the sandbox refuses \
             to the denial log (audit, Landlock ABI 7, seccomp's actions_logged): docs/denials.md. \
             Last, where appd-oci is and which OCI engines on this host (containerd, podman, \
-            docker) are configured to call it (informational): docs/kubernetes.md.
+            docker) are configured to call it (informational): docs/kubernetes.md. On a node \
+            without a state root (appd-oci only, no daemon) it checks that node instead: \
+            appd-oci, the engines' configuration for it, its own state and the signer policy.
             """
     )
 
@@ -31,18 +33,38 @@ struct Doctor: ParsableCommand {
     )
     var repair = false
 
+    @Flag(
+        help:
+            "Check this node for appd-oci only (no daemon state root): what doctor does when the default state root does not exist."
+    )
+    var oci = false
+
     // What doctor does without --repair; accepted for the scripts written when repairing was
     // the default.
     @Flag(help: .hidden)
     var checkOnly = false
 
     func validate() throws {
+        if oci && repair {
+            throw ValidationError("--oci checks a node without a state root: nothing to repair")
+        }
         if repair && checkOnly {
             throw ValidationError("--repair and --check-only contradict each other: give one")
         }
     }
 
     func run() throws {
+        // A node that runs apps through appd-oci only has no daemon state root (the default
+        // one absent; an explicit --root that does not exist stays an error: a typo).
+        let explicitRoot =
+            options.root != nil || !(options.environment["APPD_ROOT"] ?? "").isEmpty
+        if oci
+            || (!repair && !explicitRoot && access(options.stateRoot.path, F_OK) != 0
+                && errno == ENOENT)
+        {
+            try runOCINode()
+            return
+        }
         try options.run {
             let store = try options.openStore(repair ? .readWrite : .readOnly)
             var report = try store.doctor(repair: repair, onWait: options.waitNotice)

@@ -113,7 +113,32 @@ struct OCIEnginesTests {
             try text.write(toFile: full, atomically: false, encoding: .utf8)
         }
         chmod("\(root)/usr/libexec/appd/appd-oci", 0o755)
+        // A host where systemd runs (the example's SystemdCgroup = true then holds).
+        try FileManager.default.createDirectory(
+            atPath: "\(root)/run/systemd/system", withIntermediateDirectories: true)
         return root
+    }
+
+    @Test(
+        "containerd: a table without org.appd.plain in its annotations, or SystemdCgroup = true where systemd does not run, is a note; the shipped example is neither"
+    )
+    func containerdTableNotes() throws {
+        let shipped = try Self.example("containerd-appd.toml")
+        #expect(OCIEngines.containerdNotes(shipped, names: ["appd"], systemdRunning: true) == [])
+        let noSystemd = OCIEngines.containerdNotes(shipped, names: ["appd"], systemdRunning: false)
+        #expect(noSystemd.count == 1 && noSystemd[0].contains("set SystemdCgroup = false"))
+        let bare = """
+            [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.appd]
+              runtime_type = "io.containerd.runc.v2"
+              pod_annotations = ["io.kubernetes.*"]
+            [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.appd.options]
+              BinaryName = "/usr/libexec/appd/appd-oci"
+              SystemdCgroup = false
+            """
+        let notes = OCIEngines.containerdNotes(bare, names: ["appd"], systemdRunning: false)
+        #expect(notes.count == 1 && notes[0].contains("passes no org.appd.plain"), "\(notes)")
+        let wildcard = bare.replacingOccurrences(of: "io.kubernetes.*", with: "org.appd.*")
+        #expect(OCIEngines.containerdNotes(wildcard, names: ["appd"], systemdRunning: false) == [])
     }
 
     @Test("a host with containerd and podman configured and docker not: each said so")
