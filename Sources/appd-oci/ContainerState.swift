@@ -31,7 +31,7 @@ struct ContainerRecord: Codable {
     /// state directory (removed with the container).
     var dataContainer: String?
     var dataInVolume: Bool
-    /// The limits the sandbox started with: `update` may lower them, never raise them.
+    /// The memory and pids limits in force: those `create` applied, then each `update`'s.
     var memoryMax: Int64?
     var pidsMax: Int?
     /// The pod network namespace the container joined, if any (`exec` joins it too).
