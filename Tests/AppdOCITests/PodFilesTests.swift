@@ -80,8 +80,14 @@ struct PodFilesTests {
         return image
     }
 
+    /// `show FILE`: the file's lines through the shell's builtins only (an app runs its bundle's
+    /// programs, not the host's `cat`).
+    static let showFunction =
+        "show() { while IFS= read -r line || [ -n \"$line\" ]; do echo \"$line\"; done < \"$1\"; }; "
+
     static let show =
-        "cat /etc/resolv.conf; echo --; cat /etc/hosts; echo --; cat /etc/hostname; echo --; cat /proc/sys/kernel/hostname; echo \"$HOSTNAME\""
+        showFunction
+        + "show /etc/resolv.conf; echo --; show /etc/hosts; echo --; show /etc/hostname; echo --; show /proc/sys/kernel/hostname; echo \"$HOSTNAME\""
 
     @Test(
         "an app reads the pod's resolv.conf, hosts and hostname file; its uts hostname is the pod's"
@@ -110,7 +116,7 @@ struct PodFilesTests {
         let files = try EngineFiles()
         defer { files.remove() }
         let image = try Self.appImage(
-            files, script: "cat /proc/sys/kernel/hostname", hostname: "")
+            files, script: Self.showFunction + "show /proc/sys/kernel/hostname", hostname: "")
         defer { image.remove() }
         let result = try image.run()
         #expect(result.code == 0, "\(result.stderr)")
@@ -138,7 +144,8 @@ struct PodFilesTests {
         let mounts =
             destination == "/etc/hosts"
             ? files.mounts(hosts: source) : files.mounts(resolv: source)
-        let image = try Self.appImage(files, script: "cat \(destination)", mounts: mounts)
+        let image = try Self.appImage(
+            files, script: Self.showFunction + "show \(destination)", mounts: mounts)
         defer { image.remove() }
         let result = try image.run()
         #expect(result.code != 0)
