@@ -111,6 +111,9 @@ extension OCIRuntime {
             prepared = try appProfile(
                 id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
             PodFiles.apply(podFiles, hostname: podHostname, to: &prepared.profile)
+            if let data = prepared.dataContainer {
+                AppTmp.link(in: &prepared.profile, dataContainer: data)
+            }
         }
         // What the launcher was given by fd (binds, the data volume): open until it is built.
         defer { for opened in prepared.held { opened.close() } }

@@ -18,15 +18,14 @@ struct AppImageRunTests {
 
         /// `executable`: the busybox applet the bundle's executable is named after; `arguments`:
         /// the app's (process.args after the executable).
-        /// `program`: the executable's bytes instead of busybox.
+        /// `program`: the executable's bytes instead of busybox. `base`: where the test's
+        /// folder goes (its state root and data container with it).
         init(
             executable: String = "echo", arguments: [String] = ["hello from the app"],
-            program: [UInt8]? = nil, info: String = ""
+            program: [UInt8]? = nil, info: String = "",
+            base: URL = FileManager.default.temporaryDirectory
         ) throws {
-            directory =
-                FileManager.default.temporaryDirectory.appendingPathComponent(
-                    "appd-oci-image-\(UUID().uuidString)"
-                ).path
+            directory = base.appendingPathComponent("appd-oci-image-\(UUID().uuidString)").path
             try FileManager.default.createDirectory(
                 atPath: app, withIntermediateDirectories: true)
             chmod(directory, 0o755)

@@ -61,9 +61,10 @@ struct PodFilesTests {
     /// An app image (busybox as Echo.app/sh) whose config.json holds the engine's mounts.
     static func appImage(
         _ files: EngineFiles, script: String, hostname: String = "web-0",
-        mounts: [[String: Any]]? = nil
+        mounts: [[String: Any]]? = nil, base: URL = FileManager.default.temporaryDirectory
     ) throws -> AppImageRunTests.Image {
-        let image = try AppImageRunTests.Image(executable: "sh", arguments: ["-c", script])
+        let image = try AppImageRunTests.Image(
+            executable: "sh", arguments: ["-c", script], base: base)
         let config: [String: Any] = [
             "ociVersion": "1.0.2", "root": ["path": "rootfs"], "hostname": hostname,
             "process": [
@@ -121,6 +122,22 @@ struct PodFilesTests {
         let result = try image.run()
         #expect(result.code == 0, "\(result.stderr)")
         #expect(result.stdout == "web-0\n", "\(result.stdout)")
+    }
+
+    @Test("an app container's /tmp is its data container's tmp: written there, not executable")
+    func appTmp() throws {
+        let files = try EngineFiles()
+        defer { files.remove() }
+        let image = try Self.appImage(
+            files,
+            script: Self.showFunction
+                + "echo in-tmp > /tmp/note && show /tmp/note && show \"$TMPDIR/note\"; echo '#!/Echo.app/sh' > /tmp/run; chmod 755 /tmp/run 2>/dev/null; /tmp/run && echo executed",
+            // Its data container outside the host's /tmp, as under /run/appd-oci.
+            base: URL(fileURLWithPath: "/var/tmp"))
+        defer { image.remove() }
+        let result = try image.run()
+        #expect(result.stdout.hasPrefix("in-tmp\nin-tmp\n"), "\(result.stdout)\(result.stderr)")
+        #expect(!result.stdout.contains("executed"), "\(result.stdout)")
     }
 
     @Test("the pod's files are read-only to the app")
