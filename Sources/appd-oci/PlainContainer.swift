@@ -95,7 +95,12 @@ enum PlainContainer {
         }
         // The launcher makes mount points in an idmapped root (as the container's root);
         // the image's folders bound read-only need theirs made here, as runc makes them.
-        if !idmapped { PodFiles.makeMountPoints(podFiles, in: rootfs, log: log) }
+        if !idmapped {
+            PodFiles.makeMountPoints(podFiles, in: rootfs, log: log)
+            // The tmpfs root holds nothing but the container's own tree: `ls /` lists it, as
+            // under runc (the folders below keep their own, narrower rules for writing).
+            landlock.append(.init(access: .ro, path: "/"))
+        }
         let names =
             idmapped ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
         for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {

@@ -32,6 +32,10 @@ podman_checks() {
     check $P "run --rm: output" "hello from the image" "$out"
     pm run --rm --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'exit 7' >/dev/null 2>&1 && rc=0 || rc=$?
     check $P "run --rm: exit code" 7 "$rc"
+    # The root lists as the image's (an overlay rootfs under appd-oci --plain too).
+    out=$(pm run --rm --network none "${ULIMITS[@]}" "$IMAGE" ls / 2>&1 | tr '\n' ' ')
+    check $P "run --rm ls /: the image's top level" yes \
+        "$(grep -q 'bin' <<<"$out" && grep -q 'etc' <<<"$out" && echo yes || echo "no: $out")"
 
     # SIGTERM reaches the program (busybox sh as pid 1 only exits on it when it traps it).
     id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done')
