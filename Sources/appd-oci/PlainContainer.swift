@@ -208,7 +208,18 @@ enum PlainContainer {
         sets.effective = known(caps?.effective)
         sets.permitted = known(caps?.permitted)
         sets.inheritable = known(caps?.inheritable)
-        sets.ambient = known(caps?.ambient)
+        // As runc: an ambient capability the kernel would refuse to raise (not in both the
+        // permitted and inheritable sets: `runc spec`'s default lists no inheritable set) is
+        // left out with a warning, not a failed start.
+        let raisable = Set(sets.permitted).intersection(sets.inheritable)
+        let ambient = known(caps?.ambient)
+        sets.ambient = ambient.filter(raisable.contains)
+        let unraisable = ambient.filter { !raisable.contains($0) }
+        if !unraisable.isEmpty {
+            log.warning(
+                "not raising ambient capabilities outside the permitted and inheritable sets: \(unraisable.joined(separator: ", "))"
+            )
+        }
         profile.capabilities = sets
         if spec.process?.noNewPrivileges != true { profile.newPrivileges = true }
         profile.rlimits = try rlimits(spec.process?.rlimits ?? [], over: profile.rlimits)
