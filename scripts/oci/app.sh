@@ -88,6 +88,20 @@ app_checks() {
         "$( ((rc != 0)) && grep -q 'does not match its code signature' <<<"$out" && echo refused || echo "rc $rc: $(tail -1 <<<"$out")")"
     out=$(app_pm run --rm --network none --memory 64m "$APP_IMAGE" exit 0 2>&1) && rc=0 || rc=$?
     check $P "narrowing accepted: --memory 64m" 0 "$rc"
+    # The engine's limit as set, above the sandbox's 512 MiB default too, and raised in place.
+    id=$(app_pm run -d --network none --memory 768m "$APP_IMAGE" sleep 60)
+    pid=$(app_pm inspect --format '{{.State.Pid}}' "$id")
+    app_memory_limit() {
+        local path
+        path=$(awk -F: '$2 == "memory" {print $3}' "/proc/$pid/cgroup")
+        if [[ -n $path ]]; then cat "/sys/fs/cgroup/memory$path/memory.limit_in_bytes"; else
+            cat "/sys/fs/cgroup$(awk -F: '$1 == "0" {print $3}' "/proc/$pid/cgroup")/memory.max"
+        fi 2>&1
+    }
+    check $P "podman run --memory 768m: the container's memory limit" $((768 << 20)) "$(app_memory_limit)"
+    app_pm update --memory 1g "$id" >/dev/null 2>&1 || true
+    check $P "podman update --memory 1g raises it in place" $((1 << 30)) "$(app_memory_limit)"
+    app_pm rm -f --time 0 "$id" >/dev/null
 
     # stop: the app has no SIGTERM handler, so it keeps running (PID 1's rule) until SIGKILL.
     id=$(app_pm run -d --network none "$APP_IMAGE" sleep 300)
