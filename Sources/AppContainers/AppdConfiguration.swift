@@ -48,15 +48,21 @@ public struct AppdConfiguration: Sendable, Equatable {
     public init() {}
 
     /// Reads `path`; `explicit` says whether the user named it (then it must exist).
+    /// Then the `[Signer]` drop-ins of `signers.d/` beside it (AppdConfiguration+SignersD).
     public static func load(path: String, explicit: Bool) throws -> AppdConfiguration {
-        guard FileManager.default.fileExists(atPath: path) else {
-            if explicit { throw AppdError(.invalidConfig, "config file \(path) does not exist") }
-            return AppdConfiguration()
+        var config = AppdConfiguration()
+        if FileManager.default.fileExists(atPath: path) {
+            guard let data = FileManager.default.contents(atPath: path),
+                let text = String(data: data, encoding: .utf8)
+            else {
+                throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8")
+            }
+            config = try parse(text, file: path)
+        } else if explicit {
+            throw AppdError(.invalidConfig, "config file \(path) does not exist")
         }
-        guard let data = FileManager.default.contents(atPath: path),
-            let text = String(data: data, encoding: .utf8)
-        else { throw AppdError(.invalidConfig, "config file \(path) is unreadable or not UTF-8") }
-        return try parse(text, file: path)
+        try addSignerDropIns(to: &config, besides: path)
+        return config
     }
 
     public static func parse(_ text: String, file: String) throws -> AppdConfiguration {
