@@ -88,7 +88,7 @@ extension OCIRuntime {
         try OCIHooks.check(spec.hooks, allowed: config.oci.hooks)
         // The pod's resolv.conf, hosts, hostname file and hostname: checked before anything
         // is made, then bound in place of the sandbox's own.
-        let podFiles = try PodFiles.files(in: spec)
+        let podFiles = try PodFiles.files(in: spec, stateRoot: state.path)
         let podHostname = try PodFiles.hostname(in: spec, files: podFiles)
         let terminal = spec.process?.terminal ?? false
         var prepared: PreparedSandbox
@@ -115,7 +115,9 @@ extension OCIRuntime {
                 AppTmp.link(in: &prepared.profile, dataContainer: data)
             }
         }
-        // What the launcher was given by fd (binds, the data volume): open until it is built.
+        // What the launcher was given by fd (binds, the data volume, the pod's files): open
+        // until it is built.
+        prepared.held += podFiles.map(\.opened)
         defer { for opened in prepared.held { opened.close() } }
         var profile = prepared.profile
         profile.environment += Self.extraEnvironment(

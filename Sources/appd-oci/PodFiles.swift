@@ -15,14 +15,18 @@ import Sandbox
 /// 64 KiB whose text has the shape of the file it stands for (resolv.conf keywords; hosts lines
 /// of an address and names; one hostname). A config that points `/etc/hosts` at the host's
 /// `/etc/shadow` is refused at create, naming the line; the app never reads a host file through
-/// one of these names. The engines write the sources into their own root-only state folders
-/// (`/var/lib/containerd/…/sandboxes/ID/`, podman's `userdata/`, docker's `containers/ID/`), so
-/// nothing between the check and the mount can change which file is bound.
+/// one of these names. The file is opened once (HostPaths: never appd's own state), its text
+/// read through that fd, and the mount made from the same fd (MountPins), so a file swapped in
+/// after the check changes nothing.
 enum PodFiles {
-    struct File: Equatable {
+    struct File {
         var destination: String
-        /// The source, resolved (links followed once, here).
-        var source: String
+        /// The source, opened once (HostPaths): its text is checked through this fd and the
+        /// mount is made from it (MountPins), so a file swapped in after the check changes
+        /// nothing.
+        var opened: HostPaths.Opened
+        /// How the profile names it (the fd, until MountPins points it at its pin).
+        var source: String { opened.source }
     }
 
     static let destinations = ["/etc/resolv.conf", "/etc/hosts", "/etc/hostname"]
@@ -33,12 +37,21 @@ enum PodFiles {
 
     /// The config's bind mounts at the three destinations, each checked (the last one wins
     /// when a destination is given twice, as the mounts would stack).
-    static func files(in spec: OCISpec) throws -> [File] {
+    /// Each is open until the caller closes it (`PreparedSandbox.held`).
+    static func files(in spec: OCISpec, stateRoot: String) throws -> [File] {
         var found: [String: File] = [:]
-        for mount in spec.mounts ?? [] where mount.isBind {
-            let destination = OCIConfigCheck.normalized(mount.destination)
-            guard destinations.contains(destination), let source = mount.source else { continue }
-            found[destination] = try check(source, for: destination)
+        do {
+            for mount in spec.mounts ?? [] where mount.isBind {
+                let destination = OCIConfigCheck.normalized(mount.destination)
+                guard destinations.contains(destination), let source = mount.source else {
+                    continue
+                }
+                found[destination]?.opened.close()
+                found[destination] = try check(source, for: destination, stateRoot: stateRoot)
+            }
+        } catch {
+            for file in found.values { file.opened.close() }
+            throw error
         }
         return destinations.compactMap { found[$0] }
     }
@@ -51,7 +64,8 @@ enum PodFiles {
     static func hostname(in spec: OCISpec, files: [File] = []) throws -> String? {
         guard let name = spec.hostname, !name.isEmpty else {
             guard let file = files.first(where: { $0.destination == "/etc/hostname" }),
-                let text = try? String(contentsOfFile: file.source, encoding: .utf8)
+                let text = try? String(
+                    contentsOfFile: "/proc/self/fd/\(file.opened.fd)", encoding: .utf8)
             else { return nil }
             let name = text.split(whereSeparator: { $0.isWhitespace }).first.map(String.init)
             return name.flatMap { isHostname($0) ? $0 : nil }
@@ -126,17 +140,22 @@ enum PodFiles {
         }
     }
 
-    private static func check(_ path: String, for destination: String) throws -> File {
+    private static func check(_ path: String, for destination: String, stateRoot: String)
+        throws -> File
+    {
         func refuse(_ why: String) -> AppdError {
             AppdError(
                 .permissionDenied,
                 "config.json binds \(Printable(path)) at \(destination), which \(why)",
                 hint: "only the engine's own \(destination) for the pod is mounted there")
         }
-        guard let resolved = realpath(path, nil) else { throw refuse("cannot be found") }
-        let source = String(cString: resolved)
-        free(resolved)
-        let fd = open(source, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        // Never appd's own state; the host's files are judged by their text below.
+        let opened = try HostPaths.open(
+            path, what: "the pod's \(destination)", stateRoot: stateRoot, system: false)
+        var keep = false
+        defer { if !keep { opened.close() } }
+        // Read through the opened file itself (its O_PATH fd, reopened for reading).
+        let fd = open("/proc/self/fd/\(opened.fd)", O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw refuse("cannot be opened (\(errnoText(errno)))") }
         defer { close(fd) }
         var info = stat()
@@ -160,7 +179,8 @@ enum PodFiles {
         if let line = firstForeignLine(Array(bytes.prefix(count)), as: destination) {
             throw refuse("is not a \(destination.dropFirst(5)) file (line \(line))")
         }
-        return File(destination: destination, source: source)
+        keep = true
+        return File(destination: destination, opened: opened)
     }
 
     /// The number of the first line that the file at `destination` could not hold, or nil.
