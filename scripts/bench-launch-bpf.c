@@ -94,6 +94,10 @@ int main(int argc, char **argv) {
         rule("ioctl", EPERM, 1, &request);
     }
 
+    // TIOCSETD: a line discipline's module loaded on demand.
+    struct scmp_arg_cmp ldisc = ARG(1, SCMP_CMP_MASKED_EQ, 0xFFFFFFFF, 0x5423);
+    rule("ioctl", EPERM, 1, &ldisc);
+
     // FS_IOC_SETFLAGS, FS_IOC32_SETFLAGS, FS_IOC_FSSETXATTR: the data container's project quota.
     static const scmp_datum_t quota_requests[] = {0x40086602, 0x40046602, 0x401C5820};
     for (size_t i = 0; i < 3; i++) {
@@ -120,6 +124,10 @@ int main(int argc, char **argv) {
     }
     struct scmp_arg_cmp shm_exec = HAS_BITS(2, 0100000);
     rule("shmat", EACCES, 1, &shm_exec);
+    // ... no shared executable mapping (PROT_EXEC with MAP_SHARED), no memfd.
+    struct scmp_arg_cmp shared_exec[] = {HAS_BITS(2, 0x4), HAS_BITS(3, 0x1)};
+    rule("mmap", EACCES, 2, shared_exec);
+    DENY(EPERM, "memfd_create");
 
     // noPtrace
     DENY(EPERM, "ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp");

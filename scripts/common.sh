@@ -24,3 +24,16 @@ swift_flags=(--scratch-path "$SWIFT_SCRATCH_PATH" "${swift_extra_flags[@]}")
 # Progress goes to stderr so that a script's stdout stays machine-readable.
 say() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# bench_headline NAME: where a benchmark leaves its rows of README's headline table
+# (BENCH_HEADLINE=.bench/headline/NAME.json, which scripts/bench-headline reads), with the commit
+# measured (BENCH_COMMIT; "+changes" when Sources differ from it). A --smoke run calls it not.
+bench_headline() {
+    mkdir -p "$REPO_ROOT/.bench/headline"
+    export BENCH_HEADLINE="$REPO_ROOT/.bench/headline/$1.json"
+    BENCH_COMMIT=$(git -C "$REPO_ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+    if [[ -n $(git -C "$REPO_ROOT" status --porcelain -- Sources Package.swift 2>/dev/null) ]]; then
+        BENCH_COMMIT+="+changes"
+    fi
+    export BENCH_COMMIT
+}
