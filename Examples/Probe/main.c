@@ -260,6 +260,9 @@ static void baseline(void) {
     char sub = 0;
     report("ioctl-TIOCLINUX", syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX, &sub));
     report("ioctl-TIOCLINUX-high", syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX | (1UL << 32), &sub));
+    int ldisc = 0;  // N_TTY: the terminal's own discipline, which any tty owner may set
+    report("ioctl-TIOCSETD", syscall(SYS_ioctl, 0, (unsigned long)TIOCSETD, &ldisc));
+    report("ioctl-TIOCSETD-high", syscall(SYS_ioctl, 0, (unsigned long)TIOCSETD | (1UL << 32), &ldisc));
 
     report("clone3", syscall(SYS_clone3, NULL, 0));
     in_child("clone-newns", try_clone_newns);

@@ -89,6 +89,13 @@ extension SandboxPolicy {
                     conditions: [.arg(1, low32: request)],
                     reason: "\(name) can type into the terminal (compared on the low 32 bits)"))
         }
+        // With dev.tty.ldisc_autoload=1 (Debian's default) a line discipline set on the app's
+        // own terminal loads its kernel module: the app would pick host kernel code to load
+        // (n_hdlc, n_gsm and the like have had their share of bugs).
+        rules.append(
+            SeccompRule(
+                syscall: "ioctl", action: .errno(EPERM), conditions: [.arg(1, low32: 0x5423)],
+                reason: "TIOCSETD loads line discipline modules (compared on the low 32 bits)"))
         // The data container's disk quota is a project quota (DataQuota): an app owning its
         // files could otherwise move them to another project (FS_IOC_FSSETXATTR) or clear the
         // inherit flag on its directories (either ioctl) so new files escape the limit.

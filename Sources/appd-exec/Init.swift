@@ -47,7 +47,6 @@ enum Init {
         if launch.launcherPidfd >= 0 {
             // The launcher may have died between fork and PDEATHSIG: then nobody waits for us.
             if appd_pidfd_exited(launch.launcherPidfd) != 0 { _exit(127) }
-            close(launch.launcherPidfd)
         }
         if !profile.namespaces.contains(.pid) || launch.entered {
             // Not PID 1, so orphans would escape to the host's init: adopt them instead.
@@ -85,14 +84,19 @@ enum Init {
                 { AppProcess.run($0!.assumingMemoryBound(to: Launch.self).pointee) }, pointer)
         }
         try sys(app, "fork", "cannot fork the app process")
-        // Its switch to the app's uid made the memory it shared with us non-dumpable: PID 1
-        // stays as it was.
-        _ = appd_set_dumpable(1)
         if launch.channelFD >= 0 { close(launch.channelFD) }
         // Only the app process says ready: its end closing tells appd-oci the launch failed.
         if launch.readyFD >= 0 { close(launch.readyFD) }
         if launch.startFD >= 0 { close(launch.startFD) }
         if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
+        do {
+            try Helpers.confineInit(app: app, launch, parentPidfd: launch.launcherPidfd)
+        } catch {
+            kill(app, SIGKILL)
+            _ = Signals.supervise(app)
+            throw error
+        }
+        if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
         return Signals.supervise(app, onlyHandled: launch.initSignals)
     }
 

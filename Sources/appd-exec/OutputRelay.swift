@@ -81,17 +81,63 @@ struct OutputRelay {
         commonFields = Array(common.utf8)
     }
 
-    /// Forks the relay. In the parent returns its pid; the child never returns.
-    static func start(_ settings: OutputSettings) throws -> pid_t {
+    /// Forks the relay into its leaf (`cgroups`: the `relay-cgroup` records' `cgroup.procs`
+    /// files). In the parent returns its pid; the child never returns. Nothing is moved: the
+    /// relay is born in its cgroup v2 directory (clone3 CLONE_INTO_CGROUP) and joins each v1
+    /// hierarchy itself, writing 0 to `tasks` (a thread moving itself takes no lock over every
+    /// thread group; a pid written to `cgroup.procs` does, and waits for an RCU grace period,
+    /// 10-20 ms here). Only a kernel without CLONE_INTO_CGROUP gets the move by pid, as before.
+    static func start(_ settings: OutputSettings, cgroups: [String], lastCapability: Int32)
+        throws -> pid_t
+    {
         let launcherPID = getpid()
-        let pid = fork()
+        var birth: Int32 = -1
+        var unified = ""
+        var hierarchies: [String] = []
+        for path in cgroups {
+            let directory = String(path.dropLast("/cgroup.procs".count))
+            if path.hasSuffix("/cgroup.procs"), access(directory + "/tasks", W_OK) == 0 {
+                hierarchies.append(directory + "/tasks")
+            } else if birth < 0, path.hasSuffix("/cgroup.procs") {
+                birth = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                unified = path
+                try sys(birth, "cgroup", "cannot open \(directory)")
+            } else {
+                hierarchies.append(path)
+            }
+        }
+        var pid = birth >= 0 ? appd_fork_into_cgroup(birth) : fork()
+        var moved = false
+        if pid < 0 && birth >= 0 && (errno == ENOSYS || errno == EINVAL) {
+            pid = fork()
+            moved = true
+        }
+        if birth >= 0 && pid != 0 { close(birth) }
         try sys(pid, "output", "cannot fork the output relay")
-        if pid != 0 { return pid }
+        if pid != 0 {
+            if moved {
+                try Namespaces.move(pid, into: [unified], "cannot move the output relay into")
+            }
+            return pid
+        }
+        if birth >= 0 { close(birth) }
+        for path in hierarchies where !Self.join(path) {
+            FileIO.writeAll(2, "appd-exec: cgroup: the output relay cannot join \(path)\n")
+            _exit(127)
+        }
         var relay = OutputRelay(settings: settings, launcherPID: launcherPID)
-        relay.run()
+        relay.run(lastCapability: lastCapability)
     }
 
-    private mutating func run() -> Never {
+    /// Writes 0 (this thread) to a v1 `tasks` file, or this pid to another procs file.
+    private static func join(_ path: String) -> Bool {
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return FileIO.writeAll(fd, path.hasSuffix("/tasks") ? "0" : "\(getpid())\n")
+    }
+
+    private mutating func run(lastCapability: Int32) -> Never {
         // The relay holds none of the write end (or EOF would never come) and nothing else the
         // launcher had: the channel, the status fd.
         let null = open("/dev/null", O_RDWR | O_CLOEXEC)
@@ -110,6 +156,12 @@ struct OutputRelay {
         // Not zero-filled: a fresh mapping that only the pages a read reaches ever touch (a
         // zero-filled array faulted in all 80 KiB right after the fork, for every launch).
         let buffer = UnsafeMutablePointer<UInt8>.allocate(capacity: Self.readSize + Self.maxLine)
+        // Everything it opens from here on is in its log folder (Helpers). A relay that cannot
+        // give up its privileges writes nothing: the app's writes then fail with EPIPE.
+        guard
+            Helpers.confineRelay(
+                logDirectory: settings.logDirectoryFD, lastCapability: lastCapability)
+        else { _exit(127) }
         var filled = 0
         while true {
             // Wait for output unlocked, then hold the lock from the read until the bytes are in

@@ -38,11 +38,9 @@ enum Launcher {
             if let output = arguments.output {
                 // In the instance's cgroups, before unshare: the relay stays in the host's
                 // namespaces (docs/app-output.md). Nothing after it holds the read end.
-                let relayPID = try OutputRelay.start(output)
-                relay = relayPID
-                // Out of the app's leaf before the app exists: a suspend never freezes it.
-                try Namespaces.move(
-                    relayPID, into: profile.relayCgroups, "cannot move the output relay into")
+                // Born out of the app's leaf: a suspend never freezes it.
+                relay = try OutputRelay.start(
+                    output, cgroups: profile.relayCgroups, lastCapability: lastCapability)
                 // One by one: an array of them would be one more type the runtime instantiates.
                 if output.readFD >= 0 { close(output.readFD) }
                 if output.logDirectoryFD >= 0 { close(output.logDirectoryFD) }
@@ -87,11 +85,12 @@ enum Launcher {
     /// cgroup.kill ends a relay still waiting for it.
     private static func finishOutput(_ relay: pid_t?) {
         guard let relay else { return }
-        let null = open("/dev/null", O_RDWR | O_CLOEXEC)
+        let null = devNull >= 0 ? devNull : open("/dev/null", O_RDWR | O_CLOEXEC)
         if null >= 0 {
             dup2(null, 1)
             dup2(null, 2)
             close(null)
+            devNull = -1
         }
         // Waited for through a pidfd, not by polling: the relay ends within a fraction of a
         // millisecond of the EOF, and a 10 ms sleep here was most of the time between the app's
@@ -129,6 +128,22 @@ enum Launcher {
         }
     }
 
+    /// /dev/null, opened before the launcher gives up its privileges (finishOutput needs it).
+    nonisolated(unsafe) private static var devNull: Int32 = -1
+
+    /// The launcher gives up the host's privileges once PID 1 is forked (Helpers). It cannot:
+    /// PID 1 and the app are killed, and the launch fails.
+    private static func confine(pid1: pid_t, _ launch: Launch) -> Outcome? {
+        do {
+            try Helpers.confineLauncher(pid1: pid1, lastCapability: launch.lastCapability)
+            return nil
+        } catch {
+            kill(pid1, SIGKILL)
+            _ = Signals.supervise(pid1)
+            return .failed(failureText(error))
+        }
+    }
+
     /// Forks PID 1 with the report pipe, waits for it and reads what it and the app process
     /// reported.
     private static func runInit(_ template: Launch) throws -> Outcome {
@@ -149,6 +164,9 @@ enum Launcher {
             Init.run(launch)
         }
         close(pipeFDs.write)
+        // Opened while it still may: after the confinement below the launcher opens nothing.
+        if devNull < 0 { devNull = open("/dev/null", O_RDWR | O_CLOEXEC) }
+        if let failure = confine(pid1: child, launch) { return failure }
         if launch.launcherPidfd >= 0 { close(launch.launcherPidfd) }
         if launch.idmapUserNamespace >= 0 { close(launch.idmapUserNamespace) }
         // Only the app holds the channel: the daemon sees it close when the app is gone.

@@ -232,6 +232,37 @@ struct AppImageRunTests {
         image.expectNothingLeft()
     }
 
+    @Test(
+        "a running app's launcher and PID 1 hold no capability, each under a seccomp filter of its own"
+    )
+    func helpersHoldNothing() throws {
+        let image = try Image(executable: "sh", arguments: ["-c", "sleep 30"])
+        defer {
+            _ = try? image.oci(["delete", "--force", image.id])
+            image.remove()
+        }
+        let created = try image.oci(
+            ["create", "--bundle", "\(image.directory)/bundle", image.id], detached: true)
+        #expect(created.code == 0, "\(created.stderr)")
+        #expect(try image.oci(["start", image.id], detached: true).code == 0)
+        // The helpers are the container's appd-exec processes; the app is the bundle's busybox.
+        var helpers: [HelperStatus] = []
+        let settled = eventually {
+            let pids = ((try? image.oci(["ps", image.id]).stdout) ?? "")
+                .split(whereSeparator: \.isWhitespace).compactMap { Int32($0) }
+            let launchers = pids.filter {
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\($0)/exe"))?
+                    .hasSuffix("/appd-exec") == true
+            }
+            helpers = launchers.map { HelperStatus($0) }
+            return pids.count >= 3 && helpers.count == 2 && helpers.allSatisfy(\.holdsNothing)
+        }
+        #expect(settled, "\(helpers)")
+        for helper in helpers {
+            #expect(helper.holdsNothing, "\(helper)")
+        }
+    }
+
     @Test("an executable changed after signing: refused at create, nothing of it ran or stays")
     func tamperedExecutable() throws {
         let image = try Image()

@@ -10,7 +10,8 @@ import Testing
 struct HostileAppTests {
     static let refusedBaseline = [
         "ioctl-TIOCSTI", "ioctl-TIOCSTI-high", "ioctl-TIOCLINUX", "ioctl-TIOCLINUX-high",
-        "clone3", "clone-newns", "unshare-user", "unshare-net", "unshare-ns", "mount", "umount",
+        "ioctl-TIOCSETD", "ioctl-TIOCSETD-high", "clone3", "clone-newns", "unshare-user",
+        "unshare-net", "unshare-ns", "mount", "umount",
         "pivot_root", "chroot", "open_tree", "fsopen", "move_mount", "fspick", "mount_setattr",
         "setns", "ptrace-traceme", "perf_event_open", "bpf", "userfaultfd", "io_uring_setup",
         "keyctl", "add_key", "request_key", "kexec_load", "init_module", "finit_module", "acct",
@@ -157,7 +158,7 @@ struct HostileAppTests {
         #expect(killed.status.shellCode == 137)
     }
 
-    @Test("TIOCSTI is refused with a terminal attached too")
+    @Test("TIOCSTI and TIOCSETD are refused with a terminal attached too")
     func consoleInjection() throws {
         let world = try SandboxWorld()
         try world.install("com.example.probe")
@@ -178,6 +179,9 @@ struct HostileAppTests {
         #expect(run.refused("ioctl-TIOCSTI"), "\(run)")
         #expect(run.refused("ioctl-TIOCSTI-high"))
         #expect(run.refused("ioctl-TIOCLINUX"))
+        // On its own terminal an app may set N_TTY: only the filter refuses it.
+        #expect(run["ioctl-TIOCSETD"] == "refused EPERM", "\(run)")
+        #expect(run["ioctl-TIOCSETD-high"] == "refused EPERM")
         let pts = try world.launch("com.example.probe", ["list", "/dev/pts"], console: slave)
         #expect(pts.value("list")?.contains("ptmx") == true, "\(pts)")
         let noConsole = try world.launch("com.example.probe", ["list", "/dev/pts"])

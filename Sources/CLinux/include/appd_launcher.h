@@ -195,6 +195,48 @@ pid_t appd_spawn_shared(int (*child)(void *), void *argument);
 /// CLONE_INTO_CGROUP.
 pid_t appd_spawn_shared_in(int (*child)(void *), void *argument, int cgroup);
 
+/// The launcher's helpers, each confined by appd_confine_helper once its privileged work is done.
+#define APPD_HELPER_LAUNCHER 0
+#define APPD_HELPER_INIT 1
+#define APPD_HELPER_RELAY 2
+
+struct appd_helper_confinement {
+    int kind;
+    /// The highest capability number the kernel knows (/proc/sys/kernel/cap_last_cap).
+    int last_capability;
+    /// The one process the helper may signal (the launcher: PID 1; PID 1: the app), or 0.
+    pid_t peer;
+    /// The relay's log folder: the only directory it may open or rename files in. -1 otherwise.
+    int directory_fd;
+    /// PID 1 of an app: its effective uid becomes the app's (to signal it), real and saved
+    /// stay 0. -1: unchanged.
+    long long effective_uid;
+    /// PID 1 of a plain container with a user namespace: a pidfd of the app, whose user
+    /// namespace PID 1 moves into, keeping only CAP_KILL there. -1: none.
+    int user_namespace_pidfd;
+    /// PID 1 with --init-signals: it may open files for reading (/proc/PID/status).
+    int read_only_opens;
+    /// Re-armed after a change of ids (which clears it), then `parent_pidfd` (>= 0) is
+    /// checked: -1 with ESRCH if the parent died meanwhile. 0: none.
+    int pdeath_signal;
+    int parent_pidfd;
+};
+
+/// Gives up the host's privileges for good: empties the bounding and ambient sets, locks the
+/// securebits (uid 0 regains nothing), for PID 1 takes the app's effective uid (or moves into
+/// the container's user namespace), clears every capability set, sets no_new_privs, for the
+/// relay restricts its files to its log folder with Landlock (where the kernel has it), and
+/// installs the helper's own seccomp allowlist (docs/launcher-protocol.md, "The helpers").
+/// 0, or -1 with errno.
+int appd_confine_helper(const struct appd_helper_confinement *confinement);
+
+/// fork(2) with the child born in the cgroup v2 directory `cgroup` (an open fd): clone3 with
+/// CLONE_INTO_CGROUP (Linux 5.7), no stack or shared memory, so the child returns 0 here as
+/// from fork. For a single-threaded caller only: glibc's fork bookkeeping (atfork handlers, the
+/// thread's cached tid) is skipped, and the child must not rely on it (the output relay does
+/// not). -1 with errno (ENOSYS, EINVAL before 5.7: the caller forks and moves the child).
+pid_t appd_fork_into_cgroup(int cgroup);
+
 /// strerrorname_np(3) is _GNU_SOURCE-only: "ENOENT" for ENOENT, NULL if unknown.
 const char *appd_errno_name(int err);
 
