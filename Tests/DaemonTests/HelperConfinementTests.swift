@@ -64,10 +64,17 @@ struct CgroupBirthTests {
         _ = try daemon.wait(daemon.launch(id, ["exit", "0"]).id)
         let pid = try #require(daemon.process?.processIdentifier)
         let trace = "\(daemon.directory)/launch.strace"
+        // Through python3, which unblocks every signal first: the test process's blocked set is
+        // inherited, and strace, finding SIGINT blocked, would never stop tracing.
+        let unblocked =
+            "import os, signal, sys; signal.pthread_sigmask(signal.SIG_SETMASK, []); "
+            + "os.execv(sys.argv[1], sys.argv[1:])"
         let strace = try ChildProcess(
-            "/usr/bin/strace",
-            ["-f", "-qq", "-e", "trace=openat,open", "-o", trace, "-p", "\(pid)"],
-            stdout: .discard, stderr: .discard)
+            "/usr/bin/python3",
+            [
+                "-c", unblocked, "/usr/bin/strace", "-f", "-qq", "-e", "trace=openat,open",
+                "-o", trace, "-p", "\(pid)",
+            ], stdout: .discard, stderr: .discard)
         defer {
             kill(strace.processIdentifier, SIGINT)
             strace.waitUntilExit()
