@@ -61,7 +61,9 @@ static void allow(struct helper_program *p, long nr) {
 // nr is only needed when the block is skipped.
 static void allow_if_args(struct helper_program *p, long nr, int arg, uint32_t value, int arg2,
                           uint32_t value2) {
-    int length = arg2 >= 0 ? 9 : 5;
+    // The block after this jump: 4 instructions per argument, then allow, then deny (its last,
+    // at `length`); every jump below lands on one of those two.
+    int length = arg2 >= 0 ? 10 : 6;
     emit(p, (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, (uint32_t)nr, 0, length));
     emit(p, (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, ARG_HIGH(arg)));
     // An int argument is sign-extended into the register: a non-negative one has 0 above.

@@ -20,12 +20,16 @@ struct RestartTests {
         #expect(try daemon.eventually { try daemon.logs(brief).contains("ready") })
 
         // The launchers hold nothing of the daemon (no socket, no pipe of its parent): stdin,
-        // the log on stdout/stderr, the status file, and the report pipe it shares with its
-        // own child (PID 1 of the app's namespace).
+        // the log on stdout/stderr, the status file, the report pipe it shares with its own
+        // child (PID 1 of the app's namespace), and /dev/null, opened before it gave up its
+        // privileges (it points 1 and 2 there once the app has ended).
         let launcher = try #require(try daemon.instance(ids[0]).pid)
         let fds = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(launcher)/fd")
             .compactMap(Int.init).sorted()
-        #expect(fds == [0, 1, 2, 3, 5])
+        #expect(fds == [0, 1, 2, 3, 4, 5])
+        #expect(
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(launcher)/fd/4"))
+                == "/dev/null")
         let report = try FileManager.default.destinationOfSymbolicLink(
             atPath: "/proc/\(launcher)/fd/3")
         let link = { (pid: String, fd: String) in
