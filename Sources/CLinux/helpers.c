@@ -204,8 +204,13 @@ int appd_confine_helper(const struct appd_helper_confinement *c) {
         // A plain container's PID 1: into the container's user namespace, where its root's
         // CAP_KILL reaches the container's processes whatever ids they take; no capability is
         // left in the host's (setns gives every capability in the new namespace only).
-        if (setns(c->user_namespace_pidfd, CLONE_NEWUSER) != 0) return -1;
-        kept = 1ULL << CAP_KILL;
+        if (setns(c->user_namespace_pidfd, CLONE_NEWUSER) == 0) {
+            kept = 1ULL << CAP_KILL;
+        } else if (errno != ESRCH) {
+            return -1;
+        }
+        // ESRCH: the app has ended already (a zombie has no namespaces left): there is nothing
+        // to signal, and PID 1 keeps nothing at all.
     }
     for (int cap = 0; cap <= c->last_capability; cap++) {
         if ((kept >> cap) & 1) continue;
