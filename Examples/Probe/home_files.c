@@ -12,6 +12,9 @@
 //                               ROUNDS times in a tight loop (renameat2 RENAME_EXCHANGE): what
 //                               the daemon finds at REL flips between a folder and a link
 //       fifo REL                a FIFO $HOME/REL
+//       sparse REL BYTES        a sparse file of BYTES: 4 KiB of 's' at 1 MiB and 4 KiB of 'e'
+//                               at its end, holes elsewhere
+//       hardlink TARGET REL     a hard link $HOME/REL to $HOME/TARGET
 //       grow REL SECONDS        appends 64 KiB blocks to $HOME/REL for SECONDS, cutting it back
 //                               to nothing each time it passes 16 MiB (a file that grows and
 //                               shrinks while a backup reads it); `allowed` after the first
@@ -79,6 +82,23 @@ int home_files(int argc, char **argv) {
             printf("home: swap rounds %ld\n", done);
             fflush(stdout);
             i += 3;
+        } else if (!strcmp(step, "sparse") && i + 2 < argc) {
+            long long size = atoll(argv[i + 2]);
+            int fd = open(argv[i + 1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+            static char part[4096];
+            int ok = fd >= 0 && size >= (2 << 20) && ftruncate(fd, size) == 0;
+            memset(part, 's', sizeof part);
+            ok = ok && pwrite(fd, part, sizeof part, 1 << 20) == (ssize_t)sizeof part;
+            memset(part, 'e', sizeof part);
+            ok = ok && pwrite(fd, part, sizeof part, size - (long long)sizeof part)
+                == (ssize_t)sizeof part;
+            ok = ok && fsync(fd) == 0;
+            result(step, argv[i + 1], ok);
+            if (fd >= 0) close(fd);
+            i += 2;
+        } else if (!strcmp(step, "hardlink") && i + 2 < argc) {
+            result(step, argv[i + 2], link(argv[i + 1], argv[i + 2]) == 0);
+            i += 2;
         } else if (!strcmp(step, "fifo") && i + 1 < argc) {
             result(step, argv[i + 1], mkfifo(argv[i + 1], 0600) == 0);
             i += 1;

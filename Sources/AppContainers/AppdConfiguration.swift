@@ -258,6 +258,8 @@ public struct AppdConfiguration: Sendable, Equatable {
                 )
             }
             storage.reclaimCachesBelow = level
+        case ("Storage", "BackupMaxBytes"):
+            storage.backupMaxBytes = try bytes()
         case ("Storage", _):
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [Storage]",

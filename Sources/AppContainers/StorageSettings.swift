@@ -41,10 +41,13 @@ public struct StorageSettings: Sendable, Equatable {
     /// running instance, least recently launched first, until the filesystem is above it. nil:
     /// never on its own (`appd reclaim-caches` still does it by hand).
     public var reclaimCachesBelow: Level?
+    /// `BackupMaxBytes=`: the most bytes a backup's stream may hold (AppStore.backupCap); nil:
+    /// what the app's quota allows, or the state root's filesystem size.
+    public var backupMaxBytes: Int64?
 
     public init() {}
 
-    public static let keys = ["ReclaimCachesBelow"]
+    public static let keys = ["ReclaimCachesBelow", "BackupMaxBytes"]
 }
 
 /// The free space of a filesystem as an unprivileged writer sees it (statvfs `f_bavail`: without

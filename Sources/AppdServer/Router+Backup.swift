@@ -16,13 +16,32 @@ extension Router {
 
     /// Streams the backup as the answer. Unless `live=1`, the app's running instances are frozen
     /// first and thawed once the data is read, also when the client goes away mid-way. With
-    /// `groups=1` the containers of the app's groups come too, and the instances of every app
-    /// sharing them are frozen with its own.
+    /// `groups=1` the containers of the app's groups come too (first), and the instances of
+    /// every app sharing them are frozen with its own, each app thawed as soon as the groups it
+    /// shares are read. A backup larger than its cap (AppStore.backupCap) is refused before it
+    /// starts, by what the containers use; the writer holds the stream to the cap as well.
     func backup(_ id: String, _ request: Request) async throws -> Reply {
         let app = try store.app(id)
         let live = request.flag("live")
         let groups = request.flag("groups") ? try store.groupContainers(for: app) : []
-        let frozenApps = [app.bundleID] + (try store.appsSharing(groups))
+        let users = try store.groupUsers(of: groups, besides: app)
+        let store = store
+        let cap = store.backupCap(for: app, groups: groups)
+        let usage = try await Self.onBackupQueue { store.backupUsage(of: app, groups: groups) }
+        guard usage.bytes <= cap.bytes else {
+            throw AppdError(
+                .tooLarge,
+                "a backup of \(app.bundleID) would hold \(usage.bytes) bytes (what its Documents and Library\(groups.isEmpty ? "" : " and its group containers") use: holes not counted, a file with several names once), over its cap of \(cap.bytes) bytes (\(cap.source))",
+                hint:
+                    "raise [Storage] BackupMaxBytes= in appd.conf (appd.conf(5)), or remove data of the app first"
+            )
+        }
+        let limits = {
+            var limits = BackupLimits()
+            limits.maxBytes = cap.bytes
+            limits.capSource = cap.source
+            return limits
+        }()
         let manifest = BackupManifest(
             bundleID: app.bundleID, version: app.version, signer: app.signerKeyID,
             createdAt: UTCTime(secondsSince1970: Int64(time(nil))).text() + "Z", live: live,
@@ -32,39 +51,60 @@ extension Router {
         let supervisor = supervisor
         let logger = installer.logger
         return .stream(contentType: "application/x-tar") { writer in
-            let frozen: [String]
+            let holds = BackupHolds(users: users)
             do {
-                frozen = live ? [] : try await supervisor.freezeForBackup(frozenApps)
+                if !live {
+                    for bundleID in [app.bundleID] + users.keys.sorted() {
+                        holds.held(bundleID, try await supervisor.freezeForBackup([bundleID]))
+                    }
+                }
             } catch {
+                await supervisor.thawAfterBackup(holds.takeAll())
                 // The answer has begun: the client sees it cut short, the log says why.
                 logger.warning(
                     "backup of \(app.bundleID) not taken: \(error)",
                     metadata: ["app": "\(app.bundleID)"])
                 throw error
             }
+            let frozen = holds.all
             let heldSince = ContinuousClock.now
-            let thawed = Flag()
             @Sendable func thaw() async -> Double {
-                if thawed.set() { await supervisor.thawAfterBackup(frozen) }
+                await supervisor.thawAfterBackup(holds.takeAll())
                 return (ContinuousClock.now - heldSince).seconds
+            }
+            /// Runs `body` from the backup queue and waits for it.
+            @Sendable func waiting<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+                let semaphore = DispatchSemaphore(value: 0)
+                let result = Box<T?>(nil)
+                Task {
+                    result.value = await body()
+                    semaphore.signal()
+                }
+                semaphore.wait()
+                return result.value!
             }
             do {
                 let pipe = ChunkPipe()
                 let summary = try await withThrowingTaskGroup(of: BackupSummary?.self) { group in
                     group.addTask {
                         try await Self.onBackupQueue {
-                            var backup = BackupWriter(manifest: manifest) { try pipe.put($0) }
+                            var backup = BackupWriter(manifest: manifest, limits: limits) {
+                                try pipe.put($0)
+                            }
                             defer { pipe.close() }
-                            return try backup.write(container: container, groups: groupPaths) {
-                                // The data and its listing are out: the app may run again.
-                                let semaphore = DispatchSemaphore(value: 0)
-                                let seconds = Box<Double>(0)
-                                Task {
-                                    seconds.value = await thaw()
-                                    semaphore.signal()
+                            return try backup.write(
+                                container: container, groups: groupPaths,
+                                groupRead: { id in
+                                    // The apps that share only groups read by now run again.
+                                    let ids = holds.groupRead(id)
+                                    if !ids.isEmpty {
+                                        waiting { await supervisor.thawAfterBackup(ids) }
+                                    }
                                 }
-                                semaphore.wait()
-                                return (frozen.isEmpty ? nil : seconds.value, frozen)
+                            ) {
+                                // The data and its listing are out: the app may run again.
+                                let seconds = waiting { await thaw() }
+                                return (frozen.isEmpty ? nil : seconds, frozen)
                             }
                         }
                     }
@@ -85,7 +125,7 @@ extension Router {
                 }
                 if let summary {
                     logger.info(
-                        "backup of \(app.bundleID): \(summary.files) files, \(summary.bytes) bytes, \(summary.skippedCount) skipped, held \(summary.heldSeconds.map { "\($0) s" } ?? "not at all")",
+                        "backup of \(app.bundleID): \(summary.files) files, \(summary.bytes) bytes, \(summary.storedBytes ?? 0) bytes stored, \(summary.skippedCount) skipped, held \(summary.heldSeconds.map { "\($0) s" } ?? "not at all")",
                         metadata: ["app": "\(app.bundleID)"])
                 }
             } catch {
@@ -126,7 +166,9 @@ extension Router {
         let result = try await supervisor.whileNotRunning(closed) {
             let target = try await Self.onBackupQueue { try store.restoredContainer(for: app) }
             let limits = BackupLimits().extractionLimits(maxTotalBytes: target.byteLimit)
-            let rules = ExtractionRules(owner: (app.uid, app.gid), allowsAbsoluteLinks: true)
+            let rules = ExtractionRules(
+                owner: (app.uid, app.gid), allowsAbsoluteLinks: true, allowsSparseFiles: true,
+                hardLinks: { BackupFormat.mayShareFile($0, $1) })
             do {
                 let extractor = try await Self.onBackupQueue {
                     try ExtractorBox(into: target.path, limits: limits, rules: rules)
@@ -285,16 +327,42 @@ final class ChunkPipe: @unchecked Sendable {
     }
 }
 
-/// Set once; `set` says whether this call was the one.
-final class Flag: @unchecked Sendable {
+/// The instances a backup froze, by app, and the groups each other app still waits for:
+/// each is taken (to be thawed) once, by `groupRead` when its last group is read or by
+/// `takeAll` at the end.
+final class BackupHolds: @unchecked Sendable {
     private let lock = NSLock()
-    private var done = false
-    func set() -> Bool {
+    private var instances: [String: [String]] = [:]
+    private var waiting: [String: Set<String>]
+    private(set) var all: [String] = []
+
+    init(users: [String: Set<String>]) { waiting = users }
+
+    func held(_ app: String, _ ids: [String]) {
         lock.lock()
         defer { lock.unlock() }
-        if done { return false }
-        done = true
-        return true
+        instances[app] = ids
+        all = (all + ids).sorted()
+    }
+
+    /// The instances of the apps whose last group `id` was.
+    func groupRead(_ id: String) -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        var ready: [String] = []
+        for (app, groups) in waiting {
+            let left = groups.filter { $0.lowercased() != id.lowercased() }
+            waiting[app] = left
+            if left.isEmpty, let ids = instances.removeValue(forKey: app) { ready += ids }
+        }
+        return ready
+    }
+
+    func takeAll() -> [String] {
+        lock.lock()
+        defer { lock.unlock() }
+        defer { instances = [:] }
+        return instances.values.flatMap { $0 }
     }
 }
 

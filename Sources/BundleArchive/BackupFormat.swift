@@ -34,6 +34,20 @@ public enum BackupFormat {
     /// The largest `files.json` a restore reads (about 2.5 million files' lines).
     public static let maxListingBytes = 512 << 20
 
+    /// Whether a hard link at `path` may name the file at `target` (both relative to the
+    /// backup's top): both in the data container, or both in the same group's folder; never in
+    /// the backup's own folder. A restore moves each group's tree to its own container.
+    public static func mayShareFile(_ path: String, _ target: String) -> Bool {
+        func container(_ path: String) -> Substring? {
+            let parts = path.split(separator: "/", maxSplits: 2)
+            guard let first = parts.first, first != folder else { return nil }
+            guard first == groupsFolder else { return "" }
+            return parts.count == 3 ? parts[1] : nil
+        }
+        guard let one = container(path), let other = container(target) else { return false }
+        return one == other
+    }
+
     /// Text from a backup in a message (the one rule, cut at 300 scalars).
     public static func shown(_ text: String) -> String { Tar.shown(Array(text.utf8)) }
 
@@ -96,13 +110,17 @@ public struct BackupManifest: Codable, Sendable, Equatable {
 public struct BackupFile: Codable, Sendable, Equatable {
     public var path: String
     public var size: Int64
-    /// Lowercase hex.
+    /// Lowercase hex: of the file's bytes; of a sparse one (`sparse`), of its member's data as
+    /// stored (the map and the data regions), which a restore hashes as it writes them.
     public var sha256: String
+    /// Written as a sparse member (its holes are not in the stream); nil: whole.
+    public var sparse: Bool?
 
-    public init(path: String, size: Int64, sha256: String) {
+    public init(path: String, size: Int64, sha256: String, sparse: Bool? = nil) {
         self.path = path
         self.size = size
         self.sha256 = sha256
+        self.sparse = sparse
     }
 }
 
@@ -136,7 +154,14 @@ public struct BackupSummary: Codable, Sendable, Equatable {
     public var files: Int
     public var directories: Int
     public var links: Int
+    /// Regular files' sizes (holes included).
     public var bytes: Int64
+    /// Names written as hard links to a file already in the stream (nil: none).
+    public var hardLinks: Int?
+    /// Files written sparse (nil: none).
+    public var sparseFiles: Int?
+    /// Bytes of the stream before the summary: what the backup costs, at most the cap.
+    public var storedBytes: Int64?
     /// Entries left out (FIFOs, sockets, devices, too deep, vanished), and files that changed
     /// while read (taken as read); the first `BackupFormat.maxListedSkips` named.
     public var skippedCount: Int

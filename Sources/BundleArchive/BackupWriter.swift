@@ -13,6 +13,11 @@ public struct BackupLimits: Sendable {
     public var maxDepth = 256
     /// Bytes of a path relative to the container (below PATH_MAX, which openat2 takes).
     public var maxPathLength = 4000
+    /// Bytes of the whole stream (`[Storage] BackupMaxBytes=`, or what the app's quota lets it
+    /// hold: AppStore.backupCap); past it the backup is refused, naming `capSource`.
+    public var maxBytes: Int64 = .max
+    /// Where `maxBytes` comes from, for the refusal (`[Storage] BackupMaxBytes=4G`).
+    public var capSource = "no cap"
 
     public init() {}
 
@@ -37,6 +42,12 @@ public struct BackupLimits: Sendable {
 /// opened (the rest zeros; reported), and skips what vanishes. Memory is one buffer, the
 /// listing of the files (bounded by `maxEntries`) and the paths waiting to be walked (bounded
 /// like StorageWalk's); at most two directory fds are open.
+///
+/// The stream is bounded by what the app really uses (docs/backup.md, "Size"): a file with
+/// holes is written as a sparse member (GNU tar's pax format 1.0: its data regions, found with
+/// SEEK_DATA/SEEK_HOLE, after a map of them), a file with several names in one container is
+/// written once and its other names as hard links to the first, and the whole stream stops at
+/// `limits.maxBytes` with an error naming the cap.
 public struct BackupWriter: ~Copyable {
     let limits: BackupLimits
     let output: TarOutput
@@ -44,6 +55,10 @@ public struct BackupWriter: ~Copyable {
     var listing: [BackupFile] = []
     var entries = 0
     var buffer: UnsafeMutableRawBufferPointer
+    /// The first name taken of each file with more than one link, by device and inode: its
+    /// other names are written as hard links to it. Emptied for each container walked (a link
+    /// never joins two), bounded by `maxEntries`.
+    var linked: [FileKey: String] = [:]
     /// Paths waiting to be walked, and their bytes (at most `maxPendingBytes`).
     var pending: [String] = []
     var pendingBytes = 0
@@ -71,18 +86,19 @@ public struct BackupWriter: ~Copyable {
     deinit { buffer.deallocate() }
 
     /// Writes the whole stream. `groups` are the group containers (`--groups`: the manifest
-    /// names the same ids), each under `AppGroups/<id>/`. `beforeSummary` is called once the
-    /// data and listing are out, before the summary: it returns the held time and the instances
-    /// held (the caller thaws).
+    /// names the same ids), each under `AppGroups/<id>/`, written first: `groupRead` is called
+    /// with each id once its container is read, so the caller may thaw the apps that share
+    /// only groups read by then. `beforeSummary` is called once the data and listing are out,
+    /// before the summary: it returns the held time and the instances held (the caller thaws).
     public mutating func write(
         container: String, groups: [(id: String, path: String)] = [],
+        groupRead: (String) -> Void = { _ in },
         beforeSummary: () -> (seconds: Double?, instances: [String])
     ) throws -> BackupSummary {
         let top = open(container, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard top >= 0 else { throw AppdError.system("open the data container \(container)") }
         defer { close(top) }
         try member(BackupFormat.manifestName, json: manifest)
-        for name in BackupFormat.included { try walk(top, from: name) }
         if !groups.isEmpty {
             try output.header(
                 BackupFormat.groupsFolder + "/", mode: 0o755, size: 0,
@@ -96,9 +112,14 @@ public struct BackupWriter: ~Copyable {
             defer { close(fd) }
             prefix = "\(BackupFormat.groupsFolder)/\(group.id)/"
             defer { prefix = "" }
+            linked = [:]
             try output.header(prefix, mode: 0o755, size: 0, type: Tar.EntryType.directory)
             try walk(fd, from: "")
+            groupRead(group.id)
         }
+        prefix = ""
+        linked = [:]
+        for name in BackupFormat.included { try walk(top, from: name) }
         try member(
             BackupFormat.filesName,
             json: BackupFileList(
@@ -106,6 +127,7 @@ public struct BackupWriter: ~Copyable {
         let held = beforeSummary()
         summary.heldSeconds = held.seconds
         summary.frozenInstances = held.instances
+        summary.storedBytes = output.written
         try member(BackupFormat.summaryName, json: summary)
         try output.append(zeros: 2 * Tar.blockSize)
         try output.flush()
@@ -210,8 +232,22 @@ public struct BackupWriter: ~Copyable {
             pending = []
             return false
         }
+        // A header, and a pax record for a long name or link.
+        try reserve(3 * Int64(Tar.blockSize) + Int64(limits.maxPathLength), for: path)
         entries += 1
         return true
+    }
+
+    /// Refuses the backup if `bytes` more would bring the stream past `limits.maxBytes`.
+    private func reserve(_ bytes: Int64, for path: String) throws {
+        guard bytes <= limits.maxBytes - output.written else {
+            throw AppdError(
+                .tooLarge,
+                "the backup of \(manifest.bundleID) is over its cap of \(limits.maxBytes) bytes (\(limits.capSource)) at '\(Tar.shown(Array((prefix + path).utf8)))': \(output.written) bytes written, \(bytes) more to write",
+                hint:
+                    "what the app holds is more than the cap allows: raise [Storage] BackupMaxBytes= in appd.conf, or remove data of the app first"
+            )
+        }
     }
 
     private mutating func file(_ parent: Int32, _ name: String, _ path: String) throws {
@@ -233,25 +269,48 @@ public struct BackupWriter: ~Copyable {
         }
         let size = Int64(before.st_size)
         let mode: mode_t = before.st_mode & 0o111 != 0 ? 0o755 : 0o644
-        try output.header(prefix + path, mode: mode, size: size, type: Tar.EntryType.regular)
-        var hasher = ContentHasher()
-        var left = size
-        var short = false
-        while left > 0 {
-            let wanted = Int(min(Int64(buffer.count), left))
-            var got = short ? 0 : retryingInterrupts { read(fd, buffer.baseAddress, wanted) }
-            if got <= 0 {
-                // Shrunk (or unreadable) since it was opened: the header promised `size`.
-                short = true
-                got = wanted
-                buffer.baseAddress?.initializeMemory(as: UInt8.self, repeating: 0, count: got)
-            }
-            let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
-            hasher.update(piece)
-            try output.append(piece)
-            left -= Int64(got)
+        let key = FileKey(before)
+        if before.st_nlink > 1, let first = linked[key] {
+            try output.header(
+                prefix + path, mode: mode, size: 0, type: Tar.EntryType.hardLink,
+                link: Array(first.utf8)[...])
+            summary.hardLinks = (summary.hardLinks ?? 0) + 1
+            return
         }
-        try output.append(zeros: Tar.padding(for: size))
+        // A file with holes allocates fewer blocks than its size (ext4's inline files none at
+        // all): only those are asked for their data regions.
+        let regions =
+            Int64(before.st_blocks) * 512 < size ? Self.dataRegions(fd, size: size) : nil
+        var hasher = ContentHasher()
+        var short = false
+        if let regions {
+            let map = Self.sparseMap(regions, size: size)
+            let stored = Int64(map.count) + regions.reduce(0) { $0 + $1.length }
+            try reserve(stored + Int64(Tar.padding(for: stored)), for: path)
+            let name = Array((prefix + path).utf8)
+            try output.header(
+                Self.sparseName(prefix + path), mode: mode, size: stored,
+                type: Tar.EntryType.regular,
+                records: Pax.record("GNU.sparse.major", Array("1".utf8))
+                    + Pax.record("GNU.sparse.minor", Array("0".utf8))
+                    + Pax.record("GNU.sparse.name", name)
+                    + Pax.record("GNU.sparse.realsize", Array(String(size).utf8)))
+            map.withUnsafeBytes { hasher.update($0) }
+            try output.append(map)
+            for region in regions {
+                try copy(fd, from: region.offset, count: region.length, &hasher, &short)
+            }
+            try output.append(zeros: Tar.padding(for: stored))
+            summary.sparseFiles = (summary.sparseFiles ?? 0) + 1
+        } else {
+            try reserve(size + Int64(Tar.padding(for: size)), for: path)
+            try output.header(prefix + path, mode: mode, size: size, type: Tar.EntryType.regular)
+            try copy(fd, from: 0, count: size, &hasher, &short)
+            try output.append(zeros: Tar.padding(for: size))
+        }
+        if before.st_nlink > 1, linked.count < limits.maxEntries {
+            linked[key] = prefix + path
+        }
         var after = Glibc.stat()
         if short {
             skip(path, "shrank while read; taken as \(size) bytes, the rest zeros")
@@ -262,9 +321,36 @@ public struct BackupWriter: ~Copyable {
             skip(path, "changed while read; taken as the first \(size) bytes read")
         }
         listing.append(
-            BackupFile(path: prefix + path, size: size, sha256: ContentHasher.hex(hasher.finish())))
+            BackupFile(
+                path: prefix + path, size: size, sha256: ContentHasher.hex(hasher.finish()),
+                sparse: regions == nil ? nil : true))
         summary.files += 1
         summary.bytes += size
+    }
+
+    /// Streams `count` bytes of `fd` from `offset`, hashed as they go; what the file no longer
+    /// holds (it shrank since it was opened: the header promised these bytes) as zeros.
+    private mutating func copy(
+        _ fd: Int32, from offset: Int64, count: Int64, _ hasher: inout ContentHasher,
+        _ short: inout Bool
+    ) throws {
+        var done: Int64 = 0
+        while done < count {
+            let wanted = Int(min(Int64(buffer.count), count - done))
+            var got =
+                short
+                ? 0
+                : retryingInterrupts { pread(fd, buffer.baseAddress, wanted, off_t(offset + done)) }
+            if got <= 0 {
+                short = true
+                got = wanted
+                buffer.baseAddress?.initializeMemory(as: UInt8.self, repeating: 0, count: got)
+            }
+            let piece = UnsafeRawBufferPointer(rebasing: buffer[0..<got])
+            hasher.update(piece)
+            try output.append(piece)
+            done += Int64(got)
+        }
     }
 
     private mutating func link(_ parent: Int32, _ name: String, path: String) throws {

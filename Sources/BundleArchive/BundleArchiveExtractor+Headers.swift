@@ -7,10 +7,26 @@ struct PendingMetadata {
     var path: [UInt8]?
     var linkPath: [UInt8]?
     var size: Int64?
-    /// GNU tar's pax encoding of sparse files: the data would be a sparse map, not the contents.
+    /// GNU tar's pax encoding of sparse files: the data is a sparse map and the regions, not
+    /// the contents. Only format 1.0 (`major` 1, `minor` 0, `name`, `realsize`) is read, and
+    /// only where the rules allow sparse files (a restore).
     var sparse = false
+    var sparseMajor: [UInt8]?
+    var sparseMinor: [UInt8]?
+    var sparseName: [UInt8]?
+    var sparseRealSize: Int64?
+    /// A key of GNU's older sparse formats (0.0, 0.1: the map in the pax header).
+    var sparseOld = false
 
     var isEmpty: Bool { path == nil && linkPath == nil && size == nil && !sparse }
+
+    /// The real size of a sparse file of format 1.0; nil for any other.
+    var sparseFormat10: Int64? {
+        guard sparse, !sparseOld, sparseMajor == Array("1".utf8), sparseMinor == Array("0".utf8),
+            sparseName != nil
+        else { return nil }
+        return sparseRealSize
+    }
 }
 
 extension BundleArchiveExtractor {
@@ -37,7 +53,7 @@ extension BundleArchiveExtractor {
             return
         }
         let header = try block.withUnsafeBytes { try TarHeader.decode($0, position: start) }
-        let name = pending.path ?? header.name
+        let name = pending.sparseName ?? pending.path ?? header.name
         let shown = Tar.shown(name)
         let size = pending.size ?? header.size
 
@@ -61,20 +77,43 @@ extension BundleArchiveExtractor {
             return
 
         case Tar.EntryType.regular, Tar.EntryType.regularOld:
-            guard !pending.sparse else {
+            guard !pending.sparse || tree.rules.allowsSparseFiles else {
                 throw AppdError.archive(shown, "is a GNU sparse file; store it whole")
             }
             try Self.checkMode(header.mode, of: shown, isDirectory: false)
-            let (fd, path) = try tree.makeFile(name, mode: header.mode, size: size)
-            if size == 0 {
-                close(fd)
-                digests[path] = ContentHasher().finish()
-            } else {
+            if pending.sparse {
+                guard let realSize = pending.sparseFormat10 else {
+                    throw AppdError.archive(
+                        shown,
+                        "is a GNU sparse file of a format other than pax 1.0 (GNU.sparse.major=1, minor=0, name, realsize)"
+                    )
+                }
+                let (fd, path) = try tree.makeFile(name, mode: header.mode, size: size)
                 file = (fd, shown, size)
                 filePath = path
                 hasher = ContentHasher()
-                phase = .data(remaining: size)
+                sparse = SparseFile(realSize: realSize)
+                phase = .sparseMap(remaining: size)
+            } else {
+                let (fd, path) = try tree.makeFile(name, mode: header.mode, size: size)
+                if size == 0 {
+                    close(fd)
+                    digests[path] = ContentHasher().finish()
+                } else {
+                    file = (fd, shown, size)
+                    filePath = path
+                    hasher = ContentHasher()
+                    phase = .data(remaining: size)
+                }
             }
+
+        case Tar.EntryType.hardLink where tree.rules.hardLinks != nil:
+            guard size == 0 else {
+                throw AppdError.archive(shown, "is a hard link with \(size) bytes of data")
+            }
+            try tree.makeHardLink(
+                name, target: pending.linkPath ?? header.linkName,
+                isExtractedFile: { digests[$0] != nil })
 
         case Tar.EntryType.directory:
             guard size == 0 else {
@@ -137,7 +176,18 @@ extension BundleArchiveExtractor {
                         "the pax header\(after) has a bad size '\(Tar.shown(value))'")
                 }
                 pending.size = Pax.decimal(value)
-            case _ where key.hasPrefix("GNU.sparse."): pending.sparse = true
+            case "GNU.sparse.major": (pending.sparse, pending.sparseMajor) = (true, value)
+            case "GNU.sparse.minor": (pending.sparse, pending.sparseMinor) = (true, value)
+            case "GNU.sparse.name": (pending.sparse, pending.sparseName) = (true, value)
+            case "GNU.sparse.realsize":
+                guard let size = Pax.decimal(value) else {
+                    throw AppdError.archive(
+                        "the pax header\(after) has a bad GNU.sparse.realsize '\(Tar.shown(value))'"
+                    )
+                }
+                (pending.sparse, pending.sparseRealSize) = (true, size)
+            case _ where key.hasPrefix("GNU.sparse."):
+                (pending.sparse, pending.sparseOld) = (true, true)
             // Times, owners, charsets and vendor keys: the installer sets its own.
             default: break
             }

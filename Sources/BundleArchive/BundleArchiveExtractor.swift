@@ -19,6 +19,8 @@ public struct BundleArchiveExtractor: ~Copyable {
         case header
         /// Writing a file's data to `file`.
         case data(remaining: Int64)
+        /// Collecting the map at the start of a sparse file's data (`sparse`), a block at a time.
+        case sparseMap(remaining: Int64)
         /// Collecting a pax or GNU long-name record.
         case metadata(type: UInt8, remaining: Int)
         /// Padding to the block boundary, or a global pax header, which is ignored.
@@ -39,6 +41,8 @@ public struct BundleArchiveExtractor: ~Copyable {
     /// The file being written, as `digests` names it, and the SHA-256 of its bytes so far.
     var filePath = ""
     var hasher = ContentHasher()
+    /// The sparse file being written (`file`), where its regions go.
+    var sparse: SparseFile?
     /// The SHA-256 of every regular file extracted, by its path relative to the directory (no
     /// `./`): the installer checks these against CodeResources instead of reading the files a
     /// second time. Bounded by `MaxFiles`.
@@ -88,7 +92,7 @@ public struct BundleArchiveExtractor: ~Copyable {
                 .archive(
                     "the archive ends at byte \(position)\(after) without its end-of-archive marker (two zero blocks); it is truncated"
                 )
-            case .data(let remaining):
+            case .data(let remaining), .sparseMap(let remaining):
                 .archive(
                     file?.entry ?? "",
                     "is truncated: \(remaining) of its \(file?.size ?? 0) bytes are missing")
@@ -126,13 +130,20 @@ public struct BundleArchiveExtractor: ~Copyable {
                 rest = rest.dropFirst(count)
                 position += Int64(count)
                 if remaining == Int64(count) {
-                    let size = file?.size ?? 0
-                    digests[filePath] = hasher.finish()
-                    closeFile()
-                    phase = .skip(remaining: Int64(Tar.padding(for: size)))
+                    try finishFile()
                 } else {
                     phase = .data(remaining: remaining - Int64(count))
                 }
+            case .sparseMap(let remaining):
+                let count = Int(
+                    min(
+                        Int64(rest.count), Int64(Tar.blockSize - record.count % Tar.blockSize),
+                        remaining))
+                record.append(contentsOf: rest.prefix(count))
+                hasher.update(UnsafeRawBufferPointer(rebasing: rest.prefix(count)))
+                rest = rest.dropFirst(count)
+                position += Int64(count)
+                try sparseMapRead(remaining: remaining - Int64(count))
             case .metadata(let type, let remaining):
                 let count = min(rest.count, remaining)
                 record.append(contentsOf: rest.prefix(count))
@@ -172,10 +183,25 @@ public struct BundleArchiveExtractor: ~Copyable {
     /// Regular files completed so far, and the bytes of file data written.
     public var progress: (files: Int, bytes: Int64) { (digests.count, bytesWritten) }
 
+    /// The file's data is all written: its digest taken, a sparse one given its size.
+    mutating func finishFile() throws {
+        let size = file?.size ?? 0
+        if let sparse, let file, ftruncate(file.fd, off_t(sparse.realSize)) != 0 {
+            throw AppdError.system("give \(file.entry) its size of \(sparse.realSize) bytes")
+        }
+        digests[filePath] = hasher.finish()
+        closeFile()
+        phase = .skip(remaining: Int64(Tar.padding(for: size)))
+    }
+
     private mutating func write(_ bytes: UnsafeRawBufferPointer) throws {
         guard let file, let base = bytes.baseAddress else { return }
         hasher.update(bytes)
         bytesWritten += Int64(bytes.count)
+        if sparse != nil {
+            try writeSparse(bytes, to: file.fd, entry: file.entry)
+            return
+        }
         if case .failure(let error) = writeAll(
             file.fd, UnsafeRawBufferPointer(start: base, count: bytes.count))
         {
@@ -186,5 +212,6 @@ public struct BundleArchiveExtractor: ~Copyable {
     mutating func closeFile() {
         if let file { close(file.fd) }
         file = nil
+        sparse = nil
     }
 }

@@ -219,6 +219,10 @@ final class TarOutput {
     private let base: UnsafeMutableRawPointer
     private let capacity = BundleArchiveWriter.chunkSize
     private var count = 0
+    private var flushed: Int64 = 0
+
+    /// Bytes of the stream so far, the buffered ones included.
+    var written: Int64 { flushed + Int64(count) }
 
     init(sink: @escaping (UnsafeRawBufferPointer) throws -> Void) {
         self.sink = sink
@@ -270,10 +274,12 @@ final class TarOutput {
     }
 
     /// A ustar header, after a pax record for whatever does not fit in it.
+    /// `records`: pax records of the caller's own, before those for what does not fit.
     func header(
-        _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = []
+        _ path: String, mode: mode_t, size: Int64, type: UInt8, link: ArraySlice<UInt8> = [],
+        records: [UInt8] = []
     ) throws {
-        var pax: [UInt8] = []
+        var pax = records
         if path.utf8.count > Tar.nameFieldBytes { pax += Pax.record("path", Array(path.utf8)) }
         if link.count > Tar.nameFieldBytes { pax += Pax.record("linkpath", link) }
         if size > Tar.maxOctalSize { pax += Pax.record("size", Array(String(size).utf8)) }
@@ -306,6 +312,7 @@ final class TarOutput {
     func flush() throws {
         guard count > 0 else { return }
         try sink(UnsafeRawBufferPointer(start: base, count: count))
+        flushed += Int64(count)
         count = 0
     }
 }

@@ -134,6 +134,51 @@ struct ExtractionTree: ~Copyable {
         }
     }
 
+    /// A second name for a regular file this extraction made earlier (`isExtractedFile`, by its
+    /// path as `makeFile` returned it), where `rules.hardLinks` allows the pair. The file's
+    /// folder is reached one component at a time without following a link, as every parent is,
+    /// and `linkat` is not asked to follow one either.
+    mutating func makeHardLink(
+        _ raw: [UInt8], target: [UInt8], isExtractedFile: (String) -> Bool
+    ) throws {
+        let shown = Tar.shown(raw)
+        let (path, parts) = try checked(raw, isDirectory: false, shown)
+        guard let (targetPath, targetParts) = try? checked(target, isDirectory: false, shown),
+            isExtractedFile(targetPath)
+        else {
+            throw AppdError.archive(
+                shown,
+                "is a hard link to '\(Tar.shown(target))', which is not a file extracted before it")
+        }
+        guard let allowed = rules.hardLinks, allowed(path, targetPath) else {
+            throw AppdError.archive(
+                shown,
+                "is a hard link to '\(Tar.shown(target))', which it may not share a file with")
+        }
+        var folder = dup(root)
+        guard folder >= 0 else { throw AppdError.system("dup") }
+        defer { close(folder) }
+        for name in targetParts.dropLast() {
+            let next = openat(
+                folder, Self.string(name), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else { throw AppdError.system("open the folder of \(targetPath)") }
+            close(folder)
+            folder = next
+        }
+        let targetName = Self.string(targetParts[targetParts.count - 1])
+        var info = stat()
+        guard fstatat(folder, targetName, &info, AT_SYMLINK_NOFOLLOW) == 0,
+            info.st_mode & S_IFMT == S_IFREG
+        else {
+            throw AppdError.archive(shown, "is a hard link to '\(Tar.shown(target))', not a file")
+        }
+        let parent = try parent(of: parts, shown)
+        try count(shown)
+        guard linkat(folder, targetName, parent, Self.string(parts[parts.count - 1]), 0) == 0 else {
+            throw failure("link", path, shown)
+        }
+    }
+
     /// The entry's path without a leading `./` (or a directory's trailing `/`), split into
     /// components, after every check that needs only the name. The work is on bytes, as the
     /// kernel sees them: Swift compares `String`s by canonical equivalence and would take
@@ -285,12 +330,23 @@ public struct ExtractionRules: Sendable {
     public var owner: (uid: uid_t, gid: gid_t)?
     /// Symlinks may name absolute targets (stored, never followed).
     public var allowsAbsoluteLinks = false
+    /// Sparse files of GNU tar's pax format 1.0 are taken as sparse files (a bundle's are
+    /// refused: its files are hashed whole).
+    public var allowsSparseFiles = false
+    /// Hard links are taken where this says the link (first) and the file it names (second,
+    /// a regular file extracted earlier) may share an inode; nil: every hard link is refused.
+    public var hardLinks: (@Sendable (String, String) -> Bool)?
 
     /// A bundle: root's files, links that stay inside.
     public static let bundle = ExtractionRules()
 
-    public init(owner: (uid: uid_t, gid: gid_t)? = nil, allowsAbsoluteLinks: Bool = false) {
+    public init(
+        owner: (uid: uid_t, gid: gid_t)? = nil, allowsAbsoluteLinks: Bool = false,
+        allowsSparseFiles: Bool = false, hardLinks: (@Sendable (String, String) -> Bool)? = nil
+    ) {
         self.owner = owner
         self.allowsAbsoluteLinks = allowsAbsoluteLinks
+        self.allowsSparseFiles = allowsSparseFiles
+        self.hardLinks = hardLinks
     }
 }

@@ -18,6 +18,7 @@ enum Tar {
     enum EntryType {
         static let regular = UInt8(ascii: "0")
         static let regularOld: UInt8 = 0
+        static let hardLink = UInt8(ascii: "1")
         static let symlink = UInt8(ascii: "2")
         static let directory = UInt8(ascii: "5")
         static let paxEntry = UInt8(ascii: "x")

@@ -339,6 +339,33 @@ struct BackupTests {
             ])
     }
 
+    /// A pax extended header of `records` (for the entry after it).
+    static func pax(_ records: [(String, String)]) -> TarEntry {
+        var data: [UInt8] = []
+        for (key, value) in records {
+            let body = " \(key)=\(value)\n"
+            var length = body.utf8.count + 1
+            while String(length).count + body.utf8.count != length {
+                length = String(length).count + body.utf8.count
+            }
+            data += Array("\(length)\(body)".utf8)
+        }
+        return TarEntry(name: "././@PaxHeader", type: "x", data: data)
+    }
+
+    /// A sparse member of GNU's pax format 1.0: `map` (padded to a block) then `data` bytes.
+    static func sparse(_ name: String, realSize: Int, map: String, data: Int) -> [TarEntry] {
+        var bytes = Array(map.utf8)
+        bytes += [UInt8](repeating: 0, count: (512 - bytes.count % 512) % 512)
+        bytes += [UInt8](repeating: 120, count: data)
+        return [
+            pax([
+                ("GNU.sparse.major", "1"), ("GNU.sparse.minor", "0"), ("GNU.sparse.name", name),
+                ("GNU.sparse.realsize", "\(realSize)"),
+            ]), .file("Documents/GNUSparseFile.0/s", bytes),
+        ]
+    }
+
     static func sha256(_ text: String) throws -> String {
         String(try host("/bin/sh", ["-c", "printf %s \"$0\" | sha256sum", text]).prefix(64))
     }
@@ -474,6 +501,68 @@ struct BackupTests {
                 "another app",
                 Self.crafted([], listed: [], bundle: "com.example.other", signer: signer),
                 "backup of com.example.other"
+            ),
+            (
+                "hard link to a folder",
+                Self.crafted(
+                    [
+                        .directory("Documents/"), .directory("Documents/d/"),
+                        TarEntry(name: "Documents/h", type: "1", link: "Documents/d"),
+                    ], listed: [], signer: signer),
+                "which is not a file extracted before it"
+            ),
+            (
+                "hard link before its file",
+                Self.crafted(
+                    [
+                        TarEntry(name: "Documents/h", type: "1", link: "Documents/later"),
+                        .file("Documents/later", "ok"),
+                    ], listed: [("Documents/later", ok)], signer: signer),
+                "which is not a file extracted before it"
+            ),
+            (
+                "hard link into the backup's own folder",
+                Self.crafted(
+                    [
+                        TarEntry(
+                            name: "Documents/h", type: "1", link: ".appd-backup/manifest.json")
+                    ], listed: [], signer: signer),
+                "which it may not share a file with"
+            ),
+            (
+                "hard link with data",
+                Self.crafted(
+                    [
+                        .file("Documents/x", "ok"),
+                        TarEntry(
+                            name: "Documents/h", type: "1", data: [1, 2], link: "Documents/x"),
+                    ], listed: [("Documents/x", ok)], signer: signer),
+                "is a hard link with 2 bytes of data"
+            ),
+            (
+                "sparse map past its size",
+                Self.crafted(
+                    Self.sparse("Documents/s", realSize: 10, map: "1\n5\n100\n", data: 100),
+                    listed: [], signer: signer),
+                "pass its size of 10 bytes"
+            ),
+            (
+                "sparse map that lies about its data",
+                Self.crafted(
+                    Self.sparse("Documents/s", realSize: 1000, map: "1\n0\n10\n", data: 600),
+                    listed: [], signer: signer),
+                "has a sparse map of 10 bytes of data, and 600 follow it"
+            ),
+            (
+                "sparse file of an older format",
+                Self.crafted(
+                    [
+                        Self.pax([
+                            ("GNU.sparse.size", "10"), ("GNU.sparse.numblocks", "1"),
+                            ("GNU.sparse.offset", "0"), ("GNU.sparse.numbytes", "10"),
+                        ]), .file("Documents/old", Array(repeating: 120, count: 10)),
+                    ], listed: [], signer: signer),
+                "format other than pax 1.0"
             ),
             (
                 "truncated",
