@@ -8,10 +8,16 @@
 //     code-shared-anon-rx    mmap(MAP_SHARED | MAP_ANONYMOUS, PROT_EXEC): an aliasable code page
 //     code-memfd-create      memfd_create
 //     code-memfd-mmap-rx     code written into a memfd, mapped RX (MAP_PRIVATE), and called
-//     code-memfd-execveat    /usr/bin/true copied into a memfd, execveat(fd, "", AT_EMPTY_PATH)
+//     code-memfd-execveat    the probe copied into a memfd, execveat(fd, "", AT_EMPTY_PATH) (as
+//                            `true`: it exits 0 at once)
 //     code-home-mmap-exec    code written to a file in $HOME, mapped PROT_EXEC, and called
-//     code-tmp-exec          /usr/bin/true copied to $TMPDIR, chmod 755, execve'd
+//     code-tmp-exec          the probe copied to $TMPDIR, chmod 755, execve'd (as `true`)
 //     code-shm-mmap-exec     code written to a file in /dev/shm, mapped PROT_EXEC, and called
+//     code-host-sh           the host's /bin/sh -c 'exit 0' (allowed only where Info.plist's
+//                            AppdHostExecutables names it)
+//     code-host-python       a script the app wrote to $TMPDIR, run by the host's /usr/bin/python3
+//     code-loader-python     the same script through the dynamic loader: ld.so /usr/bin/python3
+//                            SCRIPT (the loader maps python3 as it would a library)
 // An attempt whose first step fails (no memfd) is refused with that step's errno.
 #define _GNU_SOURCE
 #include <errno.h>
@@ -84,14 +90,27 @@ static void map_and_call(const char *name, int fd) {
 }
 
 /// A child runs `run(argument)`, which execs /usr/bin/true or returns the errno it failed with.
+/// The exec's errno comes back on a close-on-exec pipe: a program that ran and failed (ld.so
+/// exits 127 when it cannot load what it was given) is not taken for a refused exec.
 static void exec_in_child(const char *name, int (*run)(const void *), const void *argument) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) { refused(name, errno); return; }
     pid_t child = fork();
-    if (child < 0) { refused(name, errno); return; }
-    if (child == 0) _exit(100 + run(argument));
+    if (child < 0) { refused(name, errno); close(fds[0]); close(fds[1]); return; }
+    if (child == 0) {
+        int error = run(argument);
+        (void)!write(fds[1], &error, sizeof error);
+        _exit(127);
+    }
+    close(fds[1]);
+    int error = 0;
+    ssize_t got;
+    while ((got = read(fds[0], &error, sizeof error)) < 0 && errno == EINTR) {}
+    close(fds[0]);
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {}
+    if (got == (ssize_t)sizeof error) { refused(name, error); return; }
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0) printf("%s: allowed\n", name);
-    else if (WIFEXITED(status) && WEXITSTATUS(status) > 100) { refused(name, WEXITSTATUS(status) - 100); return; }
     else printf("%s: value status %d\n", name, status);
     fflush(stdout);
 }
@@ -144,7 +163,7 @@ static void memfd_attempts(void) {
 
     int program = memfd_create("probe-true", MFD_CLOEXEC);
     if (program < 0) { refused("code-memfd-execveat", errno); return; }
-    if (copy_file("/usr/bin/true", program) != 0) refused("code-memfd-execveat", errno);
+    if (copy_file("/proc/self/exe", program) != 0) refused("code-memfd-execveat", errno);
     else exec_in_child("code-memfd-execveat", execveat_fd, &program);
     close(program);
 }
@@ -171,7 +190,7 @@ static void file_attempts(void) {
 
     snprintf(path, sizeof path, "%s%sprobe-true", tmp ? tmp : "/nonexistent/",
         tmp && tmp[0] && tmp[strlen(tmp) - 1] == '/' ? "" : "/");
-    fd = written_file(path, NULL, 0, "/usr/bin/true");
+    fd = written_file(path, NULL, 0, "/proc/self/exe");
     if (fd < 0) refused("code-tmp-exec", errno);
     else {
         close(fd);  // ETXTBSY otherwise
@@ -183,6 +202,35 @@ static void file_attempts(void) {
     else { map_and_call("code-shm-mmap-exec", fd); close(fd); }
 }
 
+/// argv for `exec_argv`: the program first.
+static int exec_argv(const void *argument) {
+    char *const *argv = (char *const *)argument;
+    execve(argv[0], argv, empty_envp);
+    return errno;
+}
+
+static void host_attempts(void) {
+    static char *sh_argv[] = {"/bin/sh", "-c", "exit 0", NULL};
+    exec_in_child("code-host-sh", exec_argv, sh_argv);
+
+    const char *tmp = getenv("TMPDIR");
+    static char script[4096];
+    snprintf(script, sizeof script, "%s/probe-script.py", tmp ? tmp : "/nonexistent");
+    static const char source[] = "import sys\nsys.exit(0)\n";
+    int fd = open(script, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0 && write_all(fd, source, sizeof source - 1)) { close(fd); fd = -1; }
+    if (fd < 0) { refused("code-host-python", errno); refused("code-loader-python", errno); return; }
+    close(fd);
+    static char *python_argv[] = {"/usr/bin/python3", script, NULL};
+    exec_in_child("code-host-python", exec_argv, python_argv);
+#if defined(__x86_64__)
+    static char *loader_argv[] = {"/lib64/ld-linux-x86-64.so.2", "/usr/bin/python3", script, NULL};
+#else
+    static char *loader_argv[] = {"/lib/ld-linux-aarch64.so.1", "/usr/bin/python3", script, NULL};
+#endif
+    exec_in_child("code-loader-python", exec_argv, loader_argv);
+}
+
 int attack_code(int argc, char **argv) {
     (void)argc;
     (void)argv;
@@ -192,5 +240,6 @@ int attack_code(int argc, char **argv) {
     shared_anon_rx();
     memfd_attempts();
     file_attempts();
+    host_attempts();
     return 0;
 }

@@ -586,6 +586,8 @@ static int resolve_name(const char *name) {
 
 int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    // A copy of the probe run as `true` (attack_code.c): the program ran, and succeeds.
+    if (argc > 0 && !strcmp(argv[0], "true")) return 0;
     const char *mode = argc > 1 ? argv[1] : "all";
     if (!strcmp(mode, "all")) baseline();
     else if (!strncmp(mode, "disk-", 5)) { int attack_disk(int, char **); return attack_disk(argc, argv); }

@@ -303,7 +303,9 @@ extension InfoPlist {
                 "CFBundlePackageType is '\(Printable(packageType))'; only applications (APPL) can be installed"
             )
         }
-        guard let identifier, let executable, let version,
+        let before = problems.count
+        _ = HostExecutables.paths(in: dict, problems: &problems)
+        guard let identifier, let executable, let version, problems.count == before,
             Self.badExecutableName(executable) == nil,
             packageType == nil || packageType == "APPL"
         else { return nil }

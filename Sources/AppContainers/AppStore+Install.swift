@@ -100,7 +100,8 @@ extension AppStore {
         let id = source.info.identifier.rawValue
         let signature = try CodeSignature.read(bundleAt: source.path, layout: source.layout)
         let signing = try config.signing.authorize(
-            signature: signature, bundleID: id, entitlements: source.entitlements)
+            signature: signature, bundleID: id, entitlements: source.entitlements,
+            hostExecutables: source.info.hostExecutables)
         let existing = try registry.app(id)
         if let existing {
             guard existing.bundleID == id else {

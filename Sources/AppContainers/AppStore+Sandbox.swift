@@ -1,3 +1,4 @@
+import AppBundle
 import AppdBase
 import Glibc
 import Sandbox
@@ -18,7 +19,18 @@ extension InstalledApp {
         return SandboxSubject(
             bundleID: bundleID, name: name, bundleContainer: container, bundlePath: bundlePath,
             executable: "\(bundlePath)/\(executable)", dataContainer: dataContainer(in: root),
-            uid: uid, gid: gid, entitlements: try decodedEntitlements(), groupContainers: groups)
+            uid: uid, gid: gid, entitlements: try decodedEntitlements(), groupContainers: groups,
+            hostExecutables: installedHostExecutables(in: root))
+    }
+}
+
+extension InstalledApp {
+    /// `AppdHostExecutables` of the installed (signed, checked at install and launch) Info.plist.
+    func installedHostExecutables(in root: StateRoot) -> [String] {
+        let paths = installedInfo(in: root)?[HostExecutables.infoKey] as? [String] ?? []
+        var problems: [String] = []
+        return HostExecutables.paths(
+            in: [HostExecutables.infoKey: .array(paths.map { .string($0) })], problems: &problems)
     }
 }
 

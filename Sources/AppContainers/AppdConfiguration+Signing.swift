@@ -30,6 +30,14 @@ extension AppdConfiguration {
             }
             return words
         }
+        func paths() throws -> [String] {
+            let words = try patterns()
+            guard words.allSatisfy({ $0 == "*" || $0.hasPrefix("/") }) else {
+                throw bad(
+                    "a list of absolute paths of programs (exact, a prefix ending in *, or *)")
+            }
+            return words
+        }
         if section == "Signing" {
             switch key {
             case "AllowUnsigned":
@@ -37,6 +45,7 @@ extension AppdConfiguration {
                 signing.allowUnsigned = flag
             case "UnsignedEntitlements": signing.unsignedEntitlements = try patterns()
             case "UnsignedGroups": signing.unsignedGroups = try patterns()
+            case "UnsignedHostExecutables": signing.unsignedHostExecutables = try paths()
             case "LaunchCheckMaxBytes":
                 guard let bytes = AppdConfiguration.parseSize(value), bytes >= 0 else {
                     throw bad("a size (a number with an optional K, M, G or T suffix)")
@@ -61,6 +70,7 @@ extension AppdConfiguration {
         case "BundleIDs": signing.signers[index].bundleIDs = try patterns()
         case "Entitlements": signing.signers[index].entitlements = try patterns()
         case "Groups": signing.signers[index].groups = try patterns()
+        case "HostExecutables": signing.signers[index].hostExecutables = try paths()
         default:
             throw AppdError(
                 .invalidConfig, "\(place): unknown key \(key) in [\(section)]",

@@ -16,6 +16,9 @@ public struct SigningPolicy: Sendable, Equatable {
     /// Empty by default: without a key there is no owner to bind a group to, so an unsigned
     /// app gets a group only where the admin names it.
     public var unsignedGroups: [String] = []
+    /// Host programs an unsigned app may name in `AppdHostExecutables` (patterns, like a
+    /// signer's `HostExecutables`). Empty by default: an unsigned app runs no host program.
+    public var unsignedHostExecutables: [String] = []
     public var signers: [Signer] = []
     /// At launch the whole bundle container is hashed and compared with what was installed
     /// when it holds at most this many bytes; a larger one has only its executable checked.
@@ -37,14 +40,21 @@ public struct SigningPolicy: Sendable, Equatable {
         /// team's provisioning profile lists its groups. Empty: none, even when `Entitlements`
         /// allows the application-groups key.
         public var groups: [String] = []
+        /// Patterns of host program paths (`/usr/bin/python3`, `/usr/bin/*`, `*`) this signer's
+        /// apps may name in Info.plist's `AppdHostExecutables` (HostExecutables). Empty: none:
+        /// its apps run only their bundle's executables.
+        public var hostExecutables: [String] = []
 
         public init(name: String) { self.name = name }
     }
 
     public static let signingKeys = [
-        "AllowUnsigned", "UnsignedEntitlements", "UnsignedGroups", "LaunchCheckMaxBytes",
+        "AllowUnsigned", "UnsignedEntitlements", "UnsignedGroups", "UnsignedHostExecutables",
+        "LaunchCheckMaxBytes",
     ]
-    public static let signerKeys = ["Key", "BundleIDs", "Entitlements", "Groups"]
+    public static let signerKeys = [
+        "Key", "BundleIDs", "Entitlements", "Groups", "HostExecutables",
+    ]
 
     public init() {}
 
@@ -78,12 +88,15 @@ public struct SigningDecision: Sendable, Equatable {
 }
 
 extension SigningPolicy {
-    /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`.
+    /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`
+    /// and the host programs its Info.plist names (`hostExecutables`, AppdHostExecutables).
     /// Throws `permissionDenied` naming the reason: unsigned, untrusted key, a signer not
-    /// allowed for this id, or the entitlement keys the signer may not grant (all of them).
-    public func authorize(signature: CodeSignature?, bundleID: String, entitlements: Entitlements)
-        throws -> SigningDecision
-    {
+    /// allowed for this id, the entitlement keys the signer may not grant (all of them), or the
+    /// host programs it may not grant (all of them, each interpreter said so).
+    public func authorize(
+        signature: CodeSignature?, bundleID: String, entitlements: Entitlements,
+        hostExecutables: [String] = []
+    ) throws -> SigningDecision {
         let requested = entitlements.values.keys.filter { !Self.alwaysAllowed.contains($0) }
             .sorted()
         guard let signature else {
@@ -108,6 +121,13 @@ extension SigningPolicy {
                 },
                 bundleID: bundleID, by: "an unsigned app ([Signing] UnsignedGroups)",
                 hint: "an admin lists the ids an unsigned app may use in [Signing] UnsignedGroups=")
+            try refuseHostExecutables(
+                hostExecutables.filter { path in
+                    !unsignedHostExecutables.contains {
+                        Self.matches($0, path, ignoringCase: false)
+                    }
+                },
+                bundleID: bundleID, by: "an unsigned app ([Signing] UnsignedHostExecutables)")
             return SigningDecision(
                 keyID: nil, signerNames: [],
                 warning:
@@ -152,8 +172,32 @@ extension SigningPolicy {
             hint:
                 "an admin grants a signer its group ids with Groups= in its [Signer] section of appd.conf, e.g. Groups=group.com.example.*"
         )
+        try refuseHostExecutables(
+            hostExecutables.filter { path in
+                !applicable.contains { signer in
+                    signer.hostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
+                }
+            }, bundleID: bundleID, by: whom)
         return SigningDecision(
             keyID: signature.keyID, signerNames: names, warning: nil, groups: groups)
+    }
+
+    /// Refuses the host programs `whom` may not grant, all of them, saying which are
+    /// interpreters (an app allowed one may run code that was never signed).
+    private func refuseHostExecutables(_ refused: [String], bundleID: String, by whom: String)
+        throws
+    {
+        guard !refused.isEmpty else { return }
+        let named = refused.map {
+            HostExecutables.isInterpreter($0)
+                ? "\($0) (an interpreter: it runs code that was never signed)" : $0
+        }
+        throw AppdError(
+            .permissionDenied,
+            "\(bundleID) names host programs in \(HostExecutables.infoKey) (Info.plist) that \(whom) may not grant: \(named.joined(separator: ", "))",
+            hint:
+                "remove them from AppdHostExecutables, or an admin allows them with HostExecutables= of the signer in appd.conf"
+        )
     }
 
     /// The group ids of `com.apple.security.application-groups`, each checked to look like a

@@ -94,6 +94,6 @@ extension SandboxSubject {
             bundleContainer: container.isEmpty ? "/" : container, bundlePath: bundle.path,
             executable: "\(bundle.path)/\(bundle.executablePath)", dataContainer: dataContainer,
             uid: uid, gid: gid, entitlements: entitlements ?? bundle.entitlements,
-            groupContainers: groupContainers)
+            groupContainers: groupContainers, hostExecutables: bundle.info.hostExecutables)
     }
 }

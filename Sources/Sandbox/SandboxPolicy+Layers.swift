@@ -1,4 +1,5 @@
 import AppdBase
+import Foundation
 import Glibc
 
 /// Landlock and seccomp: the two layers that keep working after the app's first instruction.
@@ -11,7 +12,18 @@ extension SandboxPolicy {
         func allow(_ access: LandlockRules.Access, _ path: String) {
             rules.paths.append(.init(access: access, path: path))
         }
-        for path in settings.systemPaths where exists(path) { allow(.rx, path) }
+        // Only signed code (docs/sandbox.md, "Host programs"): the system's folders are read,
+        // never executed, and their folders of programs not even read (a rule covers all below
+        // it, so /usr is given as its other folders): the dynamic loader cannot be handed a
+        // host program to map either. Executable are the bundle, the loader (the kernel opens
+        // it for every dynamic executable with the execute right) and the programs the signed
+        // Info.plist names. Libraries are mapped executable by the loader after a plain open,
+        // which Landlock's read right covers.
+        for path in settings.systemPaths where exists(path) {
+            for part in readOnlyParts(of: path) { allow(.ro, part) }
+        }
+        for loader in Self.loaders where isRegularFile(loader) { allow(.rx, loader) }
+        for program in app.hostExecutables where isRegularFile(program) { allow(.rx, program) }
         allow(.ro, "/etc")
         allow(.ro, "/proc")
         for device in ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"] { allow(.rw, device) }
@@ -86,13 +98,43 @@ extension SandboxPolicy {
         if kernel.landlockABI == 0 {
             try weaken(
                 .noLandlock, into: &weakened, "the kernel has no Landlock",
-                effect: "the filesystem is limited by mounts alone",
+                effect:
+                    "the filesystem is limited by mounts alone, and every host program it sees is executable to the app (AppdHostExecutables is not enforced)",
                 hint: "Landlock needs CONFIG_SECURITY_LANDLOCK=y and 'landlock' in the lsm= boot "
                     + "parameter (Linux 5.13 or later)")
             rules = LandlockRules()
             rules.minimumABI = 0
         }
         return rules
+    }
+
+    /// The dynamic loaders a host may have (the ELF interpreter its programs name).
+    static let loaders = [
+        "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-armhf.so.3",
+        "/lib/ld-linux.so.2", "/lib/ld-musl-x86_64.so.1", "/lib/ld-musl-aarch64.so.1",
+    ]
+    /// Folders of programs: a system path holding one is given as its other entries.
+    static let programFolders: Set<String> = ["bin", "sbin", "libexec", "games"]
+
+    /// `path` as the folders that may be read: itself, or, when it holds a folder of programs
+    /// (or `local`, which may), each of its entries but those (`local` likewise, once more).
+    func readOnlyParts(of path: String, depth: Int = 0) -> [String] {
+        guard depth < 2,
+            let names = try? FileManager.default.contentsOfDirectory(atPath: hostRoot + path),
+            names.contains(where: { Self.programFolders.contains($0) || $0 == "local" })
+        else { return [path] }
+        var parts: [String] = []
+        for name in names.sorted() where !Self.programFolders.contains(name) {
+            let child = path.hasSuffix("/") ? path + name : path + "/" + name
+            parts += name == "local" ? readOnlyParts(of: child, depth: depth + 1) : [child]
+        }
+        return parts
+    }
+
+    /// A regular file on the host (through links): what an execute rule may name.
+    func isRegularFile(_ path: String) -> Bool {
+        var info = stat()
+        return stat(hostRoot + path, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
     }
 
     func seccomp(grants: Grants, weakened: inout [String], reduced: inout [String]) throws

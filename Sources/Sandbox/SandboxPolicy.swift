@@ -21,6 +21,9 @@ public struct SandboxSubject: Sendable, Equatable {
     public var entitlements: Entitlements
     /// Application-group containers, by group id, for the groups the app is entitled to.
     public var groupContainers: [GroupContainer]
+    /// The host programs the app may execute (`AppdHostExecutables` of its signed Info.plist,
+    /// granted by its signer at install); nothing else of the host is executable to it.
+    public var hostExecutables: [String] = []
 
     public struct GroupContainer: Sendable, Equatable {
         public var groupID: String
@@ -36,8 +39,10 @@ public struct SandboxSubject: Sendable, Equatable {
     public init(
         bundleID: String, name: String, bundleContainer: String, bundlePath: String,
         executable: String, dataContainer: String, uid: UInt32, gid: UInt32,
-        entitlements: Entitlements, groupContainers: [GroupContainer] = []
+        entitlements: Entitlements, groupContainers: [GroupContainer] = [],
+        hostExecutables: [String] = []
     ) {
+        self.hostExecutables = hostExecutables
         self.bundleID = bundleID
         self.name = name
         self.bundleContainer = bundleContainer
@@ -136,6 +141,13 @@ public struct SandboxPolicy: Sendable {
         profile.seccomp = try seccomp(
             grants: grants, weakened: &profile.weakenedLayers, reduced: &profile.reducedLayers)
         if grants.network != .none { profile.loopbackPorts = settings.loopbackPorts }
+        if !app.hostExecutables.isEmpty {
+            profile.hostExecutables = app.hostExecutables.map {
+                .init(
+                    path: $0, interpreter: HostExecutables.isInterpreter(resolved($0)),
+                    missing: isRegularFile($0) ? nil : true)
+            }
+        }
         profile.refuseExecGain = !grants.writableExecutableMemory && kernel.mdwe
         profile.memfdNoexec = kernel.memfdNoexec
         return profile
@@ -269,6 +281,14 @@ extension Array where Element: Hashable {
 }
 
 extension SandboxPolicy {
+    /// `path` with its links followed on the host (itself when it cannot be): `/usr/bin/python3`
+    /// is `python3.11`, `/bin/sh` is `dash`, whose names say what they are.
+    func resolved(_ path: String) -> String {
+        guard let real = realpath(hostRoot + path, nil) else { return path }
+        defer { free(real) }
+        return String(cString: real)
+    }
+
     func exists(_ path: String) -> Bool {
         var info = stat()
         return stat(hostRoot + path, &info) == 0

@@ -88,6 +88,23 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     /// A plain container whose root is its image's rootfs, idmapped onto `userNamespace`
     /// (`root image`); nil for an empty tmpfs root (every app).
     public var imageRoot: ImageRoot? = nil
+    /// The host programs the app may execute besides its bundle's (`AppdHostExecutables`), each
+    /// with whether it runs code it is given (an interpreter); nil or empty: none. The Landlock
+    /// rules say the same (`rx` on each file); this is what `appd profile` shows.
+    public var hostExecutables: [HostExecutable]? = nil
+
+    public struct HostExecutable: Sendable, Equatable, Codable {
+        public var path: String
+        public var interpreter: Bool
+        /// Not granted on this host: not a regular file here (the launch allows nothing there).
+        public var missing: Bool?
+
+        public init(path: String, interpreter: Bool, missing: Bool? = nil) {
+            self.path = path
+            self.interpreter = interpreter
+            self.missing = missing
+        }
+    }
 
     /// The rootfs at `source` as the root; read-only once mounted on when `readOnly`.
     public struct ImageRoot: Sendable, Equatable, Codable {

@@ -53,7 +53,8 @@ struct AppImage {
         try bundle.checkRuns(on: HostLibraries(systemPaths: config.sandbox.systemPaths))
         let id = bundle.info.identifier.rawValue
         let decision = try config.signing.authorize(
-            signature: check.signature, bundleID: id, entitlements: bundle.entitlements)
+            signature: check.signature, bundleID: id, entitlements: bundle.entitlements,
+            hostExecutables: bundle.info.hostExecutables)
         let executable = "/\(bundle.directoryName)/\(bundle.executablePath)"
         guard let first = args.first else {
             throw AppdError(

@@ -60,7 +60,8 @@ struct Image: ParsableCommand {
                 // What install decides for an unsigned bundle: refused unless AllowUnsigned=yes
                 // (and then only with the entitlements an unsigned app may have).
                 _ = try config.signing.authorize(
-                    signature: nil, bundleID: id, entitlements: app.entitlements)
+                    signature: nil, bundleID: id, entitlements: app.entitlements,
+                    hostExecutables: app.info.hostExecutables)
             }
             let reference =
                 try named ?? ImageReference.defaultReference(bundleID: id, version: version)

@@ -113,6 +113,7 @@ struct ProfileText {
                     ? "; bind to a TCP/UDP port refused (cgroup filter), port 0 allowed" : ""))
         if let ports = p.loopbackPorts { row("loopback", ProfileSummary.loopbackText(ports)) }
         row("code", ProfileSummary.codeText(p))
+        row("programs", ProfileSummary.hostProgramsText(p))
         row("executable", p.executable)
         row("working dir", p.workingDirectory)
         section("filesystem (on an empty root)")

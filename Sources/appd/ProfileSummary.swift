@@ -2,6 +2,7 @@ import AppBundle
 import AppContainers
 import AppdCLI
 import Foundation
+import PrintableText
 import Sandbox
 
 /// `appd profile` without `--full`: what an admin asks first, in about ten lines — whose app,
@@ -27,6 +28,7 @@ struct ProfileSummary {
         row("may", abilities.joined(separator: "; "))
         if let ports = p.loopbackPorts { row("loopback", Self.loopbackText(ports)) }
         row("code", Self.codeText(p))
+        row("programs", Self.hostProgramsText(p))
         row(
             "limits",
             Self.cgroupText(p.cgroupLimits) + ", open files \(openFiles); "
@@ -48,6 +50,22 @@ struct ProfileSummary {
         }
     }
 
+    /// The host programs it may execute (`AppdHostExecutables`), interpreters said so.
+    static func hostProgramsText(_ p: SandboxProfile) -> String {
+        let programs = p.hostExecutables ?? []
+        guard !programs.isEmpty else {
+            return "none: nothing of the host is executable to it (Landlock)"
+        }
+        return programs.map { program in
+            Printable(program.path).description
+                + (program.interpreter
+                    ? " (an INTERPRETER: it runs code that was never signed)" : "")
+                + (program.missing == true ? " (not a file on this host: not granted)" : "")
+        }.joined(separator: ", ")
+            + (p.landlock.minimumABI == 0
+                ? "; NOT ENFORCED: without Landlock every host program it sees is executable" : "")
+    }
+
     /// What the loopback guard lets an app on the host's network reach there.
     static func loopbackText(_ ports: [UInt16]) -> String {
         "the host's 127.0.0.0/8 and ::1 refused (cgroup filter)"
@@ -59,7 +77,9 @@ struct ProfileSummary {
 
     /// What code the app can run (docs/sandbox-layers.md, "Code"), from what the profile does.
     static func codeText(_ p: SandboxProfile) -> String {
-        var parts = ["only the bundle's and the system's: what it can write is mounted noexec"]
+        var parts = [
+            "only the bundle's and the host programs its Info.plist names: what it can write is mounted noexec"
+        ]
         let rules = p.seccomp.rules
         if p.refuseExecGain {
             parts.append("no mapping gains PROT_EXEC (PR_SET_MDWE)")

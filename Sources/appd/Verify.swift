@@ -97,6 +97,10 @@ struct BundleView: Encodable {
     var fileCount: Int
     var totalBytes: Int64
     var entitlements: APIEntitlements
+    /// `AppdHostExecutables`: the host programs it may run; those of them that run code they
+    /// are given (`interpreters`) let it run code that was never signed.
+    var hostExecutables: [String]
+    var interpreters: [String]
     var warnings: [BundleProblem]
     var signature: SignatureView?
     var programs: ProgramsView?
@@ -112,6 +116,8 @@ struct BundleView: Encodable {
         fileCount = bundle.fileCount
         totalBytes = bundle.totalBytes
         entitlements = APIEntitlements(bundle.entitlements)
+        hostExecutables = bundle.info.hostExecutables
+        interpreters = hostExecutables.filter(HostExecutables.isInterpreter)
         warnings = bundle.warnings
     }
 
@@ -125,6 +131,12 @@ struct BundleView: Encodable {
         signature?.printText()
         programs?.printText()
         entitlements.printText(indent: "  ")
+        for path in hostExecutables {
+            let note =
+                interpreters.contains(path)
+                ? " (an interpreter: the app may run code that was never signed through it)" : ""
+            Output.line("  host program \(Printable(path))\(note)")
+        }
         for warning in warnings { Output.line("  warning: \(warning)") }
     }
 }
@@ -155,7 +167,7 @@ struct SignatureView: Encodable {
         do {
             let decision = try policy.authorize(
                 signature: check.signature, bundleID: id,
-                entitlements: bundle.entitlements)
+                entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables)
             groups = decision.groups
             if let store {
                 try store.checkGroupOwners(decision.groups, keyID: decision.keyID, bundleID: id)

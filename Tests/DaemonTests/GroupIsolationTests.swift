@@ -40,6 +40,7 @@ struct GroupIsolationTests {
         BundleIDs=com.example.*
         Entitlements=*
         Groups=group.*
+        HostExecutables=/bin/sh /bin/cat /bin/mkdir
         """
     }
 
@@ -47,7 +48,9 @@ struct GroupIsolationTests {
     static func bundle(_ daemon: TestDaemon, _ id: String, groups: [String], key: String?) throws
         -> String
     {
-        let bundle = try daemon.makeProbe(id)
+        // Its tests run the host's shell, cat and mkdir in the app's sandbox.
+        let bundle = try daemon.makeProbe(
+            id, info: TestDaemon.hostExecutables(["/bin/sh", "/bin/cat", "/bin/mkdir"]))
         let list = groups.map { "<string>\($0)</string>" }.joined()
         try """
         <?xml version="1.0" encoding="UTF-8"?>
@@ -193,7 +196,10 @@ struct GroupIsolationTests {
         let other = try OtherKey()
         let daemon = try TestDaemon(
             config: Self.config(
-                other: other, extra: "[Signing]\nAllowUnsigned=yes\nUnsignedGroups=group.dev.*"))
+                other: other,
+                extra:
+                    "[Signing]\nAllowUnsigned=yes\nUnsignedGroups=group.dev.*\nUnsignedHostExecutables=/bin/*"
+            ))
         let unsigned = try Self.install(
             daemon, "com.example.unsigned", groups: [Self.shared], key: nil)
         #expect(unsigned.code == 1)

@@ -9,7 +9,8 @@ struct ProfilePathTests {
     @Test("--path says hidden, read-only or read-write and why, and the app's own attempts agree")
     func pathVerdicts() throws {
         let daemon = try TestDaemon()
-        try daemon.installProbe("com.example.paths")
+        try daemon.installProbe(
+            "com.example.paths", info: TestDaemon.hostExecutables(["/usr/bin/env"]))
         try daemon.installProbe("com.example.other")
         let app = try daemon.client.get("/v1/apps/com.example.paths", as: APIApp.self)
         let other = try daemon.client.get("/v1/apps/com.example.other", as: APIApp.self)
@@ -53,9 +54,14 @@ struct ProfilePathTests {
             executable.line == "\(bundle)/Probe: read-only (may execute)", "\(executable.output)")
         #expect(try attempt("write", "\(bundle)/Probe").contains("write: refused"))
 
-        // Through the app root's symlinks (/bin -> usr/bin here) and `..`.
+        // Through the app root's symlinks (/bin -> usr/bin here) and `..`: a host program its
+        // Info.plist names; another one is not even readable (AppdHostExecutables).
         let env = try verdict("/usr/bin/../bin/env")
         #expect(env.line == "/usr/bin/env: read-only (may execute)", "\(env.output)")
+        let python = try verdict("/usr/bin/python3")
+        #expect(python.line == "/usr/bin/python3: no-access", "\(python.output)")
+        #expect(try attempt("read", "/usr/bin/python3").contains("read: refused EACCES"))
+        #expect(try attempt("read", "/usr/lib/os-release").contains("read: allowed"))
 
         let relative = try daemon.run(
             "appd", ["profile", "com.example.paths", "--path", "etc/shadow"])

@@ -27,11 +27,11 @@ final class TestDaemon {
 
     /// `root`: a state root of the test's own (its own filesystem), instead of one in the
     /// daemon's folder. `socketName`: serve `--socket <folder>/<socketName>` instead of the
-    /// root's default.
+    /// root's default. `hostExecutables`: the test signer's `HostExecutables=` (nil: none).
     init(
         config: String = "", environment: [String: String] = [:], arguments: [String] = [],
         wrapper: [String] = [],
-        root: String? = nil, socketName: String? = nil
+        root: String? = nil, socketName: String? = nil, hostExecutables: String? = "*"
     ) throws {
         self.environment = environment
         self.arguments = arguments
@@ -42,7 +42,8 @@ final class TestDaemon {
         try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])
         try
             ("[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
-            + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n")
+            + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n"
+            + (hostExecutables.map { "HostExecutables=\($0)\n" } ?? ""))
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         try start()
     }
@@ -129,6 +130,13 @@ final class TestDaemon {
         try plist("<key>com.apple.security.app-sandbox</key><true/>\(entitlements)")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)
         return bundle
+    }
+
+    /// Info.plist's `AppdHostExecutables` naming `paths`, for `installProbe`'s `info`: the host
+    /// programs the app may run (docs/info-plist.md).
+    static func hostExecutables(_ paths: [String]) -> String {
+        "<key>AppdHostExecutables</key><array>"
+            + paths.map { "<string>\($0)</string>" }.joined() + "</array>"
     }
 
     func launch(_ id: String, _ arguments: [String]) throws -> APIInstance {

@@ -73,4 +73,57 @@ struct UnsignedCodeTests {
         #expect(outcomes["code-home-mmap-exec"] == "refused EPERM")
         #expect(outcomes["code-tmp-exec"] == "refused EACCES")
     }
+
+    @Test(
+        "a host interpreter runs a script the app wrote only where its signed Info.plist names it and the signer may grant it"
+    )
+    func hostInterpreters() throws {
+        let daemon = try TestDaemon()
+        // Without AppdHostExecutables nothing of the host is executable, nor readable to the
+        // loader: the shell, python3 on a script the app wrote, python3 through ld.so.
+        try daemon.installProbe("com.example.plain")
+        let plain = try attempts(daemon, "com.example.plain")
+        #expect(plain["code-host-sh"] == "refused EACCES", "\(plain)")
+        #expect(plain["code-host-python"] == "refused EACCES", "\(plain)")
+        let loader = plain["code-loader-python"] ?? "missing"
+        #expect(loader != "allowed" && loader != "missing", "\(plain)")
+        // Its own dynamically linked executable still loads (the loader and the libraries).
+        #expect(plain["code-mdwe"] != nil)
+
+        // Named in Info.plist, granted by the signer (HostExecutables=*): they run.
+        let named = TestDaemon.hostExecutables(["/usr/bin/python3", "/bin/sh"])
+        try daemon.installProbe("com.example.scripted", info: named)
+        let scripted = try attempts(daemon, "com.example.scripted")
+        #expect(scripted["code-host-sh"] == "allowed", "\(scripted)")
+        #expect(scripted["code-host-python"] == "allowed", "\(scripted)")
+        // Said so, interpreters flagged: appd profile, appd verify.
+        let profile = try daemon.run("appd", ["profile", "com.example.scripted"])
+        #expect(
+            profile.output.contains(
+                "/usr/bin/python3 (an INTERPRETER: it runs code that was never signed)"),
+            "\(profile.output)")
+        let plainProfile = try daemon.run("appd", ["profile", "com.example.plain"])
+        #expect(
+            plainProfile.output.contains("none: nothing of the host is executable to it"),
+            "\(plainProfile.output)")
+        let bundle = try daemon.makeProbe("com.example.verified", info: named)
+        try TestDaemon.tool(["sign", "--key", daemon.signingKey, bundle])
+        let verify = try daemon.run("appd", ["verify", "--config", daemon.configPath, bundle])
+        #expect(
+            verify.output.contains("host program /usr/bin/python3 (an interpreter"),
+            "\(verify.output)")
+
+        // A signer that may not grant host programs: the install is refused, naming them.
+        let strict = try TestDaemon(hostExecutables: nil)
+        let bundleStrict = try strict.makeProbe("com.example.scripted", info: named)
+        try TestDaemon.tool(["sign", "--key", strict.signingKey, bundleStrict])
+        let refused = try strict.run("appd", ["install", bundleStrict])
+        #expect(refused.code != 0)
+        #expect(
+            refused.output.contains(
+                "names host programs in AppdHostExecutables (Info.plist) that signer 'test'")
+                && refused.output.contains("/usr/bin/python3 (an interpreter")
+                && refused.output.contains("HostExecutables="), "\(refused.output)")
+        #expect(throws: (any Error).self) { try strict.client.app("com.example.scripted") }
+    }
 }

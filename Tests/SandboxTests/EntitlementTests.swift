@@ -56,10 +56,12 @@ struct EntitlementTests {
         let group = "group.com.example.shared"
         try world.install(
             "com.example.writer",
-            entitlements: ["com.apple.security.application-groups": .strings([group])])
+            entitlements: ["com.apple.security.application-groups": .strings([group])],
+            hostExecutables: ["/bin/sh"])
         try world.install(
             "com.example.reader",
-            entitlements: ["com.apple.security.application-groups": .strings([group])])
+            entitlements: ["com.apple.security.application-groups": .strings([group])],
+            hostExecutables: ["/bin/sh", "/bin/cat"])
         try world.install("com.example.outsider")
         let writerProfile = try world.profile("com.example.writer")
         let container = try #require(

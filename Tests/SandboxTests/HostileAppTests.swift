@@ -110,7 +110,7 @@ struct HostileAppTests {
     @Test("a file the app wrote into its container cannot be executed")
     func noExecFromData() throws {
         let world = try SandboxWorld()
-        let app = try world.install("com.example.probe")
+        let app = try world.install("com.example.probe", hostExecutables: ["/bin/sh"])
         let copy = "\(app.dataContainer(in: world.store.root))/Documents/sh"
         try FileManager.default.copyItem(atPath: "/bin/dash", toPath: copy)
         chown(copy, app.uid, app.gid)
@@ -151,7 +151,7 @@ struct HostileAppTests {
     @Test("exit codes and signals come back as the app's")
     func exitStatus() throws {
         let world = try SandboxWorld()
-        try world.install("com.example.probe")
+        try world.install("com.example.probe", hostExecutables: ["/bin/sh"])
         #expect(try world.launch("com.example.probe", ["exit", "42"]).status == .exited(42))
         let killed = try world.launch("com.example.probe", ["exec", "/bin/sh", "-c", "kill -9 $$"])
         #expect(killed.status == .signaled(9), "\(killed)")

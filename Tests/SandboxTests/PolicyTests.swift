@@ -63,6 +63,42 @@ struct PolicyTests {
         #expect(p.workingDirectory == "/s/Data/D")
     }
 
+    @Test(
+        "only signed code: the host's programs are neither executable nor readable; its libraries are read-only; the loader and the programs Info.plist names are executable"
+    )
+    func hostPrograms() throws {
+        var app = Self.subject([:])
+        let policy = SandboxPolicy(settings: SandboxSettings(), kernel: Self.fullKernel)
+        let plain = try policy.profile(for: app)
+        let executable = plain.landlock.paths.filter { $0.access == .rx || $0.access == .rwx }
+        #expect(
+            executable.allSatisfy { $0.path == "/s/Bundle/B" || $0.path.contains("/ld-") },
+            "\(executable)")
+        #expect(executable.contains { $0.path.contains("/ld-") }, "the loader: \(executable)")
+        #expect(plain.landlock.paths.contains { $0.path == "/usr/lib" && $0.access == .ro })
+        for folder in ["/usr", "/usr/bin", "/usr/sbin", "/usr/libexec", "/usr/local/bin"] {
+            #expect(
+                !plain.landlock.paths.contains {
+                    $0.path == "/" || $0.path == folder || folder.hasPrefix($0.path + "/")
+                },
+                "\(folder) is covered: \(plain.landlock.paths)")
+        }
+        #expect(plain.hostExecutables == nil)
+
+        app.hostExecutables = ["/usr/bin/python3", "/usr/bin/true", "/nonexistent/tool"]
+        let named = try policy.profile(for: app)
+        for path in ["/usr/bin/python3", "/usr/bin/true"] {
+            #expect(named.landlock.paths.contains { $0.path == path && $0.access == .rx })
+        }
+        #expect(!named.landlock.paths.contains { $0.path == "/nonexistent/tool" })
+        #expect(
+            named.hostExecutables == [
+                .init(path: "/usr/bin/python3", interpreter: true),
+                .init(path: "/usr/bin/true", interpreter: false),
+                .init(path: "/nonexistent/tool", interpreter: false, missing: true),
+            ])
+    }
+
     @Test("network.client: host network, no TCP bind, no listen; network.server: both allowed")
     func network() throws {
         let client = try Self.profile(["com.apple.security.network.client": .bool(true)])

@@ -31,6 +31,8 @@ final class SandboxWorld {
         config.signing.allowUnsigned = true
         // Unsigned apps get only the groups an admin lists (docs/code-signing.md).
         config.signing.unsignedGroups = ["group.com.example.*"]
+        // And the host programs an app of a test names (`install(hostExecutables:)`).
+        config.signing.unsignedHostExecutables = ["*"]
         configure(&config)
         self.config = config
         store = try AppStore(
@@ -66,25 +68,37 @@ final class SandboxWorld {
         return greeting
     }
 
-    /// Builds `Name.app` around `executable` (copied in) and installs it.
+    /// Builds `Name.app` around `executable` (copied in) and installs it; `hostExecutables`:
+    /// its Info.plist's `AppdHostExecutables` (the host programs it may run).
     @discardableResult
     func install(
         _ id: String, name: String = "Probe", executable: String = builtExecutable("Probe"),
         entitlements: [String: Grant] = [:], resources: [String: String] = [:],
-        sandboxed: Bool = true
+        sandboxed: Bool = true, hostExecutables: [String] = []
     ) throws -> InstalledApp {
         let bundle = "\(path)/src-\(id)/\(name).app"
         let fm = FileManager.default
         try fm.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try fm.copyItem(atPath: executable, toPath: "\(bundle)/\(name)")
         chmod("\(bundle)/\(name)", 0o755)
-        try plist([
-            ("CFBundleIdentifier", "<string>\(id)</string>"),
-            ("CFBundleExecutable", "<string>\(name)</string>"),
-            ("CFBundleName", "<string>\(name)</string>"),
-            ("CFBundleVersion", "<string>1</string>"),
-            ("CFBundlePackageType", "<string>APPL</string>"),
-        ]).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
+        try plist(
+            [
+                ("CFBundleIdentifier", "<string>\(id)</string>"),
+                ("CFBundleExecutable", "<string>\(name)</string>"),
+                ("CFBundleName", "<string>\(name)</string>"),
+                ("CFBundleVersion", "<string>1</string>"),
+                ("CFBundlePackageType", "<string>APPL</string>"),
+            ]
+                + (hostExecutables.isEmpty
+                    ? []
+                    : [
+                        (
+                            "AppdHostExecutables",
+                            "<array>" + hostExecutables.map { "<string>\($0)</string>" }.joined()
+                                + "</array>"
+                        )
+                    ])
+        ).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         var grants = entitlements
         if sandboxed { grants["com.apple.security.app-sandbox"] = .bool(true) }
         try plist(
