@@ -55,10 +55,11 @@ defaults.set(opened, forKey: "timesOpened")
 defaults.synchronize()
 print("defaults:  timesOpened = \(opened)")
 
-// Child processes work inside the sandbox (fork/exec, pipes, Foundation's run loop).
+// Child processes work inside the sandbox (fork/exec, pipes, Foundation's run loop): a host
+// program the signed Info.plist names (AppdHostExecutables); no other is executable here.
 let child = Process()
-child.executableURL = URL(fileURLWithPath: "/bin/sh")
-child.arguments = ["-c", "echo child says hi from $(id -u)"]
+child.executableURL = URL(fileURLWithPath: "/usr/bin/id")
+child.arguments = ["-u"]
 let pipe = Pipe()
 child.standardOutput = pipe
 do {
@@ -66,8 +67,8 @@ do {
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     child.waitUntilExit()
     print(
-        "process:   \(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) (status \(child.terminationStatus))"
+        "process:   child says hi from \(String(decoding: output, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) (status \(child.terminationStatus))"
     )
 } catch {
-    warn("cannot run /bin/sh: \(error)")
+    warn("cannot run /usr/bin/id: \(error)")
 }

@@ -35,7 +35,8 @@ struct HostileAppTests {
     @Test("every attack of the baseline is refused, and ordinary programs still work")
     func baseline() throws {
         let world = try SandboxWorld()
-        try world.install("com.example.probe")
+        // The shell its exec-sh runs, named as a signed app names a host program.
+        try world.install("com.example.probe", hostExecutables: ["/bin/sh"])
         let run = try world.launch("com.example.probe", ["all"])
         #expect(run.status == .exited(0), "\(run)")
         for name in Self.refusedBaseline {

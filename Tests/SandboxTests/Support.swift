@@ -62,9 +62,10 @@ final class SandboxWorld {
                 "Examples/Hello")
         let greeting = try String(
             contentsOf: examples.appendingPathComponent("greeting.txt"), encoding: .utf8)
+        // As its Info.plist (Examples/Hello): it runs the host's id.
         try install(
             id, name: "Hello", executable: builtExecutable("Hello"), entitlements: entitlements,
-            resources: ["greeting.txt": greeting])
+            resources: ["greeting.txt": greeting], hostExecutables: ["/usr/bin/id"])
         return greeting
     }
 
