@@ -27,6 +27,34 @@ struct HostileTests {
             sourceLocation: sourceLocation)
     }
 
+    @Test("AppdHostExecutables holds absolute, normal paths of programs, at most 32, none twice")
+    func hostExecutablesForm() throws {
+        let cases: [(Any, String)] = [
+            (["usr/bin/python3"], "AppdHostExecutables 'usr/bin/python3' is not an absolute path"),
+            (["/usr/bin/../bin/sh"], "is not a normal path"),
+            (["/usr/bin/"], "is not a normal path"),
+            (["/bin/sh", "/bin/sh"], "AppdHostExecutables names '/bin/sh' twice"),
+            ("/bin/sh", "AppdHostExecutables must be an array of strings, not a string"),
+            ([Array(repeating: "/bin/sh", count: 33)].flatMap { $0 }, "names 33 programs; at most 32"),
+            (["/bin/\u{1B}[31m"], "holds the control character"),
+        ]
+        for (value, text) in cases {
+            var info = validInfo
+            info["AppdHostExecutables"] = value
+            expect(try refused(info: info), contains: text)
+        }
+        var info = validInfo
+        info["AppdHostExecutables"] = ["/usr/bin/python3", "/bin/sh"]
+        let scratch = Scratch()
+        let bundle = try AppBundle.open(
+            at: try makeBundle(scratch.sub("Good.app"), info: info), limits: .init())
+        #expect(bundle.info.hostExecutables == ["/usr/bin/python3", "/bin/sh"])
+        #expect(HostExecutables.isInterpreter("/usr/bin/python3.11"))
+        #expect(HostExecutables.isInterpreter("/usr/bin/busybox"))
+        #expect(HostExecutables.isInterpreter("/usr/bin/perl5.36.0"))
+        #expect(!HostExecutables.isInterpreter("/usr/bin/id"))
+    }
+
     @Test("symlinks out of the bundle: absolute, through .., and through another link")
     func escapingSymlinks() throws {
         expect(

@@ -13,7 +13,9 @@ struct RunTests {
         defer { for hierarchy in made { DaemonProcess.removeCgroup("\(hierarchy)/appd") } }
         let scratch = Scratch()
         let root = scratch.sub("root")
-        let bundle = try makeBundle(at: scratch.sub("src/Hello.app"))
+        // A shell script: it names the host's shell and the program it runs.
+        let bundle = try makeBundle(
+            at: scratch.sub("src/Hello.app"), hostExecutables: ["/bin/sh", "/usr/bin/readlink"])
         try "#!/bin/sh\nreadlink /proc/self/fd/1\necho leaving\nexit 3\n".write(
             toFile: "\(bundle)/Hello", atomically: false, encoding: .utf8)
         #expect(try runAppd(["install", "--no-daemon", "--root", root, bundle]).status == 0)

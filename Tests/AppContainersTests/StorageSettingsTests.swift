@@ -35,6 +35,27 @@ struct StorageSettingsTests {
         }
     }
 
+    @Test("BackupMaxBytes takes a size; unset by default; the signers' HostExecutables absolute paths")
+    func backupCapAndHostExecutables() throws {
+        #expect(AppdConfiguration().storage.backupMaxBytes == nil)
+        let parsed = try AppdConfiguration.parse(
+            "[Storage]\nBackupMaxBytes=4G\n[Signing]\nUnsignedHostExecutables=/usr/bin/*\n"
+                + "[Signer dev]\nKey=ed25519:\(String(repeating: "A", count: 43))=\n"
+                + "HostExecutables=/usr/bin/python3 /opt/tools/*\n",
+            file: "t.conf")
+        #expect(parsed.storage.backupMaxBytes == 4 << 30)
+        #expect(parsed.signing.unsignedHostExecutables == ["/usr/bin/*"])
+        #expect(parsed.signing.signers.first?.hostExecutables == ["/usr/bin/python3", "/opt/tools/*"])
+        for bad in [
+            "[Storage]\nBackupMaxBytes=lots\n", "[Storage]\nBackupMaxBytes=0\n",
+            "[Signing]\nUnsignedHostExecutables=python3\n",
+        ] {
+            #expect(throws: AppdError.self, "\(bad)") {
+                try AppdConfiguration.parse(bad, file: "t.conf")
+            }
+        }
+    }
+
     @Test("the level compares without overflow: a share of a huge filesystem, bytes")
     func comparison() {
         let space = FreeSpace(availableBytes: 10 << 20, totalBytes: 100 << 20)

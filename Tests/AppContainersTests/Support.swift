@@ -26,14 +26,15 @@ func makeBundle(
     at path: String, id: String = "com.example.hello", version: String = "1",
     executable: String = "Hello",
     entitlements: [String: Any]? = ["com.apple.security.app-sandbox": true],
-    extraFiles: [String: String] = [:]
+    extraFiles: [String: String] = [:], hostExecutables: [String] = []
 ) throws -> String {
     let fm = FileManager.default
     try fm.createDirectory(atPath: path, withIntermediateDirectories: true)
-    let info: [String: Any] = [
+    var info: [String: Any] = [
         "CFBundleIdentifier": id, "CFBundleExecutable": executable, "CFBundleVersion": version,
         "CFBundleName": executable, "CFBundlePackageType": "APPL",
     ]
+    if !hostExecutables.isEmpty { info["AppdHostExecutables"] = hostExecutables }
     try PropertyListSerialization.data(fromPropertyList: info, format: .xml, options: 0)
         .write(to: URL(fileURLWithPath: "\(path)/Info.plist"))
     if let entitlements {
@@ -57,14 +58,16 @@ func makeBundle(
 var unsignedConfig: AppdConfiguration {
     var config = AppdConfiguration()
     config.signing.allowUnsigned = true
+    config.signing.unsignedHostExecutables = ["/bin/*", "/usr/bin/*"]
     return config
 }
 
 /// The same as a file, for the tests that run appd (`APPD_CONFIG`). One fixed name, written
 /// atomically with the same bytes by every test process, so none is left behind per run.
 let unsignedConfigFile: String = {
-    let path = "\(NSTemporaryDirectory())/appd-test-unsigned.conf"
-    try? "[Signing]\nAllowUnsigned=yes\n".write(toFile: path, atomically: true, encoding: .utf8)
+    let path = "\(NSTemporaryDirectory())/appd-test-unsigned-programs.conf"
+    try? "[Signing]\nAllowUnsigned=yes\nUnsignedHostExecutables=/bin/* /usr/bin/*\n".write(
+        toFile: path, atomically: true, encoding: .utf8)
     return path
 }()
 

@@ -51,7 +51,9 @@ struct DaemonProfileTests {
                 bundleID: "com.example.echo", name: "Echo", bundleContainer: "\(path)/Bundle",
                 bundlePath: "\(path)/Bundle/Echo.app", executable: "\(path)/Bundle/Echo.app/Echo",
                 dataContainer: "\(path)/Data", uid: 65534, gid: 65534,
-                entitlements: Entitlements(values: ["com.apple.security.app-sandbox": .bool(true)]))
+                entitlements: Entitlements(values: ["com.apple.security.app-sandbox": .bool(true)]),
+                // A shell script: the host's shell it runs is named, as its Info.plist would.
+                hostExecutables: ["/bin/sh"])
             return try SandboxPolicy(settings: SandboxSettings(), kernel: .detect())
                 .profile(for: subject, arguments: arguments)
         }
