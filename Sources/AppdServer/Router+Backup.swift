@@ -72,16 +72,16 @@ extension Router {
                 await supervisor.thawAfterBackup(holds.takeAll())
                 return (ContinuousClock.now - heldSince).seconds
             }
-            /// Runs `body` from the backup queue and waits for it.
-            @Sendable func waiting<T: Sendable>(_ body: @escaping @Sendable () async -> T) -> T {
+            /// Runs `body` from the backup queue and waits for it; what it returns.
+            @Sendable func waiting(_ body: @escaping @Sendable () async -> Double) -> Double {
                 let semaphore = DispatchSemaphore(value: 0)
-                let result = Box<T?>(nil)
+                let result = Box<Double>(0)
                 Task {
                     result.value = await body()
                     semaphore.signal()
                 }
                 semaphore.wait()
-                return result.value!
+                return result.value
             }
             do {
                 let pipe = ChunkPipe()
@@ -98,7 +98,10 @@ extension Router {
                                     // The apps that share only groups read by now run again.
                                     let ids = holds.groupRead(id)
                                     if !ids.isEmpty {
-                                        waiting { await supervisor.thawAfterBackup(ids) }
+                                        _ = waiting {
+                                            await supervisor.thawAfterBackup(ids)
+                                            return 0
+                                        }
                                     }
                                 }
                             ) {

@@ -324,6 +324,50 @@ struct BackupTests {
                 .contains("v1"))
     }
 
+    @Test(
+        "--groups: the group's containers are read first, and the other app of the group runs again as soon as they are, while the app's own data still streams"
+    )
+    func groupsThawedWhenRead() throws {
+        let daemon = try TestDaemon(
+            config:
+                "[Signer test-groups]\nKey=test.public-key\nBundleIDs=com.example.*\nGroups=group.com.example.*\n"
+        )
+        let shared = GroupIsolationTests.shared
+        for app in ["com.example.backup-a", "com.example.backup-b"] {
+            let installed = try GroupIsolationTests.install(
+                daemon, app, groups: [shared], key: daemon.signingKey)
+            #expect(installed.code == 0, "\(installed.output)")
+        }
+        // More than the socket and the daemon's pipe hold, in the group and in the app's data:
+        // the client reads slowly, so the daemon's read is where the client is, give or take.
+        let group = try GroupIsolationTests.groupPath(daemon, "com.example.backup-a", shared)
+        let placed = "\(group)/shared.bin"
+        try Data(count: 4 << 20).write(to: URL(fileURLWithPath: placed))
+        chown(placed, try daemon.client.app("com.example.backup-a").uid, 0)
+        try Self.write(
+            daemon, ["file", "Documents/big", "\(8 << 20)"], app: "com.example.backup-a")
+        var pids: [String: pid_t] = [:]
+        var runs: [String] = []
+        for app in ["com.example.backup-a", "com.example.backup-b"] {
+            let run = try daemon.launch(app, ["home", "sleep", "600"])
+            runs.append(run.id)
+            #expect(daemon.eventually { (try? daemon.instance(run.id).pid) != nil })
+            pids[app] = try #require(try daemon.instance(run.id).pid)
+        }
+        let a = try #require(pids["com.example.backup-a"])
+        let b = try #require(pids["com.example.backup-b"])
+        var seen: [(a: Bool?, b: Bool?)] = []
+        try daemon.client.backup("com.example.backup-a", groups: true) { _ in
+            seen.append((Self.frozen(a), Self.frozen(b)))
+            usleep(2000)
+        }
+        #expect(seen.first.map { $0.a == true && $0.b == true } == true, "\(seen.prefix(3))")
+        // Past the group: the other app runs, the app itself is still held.
+        #expect(seen.contains { $0.a == true && $0.b == false }, "\(seen.count) chunks")
+        #expect(Self.frozen(a) == false && Self.frozen(b) == false)
+        for run in runs { _ = try daemon.killAndWait(run) }
+    }
+
     static func crafted(
         _ entries: [TarEntry], listed: [(String, String)], bundle: String = id, signer: String?,
         groups: [String]? = nil
