@@ -35,7 +35,9 @@ struct StorageSettingsTests {
         }
     }
 
-    @Test("BackupMaxBytes takes a size; unset by default; the signers' HostExecutables absolute paths")
+    @Test(
+        "BackupMaxBytes takes a size; unset by default; the signers' HostExecutables absolute paths"
+    )
     func backupCapAndHostExecutables() throws {
         #expect(AppdConfiguration().storage.backupMaxBytes == nil)
         let parsed = try AppdConfiguration.parse(
@@ -45,7 +47,8 @@ struct StorageSettingsTests {
             file: "t.conf")
         #expect(parsed.storage.backupMaxBytes == 4 << 30)
         #expect(parsed.signing.unsignedHostExecutables == ["/usr/bin/*"])
-        #expect(parsed.signing.signers.first?.hostExecutables == ["/usr/bin/python3", "/opt/tools/*"])
+        #expect(
+            parsed.signing.signers.first?.hostExecutables == ["/usr/bin/python3", "/opt/tools/*"])
         for bad in [
             "[Storage]\nBackupMaxBytes=lots\n", "[Storage]\nBackupMaxBytes=0\n",
             "[Signing]\nUnsignedHostExecutables=python3\n",
