@@ -69,8 +69,14 @@ extension AppStore {
         kernel: KernelLayers = .detect()
     ) throws -> SandboxProfile {
         let (settings, override) = config.sandboxInputs(for: app.bundleID)
+        var subject = try app.sandboxSubject(in: root, groups: groupContainers(for: app))
+        // What the signer may grant now: a program an admin has since taken out of its
+        // HostExecutables= is not executable from the next launch on.
+        subject.hostExecutables = subject.hostExecutables.filter {
+            config.signing.allowsHostExecutable($0, keyID: app.signerKeyID, bundleID: app.bundleID)
+        }
         return try SandboxPolicy.compile(
-            app.sandboxSubject(in: root, groups: groupContainers(for: app)), settings: settings,
-            override: override, kernel: kernel, arguments: arguments, console: console)
+            subject, settings: settings, override: override, kernel: kernel,
+            arguments: arguments, console: console)
     }
 }

@@ -182,6 +182,20 @@ extension SigningPolicy {
             keyID: signature.keyID, signerNames: names, warning: nil, groups: groups)
     }
 
+    /// Whether the policy in force lets the app `bundleID` signed by `keyID` (nil: unsigned)
+    /// execute the host program `path`: what install checked, asked again at each launch.
+    public func allowsHostExecutable(_ path: String, keyID: String?, bundleID: String) -> Bool {
+        guard let keyID else {
+            return allowUnsigned
+                && unsignedHostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
+        }
+        return signers.contains { signer in
+            signer.key?.keyID == keyID
+                && signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
+                && signer.hostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
+        }
+    }
+
     /// Refuses the host programs `whom` may not grant, all of them, saying which are
     /// interpreters (an app allowed one may run code that was never signed).
     private func refuseHostExecutables(_ refused: [String], bundleID: String, by whom: String)

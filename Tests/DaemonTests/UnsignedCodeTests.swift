@@ -97,12 +97,14 @@ struct UnsignedCodeTests {
         #expect(scripted["code-host-sh"] == "allowed", "\(scripted)")
         #expect(scripted["code-host-python"] == "allowed", "\(scripted)")
         // Said so, interpreters flagged: appd profile, appd verify.
-        let profile = try daemon.run("appd", ["profile", "com.example.scripted"])
+        let profile = try daemon.run(
+            "appd", ["profile", "--config", daemon.configPath, "com.example.scripted"])
         #expect(
             profile.output.contains(
                 "/usr/bin/python3 (an INTERPRETER: it runs code that was never signed)"),
             "\(profile.output)")
-        let plainProfile = try daemon.run("appd", ["profile", "com.example.plain"])
+        let plainProfile = try daemon.run(
+            "appd", ["profile", "--config", daemon.configPath, "com.example.plain"])
         #expect(
             plainProfile.output.contains("none: nothing of the host is executable to it"),
             "\(plainProfile.output)")
@@ -112,6 +114,16 @@ struct UnsignedCodeTests {
         #expect(
             verify.output.contains("host program /usr/bin/python3 (an interpreter"),
             "\(verify.output)")
+
+        // The admin takes the grant back: from the next launch the programs are not executable.
+        let config = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+        try config.replacingOccurrences(of: "HostExecutables=*\n", with: "")
+            .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        let reload = try daemon.run("appd", ["reload"])
+        #expect(reload.code == 0, "\(reload.output)")
+        let revoked = try attempts(daemon, "com.example.scripted")
+        #expect(revoked["code-host-sh"] == "refused EACCES", "\(revoked)")
+        #expect(revoked["code-host-python"] == "refused EACCES", "\(revoked)")
 
         // A signer that may not grant host programs: the install is refused, naming them.
         let strict = try TestDaemon(hostExecutables: nil)
