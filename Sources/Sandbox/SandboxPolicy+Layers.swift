@@ -1,5 +1,4 @@
 import AppdBase
-import Foundation
 import Glibc
 
 /// Landlock and seccomp: the two layers that keep working after the app's first instruction.
@@ -119,8 +118,7 @@ extension SandboxPolicy {
     /// `path` as the folders that may be read: itself, or, when it holds a folder of programs
     /// (or `local`, which may), each of its entries but those (`local` likewise, once more).
     func readOnlyParts(of path: String, depth: Int = 0) -> [String] {
-        guard depth < 2,
-            let names = try? FileManager.default.contentsOfDirectory(atPath: hostRoot + path),
+        guard depth < 2, let names = entryNames(hostRoot + path),
             names.contains(where: { Self.programFolders.contains($0) || $0 == "local" })
         else { return [path] }
         var parts: [String] = []
@@ -129,6 +127,18 @@ extension SandboxPolicy {
             parts += name == "local" ? readOnlyParts(of: child, depth: depth + 1) : [child]
         }
         return parts
+    }
+
+    /// The names in the host folder `path` (a system path: a few dozen), nil if unreadable.
+    func entryNames(_ path: String) -> [String]? {
+        guard let dir = opendir(path) else { return nil }
+        defer { closedir(dir) }
+        var names: [String] = []
+        while let entry = readdir(dir), names.count < 4096 {
+            let name = directoryEntryString(entry)
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 
     /// A regular file on the host (through links): what an execute rule may name.
