@@ -187,17 +187,6 @@ static int restrict_relay_files(int directory_fd) {
     return result;
 }
 
-static int capset_masks(uint64_t effective, uint64_t permitted) {
-    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-    struct __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3];
-    memset(data, 0, sizeof data);
-    data[0].effective = (uint32_t)effective;
-    data[1].effective = (uint32_t)(effective >> 32);
-    data[0].permitted = (uint32_t)permitted;
-    data[1].permitted = (uint32_t)(permitted >> 32);
-    return (int)syscall(SYS_capset, &header, data);
-}
-
 int appd_confine_helper(const struct appd_helper_confinement *c) {
     uint64_t kept = 0;
     if (c->kind == APPD_HELPER_INIT && c->user_namespace_pidfd >= 0) {
@@ -228,7 +217,7 @@ int appd_confine_helper(const struct appd_helper_confinement *c) {
         // prlimit or signal it (those need every id of the target to be the caller's).
         if (setresuid(0, (uid_t)c->effective_uid, 0) != 0) return -1;
     }
-    if (capset_masks(kept, kept) != 0) return -1;
+    if (appd_capset_masks(kept, kept, 0) != 0) return -1;
     if (c->pdeath_signal > 0) {
         // A change of effective uid clears it: armed again, then the parent checked, since it
         // may have died in between and nobody would then kill us.
