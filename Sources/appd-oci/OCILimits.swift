@@ -17,29 +17,12 @@ extension OCIRuntime {
         _ limits: CgroupLimits, by resources: OCISpec.Resources?, ceiling: OCISettings
     ) throws -> CgroupLimits {
         var limits = limits
-        if let asked = resources?.memory?.limit, asked > 0 {
-            if let most = ceiling.memoryMax, asked > most {
-                throw AppdError(
-                    .permissionDenied,
-                    "the memory limit \(asked) bytes is above the node's ceiling [OCI] MemoryMax=\(most) in appd.conf",
-                    hint: "ask for at most \(most) bytes, or raise [OCI] MemoryMax")
-            }
-            limits.memoryMax = asked
-        } else if let most = ceiling.memoryMax {
-            limits.memoryMax = min(limits.memoryMax ?? most, most)
-        }
-        if let asked = resources?.pids?.limit, asked > 0 {
-            let value = Int(clamping: asked)
-            if let most = ceiling.tasksMax, value > most {
-                throw AppdError(
-                    .permissionDenied,
-                    "the pids limit \(asked) is above the node's ceiling [OCI] TasksMax=\(most) in appd.conf",
-                    hint: "ask for at most \(most), or raise [OCI] TasksMax")
-            }
-            limits.pidsMax = value
-        } else if let most = ceiling.tasksMax {
-            limits.pidsMax = min(limits.pidsMax ?? most, most)
-        }
+        limits.memoryMax = try applied(
+            resources?.memory?.limit, over: limits.memoryMax, ceiling: ceiling.memoryMax,
+            what: "memory", unit: " bytes", key: "MemoryMax")
+        limits.pidsMax = try applied(
+            resources?.pids?.limit.map { Int(clamping: $0) }, over: limits.pidsMax,
+            ceiling: ceiling.tasksMax, what: "pids", unit: "", key: "TasksMax")
         if let shares = resources?.cpu?.shares, shares >= 2 {
             // runc's conversion of cpu.shares (2...262144) to cpu.weight (1...10000) for v2;
             // v1 writes the shares themselves.
@@ -57,5 +40,27 @@ extension OCIRuntime {
         // Refused here, before anything is made, with the value named.
         try limits.validate()
         return limits
+    }
+}
+
+extension OCIRuntime {
+    /// The limit the engine `asked` (a positive value) in place of `current`, refused above the
+    /// node's `ceiling` with one line naming its `[OCI]` key; with no ask, `current` capped by
+    /// the ceiling. One rule for memory and pids.
+    fileprivate static func applied<Value: BinaryInteger>(
+        _ asked: Value?, over current: Value?, ceiling: Value?, what: String, unit: String,
+        key: String
+    ) throws -> Value? {
+        guard let asked, asked > 0 else {
+            guard let most = ceiling else { return current }
+            return min(current ?? most, most)
+        }
+        if let most = ceiling, asked > most {
+            throw AppdError(
+                .permissionDenied,
+                "the \(what) limit \(asked)\(unit) is above the node's ceiling [OCI] \(key)=\(most) in appd.conf",
+                hint: "ask for at most \(most)\(unit), or raise [OCI] \(key)")
+        }
+        return asked
     }
 }
