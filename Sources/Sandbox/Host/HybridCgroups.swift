@@ -54,7 +54,11 @@ struct HybridCgroups: CgroupDriver {
                 !places.contains(where: { $0.controllers == hierarchy.controllers })
             else { continue }
             if controller == "cpuacct" || controller == "blkio" {
-                if let place = try? place(hierarchy) { places.append(place) }
+                // Only where a directory can be made: systemd-nspawn mounts the v1 hierarchies
+                // it does not delegate read-only, and a stats-only one must not stop a launch.
+                if let place = try? place(hierarchy), Self.canMakeDirectories(at: place.parent) {
+                    places.append(place)
+                }
                 continue
             }
             if controller == "cpuset" {
@@ -85,6 +89,19 @@ struct HybridCgroups: CgroupDriver {
     /// their CPUs at `create`, which fills every empty level above the instance).
     func prepare() throws {
         for parent in parentDirectories { try Self.makeDirectories(parent) }
+    }
+
+    /// Whether the mount holding `path` (its deepest existing level) is writable.
+    private static func canMakeDirectories(at path: String) -> Bool {
+        var existing = path
+        while !CgroupFS.isDirectory(existing), let slash = existing.lastIndex(of: "/"),
+            slash != existing.startIndex
+        {
+            existing = String(existing[..<slash])
+        }
+        var info = statvfs()
+        guard statvfs(existing, &info) == 0 else { return false }
+        return info.f_flag & UInt(ST_RDONLY) == 0
     }
 
     /// `path` and every missing level above it.
