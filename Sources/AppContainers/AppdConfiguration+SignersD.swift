@@ -16,10 +16,8 @@ extension AppdConfiguration {
     static let maxSignerFiles = 256
     static let maxSignerFileBytes = 1 << 20
 
-    /// The drop-ins of the folder beside `path`, added to `config`'s signers.
-    static func addSignerDropIns(to config: inout AppdConfiguration, besides path: String) throws {
-        let directory =
-            (path as NSString).deletingLastPathComponent + "/" + signersDirectoryName
+    /// The drop-ins of `directory` (if it is one), added to `config`'s signers.
+    static func addSignerDropIns(to config: inout AppdConfiguration, in directory: String) throws {
         var info = stat()
         guard stat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { return }
         let names = try FileManager.default.contentsOfDirectory(atPath: directory)

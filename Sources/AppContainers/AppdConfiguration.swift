@@ -48,8 +48,12 @@ public struct AppdConfiguration: Sendable, Equatable {
     public init() {}
 
     /// Reads `path`; `explicit` says whether the user named it (then it must exist).
-    /// Then the `[Signer]` drop-ins of `signers.d/` beside it (AppdConfiguration+SignersD).
-    public static func load(path: String, explicit: Bool) throws -> AppdConfiguration {
+    /// Then the `[Signer]` drop-ins of `signers.d/` beside it (AppdConfiguration+SignersD), or
+    /// of `signers` instead (`appd verify --signers DIR`: a fleet's drop-ins checked before
+    /// they are shipped; it must exist).
+    public static func load(path: String, explicit: Bool, signers: String? = nil) throws
+        -> AppdConfiguration
+    {
         var config = AppdConfiguration()
         if FileManager.default.fileExists(atPath: path) {
             guard let data = FileManager.default.contents(atPath: path),
@@ -61,7 +65,17 @@ public struct AppdConfiguration: Sendable, Equatable {
         } else if explicit {
             throw AppdError(.invalidConfig, "config file \(path) does not exist")
         }
-        try addSignerDropIns(to: &config, besides: path)
+        if let signers {
+            var info = stat()
+            guard stat(signers, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw AppdError(.invalidConfig, "the signers folder \(signers) is not a folder")
+            }
+            try addSignerDropIns(to: &config, in: signers)
+        } else {
+            try addSignerDropIns(
+                to: &config,
+                in: (path as NSString).deletingLastPathComponent + "/" + signersDirectoryName)
+        }
         return config
     }
 

@@ -119,3 +119,21 @@ public struct BundleProblem: Sendable, Codable, Equatable, CustomStringConvertib
 
     public var description: String { path.isEmpty ? message : "\(path): \(message)" }
 }
+
+extension AppdError {
+    /// The error as one line, as appd-oci logs it (podman reads its log as one object) and
+    /// `appd verify` of an image prints it: the message, the first three problems, then the
+    /// hint. The caller shows it by the one rule (Printable): an image chose some of it.
+    public var oneLine: String {
+        var line = message
+        let shown = problems.prefix(3).map { "\($0)" }
+        if !shown.isEmpty {
+            line += ": " + shown.joined(separator: "; ")
+            if problems.count > shown.count {
+                line += "; and \(problems.count - shown.count) more"
+            }
+        }
+        if let hint { line += " (hint: \(hint))" }
+        return line
+    }
+}

@@ -57,19 +57,9 @@ func runtimeMain() -> Int32 {
         let runtime = OCIRuntime(line: line, log: log)
         return try runtime.run()
     } catch let error as AppdError {
-        var message = error.message
-        // One line (podman reads the log as one object): the first problems, then the hint.
-        let shown = error.problems.prefix(3).map { "\($0)" }
-        if !shown.isEmpty {
-            message += ": " + shown.joined(separator: "; ")
-            if error.problems.count > shown.count {
-                message += "; and \(error.problems.count - shown.count) more"
-            }
-        }
-        if let hint = error.hint { message += " (hint: \(hint))" }
         // The image and the config chose some of these words: their control and bidi
         // characters are shown as \u{..}, never sent to the admin's terminal.
-        log.error(Printable(message, limit: nil).description)
+        log.error(Printable(error.oneLine, limit: nil).description)
         return 1
     } catch {
         log.error(Printable("\(error)", limit: nil).description)

@@ -11,7 +11,7 @@ import Sandbox
 struct Verify: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract:
-            "Check a bundle and its code signature offline; print what it is, or every problem found.",
+            "Check a bundle, or an image against a policy, offline; print what it is, or every problem found.",
         discussion: """
             Changes nothing and needs no privileges. Hashes every file and compares the tree \
             with the signed _CodeSignature/CodeResources, naming each file added, removed or \
@@ -22,15 +22,35 @@ struct Verify: ParsableCommand {
             ELF files in Frameworks/) and says what each needs (architecture, loader, \
             libraries, a script's interpreter) and where this host, or the one whose \
             filesystem is at --host-root, has it; exits 1 if something is missing, as install \
-            would refuse the bundle.
+            would refuse the bundle. Given an image instead (an OCI image layout folder or \
+            oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE, or docker://REF read \
+            with skopeo), reads it as an engine does (every digest checked) and gives the \
+            answer appd-oci create would give on a node with this appd.conf (--config) and \
+            signers.d (--signers): exit 0 if it would run, 1 if create would refuse it (with \
+            the line create prints), 2 if the image or the policy could not be read.
             """
     )
 
     @OptionGroup var options: GlobalOptions
 
     @Argument(
-        help: ArgumentHelp("The bundle directory.", valueName: "Name.app"), completion: .directory)
+        help: ArgumentHelp(
+            "The bundle directory, or an image (oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE, docker://REF).",
+            valueName: "Name.app|image"), completion: .directory)
     var bundle: String
+
+    @Option(
+        help: ArgumentHelp(
+            "For an image: read the [Signer] drop-ins of DIR instead of the signers.d beside appd.conf.",
+            valueName: "DIR"), completion: .directory)
+    var signers: String?
+
+    @Option(
+        name: .customLong("tls-verify"),
+        help: ArgumentHelp(
+            "For docker://: check the registry's TLS certificate (false: plain HTTP or any certificate).",
+            valueName: "true|false"))
+    var tlsVerify: Bool = true
 
     @Option(
         name: .customLong("host-root"),
@@ -40,6 +60,11 @@ struct Verify: ParsableCommand {
     var hostRoot: String?
 
     func run() throws {
+        if Self.isImage(bundle) { return try verifyImage() }
+        guard signers == nil else {
+            throw ValidationError(
+                "--signers is for an image; a bundle is checked against appd.conf")
+        }
         try options.run {
             let (config, app, check) = try Self.check(bundle, options: options)
             var view = BundleView(app)

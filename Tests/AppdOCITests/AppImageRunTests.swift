@@ -19,10 +19,11 @@ struct AppImageRunTests {
         /// `executable`: the busybox applet the bundle's executable is named after; `arguments`:
         /// the app's (process.args after the executable).
         /// `program`: the executable's bytes instead of busybox. `base`: where the test's
-        /// folder goes (its state root and data container with it).
+        /// folder goes (its state root and data container with it). `entitlements`: more
+        /// keys of Entitlements.plist (plist XML).
         init(
             executable: String = "echo", arguments: [String] = ["hello from the app"],
-            program: [UInt8]? = nil, info: String = "",
+            program: [UInt8]? = nil, info: String = "", entitlements: String = "",
             base: URL = FileManager.default.temporaryDirectory
         ) throws {
             directory = base.appendingPathComponent("appd-oci-image-\(UUID().uuidString)").path
@@ -44,7 +45,9 @@ struct AppImageRunTests {
                     <key>CFBundleVersion</key><string>1</string>\
                     <key>CFBundlePackageType</key><string>APPL</string>\(info)</dict></plist>
                     """).write(toFile: "\(app)/Info.plist", atomically: true, encoding: .utf8)
-            try (plist + "<key>com.apple.security.app-sandbox</key><true/></dict></plist>")
+            try
+                (plist
+                + "<key>com.apple.security.app-sandbox</key><true/>\(entitlements)</dict></plist>")
                 .write(toFile: "\(app)/Entitlements.plist", atomically: true, encoding: .utf8)
             let keygen = try ChildProcess(
                 "appd", ["keygen", "--out", directory, "--name", "test"], stdout: .discard,

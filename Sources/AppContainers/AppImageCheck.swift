@@ -1,0 +1,103 @@
+import AppBundle
+import AppdBase
+import Foundation
+import Glibc
+import Sandbox
+
+/// The one check of an appd image's bundle (docs/oci-image.md), for appd-oci's `create` and
+/// `appd verify` of an image alike, so a CI job or an admission check gets the answer create
+/// would give (issue 37): the root filesystem holds exactly one bundle, `/Name.app`; it is
+/// verified as `appd install` verifies it, against an appd.conf: its code signature, the
+/// programs it carries against a host's /usr, then the `[Signer]` policy (unsigned refused
+/// unless `AllowUnsigned=yes`, entitlements the signer may not grant refused); the entrypoint
+/// names its executable; and every file matches its signature (`checkContents`, which create
+/// runs while the launcher builds the sandbox).
+public struct AppImageCheck {
+    public var bundle: AppBundle
+    /// Its signature, verified over its CodeResources (nil: unsigned, and allowed).
+    public var signature: CodeSignature?
+    public var decision: SigningDecision
+
+    /// The one `Name.app` at the top of `rootfs`, or nil when there is none (a plain image).
+    /// More than one is refused: which app runs must not depend on directory order.
+    public static func find(in rootfs: String) throws -> String? {
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: rootfs) else {
+            throw AppdError(.invalidConfig, "the root filesystem \(rootfs) cannot be read")
+        }
+        let bundles = names.filter { name in
+            var info = stat()
+            return name.hasSuffix(".app") && lstat("\(rootfs)/\(name)", &info) == 0
+                && info.st_mode & S_IFMT == S_IFDIR
+        }.sorted()
+        guard bundles.count <= 1 else {
+            throw AppdError(
+                .invalidBundle,
+                "the image holds \(bundles.count) bundles (\(bundles.joined(separator: ", "))); an appd image holds exactly one Name.app at its root"
+            )
+        }
+        return bundles.first.map { "\(rootfs)/\($0)" }
+    }
+
+    /// Verifies what names the bundle at `path` and its rights as install does (its signature,
+    /// its Info.plist and Entitlements.plist against it, its programs on `host`, the
+    /// `[Signer]` policy). The rest of the tree is `checkContents`.
+    public static func verify(at path: String, config: AppdConfiguration, host: HostLibraries)
+        throws -> AppImageCheck
+    {
+        let bundle = try AppBundle.open(at: path, limits: config.bundleLimits)
+        let check = try bundle.checkSignedMetadata(limits: config.bundleLimits)
+        try refuse(bundle, signed: check.signature != nil, check.problems)
+        // The app runs on the node's /usr, as install checks it: another CPU's image, or one
+        // needing a library the node lacks, is refused here rather than by the loader.
+        try bundle.checkRuns(on: host)
+        let decision = try config.signing.authorize(
+            signature: check.signature, bundleID: bundle.info.identifier.rawValue,
+            entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables)
+        return AppImageCheck(bundle: bundle, signature: check.signature, decision: decision)
+    }
+
+    /// `/Name.app/<CFBundleExecutable>`: what the entrypoint must be.
+    public var executable: String { "/\(bundle.directoryName)/\(bundle.executablePath)" }
+
+    /// Checks that `args[0]` (config.json's `process.args`, which the engines make of the
+    /// image's Entrypoint and Cmd) names the executable; returns the arguments after it.
+    /// `source`: what holds `args`, for the message.
+    public func arguments(of args: [String], source: String) throws -> [String] {
+        guard let first = args.first else {
+            throw AppdError(
+                .invalidConfig, "\(source) has no arguments; the app's is \(executable)")
+        }
+        guard "/" + first.split(separator: "/").joined(separator: "/") == executable else {
+            throw AppdError(
+                .permissionDenied,
+                "\(source)[0] is \(first), not the bundle's executable \(executable)",
+                hint: "an appd image runs its bundle's executable (appd image sets the entrypoint)")
+        }
+        return Array(args.dropFirst())
+    }
+
+    /// Every file of the bundle against its signature, as `appd install` checks it (the hashes
+    /// of the executable and resources: the slow part of `create`, 1.9 MB of busybox about
+    /// 1.4 ms here).
+    public func checkContents(limits: BundleLimits) throws {
+        let (manifest, problems) = try BundleManifest.read(
+            bundleAt: bundle.path, layout: bundle.layout, limits: limits)
+        let differences = signature.map { manifest.diff(against: $0.resources) } ?? []
+        try Self.refuse(bundle, signed: signature != nil, problems + differences)
+    }
+
+    private static func refuse(_ bundle: AppBundle, signed: Bool, _ problems: [BundleProblem])
+        throws
+    {
+        guard !problems.isEmpty else { return }
+        // The problems themselves follow the message once, as the error's `problems` (the
+        // first three are printed, then a count).
+        let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
+        throw AppdError(
+            .invalidBundle,
+            signed
+                ? "\(bundle.directoryName) does not match its code signature (\(count))"
+                : "\(bundle.directoryName) is not a valid app bundle (\(count))",
+            problems: problems)
+    }
+}
