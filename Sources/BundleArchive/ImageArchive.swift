@@ -17,16 +17,21 @@ public struct ImageDescription: Sendable {
     /// The image config's `architecture` (GOARCH): that of the bundle's ELF programs, the
     /// host's for a bundle of scripts only.
     public var architecture: String
+    /// The config's `created` (RFC 3339, UTC): `appd image` gives SOURCE_DATE_EPOCH or the
+    /// newest file of the bundle, so the same bundle still gives the same bytes.
+    public var created: String
 
     public init(
         bundleFolder: String, executable: String, reference: ImageReference,
-        labels: [String: String], architecture: String = ELFMachine.hostArchitecture
+        labels: [String: String], architecture: String = ELFMachine.hostArchitecture,
+        created: String = ImageArchive.epoch
     ) {
         self.bundleFolder = bundleFolder
         self.executable = executable
         self.reference = reference
         self.labels = labels
         self.architecture = architecture
+        self.created = created
     }
 
     public var entrypoint: String { "/\(bundleFolder)/\(executable)" }
@@ -49,8 +54,13 @@ public enum ImageArchive {
         public var layerDigest: String
     }
 
-    /// The fixed creation time: the epoch, so two runs agree.
-    static let created = "1970-01-01T00:00:00Z"
+    /// The creation time of a description that gives none.
+    public static let epoch = "1970-01-01T00:00:00Z"
+    /// The image's `User`: a numeric uid that is not root, so a pod with `runAsNonRoot` is
+    /// admitted (the kubelet refuses an image whose user is empty, a name or 0). appd-oci
+    /// never uses `process.user` for an app: the app runs as its bundle id's node uid
+    /// (docs/oci-runtime.md, "Who the app runs as"); under another runtime it is `nobody`.
+    public static let user = "65534:65534"
     static let path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
     /// The two archive formats: `docker` (`docker save`'s layout, which docker load, podman load
@@ -88,10 +98,10 @@ public enum ImageArchive {
         // The same bytes in both formats (an OCI image config is a docker one's subset).
         let config = try json(
             ImageConfig(
-                architecture: description.architecture, os: "linux", created: created,
-                config: containerConfig(description),
+                architecture: description.architecture, os: "linux",
+                created: description.created, config: containerConfig(description),
                 rootfs: .init(type: "layers", diff_ids: ["sha256:\(layerDigest)"]),
-                history: [.init(created: created, created_by: "appd image")]))
+                history: [.init(created: description.created, created_by: "appd image")]))
         let configDigest = hex(SHA256.hash(data: config))
         let parts = Parts(
             config: config, configDigest: configDigest, layerFD: layer.fd,
@@ -139,7 +149,7 @@ public enum ImageArchive {
     static func containerConfig(_ description: ImageDescription) -> ContainerConfig {
         ContainerConfig(
             Env: [path], Entrypoint: [description.entrypoint], Labels: description.labels,
-            WorkingDir: "/")
+            User: user, WorkingDir: "/")
     }
 
     /// docs/oci-image.md's table, in its order.
@@ -149,7 +159,8 @@ public enum ImageArchive {
         let l = parts.layerDigest
         let legacy = try json(
             LegacyLayer(
-                id: l, created: created, os: "linux", architecture: description.architecture,
+                id: l, created: description.created, os: "linux",
+                architecture: description.architecture,
                 config: containerConfig(description)))
         let manifest = try json([
             ManifestEntry(
@@ -257,6 +268,7 @@ struct ContainerConfig: Encodable {
     var Env: [String]
     var Entrypoint: [String]
     var Labels: [String: String]
+    var User: String
     var WorkingDir: String
 }
 

@@ -90,7 +90,8 @@ struct Image: ParsableCommand {
                     "org.appd.bundle-version": app.info.version.rawValue,
                     "org.appd.signer-key": check.signature?.keyID ?? "unsigned",
                 ],
-                architecture: architectures.first?.architecture ?? ELFMachine.hostArchitecture)
+                architecture: architectures.first?.architecture ?? ELFMachine.hostArchitecture,
+                created: try Self.created(app, limits: config.bundleLimits))
             let display =
                 !options.json && isatty(STDERR_FILENO) == 1
                 ? UploadProgress(totals: (app.fileCount, app.totalBytes), verb: "writing") : nil
@@ -114,6 +115,42 @@ struct Image: ParsableCommand {
                 Output.line("Wrote \(output): \(result.tag), image \(result.imageID)")
             }
         }
+    }
+}
+
+extension Image {
+    /// The image's `created`, chosen so the same bundle gives the same bytes: the
+    /// `SOURCE_DATE_EPOCH` of reproducible builds if set, else the newest modification time of
+    /// a file in the bundle (its signature, for a signed one: signing writes it last).
+    static func created(_ app: AppBundle, limits: BundleLimits) throws -> String {
+        if let text = ProcessInfo.processInfo.environment["SOURCE_DATE_EPOCH"], !text.isEmpty {
+            // Up to 9999-12-31T23:59:59Z, as RFC 3339 can spell it.
+            guard text.utf8.allSatisfy({ (48...57).contains($0) }), let seconds = Int64(text),
+                seconds <= 253_402_300_799
+            else {
+                throw AppdError(
+                    .badRequest,
+                    "SOURCE_DATE_EPOCH '\(text)' is not a number of seconds since 1970 (at most 253402300799)"
+                )
+            }
+            return UTCTime(secondsSince1970: seconds).description
+        }
+        var newest = NewestFile()
+        _ = try BundleWalker.walk(app.path, limits: limits, visitor: &newest)
+        return UTCTime(secondsSince1970: newest.seconds).description
+    }
+}
+
+/// The newest `st_mtime` of the regular files of a walk.
+struct NewestFile: BundleVisitor {
+    var seconds: Int64 = 0
+
+    mutating func enterDirectory(_ entry: BundleEntry, fd: Int32) throws {}
+    mutating func leaveDirectory(_ entry: BundleEntry, fd: Int32) throws {}
+    mutating func visitSymlink(_ entry: BundleEntry) throws {}
+    mutating func visitFile(_ entry: BundleEntry, fd: Int32) throws {
+        var info = stat()
+        if fstat(fd, &info) == 0 { seconds = max(seconds, Int64(info.st_mtim.tv_sec)) }
     }
 }
 

@@ -80,6 +80,69 @@ struct ImageCommandTests {
             })
     }
 
+    /// The image config of a docker-archive `appd image` wrote, as JSON.
+    func imageConfig(of archive: String, _ scratch: Scratch, _ name: String) throws -> [String: Any]
+    {
+        let out = try Self.folder(scratch, name)
+        #expect(try runTool("/usr/bin/tar", ["-xf", archive, "-C", out]).code == 0)
+        let configName = try FileManager.default.contentsOfDirectory(atPath: out)
+            .first { $0.hasSuffix(".json") && $0 != "manifest.json" }
+        let data = try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(configName ?? "")"))
+        return try JSONSerialization.jsonObject(with: data) as? [String: Any] ?? [:]
+    }
+
+    @Test(
+        "User is a numeric uid that is not root; Created is SOURCE_DATE_EPOCH, else the bundle's newest file, and the same bundle still gives the same bytes"
+    )
+    func userAndCreated() throws {
+        let scratch = Scratch()
+        let bundle = try Self.signedBundle(scratch, signer: try Signer())
+        // Every file of the bundle last changed at 2020-09-13T12:26:40Z but one, a minute later.
+        let files = try FileManager.default.subpathsOfDirectory(atPath: bundle)
+        for file in files {
+            var times = [
+                timespec(tv_sec: 1_600_000_000, tv_nsec: 0),
+                timespec(tv_sec: 1_600_000_000, tv_nsec: 0),
+            ]
+            utimensat(AT_FDCWD, "\(bundle)/\(file)", &times, AT_SYMLINK_NOFOLLOW)
+        }
+        var later = [
+            timespec(tv_sec: 1_600_000_060, tv_nsec: 0),
+            timespec(tv_sec: 1_600_000_060, tv_nsec: 0),
+        ]
+        utimensat(AT_FDCWD, "\(bundle)/Resources/greeting.txt", &later, 0)
+        let strict = try Self.strictConfig(scratch)
+        let first = scratch.sub("first.tar")
+        let second = scratch.sub("second.tar")
+        for output in [first, second] {
+            let result = try runAppd(
+                ["image", bundle, "-o", output],
+                environment: ["APPD_CONFIG": strict, "SOURCE_DATE_EPOCH": ""])
+            #expect(result.status == 0, "\(result.stderr)")
+        }
+        #expect(
+            try Data(contentsOf: URL(fileURLWithPath: first))
+                == Data(contentsOf: URL(fileURLWithPath: second)))
+        let config = try imageConfig(of: first, scratch, "first")
+        #expect(config["created"] as? String == "2020-09-13T12:27:40Z", "\(config)")
+        let user = (config["config"] as? [String: Any])?["User"] as? String
+        #expect(user == "65534:65534")
+        // SOURCE_DATE_EPOCH wins; a value that is not a number of seconds is refused.
+        let epoch = scratch.sub("epoch.tar")
+        let dated = try runAppd(
+            ["image", bundle, "-o", epoch],
+            environment: ["APPD_CONFIG": strict, "SOURCE_DATE_EPOCH": "1700000000"])
+        #expect(dated.status == 0, "\(dated.stderr)")
+        #expect(
+            try imageConfig(of: epoch, scratch, "epoch")["created"] as? String
+                == "2023-11-14T22:13:20Z")
+        let bad = try runAppd(
+            ["image", bundle, "-o", scratch.sub("bad.tar")],
+            environment: ["APPD_CONFIG": strict, "SOURCE_DATE_EPOCH": "yesterday"])
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("SOURCE_DATE_EPOCH 'yesterday'"), "\(bad.stderr)")
+    }
+
     func layerFolder(_ extracted: String) throws -> String {
         try FileManager.default.contentsOfDirectory(atPath: extracted)
             .first { !$0.contains(".") && $0 != "repositories" } ?? ""
@@ -179,12 +242,20 @@ struct ImageCommandTests {
             "/usr/bin/podman",
             podman + [
                 "image", "inspect", "localhost/appd-test/hello:1.2", "--format",
-                "{{json .RepoTags}} {{json .Config.Entrypoint}} {{index .Labels \"org.appd.version\"}}",
+                "{{json .RepoTags}} {{json .Config.Entrypoint}} {{index .Labels \"org.appd.version\"}} {{.Config.User}}",
             ])
         #expect(inspect.code == 0, "\(inspect.output)")
         #expect(
             inspect.output.trimmingCharacters(in: .whitespacesAndNewlines)
-                == #"["localhost/appd-test/hello:1.2"] ["/Hello.app/Hello"] 1.2"#)
+                == #"["localhost/appd-test/hello:1.2"] ["/Hello.app/Hello"] 1.2 65534:65534"#)
+        // When it was made (the bundle was just signed), not 1970's "56 years ago".
+        let since = try runTool(
+            "/usr/bin/podman",
+            podman + [
+                "images", "--format", "{{.CreatedSince}}", "localhost/appd-test/hello:1.2",
+            ])
+        #expect(since.code == 0, "\(since.output)")
+        #expect(!since.output.contains("years"), "\(since.output)")
 
         // --format oci: the same image (the same config, so the same ID) through oci-archive:.
         let oci = scratch.sub("hello-oci.tar")
