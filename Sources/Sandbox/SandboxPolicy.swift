@@ -24,6 +24,13 @@ public struct SandboxSubject: Sendable, Equatable {
     /// The host programs the app may execute (`AppdHostExecutables` of its signed Info.plist,
     /// granted by its signer at install); nothing else of the host is executable to it.
     public var hostExecutables: [String] = []
+    /// Where the bundle container and the data container are on the host when the sandbox
+    /// shows them elsewhere (appd-oci shows the image's `/Name.app` and `/appd/data`); nil:
+    /// at their own paths, as the daemon shows them (the iOS model: real, unguessable paths).
+    /// Every other use of the two paths (the environment, passwd, Landlock, the working
+    /// folder) is the sandbox's.
+    public var bundleSource: String? = nil
+    public var dataSource: String? = nil
 
     public struct GroupContainer: Sendable, Equatable {
         public var groupID: String
@@ -174,8 +181,14 @@ public struct SandboxPolicy: Sendable {
         mounts.append(SandboxProfile.Mount(kind: .dev, destination: "/dev"))
         for device in grants.devices { mounts.append(.devBind(device)) }
         // The containers sit at their real, unguessable paths; nothing else of the state root.
-        mounts.append(.roBind(app.bundleContainer))
-        mounts.append(.rwBind(app.dataContainer))
+        mounts.append(
+            .init(
+                kind: .roBind, source: app.bundleSource ?? app.bundleContainer,
+                destination: app.bundleContainer))
+        mounts.append(
+            .init(
+                kind: .rwBind, source: app.dataSource ?? app.dataContainer,
+                destination: app.dataContainer))
         for group in grants.groupContainers { mounts.append(.rwBind(group.path)) }
         for path in grants.readOnlyPaths { mounts.append(.roBind(path)) }
         for path in grants.readWritePaths { mounts.append(.rwBind(path)) }

@@ -111,9 +111,7 @@ extension OCIRuntime {
             prepared = try appProfile(
                 id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
             PodFiles.apply(podFiles, hostname: podHostname, to: &prepared.profile)
-            if let data = prepared.dataContainer {
-                AppTmp.link(in: &prepared.profile, dataContainer: data)
-            }
+            AppTmp.link(in: &prepared.profile, dataContainer: AppPaths.data)
         }
         // What the launcher was given by fd (binds, the data volume, the pod's files): open
         // until it is built.
@@ -368,8 +366,9 @@ extension OCIRuntime {
             spec: spec, stateDirectory: state.directory(id), stateRoot: state.path, uid: uid,
             gid: uid)
         do {
-            let subject = SandboxSubject(
+            var subject = SandboxSubject(
                 bundle: image.bundle, dataContainer: data.path, uid: uid, gid: uid)
+            AppPaths.show(&subject)
             let (settings, override) = config.sandboxInputs(for: bundleID)
             var profile = try SandboxPolicy.compile(
                 subject, settings: settings, override: override, kernel: .detect(),

@@ -119,9 +119,13 @@ extension OCIRuntime {
     {
         if name.hasPrefix("/") {
             // An app image's paths are the image's: `/Name.app/Name` is the bundle, which the
-            // sandbox shows where it lies on the host (inside the root filesystem).
+            // sandbox shows there (AppPaths); a container created before it did shows it
+            // where it lies on the host (inside the root filesystem).
             let top = name.split(separator: "/").first.map(String.init) ?? ""
-            if !record.plain, top.hasSuffix(".app"), access("\(record.rootfs)\(name)", F_OK) == 0 {
+            if !record.plain, top.hasSuffix(".app"),
+                !profile.mounts.contains(where: { $0.destination == "/\(top)" }),
+                access("\(record.rootfs)\(name)", F_OK) == 0
+            {
                 return "\(record.rootfs)\(name)"
             }
             return name

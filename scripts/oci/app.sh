@@ -63,8 +63,8 @@ app_checks() {
     app_pm run --rm --network none "$APP_IMAGE" exit 7 >/dev/null 2>&1 && rc=0 || rc=$?
     check $P "podman run of a signed .app image: the app's exit code" 7 "$rc"
     out=$(app_pm run --rm --network none "$APP_IMAGE" env 2>&1)
-    check $P "the app's HOME is a data container at a random UUID path" yes \
-        "$(grep -Eq '^env: value HOME=/.*/[0-9A-F]{8}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{4}-[0-9A-F]{12}$' <<<"$out" && echo yes || echo "no: $(grep 'HOME=' <<<"$out")")"
+    check $P "the app's HOME is its data container at /appd/data, not a host path" yes \
+        "$(grep -Eq '^env: value HOME=/appd/data$' <<<"$out" && echo yes || echo "no: $(grep 'HOME=' <<<"$out")")"
     out=$(app_pm run --rm --network none "$APP_IMAGE" read /etc/shadow 2>&1)
     check $P "attack: the app reads the host's /etc/shadow" "read: refused ENOENT" "$out"
     out=$(app_pm run --rm --network none "$APP_IMAGE" ptrace 2>&1)
