@@ -32,10 +32,39 @@ public struct OCIRuntimeRegistration: Sendable, Codable, Equatable {
         public var binary: String
     }
 
+    /// The notes that mean every container of an engine fails (a cgroup driver the host
+    /// lacks), and a file the admin named that could not be read: what `appd doctor --oci`
+    /// counts as needing attention.
+    public var failures: [String] {
+        notes.filter { $0.contains(" is refused at create") || $0.contains("(given)") }
+    }
+
     /// The engines that know it, each once, in the order checked.
     public var engines: [String] {
         var seen = Set<String>()
         return entries.map(\.engine).filter { seen.insert($0).inserted }
+    }
+}
+
+/// The engines' configuration files to read instead of the default places (`appd doctor
+/// --containerd-config`, `--podman-config`, `--docker-config`): a node whose engines keep
+/// theirs elsewhere (k3s's containerd, a podman `--config`, dockerd `--config-file`). Each is
+/// read as given, never below a host root.
+public struct EngineConfigPaths: Sendable, Equatable {
+    public var containerd: String?
+    /// containers.conf files, or folders whose `*.conf` files are read in name order.
+    public var podman: [String]
+    public var docker: String?
+
+    public init(containerd: String? = nil, podman: [String] = [], docker: String? = nil) {
+        self.containerd = containerd
+        self.podman = podman
+        self.docker = docker
+    }
+
+    /// Every path given.
+    public var all: [String] {
+        [containerd].compactMap { $0 } + podman + [docker].compactMap { $0 }
     }
 }
 
@@ -47,20 +76,27 @@ public enum OCIEngines {
     /// Checks the configuration files below `hostRoot` (`""`: this host; tests give a fake
     /// tree). `besideExecutable`: the directory of the running `appd`, where a build keeps
     /// appd-oci.
-    public static func check(hostRoot: String = "", besideExecutable: String? = nil)
-        -> OCIRuntimeRegistration
-    {
+    /// `paths`: files given instead of the default places, read as they are named.
+    public static func check(
+        hostRoot: String = "", besideExecutable: String? = nil,
+        paths: EngineConfigPaths = EngineConfigPaths()
+    ) -> OCIRuntimeRegistration {
         var result = OCIRuntimeRegistration()
         let candidates =
             [hostRoot + installedRuntime] + (besideExecutable.map { ["\($0)/appd-oci"] } ?? [])
         result.runtime = candidates.first { access($0, X_OK) == 0 }
         if result.runtime == nil { result.searched = candidates }
 
+        // What the admin named is read as named, and its absence said.
+        var given = Set(paths.all)
         func read(_ path: String) -> String? {
-            switch readBounded(hostRoot + path) {
+            let explicit = given.contains(path)
+            switch readBounded(explicit ? path : hostRoot + path) {
             case .success(let text): return text
             case .failure(let problem):
-                if problem != .absent { result.notes.append("\(path): \(problem.text)") }
+                if problem != .absent || explicit {
+                    result.notes.append("\(path)\(explicit ? " (given)" : ""): \(problem.text)")
+                }
                 return nil
             }
         }
@@ -75,7 +111,7 @@ public enum OCIEngines {
             }
         }
 
-        let containerd = "/etc/containerd/config.toml"
+        let containerd = paths.containerd ?? "/etc/containerd/config.toml"
         if let text = read(containerd) {
             let before = result.entries.count
             add("containerd", containerd, containerdRuntimes(text))
@@ -85,11 +121,9 @@ public enum OCIEngines {
                 systemdRunning: access(hostRoot + "/run/systemd/system", F_OK) == 0)
         }
 
-        var podmanFiles = [
-            "/usr/share/containers/containers.conf", "/etc/containers/containers.conf",
-        ]
-        let dropIns = "/etc/containers/containers.conf.d"
-        if let directory = try? FileDescriptor.directory(hostRoot + dropIns) {
+        var podmanFiles: [String] = []
+        func addDropIns(_ dropIns: String, at path: String) {
+            guard let directory = try? FileDescriptor.directory(path) else { return }
             let confs = ((try? directory.entries()) ?? []).filter { $0.hasSuffix(".conf") }.sorted()
             podmanFiles += confs.prefix(maxDropInFiles).map { "\(dropIns)/\($0)" }
             if confs.count > maxDropInFiles {
@@ -98,8 +132,27 @@ public enum OCIEngines {
                 )
             }
         }
+        if paths.podman.isEmpty {
+            podmanFiles = [
+                "/usr/share/containers/containers.conf", "/etc/containers/containers.conf",
+            ]
+            let dropIns = "/etc/containers/containers.conf.d"
+            addDropIns(dropIns, at: hostRoot + dropIns)
+        } else {
+            for path in paths.podman {
+                var info = stat()
+                if stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+                    let before = podmanFiles.count
+                    addDropIns(path, at: path)
+                    given.formUnion(podmanFiles[before...])
+                } else {
+                    podmanFiles.append(path)
+                }
+            }
+        }
         var podmanRead = false
         var jsonNames: Set<String>?
+        var cgroupManager: (String, String)?
         let podmanBefore = result.entries.count
         for file in podmanFiles {
             guard let text = read(file) else { continue }
@@ -108,6 +161,16 @@ public enum OCIEngines {
             add("podman", file, parsed.runtimes)
             // The last file that sets the list decides (the later ones override).
             if let names = parsed.supportsJSON { jsonNames = Set(names) }
+            if let manager = parsed.cgroupManager { cgroupManager = (manager, file) }
+        }
+        // podman's default is systemd where systemd runs, cgroupfs elsewhere: only a file
+        // that sets systemd on a host without it breaks every container.
+        if result.entries.count > podmanBefore, let (manager, file) = cgroupManager,
+            manager == "systemd", access(hostRoot + "/run/systemd/system", F_OK) != 0
+        {
+            result.notes.append(
+                "podman: \(file) sets cgroup_manager = \"systemd\" but systemd is not running here: every container is refused at create; set cgroup_manager = \"cgroupfs\""
+            )
         }
         if podmanRead && result.entries.count == podmanBefore {
             result.unconfigured.append("podman")
@@ -118,7 +181,7 @@ public enum OCIEngines {
             )
         }
 
-        let docker = "/etc/docker/daemon.json"
+        let docker = paths.docker ?? "/etc/docker/daemon.json"
         if let text = read(docker) {
             let before = result.entries.count
             switch dockerRuntimes(text) {
@@ -156,18 +219,22 @@ public enum OCIEngines {
     /// containers.conf: the `[engine.runtimes]` table (`NAME = ["PATH", …]`, podman takes the
     /// first path that exists) and `[engine] runtime_supports_json`.
     public static func containersConfRuntimes(_ text: String) -> (
-        runtimes: [(name: String, binary: String)], supportsJSON: [String]?
+        runtimes: [(name: String, binary: String)], supportsJSON: [String]?,
+        cgroupManager: String?
     ) {
         var runtimes: [(name: String, binary: String)] = []
         var supportsJSON: [String]?
+        var cgroupManager: String?
         for (key, value) in TOMLLines(text) {
             if key.count == 3, key[0] == "engine", key[1] == "runtimes" {
                 for path in value.strings where names(path) { runtimes.append((key[2], path)) }
             } else if key == ["engine", "runtime_supports_json"] {
                 supportsJSON = value.strings
+            } else if key == ["engine", "cgroup_manager"], value.isString {
+                cgroupManager = value.strings.first
             }
         }
-        return (runtimes, supportsJSON)
+        return (runtimes, supportsJSON, cgroupManager)
     }
 
     /// docker's `daemon.json`: `"runtimes": {"NAME": {"path": "PATH"}}`.

@@ -38,7 +38,9 @@ extension Doctor {
                 "appd.conf has no [Signer] and AllowUnsigned=no: appd-oci refuses every app image (add a [Signer NAME] with Key= and BundleIDs=)"
             )
         }
-        let registration = OCIEngines.check(besideExecutable: Self.executableDirectory)
+        let registration = OCIEngines.check(
+            besideExecutable: Self.executableDirectory, paths: engineConfigs)
+        problems += registration.failures
         if registration.runtime == nil {
             problems.append(
                 "appd-oci is not installed (looked at \(registration.searched.joined(separator: ", ")))"
@@ -61,7 +63,10 @@ extension Doctor {
                 print(
                     "state root: \(report.stateRoot) does not exist: no appd daemon here; checking this node for appd-oci"
                 )
-                for line in Self.ociLines(report.ociRuntime) { Output.line(line) }
+                // What needs attention is said once, below.
+                var registration = report.ociRuntime
+                registration.notes.removeAll { report.problems.contains($0) }
+                for line in Self.ociLines(registration) { Output.line(line) }
                 print(
                     "appd-oci state: \(report.runtimeRoot): "
                         + (report.containers.map { "\($0) container(s)" }

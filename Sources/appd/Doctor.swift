@@ -39,6 +39,31 @@ struct Doctor: ParsableCommand {
     )
     var oci = false
 
+    @Option(
+        name: .customLong("containerd-config"),
+        help: ArgumentHelp(
+            "containerd's config.toml to check instead of /etc/containerd/config.toml.",
+            valueName: "file"), completion: .file())
+    var containerdConfig: String?
+
+    @Option(
+        name: .customLong("podman-config"),
+        help: ArgumentHelp(
+            "A containers.conf, or a folder of *.conf, to check instead of podman's default places (repeatable, in order).",
+            valueName: "path"), completion: .file())
+    var podmanConfig: [String] = []
+
+    @Option(
+        name: .customLong("docker-config"),
+        help: ArgumentHelp(
+            "docker's daemon.json to check instead of /etc/docker/daemon.json.",
+            valueName: "file"), completion: .file())
+    var dockerConfig: String?
+
+    var engineConfigs: EngineConfigPaths {
+        EngineConfigPaths(containerd: containerdConfig, podman: podmanConfig, docker: dockerConfig)
+    }
+
     // What doctor does without --repair; accepted for the scripts written when repairing was
     // the default.
     @Flag(help: .hidden)
@@ -68,7 +93,8 @@ struct Doctor: ParsableCommand {
         try options.run {
             let store = try options.openStore(repair ? .readWrite : .readOnly)
             var report = try store.doctor(repair: repair, onWait: options.waitNotice)
-            report.ociRuntime = OCIEngines.check(besideExecutable: Self.executableDirectory)
+            report.ociRuntime = OCIEngines.check(
+                besideExecutable: Self.executableDirectory, paths: engineConfigs)
             if options.json {
                 Output.json(report)
             } else {
