@@ -5,8 +5,8 @@ import Sandbox
 /// `tmp`, which the app already writes (and cannot execute from: the data container is
 /// mounted noexec): no new writable place, the same quota, gone with the data container.
 enum AppTmp {
-    /// Not made when anything the sandbox mounts lies at or below `/tmp` (a data container
-    /// kept under the host's /tmp: its mount point is made there first).
+    /// `dataContainer`: where the sandbox shows it (`/appd/data`, AppPaths). Not made when
+    /// anything the sandbox mounts lies at or below `/tmp` (its mount point is made there).
     static func link(in profile: inout SandboxProfile, dataContainer: String) {
         guard
             !profile.mounts.contains(where: {
