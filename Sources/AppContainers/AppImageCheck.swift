@@ -13,6 +13,13 @@ import Sandbox
 /// names its executable; and every file matches its signature (`checkContents`, which create
 /// runs while the launcher builds the sandbox).
 public struct AppImageCheck {
+    /// The image's `User` that `appd image` writes: `nobody`, a numeric uid that is not root,
+    /// so a pod with `runAsNonRoot` is admitted (the kubelet refuses an image whose user is
+    /// empty, 0 or a name). appd-oci never runs an app as it: the app runs as its bundle id's
+    /// node uid (docs/oci-runtime.md, "Who the app runs as"). An engine that runs the image as
+    /// it chowns a new named volume to it (podman), so appd-oci takes a volume owned by it when
+    /// config.json's user is this one (DataPlace).
+    public static let imageUser: UInt32 = 65534
     public var bundle: AppBundle
     /// Its signature, verified over its CodeResources (nil: unsigned, and allowed).
     public var signature: CodeSignature?

@@ -20,11 +20,13 @@ public struct ImageDescription: Sendable {
     /// The config's `created` (RFC 3339, UTC): `appd image` gives SOURCE_DATE_EPOCH or the
     /// newest file of the bundle, so the same bundle still gives the same bytes.
     public var created: String
+    /// The config's `User` (`uid:gid`), if any: `appd image` gives AppImageCheck.imageUser.
+    public var user: String?
 
     public init(
         bundleFolder: String, executable: String, reference: ImageReference,
         labels: [String: String], architecture: String = ELFMachine.hostArchitecture,
-        created: String = ImageArchive.epoch
+        created: String = ImageArchive.epoch, user: String? = nil
     ) {
         self.bundleFolder = bundleFolder
         self.executable = executable
@@ -32,6 +34,7 @@ public struct ImageDescription: Sendable {
         self.labels = labels
         self.architecture = architecture
         self.created = created
+        self.user = user
     }
 
     public var entrypoint: String { "/\(bundleFolder)/\(executable)" }
@@ -56,11 +59,6 @@ public enum ImageArchive {
 
     /// The creation time of a description that gives none.
     public static let epoch = "1970-01-01T00:00:00Z"
-    /// The image's `User`: a numeric uid that is not root, so a pod with `runAsNonRoot` is
-    /// admitted (the kubelet refuses an image whose user is empty, a name or 0). appd-oci
-    /// never uses `process.user` for an app: the app runs as its bundle id's node uid
-    /// (docs/oci-runtime.md, "Who the app runs as"); under another runtime it is `nobody`.
-    public static let user = "65534:65534"
     static let path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
     /// The two archive formats: `docker` (`docker save`'s layout, which docker load, podman load
@@ -149,7 +147,7 @@ public enum ImageArchive {
     static func containerConfig(_ description: ImageDescription) -> ContainerConfig {
         ContainerConfig(
             Env: [path], Entrypoint: [description.entrypoint], Labels: description.labels,
-            User: user, WorkingDir: "/")
+            User: description.user, WorkingDir: "/")
     }
 
     /// docs/oci-image.md's table, in its order.
@@ -268,7 +266,7 @@ struct ContainerConfig: Encodable {
     var Env: [String]
     var Entrypoint: [String]
     var Labels: [String: String]
-    var User: String
+    var User: String?
     var WorkingDir: String
 }
 

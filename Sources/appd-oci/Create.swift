@@ -489,7 +489,9 @@ struct PreparedSandbox {
 ///
 /// The volume is a folder the engine made (a podman or docker volume, a Kubernetes volume), never
 /// a system folder or appd's own state (HostPaths), and a directory owned by root (or the user
-/// appd-oci runs as). It is opened once; the data container is found or made through that fd
+/// appd-oci runs as; or `nobody` when config.json runs the image as `nobody`, the User `appd
+/// image` writes: podman chowns a new named volume to the image's user, and Debian's `nobody`
+/// owns no file of its own). It is opened once; the data container is found or made through that fd
 /// and opened by it, and that fd is what the launcher mounts: whoever can write the volume
 /// cannot swap a folder in between.
 enum DataPlace {
@@ -507,7 +509,11 @@ enum DataPlace {
             guard raw >= 0 else { throw AppdError.system("cannot open \(what) \(folder.path)") }
             let parent = FileDescriptor(raw: raw, path: folder.path)
             var info = stat()
-            guard fstat(raw, &info) == 0, [0, geteuid()].contains(info.st_uid) else {
+            var owners: [uid_t] = [0, geteuid()]
+            if spec.process?.user?.uid == AppImageCheck.imageUser {
+                owners.append(AppImageCheck.imageUser)
+            }
+            guard fstat(raw, &info) == 0, owners.contains(info.st_uid) else {
                 throw AppdError(
                     .permissionDenied,
                     "\(what) \(folder.path) is owned by uid \(info.st_uid): a volume is a folder the engine made (owned by root)"

@@ -91,7 +91,8 @@ struct Image: ParsableCommand {
                     "org.appd.signer-key": check.signature?.keyID ?? "unsigned",
                 ],
                 architecture: architectures.first?.architecture ?? ELFMachine.hostArchitecture,
-                created: try Self.created(app, limits: config.bundleLimits))
+                created: try Self.created(app, limits: config.bundleLimits),
+                user: "\(AppImageCheck.imageUser):\(AppImageCheck.imageUser)")
             let display =
                 !options.json && isatty(STDERR_FILENO) == 1
                 ? UploadProgress(totals: (app.fileCount, app.totalBytes), verb: "writing") : nil

@@ -63,6 +63,37 @@ struct AppPathsTests {
             FileManager.default.fileExists(atPath: "\(volume)/\(kept.first ?? "")/Documents/n"))
     }
 
+    @Test(
+        "a volume podman chowned to the image's User (nobody) is taken when the config runs the image as nobody; attack: owned by another user, or nobody's for a config that says root, refused"
+    )
+    func volumeOwnedByImageUser() throws {
+        let image = try AppImageRunTests.Image(executable: "sh", arguments: ["-c", "true"])
+        defer { image.remove() }
+        let volume = "\(image.directory)/volume"
+        mkdir(volume, 0o755)
+        let mounts =
+            #"[{"destination": "/appd/data", "type": "bind", "source": "\#(volume)", "options": ["rbind", "rw"]}]"#
+        let script = ["-c", "echo x > $HOME/Documents/n && echo wrote"]
+        func run(owner: uid_t, user: UInt32) throws -> (code: Int32, stdout: String, stderr: String)
+        {
+            chown(volume, owner, owner)
+            try Self.rewriteArguments(image, script, mounts: mounts, user: user)
+            return try image.run()
+        }
+        let nobody = try run(owner: 65534, user: 65534)
+        #expect(nobody.code == 0 && nobody.stdout == "wrote\n", "\(nobody.stderr)")
+        for entry in try FileManager.default.contentsOfDirectory(atPath: volume) {
+            try FileManager.default.removeItem(atPath: "\(volume)/\(entry)")
+        }
+        let asRoot = try run(owner: 65534, user: 0)
+        #expect(asRoot.code != 0)
+        #expect(asRoot.stderr.contains("is owned by uid 65534"), "\(asRoot.stderr)")
+        let other = try run(owner: 1234, user: 65534)
+        #expect(other.code != 0)
+        #expect(other.stderr.contains("is owned by uid 1234"), "\(other.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: volume).isEmpty)
+    }
+
     @Test("appd-oci exec of /Echo.app/sh runs the bundle's program at the image's path")
     func execPath() throws {
         let image = try AppImageRunTests.Image(executable: "sh", arguments: ["-c", "sleep 30"])
@@ -82,7 +113,8 @@ struct AppPathsTests {
 
     /// config.json's process.args after the executable, and its mounts.
     static func rewriteArguments(
-        _ image: AppImageRunTests.Image, _ arguments: [String], mounts: String? = nil
+        _ image: AppImageRunTests.Image, _ arguments: [String], mounts: String? = nil,
+        user: UInt32? = nil
     ) throws {
         let path = "\(image.directory)/bundle/config.json"
         var config =
@@ -91,6 +123,7 @@ struct AppPathsTests {
         var process = config["process"] as? [String: Any] ?? [:]
         let args = process["args"] as? [String] ?? []
         process["args"] = Array(args.prefix(1)) + arguments
+        if let user { process["user"] = ["uid": user, "gid": user] }
         config["process"] = process
         if let mounts {
             config["mounts"] = try JSONSerialization.jsonObject(with: Data(mounts.utf8))
