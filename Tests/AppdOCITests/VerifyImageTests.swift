@@ -119,6 +119,19 @@ struct VerifyImageTests {
         #expect(result.reason == line, "verify: \(result.stdout)")
     }
 
+    @Test("UIRequiredDeviceCapabilities naming another CPU: refused with create's line")
+    func anotherCPU() throws {
+        let image = try Image(
+            info: "<key>UIRequiredDeviceCapabilities</key><array><string>arm64</string></array>")
+        defer { image.remove() }
+        let file = try Self.write(image)
+        let result = try Self.verify(image, ["oci-archive:\(file)"])
+        #expect(result.code == 1, "\(result.stdout)")
+        let line = try Self.createLine(image)
+        #expect(line.contains("UIRequiredDeviceCapabilities requires arm64"), "\(line)")
+        #expect(result.reason == line, "verify: \(result.stdout)")
+    }
+
     @Test("a layer changed after signing (its digests made to match): refused with create's line")
     func tamperedLayer() throws {
         let image = try Image()
