@@ -60,6 +60,7 @@ extension Verify {
             throw ExitCode(unreadable ? 2 : 1)
         }
         var verdict = ImageVerdict(image: image, refusal: nil)
+        var seen: (path: String, host: HostLibraries)?
         do {
             let host = try HostLibraries(
                 root: hostRoot ?? "/", systemPaths: config.sandbox.systemPaths)
@@ -70,6 +71,7 @@ extension Verify {
                         "build it with appd image Name.app; run other images with --plain or the annotation org.appd.plain=true"
                 )
             }
+            seen = (found, host)
             // create's order: what names the bundle and its rights, the entrypoint, then
             // every file.
             let check = try AppImageCheck.verify(at: found, config: config, host: host)
@@ -87,6 +89,15 @@ extension Verify {
         } catch let error as AppdError {
             verdict.refusal = error
             verdict.accepted = false
+            // Refused by the policy or the host: still say what the image holds, if it reads.
+            if verdict.bundle == nil, let seen,
+                let app = try? AppBundle.open(at: seen.path, limits: config.bundleLimits)
+            {
+                var view = BundleView(app)
+                view.programs = ProgramsView(app, host: seen.host)
+                view.path = "/" + app.directoryName
+                verdict.bundle = view
+            }
         }
         verdict.print(json: options.json, subject: bundle)
         if verdict.accepted != true { throw ExitCode.failure }
@@ -163,7 +174,7 @@ struct ImageVerdict: Encodable {
                     ? "not trusted here"
                     : "trusted as [Signer \(trustedAs.joined(separator: "], ["))]"
                 Output.line("  signature   Ed25519, key \(keyID) (\(trust))")
-            } else {
+            } else if accepted == true {
                 Output.line("  signature   none (not signed)")
             }
             bundle.programs?.printText()
