@@ -178,6 +178,86 @@ struct VerifyImageTests {
         #expect(try Self.verify(image, ["oci-archive:\(image.directory)/missing.tar"]).code == 2)
     }
 
+    @Test(
+        "docker://: an image pushed to a private registry on 127.0.0.1 is fetched with skopeo and answered as create would; a tag the registry lacks is exit 2"
+    )
+    func registry() throws {
+        let tools = ["/usr/bin/skopeo", "/usr/bin/docker-registry"]
+        let missing = tools.filter { !FileManager.default.isExecutableFile(atPath: $0) }
+        guard missing.isEmpty else {
+            // Not a pass: say what is missing (scripts/oci-deps installs them).
+            if rootTestsRequired { Issue.record("missing \(missing); run scripts/oci-deps") }
+            return
+        }
+        let image = try Image()
+        defer { image.remove() }
+        let file = try Self.write(image)
+        // A private registry on a port the kernel picks (it prints no port: pick one free now).
+        let port = try Self.freePort()
+        let config = "\(image.directory)/registry.yml"
+        try """
+        version: 0.1
+        storage:
+          filesystem:
+            rootdirectory: \(image.directory)/registry
+        http:
+          addr: 127.0.0.1:\(port)
+        """.write(toFile: config, atomically: true, encoding: .utf8)
+        let registry = Process()
+        registry.executableURL = URL(fileURLWithPath: "/usr/bin/docker-registry")
+        registry.arguments = ["serve", config]
+        registry.standardOutput = FileHandle.nullDevice
+        registry.standardError = FileHandle.nullDevice
+        try registry.run()
+        defer {
+            registry.terminate()
+            registry.waitUntilExit()
+        }
+        let reference = "127.0.0.1:\(port)/appd-test/echo:1"
+        var pushed: (code: Int32, stdout: String, stderr: String) = (1, "", "")
+        // The registry takes a moment to listen.
+        for _ in 0..<50 {
+            pushed = try ChildProcess(
+                "/usr/bin/skopeo",
+                [
+                    "copy", "--dest-tls-verify=false", "oci-archive:\(file)",
+                    "docker://\(reference)",
+                ],
+                stdout: .capture, stderr: .capture
+            ).finish()
+            if pushed.code == 0 { break }
+            usleep(100_000)
+        }
+        #expect(pushed.code == 0, "\(pushed.stderr)")
+        let accepted = try Self.verify(image, ["--tls-verify=false", "docker://\(reference)"])
+        #expect(accepted.code == 0 && accepted.accepted == true, "\(accepted.stdout)")
+        try "".write(toFile: "\(image.directory)/appd.conf", atomically: true, encoding: .utf8)
+        let refused = try Self.verify(image, ["--tls-verify=false", "docker://\(reference)"])
+        #expect(refused.code == 1, "\(refused.stdout)")
+        #expect(refused.reason == (try Self.createLine(image)), "\(refused.stdout)")
+        let absent = try Self.verify(
+            image, ["--tls-verify=false", "docker://127.0.0.1:\(port)/appd-test/none:1"])
+        #expect(absent.code == 2, "\(absent.stdout)")
+        #expect(absent.reason?.contains("skopeo could not copy") == true, "\(absent.stdout)")
+    }
+
+    /// A TCP port on 127.0.0.1 nothing listens on now.
+    static func freePort() throws -> UInt16 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        #expect(bound)
+        return UInt16(bigEndian: address.sin_port)
+    }
+
     @Test("--signers DIR: a fleet's drop-ins decide, not the signers.d beside appd.conf")
     func signersFolder() throws {
         let image = try Image()
