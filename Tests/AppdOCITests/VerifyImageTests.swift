@@ -203,14 +203,10 @@ struct VerifyImageTests {
         http:
           addr: 127.0.0.1:\(port)
         """.write(toFile: config, atomically: true, encoding: .utf8)
-        let registry = Process()
-        registry.executableURL = URL(fileURLWithPath: "/usr/bin/docker-registry")
-        registry.arguments = ["serve", config]
-        registry.standardOutput = FileHandle.nullDevice
-        registry.standardError = FileHandle.nullDevice
-        try registry.run()
+        let registry = try ChildProcess(
+            "/usr/bin/docker-registry", ["serve", config], stdout: .discard, stderr: .discard)
         defer {
-            registry.terminate()
+            registry.signal(SIGTERM)
             registry.waitUntilExit()
         }
         let reference = "127.0.0.1:\(port)/appd-test/echo:1"
