@@ -17,6 +17,31 @@
 
 daemon_pid="" child_pid=""
 
+# host_filesystems BASE NAME: the filesystems of a host under the folder BASE. BASE becomes a
+# fresh ext4 with a journal (in the file BASE.img, loop-mounted), holding the state root
+# BASE/root, whose run/ (the daemon's runtime directory: its socket, the instance records and
+# status files) is a tmpfs named NAME, as /run is under systemd. This machine's / (and /run) is
+# ext4 *without* a journal, where creating a file within minutes of many deletions (the last
+# run's instances) scans every recently freed inode (ext4's recently_deleted): measured, a fifth
+# of a 1,000-launch burst's CPU and 0.5-0.7 ms of each launch's two run/ files, which no host
+# with a journal or a tmpfs /run pays. host_filesystems_release BASE undoes it (the loop device
+# goes with the last umount: autoclear) and removes BASE.img; callers remove BASE.
+host_filesystems() {
+    local base=$1 name=$2
+    truncate -s 8G "$base.img"
+    mkfs.ext4 -q -F "$base.img" || die "mkfs.ext4 $base.img failed (apt-get install e2fsprogs)"
+    mount -o loop "$base.img" "$base" || die "cannot loop-mount $base.img on $base"
+    mkdir -m 0755 "$base/root" "$base/root/run"
+    mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "$name" "$base/root/run" ||
+        die "cannot mount a tmpfs on $base/root/run"
+}
+host_filesystems_release() {
+    local base=$1
+    if mountpoint -q "$base/root/run"; then umount -l "$base/root/run" || true; fi
+    if mountpoint -q "$base"; then umount -l "$base" || true; fi
+    rm -f "$base.img"
+}
+
 # Runs "$@" (stdin included) in the background and waits for it. bash acts on a signal only once
 # its foreground command has finished; `wait` it leaves at once, and the cleanup ends the child.
 run_child() {
@@ -64,11 +89,9 @@ daemon_cleanup() {
         done < <(find /sys/fs/cgroup/ -maxdepth 6 -type d -path "*$cgroup_parent*" 2>/dev/null | sort -r)
     fi
     [[ -z "${temporary_config:-}" ]] || rm -f "$temporary_config"
-    if [[ -n "${root:-}" ]] && mountpoint -q "$root/run"; then umount -l "$root/run" || true; fi
     if [[ -n "${base:-}" ]]; then
-        # The loop device goes with the last umount (autoclear).
-        if mountpoint -q "$base"; then umount -l "$base" || true; fi
-        rm -rf "$base" "$base.img"
+        host_filesystems_release "$base"
+        rm -rf "$base"
     fi
     exit "$status"
 }
@@ -80,26 +103,16 @@ daemon_start() {
     # A signal ends the script through exit, so that the EXIT trap runs.
     trap 'exit 130' INT
     trap 'exit 143' TERM
-    # The filesystems of a host: the state root on ext4 with a journal (a fresh one, in a file),
-    # the daemon's runtime directory (its socket, the instance records and status files) on a
-    # tmpfs, as /run is under systemd. This machine's / (and /run) is ext4 *without* a journal,
-    # where creating a file within minutes of many deletions (the last run's instances) scans
-    # every recently freed inode (ext4's recently_deleted): measured, a fifth of a 1,000-launch
-    # burst's CPU, which no host with a journal or a tmpfs /run pays.
+    # The filesystems of a host (host_filesystems above).
     # daemon_filesystems=same (bench-install) keeps everything on /var/tmp's filesystem: its
     # rows compare the daemon with `cp -a` and `--no-daemon` on the same disk.
-    if [[ "${daemon_filesystems:-host}" == host ]]; then
-        truncate -s 8G "$base.img"
-        mkfs.ext4 -q -F "$base.img" || die "mkfs.ext4 $base.img failed (apt-get install e2fsprogs)"
-        mount -o loop "$base.img" "$base" || die "cannot loop-mount $base.img on $base"
-    fi
     root="$base/root" work="$base/work"
-    mkdir -m 0755 "$root" "$work"
     if [[ "${daemon_filesystems:-host}" == host ]]; then
-        mkdir -m 0755 "$root/run"
-        mount -t tmpfs -o mode=0755,size=256m,nosuid,nodev "appd-$name" "$root/run" ||
-            die "cannot mount a tmpfs on $root/run"
+        host_filesystems "$base" "appd-$name"
+    else
+        mkdir -m 0755 "$root"
     fi
+    mkdir -m 0755 "$work"
     socket="$root/run/appd.sock"
     cgroup_parent="/appd-$name-${base##*.}"
     {
