@@ -93,6 +93,7 @@ extension Supervisor {
             appID, arguments: arguments, caller: caller, with: launchDependencies)
         var timings = spawned.timings
         let recording = ContinuousClock.now
+        launchedApps[key] = spawned.app
         var entry = spawned.instance
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
         // app's [App ID] BackgroundModes.

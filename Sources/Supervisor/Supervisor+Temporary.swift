@@ -28,14 +28,17 @@ extension Supervisor {
         let key = appID.lowercased()
         guard !appIsRunning(key, except: instance) else { return nil }
         let previous = emptyingTemporary[key]
-        let (store, hub) = (store, hub)
+        let (store, hub, launched) = (store, hub, launchedApps[key])
         let task = Task.detached {
             await previous?.value
             let when = "after its last instance exited"
             do {
-                let app = try store.app(appID)
-                Self.emptyTemporary(
+                let app = try launched ?? store.app(appID)
+                if Self.emptyTemporary(
                     store: store, hub: hub, app: app, instance: instance, when: when)
+                {
+                    await self.temporaryEmptied(key)
+                }
             } catch {
                 Self.publish(hub, appID, instance, "tmp not emptied \(when): \(error)")
             }
@@ -46,6 +49,12 @@ extension Supervisor {
             self.emptyingDone(key, task)
         }
         return task
+    }
+
+    /// The app's tmp is empty and none of its instances runs: until its next launch, nothing
+    /// can write there (only its own uid may, and backups never hold tmp).
+    private func temporaryEmptied(_ key: String) {
+        if !appIsRunning(key), launching[key, default: 0] == 0 { temporaryAtRest.insert(key) }
     }
 
     private func emptyingDone(_ key: String, _ task: Task<Void, Never>) {
@@ -66,7 +75,8 @@ extension Supervisor {
     /// A launch of `appID` with none of its instances running: empties tmp if it holds
     /// anything (the exit that should have emptied it happened while appd was down).
     func emptyTemporaryBeforeLaunch(appID: String) {
-        guard !appIsRunning(appID.lowercased()),
+        let key = appID.lowercased()
+        guard temporaryAtRest.remove(key) == nil, !appIsRunning(key),
             let app = try? store.app(appID),
             (try? store.temporaryDirectoryHasEntries(of: app)) == true
         else { return }
@@ -75,18 +85,24 @@ extension Supervisor {
             when: "before a launch (left from before a restart)")
     }
 
+    /// Empties the app's tmp; whether it is empty now (the failure is an event).
+    @discardableResult
     private nonisolated static func emptyTemporary(
         store: AppStore, hub: EventHub, app: InstalledApp, instance: String?, when: String
-    ) {
+    ) -> Bool {
         let detail: String
         do {
             let count = try store.emptyTemporaryDirectory(of: app)
-            guard count > 0 else { return }
-            detail = "tmp emptied \(when): \(count) entr\(count == 1 ? "y" : "ies") removed"
+            guard count > 0 else { return true }
+            publish(
+                hub, app.bundleID, instance,
+                "tmp emptied \(when): \(count) entr\(count == 1 ? "y" : "ies") removed")
+            return true
         } catch {
             detail = "tmp not emptied \(when): \(error)"
         }
         publish(hub, app.bundleID, instance, detail)
+        return false
     }
 
     private nonisolated static func publish(

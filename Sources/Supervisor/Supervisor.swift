@@ -59,6 +59,12 @@ public actor Supervisor {
     /// Emptyings of an app's tmp after its last exit, by lowercased app id: its next launch
     /// waits for them (Supervisor+Temporary.swift).
     var emptyingTemporary: [String: Task<Void, Never>] = [:]
+    /// Apps whose tmp this daemon emptied after their last exit, with no launch since, by
+    /// lowercased app id: their next launch has nothing to empty and reads nothing to know it.
+    var temporaryAtRest: Set<String> = []
+    /// The installed app each app's latest launch ran, by lowercased app id: its instances'
+    /// exits empty that data container's tmp without asking the registry again.
+    var launchedApps: [String: InstalledApp] = [:]
     /// The run of Caches reclaiming under way (Supervisor+Caches.swift): one at a time.
     var reclaimRun: Task<Void, Never>?
     /// What reclaiming Caches did, for the metrics and the journal.
