@@ -13,6 +13,8 @@ public enum ProfileFormat {
     /// The kinds of `root`: `root tmpfs`, and a plain container's `root image SOURCE ro|rw`.
     public static let tmpfsRoot = "tmpfs"
     public static let imageRoot = "image"
+    /// `root image SRC rw owned`: SRC's files are the container's ids already (not idmapped).
+    public static let ownedRoot = "owned"
     /// The two values of `seccomp`.
     public static let seccompRequired = "required"
     public static let seccompOptional = "optional"

@@ -21,8 +21,11 @@ extension SandboxProfile {
         if namespaces.contains(.uts) { record(.hostname, hostname) }
         if loopback { record(.loopback) }
         if let imageRoot {
-            record(
-                .root, ProfileFormat.imageRoot, imageRoot.source, imageRoot.readOnly ? "ro" : "rw")
+            var fields = [
+                ProfileFormat.imageRoot, imageRoot.source, imageRoot.readOnly ? "ro" : "rw",
+            ]
+            if imageRoot.owned == true { fields.append(ProfileFormat.ownedRoot) }
+            lines.append(ProfileField.record(.root, fields))
         } else {
             record(.root, ProfileFormat.tmpfsRoot)
         }

@@ -107,13 +107,18 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
     }
 
     /// The rootfs at `source` as the root; read-only once mounted on when `readOnly`.
+    /// Idmapped onto the container's ids unless `owned` (appd-oci's overlay over idmapped
+    /// layers, whose files are the container's ids already: no kernel idmaps an overlay).
     public struct ImageRoot: Sendable, Equatable, Codable {
         public var source: String
         public var readOnly: Bool
+        /// nil in records written before it existed: idmapped.
+        public var owned: Bool?
 
-        public init(source: String, readOnly: Bool) {
+        public init(source: String, readOnly: Bool, owned: Bool = false) {
             self.source = source
             self.readOnly = readOnly
+            self.owned = owned ? true : nil
         }
     }
 

@@ -124,7 +124,7 @@ struct Mounts {
     }
 
     /// A plain container's root: its rootfs cloned (with the mounts below it), idmapped onto
-    /// the container's user namespace (`idmapUserNamespace`: an on-disk id k is the
+    /// (unless `owned`: appd-oci's overlay, moved as it is) the container's user namespace (`idmapUserNamespace`: an on-disk id k is the
     /// container's k), nodev, moved onto `target`. Its files stay the image's: written by the
     /// container's root they are stored as the image's root, and no id outside the mapping can
     /// be written through it.
@@ -135,6 +135,11 @@ struct Mounts {
         let tree = appd_open_tree_clone(image.source, 1)
         try sys(tree, "root", "cannot clone the image root \(image.source)")
         defer { Glibc.close(tree) }
+        if image.owned {
+            // appd-oci's overlay over layers idmapped onto the same range, mounted nodev.
+            try sys(appd_move_mount_onto(tree, target), "root", "cannot mount the image root")
+            return
+        }
         guard appd_mount_setattr_idmap(tree, idmapUserNamespace, APPD_MOUNT_ATTR_NODEV) == 0 else {
             throw LaunchFailure(
                 "root",

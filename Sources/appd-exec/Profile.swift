@@ -109,6 +109,8 @@ enum MountRecord {
 struct ImageRoot {
     var source: String
     var readOnly: Bool
+    /// Its files are the container's ids already (appd-oci's overlay): not idmapped.
+    var owned = false
 }
 
 /// Ids 0..<count inside the user namespace are the host's uid.. and gid.. .

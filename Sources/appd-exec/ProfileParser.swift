@@ -123,12 +123,18 @@ struct ProfileParser {
             case ProfileFormat.tmpfsRoot:
                 try fields(1)
             case ProfileFormat.imageRoot:
-                try fields(3)
+                guard
+                    values.count == 3 || (values.count == 4 && values[3] == ProfileFormat.ownedRoot)
+                else {
+                    throw LaunchFailure(
+                        "profile", "'root image' takes SRC, ro or rw, and owned or nothing")
+                }
                 guard values[2] == "ro" || values[2] == "rw" else {
-                    throw LaunchFailure("profile", "'root image' ends with ro or rw")
+                    throw LaunchFailure("profile", "'root image' has ro or rw after SRC")
                 }
                 profile.imageRoot = ImageRoot(
-                    source: try Self.absolute(values[1]), readOnly: values[2] == "ro")
+                    source: try Self.absolute(values[1]), readOnly: values[2] == "ro",
+                    owned: values.count == 4)
             default:
                 throw LaunchFailure("profile", "unknown root '\(values.first ?? "")'")
             }

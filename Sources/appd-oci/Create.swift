@@ -161,9 +161,10 @@ extension OCIRuntime {
             profile.imageRoot?.source == opened.source
                 || profile.mounts.contains { $0.source?.hasPrefix(opened.source) == true }
         }
-        if !pinned.isEmpty {
+        if !pinned.isEmpty || prepared.overlay != nil {
             pins = try MountPins.enter(
-                directory: "\(state.directory(id))/pins", pinning: pinned, profile: &profile)
+                directory: "\(state.directory(id))/pins", pinning: pinned, profile: &profile,
+                overlay: prepared.overlay)
         }
 
         if Self.systemdScope(spec.linux?.cgroupsPath ?? "", systemd: line.systemdCgroup) != nil {
@@ -481,6 +482,8 @@ struct PreparedSandbox {
     var image: AppImage? = nil
     /// Host folders and files opened once and given to the launcher by fd (HostPaths).
     var held: [HostPaths.Opened] = []
+    /// A plain container's overlay root and its range's first id (its layers are in `held`).
+    var overlay: (root: OverlayRoot, hostID: UInt32)? = nil
 }
 
 /// Where the data container lives: in a volume mounted at `/appd/data` (the one data

@@ -27,7 +27,8 @@ struct MountPins {
     /// which only root may change (RootFilesystem's rule for the folders above a root), and nil
     /// is returned.
     static func enter(
-        directory: String, pinning held: [HostPaths.Opened], profile: inout SandboxProfile
+        directory: String, pinning held: [HostPaths.Opened], profile: inout SandboxProfile,
+        overlay: (root: OverlayRoot, hostID: UInt32)? = nil
     ) throws -> MountPins? {
         var trees: [(opened: HostPaths.Opened, tree: Int32, directory: Bool)] = []
         defer { for entry in trees { close(entry.tree) } }
@@ -45,6 +46,11 @@ struct MountPins {
             guard tree >= 0 else { throw AppdError.system("cannot clone \(opened.path)") }
             trees.append((opened, tree, info.st_mode & S_IFMT == S_IFDIR))
         }
+        // The overlay's layers, cloned here too: open_tree of another namespace's mount is EINVAL.
+        let layers =
+            try overlay.map { try $0.root.clones(hostID: $0.hostID, count: PlainIDRange.size) }
+            ?? []
+        defer { for tree in layers { close(tree) } }
         var pins = MountPins(directory: directory)
         pins.host = open("/proc/self/ns/mnt", O_RDONLY | O_CLOEXEC)
         guard pins.host >= 0 else { throw AppdError.system("cannot open /proc/self/ns/mnt") }
@@ -72,6 +78,10 @@ struct MountPins {
                     throw AppdError.system("cannot pin \(entry.opened.path) for the launch")
                 }
                 pins.rewrite(entry.opened, to: point, in: &profile)
+            }
+            if let overlay {
+                profile.imageRoot?.source = try OverlayRoot.mount(
+                    layers, in: directory, hostID: overlay.hostID)
             }
         } catch {
             pins.leave()

@@ -47,9 +47,9 @@ enum OCIConfigCheck {
 
     /// Throws naming the first thing `spec` asks that would widen the sandbox. A plain
     /// container (`bundle` given) holds its capabilities, ids and sysctls in namespaces of its
-    /// own: any capability, a uid mapping inside its 65,536 ids, a namespaced sysctl, and a
-    /// bind mount that is read-only (or whose source is in the bundle folder: mounted
-    /// read-only) are accepted for it.
+    /// own: any capability, a uid mapping inside its 65,536 ids, a namespaced sysctl, and any
+    /// bind mount (a volume, read-only or writable as asked: PlainContainer checks its source)
+    /// are accepted for it.
     static func check(_ spec: OCISpec, plainBundle bundle: String? = nil) throws {
         func refuse(_ what: String, _ hint: String? = nil) -> AppdError {
             AppdError(
@@ -113,11 +113,9 @@ enum OCIConfigCheck {
         }
         for mount in spec.mounts ?? [] {
             let destination = normalized(mount.destination)
-            if let bundle, mount.isBind, let source = mount.source,
-                mount.isReadOnly || isInside(source, bundle)
-            {
-                continue
-            }
+            // A plain container's binds are its volumes (PlainContainer: each source checked
+            // by HostPaths, mounted with the host's ids).
+            if bundle != nil, mount.isBind { continue }
             if engineMounts.contains(destination) || destination == dataVolume { continue }
             guard mount.isBind else {
                 // A tmpfs or another kernel filesystem at a path of the engine's choosing:
@@ -178,18 +176,6 @@ enum OCIConfigCheck {
                 .invalidConfig,
                 "config.json's \(type) namespace path \(path) is not a \(type) namespace")
         }
-    }
-
-    /// Whether the host path `path` names `folder` or something in it, once both are resolved
-    /// (a link in either is followed as the mount would follow it).
-    static func isInside(_ path: String, _ folder: String) -> Bool {
-        guard let resolvedPath = realpath(path, nil) else { return false }
-        defer { free(resolvedPath) }
-        guard let resolvedFolder = realpath(folder, nil) else { return false }
-        defer { free(resolvedFolder) }
-        let inner = String(cString: resolvedPath)
-        let outer = String(cString: resolvedFolder)
-        return inner == outer || inner.hasPrefix(outer == "/" ? "/" : outer + "/")
     }
 
     /// `/a//b/` → `/a/b`.

@@ -16,7 +16,8 @@ import Sandbox
 /// `mounts`, masked and read-only paths, namespaced sysctls. On the host it is that range:
 /// unmapped, with no capability in the initial namespace. What stays: seccomp's deny list
 /// (no mount, unshare, setns, BPF...), Landlock over the container's own tree, no host
-/// namespaces, no host devices, no writable host mounts, limits that only narrow.
+/// namespaces, no host devices, volumes only with the host's ids (never idmapped, never a
+/// system folder writable), limits that only narrow.
 enum PlainContainer {
     /// Ids a plain container has inside its user namespace.
     static let idCount = PlainIDRange.size
@@ -93,16 +94,30 @@ enum PlainContainer {
             profile.imageRoot = .init(source: root.source, readOnly: readOnlyRoot)
             landlock.append(.init(access: readOnlyRoot ? .rx : .rwx, path: "/"))
         }
-        // The launcher makes mount points in an idmapped root (as the container's root);
-        // the image's folders bound read-only need theirs made here, as runc makes them.
-        if !idmapped {
+        // An engine's overlay snapshot: a writable overlay of its layers idmapped read-only,
+        // its upper layer in the state folder (OverlayRoot; MountPins mounts it), as runc's
+        // root is writable. Idmapped layers of an overlay need Linux 5.19.
+        var overlay: OverlayRoot?
+        if !idmapped && !readOnlyRoot && Self.kernelAllowsIdmappedLayers() {
+            overlay = OverlayRoot.layers(of: root, stateRoot: stateRoot)
+        }
+        if let overlay {
+            held += overlay.layers
+            profile.imageRoot = .init(source: OverlayRoot.placeholder, readOnly: false, owned: true)
+            landlock.append(.init(access: .rwx, path: "/"))
+        }
+        let ownRoot = idmapped || overlay != nil
+        // The launcher makes mount points in an idmapped root or the overlay (as the
+        // container's root); the image's folders bound read-only need theirs made here, as
+        // runc makes them.
+        if !ownRoot {
             PodFiles.makeMountPoints(podFiles, in: rootfs, log: log)
             // The tmpfs root holds nothing but the container's own tree: `ls /` lists it, as
             // under runc (the folders below keep their own, narrower rules for writing).
             landlock.append(.init(access: .ro, path: "/"))
         }
         let names =
-            idmapped ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
+            ownRoot ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
         for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
             let source = "\(rootfs)/\(entry)"
             var info = stat()
@@ -120,7 +135,7 @@ enum PlainContainer {
             default: continue
             }
         }
-        if !destinations.contains("/tmp") && (!idmapped || readOnlyRoot) {
+        if !destinations.contains("/tmp") && (!ownRoot || readOnlyRoot) {
             mounts.append(.tmpfs("/tmp", mode: 0o1777))
             landlock.append(.init(access: .rw, path: "/tmp"))
         }
@@ -145,25 +160,33 @@ enum PlainContainer {
                 continue
             }
             if mount.isBind {
-                guard !OCIConfigCheck.engineMounts.contains(destination),
-                    let source = mount.source,
-                    mount.isReadOnly || OCIConfigCheck.isInside(source, bundle)
+                guard let source = mount.source,
+                    !["/proc", "/sys"].contains(where: { HostPaths.overlap(destination, $0) })
                 else {
-                    // An engine's file about the container (/etc/hosts, resolv.conf...): not
-                    // mounted, as for an app (the image's /etc is read-only; OCIConfigCheck
-                    // refused any other writable bind).
+                    // procfs and sysfs are the container's own, nothing is bound into them.
                     continue
                 }
-                // Never appd's own state, whatever folder holds it; what was checked is what
-                // is mounted.
+                // The engine's volumes (emptyDir, configMap, secret, PVC, `podman -v`) as
+                // runc mounts them, with the host's ids: the container's unprivileged range
+                // writes where the folder lets it, nothing is idmapped. Never appd's own
+                // state, whatever folder holds it; a writable one never a system folder
+                // either. What was checked is what is mounted (by its fd).
+                let writable = !mount.isReadOnly
                 let opened = try HostPaths.open(
                     source, what: "the bind source for \(destination)", stateRoot: stateRoot,
-                    system: false)
+                    system: writable)
                 held.append(opened)
-                var bind = SandboxProfile.Mount.roBind(opened.source)
+                let made =
+                    try ownRoot
+                    || Self.makeMountPoint(for: opened, at: destination, in: rootfs, log: log)
+                guard made else { continue }
+                var bind =
+                    writable
+                    ? SandboxProfile.Mount.rwBind(opened.source)
+                    : SandboxProfile.Mount.roBind(opened.source)
                 bind.destination = destination
                 mounts.append(bind)
-                landlock.append(.init(access: .rx, path: destination))
+                landlock.append(.init(access: writable ? .rw : .rx, path: destination))
                 continue
             }
             guard let type = mount.type else { continue }
@@ -188,6 +211,9 @@ enum PlainContainer {
         }
         profile.mounts = mounts
         profile.landlock.paths = landlock
+        // As runc: no memory limit unless the engine sets one (OCILimits applies it, within
+        // the node's [OCI] ceiling); [Sandbox] MemoryMax= is the apps' default.
+        profile.cgroupLimits.memoryMax = nil
 
         profile.uid = uid
         profile.gid = gid
@@ -242,7 +268,8 @@ enum PlainContainer {
         }
         if let hostname = spec.hostname, !hostname.isEmpty { profile.hostname = hostname }
         return PreparedSandbox(
-            profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false, held: held)
+            profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false, held: held,
+            overlay: overlay.map { ($0, hostID) })
     }
 
     /// The config's rlimits (`RLIMIT_NOFILE`...) over the sandbox's: each one the config names
@@ -311,6 +338,59 @@ enum PlainContainer {
         case 0x0102_1994: return kernelAtLeast(release, (6, 3))  // tmpfs
         default: return false
         }
+    }
+
+    /// Makes the mount point of a bind at `destination` in the image's `rootfs` (the tmpfs
+    /// layout binds the image's folders read-only, where the launcher could not), as runc
+    /// makes one: a folder or an empty file like `source`, each folder on the way made where
+    /// missing (0755, the host's root's), never through a link. A destination whose top-level
+    /// folder the image lacks, or that the launcher makes itself (`/dev`, `/proc`, `/sys`,
+    /// `/tmp`), needs none here. False (with a warning) when an engine's file about the
+    /// container (`/run/.containerenv`...) cannot have one: it is not mounted; a volume that
+    /// cannot is an error.
+    static func makeMountPoint(
+        for source: HostPaths.Opened, at destination: String, in rootfs: String, log: OCILog
+    ) throws -> Bool {
+        let parts = destination.split(separator: "/").map(String.init)
+        var info = stat()
+        guard let top = parts.first, !["proc", "dev", "sys", "tmp"].contains(top),
+            lstat("\(rootfs)/\(top)", &info) == 0
+        else { return true }
+        let directory = fstat(source.fd, &info) != 0 || info.st_mode & S_IFMT == S_IFDIR
+        var folder = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        var failure: Int32 = folder < 0 ? errno : 0
+        for (index, part) in parts.enumerated() where failure == 0 {
+            let last = index == parts.count - 1
+            if !last || directory {
+                if mkdirat(folder, part, 0o755) != 0 && errno != EEXIST { failure = errno }
+            }
+            guard failure == 0 else { break }
+            let flags = last && !directory ? O_RDONLY | O_CREAT : O_RDONLY | O_DIRECTORY
+            let next = appd_open_beneath(folder, part, flags, 0o644)
+            if next < 0 { failure = errno }
+            close(folder)
+            folder = next
+        }
+        if folder >= 0 { close(folder) }
+        guard failure != 0 else { return true }
+        let text =
+            "the mount point \(destination) cannot be made in the image (\(errnoText(failure)))"
+        if OCIConfigCheck.engineMounts.contains(destination) {
+            log.warning("\(text); the engine's bind there is not mounted")
+            return false
+        }
+        throw AppdError(
+            .invalidConfig, text,
+            hint:
+                "a volume's mount point is a folder or file of the image, made where missing; never a link"
+        )
+    }
+
+    /// Whether overlayfs takes idmapped layers here (Linux 5.19).
+    static func kernelAllowsIdmappedLayers() -> Bool {
+        let release =
+            (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8)) ?? ""
+        return kernelAtLeast(release, (5, 19))
     }
 
     /// `args[0]` as a path inside the image: absolute as given, else the first match in PATH.

@@ -27,7 +27,7 @@ struct EngineLimitTests {
     }
 
     static func create(
-        memory: Int64, pids: Int, conf: String = "",
+        memory: Int64?, pids: Int, conf: String = "",
         _ body: (PlainContainerTests.Bundle, String, (code: Int32, stdout: String, stderr: String))
             throws -> Void
     ) throws {
@@ -41,7 +41,9 @@ struct EngineLimitTests {
         try bundle.write(script: "busybox sleep 30") { config in
             var linux = config["linux"] as? [String: Any] ?? [:]
             linux["cgroupsPath"] = "/\(name)"
-            linux["resources"] = ["memory": ["limit": memory], "pids": ["limit": pids]]
+            var resources: [String: Any] = ["pids": ["limit": pids]]
+            if let memory { resources["memory"] = ["limit": memory] }
+            linux["resources"] = resources
             config["linux"] = linux
         }
         try body(
@@ -70,6 +72,22 @@ struct EngineLimitTests {
             let again = try bundle.oci(["update", "--memory", "900m", bundle.id])
             #expect(again.code == 0, "\(again.stderr)")
             #expect(Self.read(files.memory) == "\(900 << 20)")
+        }
+    }
+
+    @Test(
+        "a plain container the engine gives no memory limit has none, as under runc (not [Sandbox]'s 512 MiB); [OCI] MemoryMax still caps it"
+    )
+    func noMemoryLimitAsked() throws {
+        try Self.create(memory: nil, pids: 100) { _, name, created in
+            #expect(created.code == 0, "\(created.stderr)")
+            let memory = Self.read(Self.limitFiles(name).memory)
+            // v2 "max"; v1 the page-rounded LONG_MAX.
+            #expect(memory == "max" || (Int64(memory) ?? 0) > 1 << 60, "\(memory)")
+        }
+        try Self.create(memory: nil, pids: 100, conf: "[OCI]\nMemoryMax=1G\n") { _, name, created in
+            #expect(created.code == 0, "\(created.stderr)")
+            #expect(Self.read(Self.limitFiles(name).memory) == "\(1 << 30)")
         }
     }
 

@@ -226,6 +226,185 @@ struct PlainContainerTests {
         #expect(access("\(bundle.bundle)/rootfs/made", F_OK) != 0)
     }
 
+    @Test(
+        "the engine's volumes are mounted as asked, with the host's ids: a folder open to others is written as the container's range, a read-only one and a root-owned 0755 one are not"
+    )
+    func volumes() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let open = "\(bundle.directory)/open"
+        let closed = "\(bundle.directory)/closed"
+        let readOnly = "\(bundle.directory)/ro"
+        for folder in [open, closed, readOnly] { #expect(mkdir(folder, 0o755) == 0) }
+        #expect(chmod(open, 0o777) == 0 && chmod(readOnly, 0o777) == 0)
+        try bundle.write(
+            script: """
+                echo one > /data/file; echo data=$?
+                echo two > /closed/file; echo closed=$?
+                echo three > /ro/file; echo ro=$?
+                busybox stat -c 'owner=%u' /data/file
+                """
+        ) { config in
+            var mounts = config["mounts"] as? [[String: Any]] ?? []
+            for (source, destination, option) in [
+                (open, "/data", "rw"), (closed, "/closed", "rw"), (readOnly, "/ro", "ro"),
+            ] {
+                mounts.append([
+                    "destination": destination, "type": "bind", "source": source,
+                    "options": ["rbind", option],
+                ])
+            }
+            config["mounts"] = mounts
+        }
+        let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
+        let output = result.stdout + result.stderr
+        #expect(result.code == 0, "\(output)")
+        for line in ["data=0", "closed=1", "ro=1", "owner=0"] {
+            #expect(output.contains(line), "\(line) in \(output)")
+        }
+        // On the host: the container's root wrote it, as the first id of its range (never
+        // idmapped to the host's root).
+        var info = stat()
+        #expect(stat("\(open)/file", &info) == 0, "\(output)")
+        #expect(info.st_uid >= PlainIDRange.first, "\(info.st_uid)")
+        #expect(try String(contentsOfFile: "\(open)/file", encoding: .utf8) == "one\n")
+        #expect(access("\(closed)/file", F_OK) != 0 && access("\(readOnly)/file", F_OK) != 0)
+    }
+
+    @Test(
+        "a writable volume of a system folder, of /, of the state root, or of a link to /etc: refused at create with one line naming the rule, nothing left"
+    )
+    func volumesRefused() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let link = "\(bundle.directory)/etc-link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/etc")
+        try FileManager.default.createDirectory(
+            atPath: bundle.state, withIntermediateDirectories: true)
+        for (source, rule) in [
+            ("/etc", "the system folder /etc"), ("/usr/lib", "the system folder /usr"),
+            ("/", "appd's own state"), (bundle.state, "appd's own state"),
+            (link, "the system folder /etc"),
+        ] {
+            try bundle.write(script: "echo ran") { config in
+                var mounts = config["mounts"] as? [[String: Any]] ?? []
+                mounts.append([
+                    "destination": "/data", "type": "bind", "source": source,
+                    "options": ["rbind", "rw"],
+                ])
+                config["mounts"] = mounts
+            }
+            let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
+            let firstLine = result.stderr.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(result.code != 0, "\(source): \(result.stdout)")
+            #expect(!result.stdout.contains("ran"), "\(source)")
+            #expect(
+                firstLine.contains(rule) && firstLine.contains("/data"),
+                "\(source): \(result.stderr)")
+            #expect(access("\(bundle.state)/\(bundle.id)", F_OK) != 0, "\(source) left state")
+        }
+    }
+
+    /// `appd-oci --plain ARGS` in a mount namespace of its own where `rootfs` is an overlay of
+    /// `lowerdir` (the engine's layers, as podman's snapshot is): the test's mounts vanish with
+    /// it, the container's launcher keeps its copy.
+    static func onOverlay(
+        _ bundle: Bundle, lowerdir: String, _ arguments: [String]
+    ) throws -> (code: Int32, output: String) {
+        let engine = "\(bundle.directory)/engine"
+        for folder in ["upper", "work"] {
+            try FileManager.default.createDirectory(
+                atPath: "\(engine)/\(folder)", withIntermediateDirectories: true)
+        }
+        try "".write(toFile: "\(bundle.directory)/none.conf", atomically: true, encoding: .utf8)
+        let oci = [
+            builtExecutable("appd-oci"), "--root", bundle.state, "--config",
+            "\(bundle.directory)/none.conf", "--plain",
+        ]
+        let script =
+            "mount -t overlay overlay -o lowerdir=\(lowerdir),upperdir=\(engine)/upper,workdir=\(engine)/work \(bundle.bundle)/rootfs && exec \"$@\""
+        let output = "\(bundle.directory)/output"
+        try "".write(toFile: output, atomically: true, encoding: .utf8)
+        let result = try ChildProcess(
+            "/usr/bin/unshare",
+            ["-m", "--propagation", "private", "sh", "-c", script, "sh"] + oci + arguments,
+            environment: [
+                "APPD_OCI_USERNS": "\(bundle.directory)/userns", "PATH": "/usr/bin:/bin",
+            ],
+            stdout: .append(output), stderr: .append(output)
+        ).finish()
+        return (result.code, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
+    @Test(
+        "on an engine's overlay snapshot the root is writable as under runc: /var and /run written by its root, stored as its range in its own upper layer, the engine's layers untouched"
+    )
+    func writableOverlayRoot() throws {
+        let bundle = try Bundle()
+        defer {
+            _ = try? bundle.oci(["delete", "--force", bundle.id])
+            bundle.remove()
+        }
+        // The image's layer: busybox, and /var and /run as an image has them (root's, 0755).
+        let lower = "\(bundle.directory)/lower"
+        #expect(rename("\(bundle.bundle)/rootfs", lower) == 0)
+        for folder in ["\(bundle.bundle)/rootfs", "\(lower)/var", "\(lower)/run"] {
+            #expect(mkdir(folder, 0o755) == 0)
+        }
+        try bundle.write(
+            script:
+                "echo x > /var/x && busybox mkdir /run/y && echo wrote; busybox ls /; busybox sleep 30"
+        ) { config in
+            config["mounts"] = (config["mounts"] as? [[String: Any]] ?? []).filter {
+                $0["destination"] as? String != "/secret"
+            }
+        }
+        let created = try Self.onOverlay(
+            bundle, lowerdir: lower, ["create", "--bundle", bundle.bundle, bundle.id])
+        #expect(created.code == 0, "\(created.output)")
+        #expect(try bundle.oci(["start", bundle.id], detached: true).code == 0)
+        let upper = "\(bundle.state)/\(bundle.id)/upper"
+        var info = stat()
+        for _ in 0..<200 where stat("\(upper)/run/y", &info) != 0 { usleep(20_000) }
+        #expect(stat("\(upper)/var/x", &info) == 0, "\(created.output)")
+        // Written as the container's root: its range's first id, never the host's root.
+        #expect(info.st_uid >= PlainIDRange.first && info.st_uid == info.st_gid, "\(info.st_uid)")
+        #expect(try String(contentsOfFile: "\(upper)/var/x", encoding: .utf8) == "x\n")
+        #expect(stat("\(upper)/run/y", &info) == 0 && info.st_uid >= PlainIDRange.first)
+        // The engine's layers are read-only to it: nothing written there.
+        for layer in [lower, "\(bundle.directory)/engine/upper"] {
+            #expect(access("\(layer)/var/x", F_OK) != 0 && access("\(layer)/run/y", F_OK) != 0)
+        }
+        #expect(try bundle.oci(["delete", "--force", bundle.id]).code == 0)
+        #expect(access(upper, F_OK) != 0, "the upper layer goes with delete")
+    }
+
+    @Test(
+        "an overlay whose layers name a system folder is not idmapped: the read-only layout, nothing of the host written"
+    )
+    func overlayOfSystemFolderNotOwned() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        let lower = "\(bundle.directory)/lower"
+        #expect(rename("\(bundle.bundle)/rootfs", lower) == 0)
+        #expect(mkdir("\(bundle.bundle)/rootfs", 0o755) == 0)
+        // /etc/default as a lower layer: its files would be the container's root's if idmapped.
+        try bundle.write(
+            script: "echo x > /bin/x; echo bin=$?; echo y > /x; echo root=$?"
+        ) { config in
+            config["mounts"] = (config["mounts"] as? [[String: Any]] ?? []).filter {
+                $0["destination"] as? String != "/secret"
+            }
+        }
+        let result = try Self.onOverlay(
+            bundle, lowerdir: "\(lower):/etc/default",
+            ["run", "--bundle", bundle.bundle, bundle.id])
+        #expect(result.code == 0, "\(result.output)")
+        #expect(
+            result.output.contains("bin=1") && result.output.contains("root=1"), "\(result.output)")
+        #expect(access("/etc/default/x", F_OK) != 0 && access("/etc/default/bin", F_OK) != 0)
+    }
+
     @Test("its processes are its range on the host, not root: /proc/PID/status read from the host")
     func notRootOnTheHost() throws {
         let bundle = try Bundle()
@@ -268,13 +447,9 @@ struct PlainContainerTests {
 @Suite("appd-oci --plain: widening refused at create")
 struct PlainRefusalTests {
     @Test(
-        "a non-namespaced sysctl, a writable host bind, a host device, a host namespace: one line naming it",
+        "a non-namespaced sysctl, a host device, a host namespace: one line naming it",
         arguments: [
             (#"{"linux": {"namespaces": NS, "sysctl": {"kernel.panic": "1"}}}"#, "kernel.panic"),
-            (
-                #"{"mounts": [{"destination": "/data", "type": "bind", "source": "/etc", "options": ["rbind", "rw"]}], "linux": {"namespaces": NS}}"#,
-                "the host folder /etc"
-            ),
             (#"{"linux": {"namespaces": NS, "devices": [{"path": "/dev/sda"}]}}"#, "/dev/sda"),
             (
                 #"{"linux": {"namespaces": [{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}"#,
@@ -297,7 +472,7 @@ struct PlainRefusalTests {
     }
 
     @Test(
-        "what a plain container holds in its own namespaces is accepted: any capability, namespaced sysctls, read-only binds, binds from its bundle"
+        "what a plain container holds in its own namespaces is accepted: any capability, namespaced sysctls, binds (its volumes, checked at create)"
     )
     func accepted() throws {
         let bundle = FileManager.default.temporaryDirectory.appendingPathComponent(

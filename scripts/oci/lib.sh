@@ -125,16 +125,17 @@ kill_work_processes() {
     return 0
 }
 
-# The test image: Debian's static busybox with its applets as links, a world-writable /tmp, and
+# The test image: Debian's static busybox with its applets as links, a world-writable /tmp, /var
+# and /run as an image has them (root's, 0755: nginx and postgres write there), and
 # (for the CRI pod sandbox) a second image of Debian's static catatonit as the pause process.
 make_images() {
     local dir=$1 links=() applet
-    for applet in sh echo sleep nc true false cat kill ls seq tail head test sync; do
+    for applet in sh echo sleep nc true false cat kill ls seq tail head test sync mkdir; do
         links+=(--link "/bin/$applet:busybox")
     done
     /usr/bin/python3 "$OCI_DIR/image.py" "$dir/busybox.tar" --tag "$IMAGE" \
         --file /usr/bin/busybox:/bin/busybox "${links[@]}" --dir /tmp:1777 --dir /proc --dir /sys \
-        --dir /dev --dir /etc --cmd '["/bin/true"]' >/dev/null
+        --dir /dev --dir /etc --dir /var --dir /run --cmd '["/bin/true"]' >/dev/null
     /usr/bin/python3 "$OCI_DIR/image.py" "$dir/pause.tar" --tag "$PAUSE_IMAGE" \
         --file /usr/bin/catatonit:/catatonit --dir /proc --dir /sys --dir /dev --dir /etc \
         --entrypoint '["/catatonit", "-P"]' >/dev/null

@@ -37,6 +37,32 @@ podman_checks() {
     check $P "run --rm ls /: the image's top level" yes \
         "$(grep -q 'bin' <<<"$out" && grep -q 'etc' <<<"$out" && echo yes || echo "no: $out")"
 
+    # The root is writable as under runc (overlay: appd-oci's own overlay of the engine's layers,
+    # its upper layer in its state): an image's /var and /run written by its root.
+    out=$(pm run --rm --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'echo x > /var/x && mkdir /run/y && echo wrote' 2>&1)
+    check $P "run: the root's /var and /run are writable" wrote "$out"
+
+    # Volumes (`-v`): mounted where asked with the host's ids. A folder open to others is
+    # written by the container's root (runc's root, appd-oci's unprivileged range alike); under
+    # appd-oci a writable volume of /etc, /, or a link to /etc is refused naming the rule.
+    mkdir -p "$WORK/podman/volume" && chmod 0777 "$WORK/podman/volume"
+    out=$(pm run --rm --network none "${ULIMITS[@]}" -v "$WORK/podman/volume:/data" "$IMAGE" \
+        sh -c 'echo from-volume > /data/file && cat /data/file' 2>&1)
+    check $P "run -v DIR:/data: writes a file the host sees" "from-volume from-volume" \
+        "$(echo $out $(cat "$WORK/podman/volume/file" 2>/dev/null))"
+    out=$(pm run --rm --network none "${ULIMITS[@]}" -v "$WORK/podman/volume:/data:ro" "$IMAGE" \
+        sh -c 'echo x > /data/ro-file; echo rc=$?' 2>&1)
+    check $P "run -v DIR:/data:ro: read-only" "no" \
+        "$([[ -e $WORK/podman/volume/ro-file ]] && echo yes || echo no)"
+    if [[ -n $APPD_OCI ]]; then
+        ln -sfn /etc "$WORK/podman/etc-link"
+        for source in /etc / "$WORK/podman/etc-link"; do
+            out=$(pm run --rm --network none "${ULIMITS[@]}" -v "$source:/data" "$IMAGE" echo ran 2>&1)
+            check $P "run -v $source:/data: refused naming the rule" refused \
+                "$(grep -v ran <<<"$out" | grep -qE "system folder|appd's own state" && echo refused || echo "no: $out")"
+        done
+    fi
+
     # SIGTERM reaches the program (busybox sh as pid 1 only exits on it when it traps it).
     id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done')
     sleep 0.5
