@@ -130,7 +130,7 @@ struct ProfileParser {
                         "profile", "'root image' takes SRC, ro or rw, and owned or nothing")
                 }
                 guard values[2] == "ro" || values[2] == "rw" else {
-                    throw LaunchFailure("profile", "'root image' has ro or rw after SRC")
+                    throw LaunchFailure("profile", "'root image' ends with ro or rw")
                 }
                 profile.imageRoot = ImageRoot(
                     source: try Self.absolute(values[1]), readOnly: values[2] == "ro",

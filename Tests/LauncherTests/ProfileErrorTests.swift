@@ -122,6 +122,9 @@ struct ProfileErrorTests {
         expectRefused(
             try launch(profile: replacingRoot("root image usr ro")),
             mentioning: "path 'usr' is not absolute")
+        expectRefused(
+            try launch(profile: replacingRoot("root image /usr rw idmapped")),
+            mentioning: "'root image' takes SRC, ro or rw, and owned or nothing")
     }
 
     @Test("mounts without a mount namespace are refused")
