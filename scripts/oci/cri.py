@@ -306,6 +306,29 @@ def run(args):
     c.check("ContainerStatus of a container over its 32 MiB limit (reason, exit code)",
             ("OOMKilled", 137), (status.reason, status.exit_code))
 
+    # Volumes as kubelet hands them: an emptyDir (a 0777 host folder) written by one container,
+    # read by another through a read-only mount of the same folder (as a configMap is mounted).
+    empty = os.path.join(args.work, "emptydir")
+    os.makedirs(empty, exist_ok=True)
+    os.chmod(empty, 0o777)
+    volume_status = {}
+    for name, command, readonly in [("writer", "echo shared > /cache/file && cat /cache/file", False),
+                                    ("reader", "cat /cache/file; echo x > /cache/other || echo read-only", True)]:
+        config = container_config(name, args.image, ["sh", "-c", command])
+        config["mounts"] = [{"container_path": "/cache", "host_path": empty, "readonly": readonly}]
+        created = cri.CreateContainer(pod_sandbox_id=server_pod, config=config,
+                                      sandbox_config=server_config).container_id
+        cri.StartContainer(container_id=created)
+        status = wait_exit(cri, created, 30)
+        try:
+            with open(status.log_path) as f:
+                volume_status[name] = [line.rstrip("\n").split(" ", 3)[-1] for line in f]
+        except OSError as error:
+            volume_status[name] = [str(error)]
+    c.check("an emptyDir written by one container, read read-only by another",
+            {"writer": ["shared"], "reader": ["shared", "read-only"]},
+            {name: [line for line in lines if "Read-only" not in line] for name, lines in volume_status.items()})
+
     # The pod's DNS and hostname: a pod whose dnsConfig names a DNS server in another pod.
     dns_pod, _ = sandbox("dns")
     dns = PodDNS(cri, dns_pod)
