@@ -28,6 +28,12 @@ struct OverlayRoot {
 
     func close() { for layer in layers { layer.close() } }
 
+    /// Whether the filesystem of `folder` (the container's state folder) can hold an overlay's
+    /// upper layer: tmpfs, ext2/3/4, xfs, btrfs. Elsewhere (an overlay, NFS) the tmpfs layout.
+    static func canHoldUpper(_ folder: String) -> Bool {
+        [0x0102_1994, 0xEF53, 0x5846_5342, 0x9123_683E].contains(appd_filesystem_type(folder))
+    }
+
     /// The layers of the overlay mounted at `root`, checked and opened; nil when `root` is no
     /// overlay mount root or its layers cannot be used.
     static func layers(of root: HostPaths.Opened, stateRoot: String) -> OverlayRoot? {

@@ -98,7 +98,9 @@ enum PlainContainer {
         // its upper layer in the state folder (OverlayRoot; MountPins mounts it), as runc's
         // root is writable. Idmapped layers of an overlay need Linux 5.19.
         var overlay: OverlayRoot?
-        if !idmapped && !readOnlyRoot && Self.kernelAllowsIdmappedLayers() {
+        if !idmapped && !readOnlyRoot && Self.kernelAllowsIdmappedLayers()
+            && OverlayRoot.canHoldUpper(stateDirectory)
+        {
             overlay = OverlayRoot.layers(of: root, stateRoot: stateRoot)
         }
         if let overlay {
