@@ -120,6 +120,9 @@ public enum ProfileMountKind: String, Sendable, Codable {
     case roBind = "ro-bind"
     case roBindTry = "ro-bind-try"
     case rwBind = "rw-bind"
+    /// `mount rw-bind-exec SRC DEST`: a plain container's writable volume, as runc mounts it
+    /// (nosuid and nodev, not noexec). Plain containers only: an app never runs what it wrote.
+    case rwBindExec = "rw-bind-exec"
     case devBind = "dev-bind"
     case tmpfs, proc, dev, symlink, dir, file
     /// `mount fs TYPE SOURCE DEST OPTIONS`: a kernel filesystem (proc, sysfs, tmpfs, devpts,

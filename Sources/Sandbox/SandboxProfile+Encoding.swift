@@ -31,7 +31,7 @@ extension SandboxProfile {
         }
         for mount in mounts {
             switch mount.kind {
-            case .roBind, .roBindTry, .rwBind, .devBind:
+            case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind:
                 record(.mount, mount.kind.rawValue, mount.source ?? "", mount.destination)
             case .tmpfs, .dir:
                 record(.mount, mount.kind.rawValue, mount.destination, octal(mount.mode))

@@ -62,7 +62,7 @@ extension SandboxProfile {
                     target.hasPrefix("/") ? target : Self.parent(of: destination) + "/" + target
                 current = Self.normalized(base + rest)
                 continue
-            case .roBind, .roBindTry, .rwBind, .devBind:
+            case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind:
                 guard let source = mount.source,
                     Self.normalized(
                         source + "/"
@@ -98,7 +98,7 @@ extension SandboxProfile {
     private func landlockVerdict(_ path: String, mount: Mount, shown: String, followed: [String])
         -> PathAccess
     {
-        let writableMount = mount.kind == .rwBind || mount.kind == .devBind
+        let writableMount = [.rwBind, .rwBindExec, .devBind].contains(mount.kind)
         guard landlock.minimumABI > 0 else {
             return PathAccess(
                 path: path, verdict: writableMount ? .readWrite : .readOnly, executable: true,
@@ -163,6 +163,7 @@ extension SandboxProfile {
         switch mount.kind {
         case .roBind, .roBindTry: "\(mount.destination) read-only"
         case .rwBind: "\(mount.destination) read-write"
+        case .rwBindExec: "\(mount.destination) read-write, executable"
         case .devBind: "\(mount.destination) device"
         case .symlink: "\(mount.destination) -> \(mount.source ?? "")"
         case .tmpfs: "\(mount.destination) tmpfs"

@@ -179,6 +179,10 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public static func rwBind(_ path: String) -> Mount {
             Mount(kind: .rwBind, source: path, destination: path)
         }
+        /// A plain container's writable volume: executable, as under runc.
+        public static func rwBindExec(_ path: String) -> Mount {
+            Mount(kind: .rwBindExec, source: path, destination: path)
+        }
         public static func devBind(_ path: String) -> Mount {
             Mount(kind: .devBind, source: path, destination: path)
         }

@@ -189,7 +189,7 @@ public final class NamespaceTemplates: Sendable {
         sources.reserveCapacity(profile.mounts.count)
         for mount in profile.mounts {
             switch mount.kind {
-            case .roBind, .roBindTry, .rwBind, .devBind:
+            case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind:
                 var status = stat()
                 if let source = mount.source, stat(source, &status) == 0 {
                     sources.append(

@@ -323,6 +323,10 @@ struct Mounts {
         case .readWrite:
             try restrict(
                 target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: false, what)
+        case .readWriteExec:
+            try restrict(
+                target, locked: { appd_locked_mount_flags_fd(tree) }, readOnly: false,
+                executable: true, what)
         case .device: break
         }
     }
@@ -351,12 +355,17 @@ struct Mounts {
             try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: true, what)
         case .readWrite:
             try restrict(target, locked: { appd_locked_mount_flags(source) }, readOnly: false, what)
+        case .readWriteExec:
+            try restrict(
+                target, locked: { appd_locked_mount_flags(source) }, readOnly: false,
+                executable: true, what)
         case .device: break
         }
     }
 
     /// Adds nosuid,nodev to the bind at `target` and every mount below it, and read-only to a
-    /// ro-bind, noexec to a rw-bind (never either for dev-bind): only signed code runs, so what
+    /// ro-bind, noexec to a rw-bind (never either for dev-bind, nor noexec for a plain
+    /// container's rw-bind-exec volume, as runc mounts it): only signed code runs, so what
     /// an app can write (its data and group containers, its tmp, an exception path) it can
     /// neither exec nor map executable (mmap(PROT_EXEC) of such a file fails with EPERM). mount_setattr(AT_RECURSIVE) covers submounts, which a remount does not,
     /// and only ever sets flags, so flags the kernel locked on the source (noexec on a
@@ -364,17 +373,18 @@ struct Mounts {
     /// remount of the top mount, retried with the source's own flags (`locked`) when the
     /// kernel refuses to drop a locked one.
     private func restrict(
-        _ target: String, locked: () -> Int, readOnly: Bool, _ what: String
+        _ target: String, locked: () -> Int, readOnly: Bool, executable: Bool = false,
+        _ what: String
     ) throws {
         let attributes =
             APPD_MOUNT_ATTR_NOSUID | APPD_MOUNT_ATTR_NODEV
-            | (readOnly ? APPD_MOUNT_ATTR_RDONLY : APPD_MOUNT_ATTR_NOEXEC)
+            | (readOnly ? APPD_MOUNT_ATTR_RDONLY : executable ? 0 : APPD_MOUNT_ATTR_NOEXEC)
         if appd_mount_setattr_recursive(target, attributes) == 0 { return }
         guard errno == ENOSYS else {
             throw LaunchFailure.system("mount", "\(what): mount_setattr")
         }
         var flags = UInt(MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NODEV)
-        flags |= readOnly ? UInt(MS_RDONLY) : UInt(MS_NOEXEC)
+        flags |= readOnly ? UInt(MS_RDONLY) : executable ? 0 : UInt(MS_NOEXEC)
         if mount(nil, target, nil, flags, nil) == 0 { return }
         guard errno == EPERM else { throw LaunchFailure.system("mount", "\(what): remount") }
         let lockedFlags = locked()

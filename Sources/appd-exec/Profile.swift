@@ -76,7 +76,7 @@ extension Namespace {
 
 /// The bind kinds of `mount`.
 enum BindKind {
-    case readOnly, readOnlyTry, readWrite, device
+    case readOnly, readOnlyTry, readWrite, readWriteExec, device
 
     /// The kind as the profile names it, for messages.
     var rawValue: String {
@@ -84,6 +84,7 @@ enum BindKind {
         case .readOnly: ProfileMountKind.roBind.rawValue
         case .readOnlyTry: ProfileMountKind.roBindTry.rawValue
         case .readWrite: ProfileMountKind.rwBind.rawValue
+        case .readWriteExec: ProfileMountKind.rwBindExec.rawValue
         case .device: ProfileMountKind.devBind.rawValue
         }
     }

@@ -308,6 +308,7 @@ struct ProfileParser {
         case .roBind: return try bind(.readOnly)
         case .roBindTry: return try bind(.readOnlyTry)
         case .rwBind: return try bind(.readWrite)
+        case .rwBindExec: return try bind(.readWriteExec)
         case .devBind: return try bind(.device)
         case .tmpfs:
             try fields(2)

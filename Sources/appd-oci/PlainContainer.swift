@@ -182,13 +182,20 @@ enum PlainContainer {
                     try ownRoot
                     || Self.makeMountPoint(for: opened, at: destination, in: rootfs, log: log)
                 guard made else { continue }
+                // As runc: executable unless the bind says noexec (an init container copies a
+                // tool into an emptyDir for the next to run).
+                let executable = !(mount.options ?? []).contains("noexec")
                 var bind =
-                    writable
-                    ? SandboxProfile.Mount.rwBind(opened.source)
-                    : SandboxProfile.Mount.roBind(opened.source)
+                    !writable
+                    ? SandboxProfile.Mount.roBind(opened.source)
+                    : executable
+                        ? SandboxProfile.Mount.rwBindExec(opened.source)
+                        : SandboxProfile.Mount.rwBind(opened.source)
                 bind.destination = destination
                 mounts.append(bind)
-                landlock.append(.init(access: writable ? .rw : .rx, path: destination))
+                let access: LandlockRules.Access =
+                    !writable ? .rx : executable ? .rwx : .rw
+                landlock.append(.init(access: access, path: destination))
                 continue
             }
             guard let type = mount.type else { continue }

@@ -124,6 +124,7 @@ struct ProfileText {
                     "\(mount.destination)  read-only"
                         + (mount.kind == .roBindTry ? " (if present)" : ""))
             case .rwBind: item("\(mount.destination)  read-write, noexec")
+            case .rwBindExec: item("\(mount.destination)  read-write")
             case .devBind: item("\(mount.destination)  device")
             case .symlink: item("\(mount.destination) -> \(mount.source ?? "")")
             case .tmpfs: item("\(mount.destination)  empty tmpfs")

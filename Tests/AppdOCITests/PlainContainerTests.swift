@@ -227,7 +227,7 @@ struct PlainContainerTests {
     }
 
     @Test(
-        "the engine's volumes are mounted as asked, with the host's ids: a folder open to others is written as the container's range, a read-only one and a root-owned 0755 one are not"
+        "the engine's volumes are mounted as asked, with the host's ids: a folder open to others is written as the container's range and runs what it holds (not with noexec), a read-only one and a root-owned 0755 one are not written"
     )
     func volumes() throws {
         let bundle = try Bundle()
@@ -235,19 +235,23 @@ struct PlainContainerTests {
         let open = "\(bundle.directory)/open"
         let closed = "\(bundle.directory)/closed"
         let readOnly = "\(bundle.directory)/ro"
-        for folder in [open, closed, readOnly] { #expect(mkdir(folder, 0o755) == 0) }
-        #expect(chmod(open, 0o777) == 0 && chmod(readOnly, 0o777) == 0)
+        let noexec = "\(bundle.directory)/noexec"
+        for folder in [open, closed, readOnly, noexec] { #expect(mkdir(folder, 0o755) == 0) }
+        for folder in [open, readOnly, noexec] { #expect(chmod(folder, 0o777) == 0) }
         try bundle.write(
             script: """
                 echo one > /data/file; echo data=$?
                 echo two > /closed/file; echo closed=$?
                 echo three > /ro/file; echo ro=$?
                 busybox stat -c 'owner=%u' /data/file
+                busybox cp /bin/busybox /data/echo && /data/echo ran-from-volume
+                busybox cp /bin/busybox /nox/true && /nox/true; echo noexec=$?
                 """
         ) { config in
             var mounts = config["mounts"] as? [[String: Any]] ?? []
             for (source, destination, option) in [
                 (open, "/data", "rw"), (closed, "/closed", "rw"), (readOnly, "/ro", "ro"),
+                (noexec, "/nox", "noexec"),
             ] {
                 mounts.append([
                     "destination": destination, "type": "bind", "source": source,
@@ -259,7 +263,7 @@ struct PlainContainerTests {
         let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
         let output = result.stdout + result.stderr
         #expect(result.code == 0, "\(output)")
-        for line in ["data=0", "closed=1", "ro=1", "owner=0"] {
+        for line in ["data=0", "closed=1", "ro=1", "owner=0", "ran-from-volume", "noexec=126"] {
             #expect(output.contains(line), "\(line) in \(output)")
         }
         // On the host: the container's root wrote it, as the first id of its range (never
