@@ -39,6 +39,10 @@ enum OCIConfigCheck {
         "/var/run/secrets/kubernetes.io/serviceaccount",
     ]
 
+    /// The most mounts a config may list (runc's default spec lists 7; a pod with many volumes
+    /// a few dozen).
+    static let maximumMounts = 1024
+
     /// Where a volume holding the app's data container is mounted (kept across containers).
     static let dataVolume = "/appd/data"
 
@@ -110,6 +114,12 @@ enum OCIConfigCheck {
                     ? nil
                     : "a plain container may set namespaced sysctls only: net.*, kernel.shm*, kernel.msg*, kernel.sem, fs.mqueue.*"
             )
+        }
+        // Each bind is opened and pinned, each record a mount the launcher makes: bounded.
+        if let count = spec.mounts?.count, count > maximumMounts {
+            throw AppdError(
+                .invalidConfig,
+                "config.json lists \(count) mounts; at most \(maximumMounts) are accepted")
         }
         for mount in spec.mounts ?? [] {
             let destination = normalized(mount.destination)

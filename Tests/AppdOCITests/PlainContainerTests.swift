@@ -451,10 +451,18 @@ struct PlainContainerTests {
 @Suite("appd-oci --plain: widening refused at create")
 struct PlainRefusalTests {
     @Test(
-        "a non-namespaced sysctl, a host device, a host namespace: one line naming it",
+        "a non-namespaced sysctl, a host device, a host namespace, more than 1024 mounts: one line naming it",
         arguments: [
             (#"{"linux": {"namespaces": NS, "sysctl": {"kernel.panic": "1"}}}"#, "kernel.panic"),
             (#"{"linux": {"namespaces": NS, "devices": [{"path": "/dev/sda"}]}}"#, "/dev/sda"),
+            (
+                #"{"mounts": ["#
+                    + Array(
+                        repeating: #"{"destination": "/x", "type": "tmpfs", "source": "tmpfs"}"#,
+                        count: 1025
+                    ).joined(separator: ",") + #"], "linux": {"namespaces": NS}}"#,
+                "config.json lists 1025 mounts; at most 1024"
+            ),
             (
                 #"{"linux": {"namespaces": [{"type":"pid"},{"type":"ipc"},{"type":"uts"},{"type":"mount"}]}}"#,
                 "the host's network namespace"
