@@ -29,6 +29,8 @@ public struct InstallResult: Sendable {
     public var recovery: RecoveryReport
     /// Who signed it and, for an unsigned development install, the warning to log loudly.
     public var signing: SigningDecision
+    /// How long each step took (the daemon's `receive` and `record` are its own to fill).
+    public var timings = InstallTimings()
 
     /// The bundle's warnings, after the unsigned-install warning if there is one.
     public var warnings: [BundleProblem] {
@@ -83,7 +85,10 @@ extension AppStore {
     }
 
     private func install(_ input: InstallSource, options: InstallOptions) throws -> InstallResult {
+        var timings = InstallTimings()
+        var laps = InstallTimings.Laps()
         let (lock, recovered) = try lockAndRecover(onWait: options.onWait)
+        timings.lock = laps.lap()
         var recovery = recovered
         defer { withExtendedLifetime(lock) {} }
         CrashPoint.reach("install.locked")
@@ -123,6 +128,7 @@ extension AppStore {
         }
         try checkGroupOwners(signing.groups, keyID: signing.keyID, bundleID: id)
         try checkGroupLimits(signing.groups, keyID: signing.keyID, bundleID: id)
+        timings.check = laps.lap()
 
         let txnName = "install-\(UUID().uuidString)"
         let staging = try FileDescriptor.directory(root.stagingPath)
@@ -178,6 +184,7 @@ extension AppStore {
                 manifest = sealer.manifest
             }
             CrashPoint.reach("install.copied")
+            timings.stage = laps.lap()
 
             staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
             guard staged.info.identifier == source.info.identifier,
@@ -191,6 +198,7 @@ extension AppStore {
             }
             copiedTree = try Self.checkCopy(manifest, staged: staged, signature: signature)
             try staged.checkRuns(on: host)
+            timings.verify = laps.lap()
         } catch let error as AppdError {
             // An extracted bundle is named where its caller put it, not where staging has it.
             guard case .extracted(let path, _) = input else { throw error }
@@ -226,6 +234,7 @@ extension AppStore {
         CrashPoint.reach("install.staged")
         try txn.syncFilesystem()
         CrashPoint.reach("install.synced")
+        timings.sync = laps.lap()
 
         let bundles = try FileDescriptor.directory(root.bundleContainersPath)
         let data = try FileDescriptor.directory(root.dataContainersPath)
@@ -237,6 +246,7 @@ extension AppStore {
         try txn.rename("bundle", to: bundles, as: bundleUUID)
         try bundles.sync()
         CrashPoint.reach("install.published")
+        timings.publish = laps.lap()
 
         try createMissingGroups(signing.groups, keyID: signing.keyID, appUID: uid)
         CrashPoint.reach("install.groups-created")
@@ -256,6 +266,7 @@ extension AppStore {
         try registry.save(app)
         published = true
         CrashPoint.reach("install.committed")
+        timings.commit = laps.lap()
 
         // The new version is live; the old bundle container is garbage from here on (and
         // recovery would remove it if we stopped now).
@@ -274,6 +285,7 @@ extension AppStore {
         try staging.removeTree(txnName)
 
         mutationFinished()
+        timings.cleanup = laps.lap()
         return InstallResult(
             app: app, previousVersion: existing?.state == .installed ? existing?.version : nil,
             reusedData: existing != nil,
@@ -283,7 +295,7 @@ extension AppStore {
                 entitlements: staged.entitlements, executablePath: staged.executablePath,
                 fileCount: staged.fileCount, totalBytes: staged.totalBytes,
                 warnings: source.warnings, programs: staged.programs, symlinks: staged.symlinks),
-            recovery: recovery, signing: signing)
+            recovery: recovery, signing: signing, timings: timings)
     }
 }
 
@@ -359,5 +371,65 @@ extension AppStore {
             hint:
                 "sign it with the installed version's key, or an admin passes --allow-signer-change (the app's data goes to the new signer's code)"
         )
+    }
+}
+
+/// How long each stage of an install took, in seconds: what `POST /v1/apps` answers in its
+/// `Server-Timing` header and scripts/bench-install prints as the daemon's breakdown. The
+/// stages follow `AppStore.install`'s steps; `receive` and `record` are the daemon's own.
+public struct InstallTimings: Sendable, Equatable {
+    /// The daemon: the request body arriving and being extracted, each file hashed as written.
+    public var receive: Double = 0
+    /// The state lock, recovery of staging, the mutation mark made durable.
+    public var lock: Double = 0
+    /// The source checked before anything is staged: Info.plist, the host's libraries, the
+    /// signature and the signer's policy, the installed version.
+    public var check: Double = 0
+    /// Into staging: a copy hashing every byte (a folder), or one rename and the sealing walk
+    /// (an extracted archive).
+    public var stage: Double = 0
+    /// The staged copy checked again: Info.plist, its signature against the hashes, the ELF checks.
+    public var verify: Double = 0
+    /// The uid, modes and owners, the data container, then `syncfs` of the state root.
+    public var sync: Double = 0
+    /// The containers renamed into place, their directories fsynced.
+    public var publish: Double = 0
+    /// Application groups created, the registry row committed.
+    public var commit: Double = 0
+    /// The old bundle container, unused groups and the transaction's folder removed.
+    public var cleanup: Double = 0
+    /// The daemon: the app list, the event, outdated instances marked.
+    public var record: Double = 0
+
+    public init() {}
+
+    /// Each stage's name and seconds, in order.
+    public var stages: [(name: String, seconds: Double)] {
+        [
+            ("receive", receive), ("lock", lock), ("check", check), ("stage", stage),
+            ("verify", verify), ("sync", sync), ("publish", publish), ("commit", commit),
+            ("cleanup", cleanup), ("record", record),
+        ]
+    }
+
+    /// `Server-Timing` (W3C): `name;dur=MILLISECONDS` entries.
+    public var serverTiming: String {
+        stages.map { "\($0.name);dur=\(String(format: "%.3f", $0.seconds * 1000))" }
+            .joined(separator: ", ")
+    }
+
+    /// A stopwatch for consecutive stages: each `lap()` is the time since the last one.
+    public struct Laps {
+        private var clock = ContinuousClock.now
+
+        public init() {}
+
+        public mutating func lap() -> Double {
+            let now = ContinuousClock.now
+            let elapsed = now - clock
+            clock = now
+            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds)
+                / 1e18
+        }
     }
 }

@@ -58,7 +58,8 @@ final class Installer: Sendable {
         installOptions.allowDowngrade = request.flag("allowDowngrade")
         installOptions.allowSignerChange = request.flag("allowSignerChange")
         let options = installOptions
-        let result: InstallResult
+        var result: InstallResult
+        var laps = InstallTimings.Laps()
         do {
             let extractor = try await onQueue { [store, configuration] in
                 try ExtractorBox(into: received.path, limits: configuration.current.bundleLimits)
@@ -67,11 +68,13 @@ final class Installer: Sendable {
                 try await onQueue { try extractor.consume(chunk) }
             }
             try await onQueue { try extractor.finish() }
+            let receive = laps.lap()
             // The extracted tree is renamed into staging, not copied: its bytes, hashed as
             // they were written, are written once.
             result = try await onQueue {
                 try received.install(digests: extractor.digests, options: options)
             }
+            result.timings.receive = receive
         } catch {
             try? await onQueue { received.discard() }
             guard let error = error as? AppdError else { throw error }

@@ -42,7 +42,7 @@ extension Router {
 
     func install(_ request: Request) async throws -> Reply {
         let began = ContinuousClock.now
-        let result: InstallResult
+        var result: InstallResult
         do {
             result = try await installer.install(request)
         } catch {
@@ -50,17 +50,19 @@ extension Router {
             throw error
         }
         metrics.recordInstall(ContinuousClock.now - began, succeeded: true)
+        var laps = InstallTimings.Laps()
         appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
         supervisor.publishAppEvent(
             .installed, app: result.app.bundleID, version: result.app.version)
         await supervisor.appInstalled(result.app)
         supervisor.reclaimCachesIfLow()
+        result.timings.record = laps.lap()
         return try .json(
             APIInstallResult(
                 app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
                 warnings: result.warnings.map(APIProblem.init)),
-            status: 201)
+            status: 201, headers: [("Server-Timing", result.timings.serverTiming)])
     }
 
     func uninstall(_ id: String, _ request: Request) async throws -> Reply {
