@@ -186,18 +186,36 @@ extension AppStore {
             CrashPoint.reach("install.copied")
             timings.stage = laps.lap()
 
-            staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
-            guard staged.info.identifier == source.info.identifier,
-                staged.info.version == source.info.version,
-                staged.entitlements == source.entitlements
-            else {
-                throw AppdError(
-                    .invalidBundle,
-                    "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)"
-                )
+            switch input {
+            case .folder:
+                // The copy is the one that counts (root-owned, nobody can change it now): read
+                // and checked again, since the source may have changed since it was checked.
+                staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
+                guard staged.info.identifier == source.info.identifier,
+                    staged.info.version == source.info.version,
+                    staged.entitlements == source.entitlements
+                else {
+                    throw AppdError(
+                        .invalidBundle,
+                        "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)"
+                    )
+                }
+                copiedTree = try Self.checkCopy(
+                    manifest, staged: staged, signature: signature,
+                    stagedSignature: CodeSignature.read(
+                        bundleAt: staged.path, layout: staged.layout))
+                try staged.checkRuns(on: host)
+            case .extracted:
+                // Renamed, not copied: what was checked in incoming/ (root-only, written by this
+                // process alone) is what staging holds, byte for byte; only the modes changed,
+                // to the installed ones. Reading it all again (every file's metadata, the
+                // property lists, the programs' ELF headers, the signature and its Ed25519
+                // check) would find the same. The hashes the extractor took are checked
+                // against the signature's CodeResources all the same.
+                staged = source.moved(to: stagedBundle.path)
+                copiedTree = try Self.checkCopy(
+                    manifest, staged: staged, signature: signature, stagedSignature: signature)
             }
-            copiedTree = try Self.checkCopy(manifest, staged: staged, signature: signature)
-            try staged.checkRuns(on: host)
             timings.verify = laps.lap()
         } catch let error as AppdError {
             // An extracted bundle is named where its caller put it, not where staging has it.
@@ -301,18 +319,19 @@ extension AppStore {
 
 extension AppStore {
     /// The hashes taken while copying, checked against the staged bundle's own CodeResources:
-    /// the staged signature must be the one authorized before the copy (same bytes), and it
-    /// must cover exactly the files copied. Also refuses names that clash by case or Unicode
-    /// normalization, signed or not.
-    static func checkCopy(_ builder: ManifestBuilder, staged: AppBundle, signature: CodeSignature?)
-        throws -> (manifest: BundleManifest, executableHash: Data?)
-    {
+    /// the staged signature (`stagedSignature`, read from the staged copy) must be the one
+    /// authorized before the copy (same bytes), and it must cover exactly the files copied.
+    /// Also refuses names that clash by case or Unicode normalization, signed or not.
+    static func checkCopy(
+        _ builder: ManifestBuilder, staged: AppBundle, signature: CodeSignature?,
+        stagedSignature: @autoclosure () throws -> CodeSignature?
+    ) throws -> (manifest: BundleManifest, executableHash: Data?) {
         let (manifest, clashes) = builder.finish()
         guard clashes.isEmpty else {
             throw AppdError(
                 .invalidBundle, "\(staged.directoryName) has names that clash", problems: clashes)
         }
-        let stagedSignature = try CodeSignature.read(bundleAt: staged.path, layout: staged.layout)
+        let stagedSignature = try stagedSignature()
         guard stagedSignature?.codeResources == signature?.codeResources else {
             throw AppdError(
                 .invalidBundle,
@@ -431,5 +450,15 @@ public struct InstallTimings: Sendable, Equatable {
             return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds)
                 / 1e18
         }
+    }
+}
+
+extension AppBundle {
+    /// The same bundle where a rename put it.
+    fileprivate func moved(to path: String) -> AppBundle {
+        AppBundle(
+            path: path, layout: layout, info: info, entitlements: entitlements,
+            executablePath: executablePath, fileCount: fileCount, totalBytes: totalBytes,
+            warnings: warnings, programs: programs, symlinks: symlinks)
     }
 }
