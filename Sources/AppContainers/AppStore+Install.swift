@@ -64,8 +64,9 @@ extension AppStore {
     /// staging by one rename (it is on the state root's filesystem), and the walk that seals it
     /// (modes 0444/0555, the same as a copy gets) takes each file's hash from `digests` instead
     /// of reading it again. So the bytes of an install through the daemon are written once. The
-    /// tree must be a directory of the state root's filesystem that no one else can write;
-    /// it is gone (moved or removed) when this returns or throws.
+    /// tree must be a directory of the state root's filesystem that no one else can write, so
+    /// (3) is not repeated: the tree checked in (1) is the staged one, renamed, its modes sealed.
+    /// It is gone (moved or removed) when this returns or throws.
     public func install(
         extractedBundleAt path: String, digests: [String: [UInt8]],
         options: InstallOptions = .init()
