@@ -62,8 +62,9 @@ extension AppdConfiguration {
 
 extension AppStore {
     /// The profile `app` launches with on this kernel: its inputs gathered from the registry
-    /// and the configuration in force, compiled by `SandboxPolicy.compile`. Reads only (group
-    /// containers are made at install).
+    /// and the configuration in force, compiled by `SandboxPolicy.compile`, with `/tmp` a link
+    /// to its data container's tmp (`AppTmp`). Reads only (group containers are made at
+    /// install).
     public func sandboxProfile(
         for app: InstalledApp, arguments: [String] = [], console: Bool = false,
         kernel: KernelLayers = .detect()
@@ -75,8 +76,10 @@ extension AppStore {
         subject.hostExecutables = subject.hostExecutables.filter {
             config.signing.allowsHostExecutable($0, keyID: app.signerKeyID, bundleID: app.bundleID)
         }
-        return try SandboxPolicy.compile(
+        var profile = try SandboxPolicy.compile(
             subject, settings: settings, override: override, kernel: kernel,
             arguments: arguments, console: console)
+        AppTmp.link(in: &profile, dataContainer: subject.dataContainer)
+        return profile
     }
 }

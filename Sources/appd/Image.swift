@@ -65,6 +65,13 @@ struct Image: ParsableCommand {
             }
             let reference =
                 try named ?? ImageReference.defaultReference(bundleID: id, version: version)
+            // A script the sandbox would not run is refused wherever the image goes.
+            if let unnamed = app.unnamedInterpreters.first {
+                throw AppdError(
+                    .invalidBundle, "\(app.directoryName): \(unnamed)",
+                    problems: app.unnamedInterpreters.count > 1 ? app.unnamedInterpreters : [],
+                    hint: "docs/info-plist.md, AppdHostExecutables")
+            }
             // The image is for the CPU its programs are built for, whichever host writes it.
             let architectures = app.architectures
             if architectures.count > 1 {

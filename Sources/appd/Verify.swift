@@ -248,7 +248,7 @@ struct ProgramsView: Encodable {
             DeviceCapabilities.problems(
                 bundle.info, hostArchitecture: host.architecture, hostName: host.name
             ).map { BundleProblem(bundle.layout.infoPlistPath, $0) }
-            + AppBundle.hostProblems(programs, hostName: host.name)
+            + bundle.unnamedInterpreters + AppBundle.hostProblems(programs, hostName: host.name)
         ignoredCapabilities = DeviceCapabilities.ignored(bundle.info)
     }
 

@@ -125,6 +125,44 @@ struct ProgramNeedsTests {
             ])
     }
 
+    @Test(
+        "a script runs only through an interpreter AppdHostExecutables names (as its #! spells it) or the bundle carries"
+    )
+    func scriptInterpreterNamed() throws {
+        let scratch = Scratch()
+        let app = try makeBundle(scratch.sub("Hello.app"))
+        let unnamed = try AppBundle.open(at: app)
+        #expect(
+            unnamed.unnamedInterpreters.map(\.description).first?.hasPrefix(
+                "Hello: runs through its interpreter /bin/sh (#!), which AppdHostExecutables in Info.plist does not name"
+            ) == true)
+        #expect(unnamed.programNeeds(on: FakeHost())[0].needs.last?.foundAt == nil)
+        // The host's other spelling of the same shell is not the one Landlock is given.
+        var info = validInfo
+        info["AppdHostExecutables"] = ["/usr/bin/sh"]
+        try makeBundle(scratch.sub("Other.app"), info: info)
+        #expect(try AppBundle.open(at: scratch.sub("Other.app")).unnamedInterpreters.count == 1)
+        info["AppdHostExecutables"] = ["/usr/bin/sh", "/bin/sh"]
+        try makeBundle(scratch.sub("Named.app"), info: info)
+        let named = try AppBundle.open(at: scratch.sub("Named.app"))
+        #expect(named.unnamedInterpreters.isEmpty)
+        #expect(named.programNeeds(on: FakeHost())[0].needs.last?.foundAt == "AppdHostExecutables")
+        // An interpreter the bundle carries (its own path), and one that only looks like it.
+        let carried = try makeBundle(scratch.sub("Carried.app"))
+        try writeELF(.x8664(), to: "\(carried)/bin/tool")
+        let root = try AppBundle.open(at: carried).path
+        try write("#!\(root)/bin/tool\n", to: "\(carried)/Hello")
+        chmod("\(carried)/Hello", 0o755)
+        let inBundle = try AppBundle.open(at: carried)
+        #expect(inBundle.unnamedInterpreters.isEmpty)
+        #expect(
+            inBundle.programNeeds(on: FakeHost()).first { $0.path == "Hello" }?.needs.last?
+                .foundAt == "bundle:bin/tool")
+        try write("#!\(root)/bin/../../escape\n", to: "\(carried)/Hello")
+        chmod("\(carried)/Hello", 0o755)
+        #expect(try AppBundle.open(at: carried).unnamedInterpreters.count == 1)
+    }
+
     @Test("a truncated ELF executable or framework is refused at open, with the offset")
     func truncated() throws {
         let scratch = Scratch()

@@ -205,4 +205,54 @@ struct ProgramCheckTests {
         }
         _ = try store.install(bundleAt: here)
     }
+
+    /// What a refused script's line says: the script, its interpreter, the key to add and the
+    /// grant it needs.
+    static let unnamedShell =
+        "Prog: runs through its interpreter /bin/sh (#!), which AppdHostExecutables in Info.plist does not name, and an app executes no host program it does not name: add /bin/sh to AppdHostExecutables (its signer must grant it: [Signer] HostExecutables= in appd.conf, or [Signing] UnsignedHostExecutables= for an unsigned bundle)"
+
+    @Test(
+        "a script whose interpreter AppdHostExecutables does not name is refused by verify, image and install, naming the interpreter and the key; named and granted, it installs"
+    )
+    func interpreterNamed() throws {
+        let scratch = Scratch()
+        let unnamed = try ProgramBundle.script.write(
+            in: scratch.sub("unnamed"), id: "com.example.unnamed")
+        let verify = try runAppd(["verify", unnamed])
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("hostExecutable /bin/sh: MISSING"), "\(verify.stdout)")
+        #expect(verify.stdout.contains(Self.unnamedShell), "\(verify.stdout)")
+        let image = try runAppd(["image", unnamed, "-o", scratch.sub("unnamed.tar")])
+        #expect(image.status == 1)
+        #expect(image.stderr.contains("Prog.app: \(Self.unnamedShell)"), "\(image.stderr)")
+
+        let named = try ProgramBundle.script.write(
+            in: scratch.sub("named"), id: "com.example.named", hostExecutables: ["/bin/sh"])
+        let accepted = try runAppd(["verify", named])
+        #expect(accepted.status == 0, "\(accepted.stdout)\(accepted.stderr)")
+        #expect(
+            accepted.stdout.contains("hostExecutable /bin/sh: AppdHostExecutables"),
+            "\(accepted.stdout)")
+        guard isRoot else { return }
+        let store = try store(scratch.sub("root"))
+        #expect {
+            try store.install(bundleAt: unnamed)
+        } throws: { error in
+            (error as? AppdError)?.message
+                == "Prog.app cannot run on this host: \(Self.unnamedShell)"
+        }
+        _ = try store.install(bundleAt: named)
+        // Named but not granted: the signing policy refuses it, naming the grant.
+        var strict = unsignedConfig
+        strict.signing.unsignedHostExecutables = []
+        let strictStore = try AppContainersTests.store(scratch.sub("strict"), config: strict)
+        #expect {
+            try strictStore.install(bundleAt: named)
+        } throws: { error in
+            (error as? AppdError)?.message.contains(
+                "may not grant: /bin/sh (an interpreter: it runs code that was never signed)")
+                == true
+        }
+        #expect(try store.apps().map(\.bundleID) == ["com.example.named"])
+    }
 }

@@ -20,7 +20,8 @@ final class Scratch {
     func sub(_ name: String) -> String { "\(path)/\(name)" }
 }
 
-/// Writes a minimal valid iOS-layout bundle and returns its path.
+/// Writes a minimal valid iOS-layout bundle, its executable a copy of the host's `true`, and
+/// returns its path.
 @discardableResult
 func makeBundle(
     at path: String, id: String = "com.example.hello", version: String = "1",
@@ -41,8 +42,10 @@ func makeBundle(
         try PropertyListSerialization.data(fromPropertyList: entitlements, format: .xml, options: 0)
             .write(to: URL(fileURLWithPath: "\(path)/Entitlements.plist"))
     }
-    try "#!/bin/sh\necho hello\n".write(
-        toFile: "\(path)/\(executable)", atomically: false, encoding: .utf8)
+    // The host's `true`: a program that needs nothing but libc, so no interpreter the bundle
+    // would have to name in AppdHostExecutables (install refuses a script that does not).
+    try Data(contentsOf: URL(fileURLWithPath: "/usr/bin/true")).write(
+        to: URL(fileURLWithPath: "\(path)/\(executable)"))
     chmod("\(path)/\(executable)", 0o755)
     for (relative, content) in extraFiles {
         let file = "\(path)/\(relative)"

@@ -208,6 +208,11 @@ struct AppImageRunTests {
                 ELFBuilder.x8664(needed: ["libnothere.so.7", "libc.so.6"]).bytes,
                 "echo: needs the library libnothere.so.7, found neither in the bundle nor on this host"
             ),
+            // A script whose interpreter AppdHostExecutables does not name: it could not run.
+            (
+                Array("#!/bin/sh\necho hello\n".utf8),
+                "Echo.app cannot run on this host: echo: runs through its interpreter /bin/sh (#!), which AppdHostExecutables in Info.plist does not name"
+            ),
         ]
         for (program, expected) in cases {
             let image = try Image(program: program)

@@ -19,6 +19,8 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
     /// What a Linux program expects of its environment: POSIX shared memory, a writable /tmp,
     /// its own user and group names; one line each, `NAME: ok ...` or `NAME: failed ...`.
     case environment
+    /// A `#!/bin/sh` script: it runs only where Info.plist's AppdHostExecutables names /bin/sh.
+    case script
 
     static let main = """
         #include <stdio.h>
@@ -62,11 +64,15 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
 
     /// What the frameworks program prints when it runs.
     public static let frameworksOutput = "hello from Frameworks"
+    /// What the script prints when it runs.
+    public static let scriptOutput = "hello from a script"
 
     /// Writes `folder/Name.app` (iOS layout, app-sandbox entitlement) holding this program as
-    /// `executable`, with bundle id `id`; returns the bundle's path.
+    /// `executable`, with bundle id `id` and `AppdHostExecutables` `hostExecutables`; returns
+    /// the bundle's path.
     public func write(
-        in folder: String, id: String, name: String = "Prog", executable: String = "Prog"
+        in folder: String, id: String, name: String = "Prog", executable: String = "Prog",
+        hostExecutables: [String] = []
     ) throws -> String {
         let bundle = "\(folder)/\(name).app"
         let files = FileManager.default
@@ -105,6 +111,9 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
             }
         case .otherMachine:
             try Data(ELFBuilder.aarch64().bytes).write(to: URL(fileURLWithPath: target))
+        case .script:
+            try "#!/bin/sh\necho \(Self.scriptOutput)\n".write(
+                toFile: target, atomically: false, encoding: .utf8)
         }
         chmod(target, 0o755)
         try? files.removeItem(atPath: build)
@@ -122,6 +131,10 @@ public enum ProgramBundle: String, CaseIterable, Sendable {
             <key>CFBundleShortVersionString</key><string>1.0</string>
             <key>CFBundlePackageType</key><string>APPL</string>
             """
+                + (hostExecutables.isEmpty
+                    ? ""
+                    : "<key>AppdHostExecutables</key><array>"
+                        + hostExecutables.map { "<string>\($0)</string>" }.joined() + "</array>")
         ).write(toFile: "\(bundle)/Info.plist", atomically: true, encoding: .utf8)
         try plist("<key>com.apple.security.app-sandbox</key><true/>")
             .write(toFile: "\(bundle)/Entitlements.plist", atomically: true, encoding: .utf8)

@@ -21,6 +21,9 @@ public struct ProgramNeeds: Sendable, Equatable, Codable {
     public struct Need: Sendable, Equatable, Codable {
         public enum Kind: String, Sendable, Codable {
             case architecture, loader, library, interpreter
+            /// A script's interpreter the app may execute: named in Info.plist's
+            /// `AppdHostExecutables` (found at that key) or inside the bundle.
+            case hostExecutable
         }
         public var kind: Kind
         public var name: String
@@ -41,6 +44,7 @@ public struct ProgramNeeds: Sendable, Equatable, Codable {
             case .loader: "the loader \(Printable(name))"
             case .library: "the library \(Printable(name))"
             case .interpreter: "the interpreter \(Printable(name))"
+            case .hostExecutable: "\(Printable(name)) named in \(HostExecutables.infoKey)"
             }
         }
     }
@@ -84,7 +88,10 @@ extension AppBundle {
                     needs: [
                         .init(
                             kind: .interpreter, name: interpreter,
-                            foundAt: found ? interpreter : nil)
+                            foundAt: found ? interpreter : nil),
+                        .init(
+                            kind: .hostExecutable, name: interpreter,
+                            foundAt: interpreterAllowance(interpreter)),
                     ])
             case .elf(let elf):
                 var needs: [ProgramNeeds.Need] = []
@@ -118,12 +125,45 @@ extension AppBundle {
         }
     }
 
-    /// One problem per program that cannot run on `host`, naming the file and what it lacks.
+    /// Why the sandbox would let a script's `interpreter` execute: `AppdHostExecutables`
+    /// names it (as the `#!` line spells it), or it lies in the bundle (`bundle:<relative
+    /// path>`); nil: it would not (Landlock executes no other host program).
+    func interpreterAllowance(_ interpreter: String) -> String? {
+        if info.hostExecutables.contains(interpreter) { return HostExecutables.infoKey }
+        if interpreter.hasPrefix(path + "/"),
+            let inside = resolve(
+                interpreter.dropFirst(path.count + 1).split(separator: "/").map(String.init)),
+            programs.contains(where: { $0.path == inside })
+        {
+            return "bundle:\(inside)"
+        }
+        return nil
+    }
+
+    /// One problem per script whose `#!` interpreter the sandbox would not execute: neither
+    /// named in `AppdHostExecutables` nor in the bundle. Such a bundle installed, but its
+    /// script failed at launch with EACCES; install, verify, `appd image` and appd-oci create
+    /// refuse it, on any host.
+    public var unnamedInterpreters: [BundleProblem] {
+        programs.compactMap { program in
+            guard case .script(let interpreter) = program.kind,
+                interpreterAllowance(interpreter) == nil
+            else { return nil }
+            let name = Printable(interpreter)
+            return BundleProblem(
+                program.path,
+                "runs through its interpreter \(name) (#!), which \(HostExecutables.infoKey) in Info.plist does not name, and an app executes no host program it does not name: add \(name) to \(HostExecutables.infoKey) (its signer must grant it: [Signer] HostExecutables= in appd.conf, or [Signing] UnsignedHostExecutables= for an unsigned bundle)"
+            )
+        }
+    }
+
+    /// One problem per program that cannot run on `host`, naming the file and what it lacks
+    /// there (`unnamedInterpreters` says what no host would run).
     public static func hostProblems(_ needs: [ProgramNeeds], hostName: String = "this host")
         -> [BundleProblem]
     {
         needs.compactMap { program in
-            let missing = program.missing
+            let missing = program.missing.filter { $0.kind != .hostExecutable }
             guard !missing.isEmpty else { return nil }
             if let arch = missing.first(where: { $0.kind == .architecture }) {
                 return BundleProblem(
