@@ -643,9 +643,9 @@ int main(int argc, char **argv) {
         // Each forbidden action once, for the denial log (docs/denials.md). Landlock refuses
         // listing the sandbox's root and writing a file of /proc it may only read; seccomp
         // refuses mount, ptrace and a W+X mapping. /etc/shadow is not in the sandbox at all
-        // and /tmp is a read-only mount: those fail before any layer has to refuse.
+        // and / is a read-only mount: those fail before any layer has to refuse.
         report("read-etc-shadow", open("/etc/shadow", O_RDONLY));
-        report("write-tmp", write_file("/tmp/probe-denial.txt"));
+        report("write-root", write_file("/probe-denial.txt"));
         DIR *root = opendir("/");
         report("list-root", root ? 0 : -1);
         if (root) closedir(root);

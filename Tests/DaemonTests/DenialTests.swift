@@ -40,13 +40,13 @@ struct DenialTests {
         let log = try daemon.logs(probe.id)
         print("the probe: \(log)")
         for name in [
-            "read-etc-shadow", "write-tmp", "list-root", "write-proc-comm", "mount",
+            "read-etc-shadow", "write-root", "list-root", "write-proc-comm", "mount",
             "ptrace-attach", "mmap-wx",
         ] {
             #expect(log.contains("\(name): refused"), "\(name): \(log)")
         }
         // Landlock: the directory and the file it may not list or write; seccomp: the three
-        // system calls. (/etc/shadow is not in the sandbox and /tmp is read-only: no layer
+        // system calls. (/etc/shadow is not in the sandbox and / is read-only: no layer
         // refused those, the file system did.)
         let expected: [(APIDenial.Source, String, String?)] = [
             (.landlock, "fs.read_dir", "/"), (.landlock, "fs.write_file", nil),

@@ -18,7 +18,7 @@ struct HostileAppTests {
         "swapon", "syslog", "reboot", "personality-linux32", "mmap-wx", "mprotect-wx",
         "socket-packet", "socket-vsock", "socket-bluetooth", "socket-netlink-audit", "abi-i386",
         "abi-x32", "raise-hard-rlimit", "mknod-device", "write-proc-self-exe", "read-etc-shadow",
-        "write-tmp", "write-var-tmp", "write-root", "write-etc", "write-bundle",
+        "write-var-tmp", "write-root", "write-etc", "write-bundle",
         "write-own-executable",
         // A memfd can be written and then mapped executable: refused without cs.allow-jit
         // (issue 24 §4, docs/sandbox-layers.md "Code").
@@ -30,6 +30,8 @@ struct HostileAppTests {
         // The instance's own /dev/shm tmpfs (noexec, one per instance: SharedNamespaceTests),
         // where shm_open and sem_open make their files (issue 38).
         "write-dev-shm",
+        // /tmp: a link to the app's own tmp in its data container (AppTmp, issue 38).
+        "write-tmp",
     ]
 
     @Test("every attack of the baseline is refused, and ordinary programs still work")
@@ -79,7 +81,7 @@ struct HostileAppTests {
                 .refused("list"))
         // ... and what is not mounted does not exist at all: ENOENT, not EACCES.
         for hidden in [
-            "/root", "/home", "/run", "/tmp", "/var/lib", "/srv", "/boot", "/etc/shadow",
+            "/root", "/home", "/run", "/var/lib", "/srv", "/boot", "/etc/shadow",
             "/etc/ssh", "/etc/sudoers", "/etc/machine-id", "/dev/shm/x", "/dev/sda",
             other.dataContainer(in: world.store.root),
             other.bundleContainer(in: world.store.root) ?? "/x",
