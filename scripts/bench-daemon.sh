@@ -121,6 +121,11 @@ daemon_start() {
         # The generated apps are unsigned: these benchmarks measure the API, not signatures
         # (scripts/bench-install measures those). The host programs they name are allowed.
         printf '\n[Signing]\nAllowUnsigned=yes\nUnsignedHostExecutables=/bin/* /usr/bin/*\n'
+        # The Probe as `swift build` links it (even a C target) loads the toolchain's Swift
+        # runtime, which the default SystemPaths (/usr) does not show apps.
+        if [[ -d "$SWIFT_ROOT/usr/lib/swift/linux" ]]; then
+            printf '\n[Sandbox]\nSystemPaths=/usr %s\n' "$SWIFT_ROOT/usr/lib/swift/linux"
+        fi
     } >"$work/appd.conf"
     say "appd serve --root $root"
     "$appd_bin" --config "$work/appd.conf" --root "$root" serve 2>"$work/appd.log" &

@@ -2,8 +2,10 @@
 /// config/appd.conf documents each key with its default.
 public struct SandboxSettings: Sendable, Equatable {
     /// Host directories every app sees read-only (and may execute from), at the same path.
-    /// `/bin`, `/sbin`, `/lib*` are added as the host has them (symlinks into /usr here).
-    public var systemPaths = ["/usr", "/opt/swift/usr/lib/swift/linux"]
+    /// `/bin`, `/sbin`, `/lib*` are added as the host has them (symlinks into /usr here). A
+    /// Swift app carries its runtime in Frameworks/ (docs/info-plist.md): nothing of a
+    /// toolchain is shown.
+    public var systemPaths = ["/usr"]
     /// The parts of the host's /etc an app sees; everything else (shadow, ssh keys, sudoers,
     /// machine-id ...) is absent. passwd, group, hostname and hosts are generated per app.
     public var etcFiles = [

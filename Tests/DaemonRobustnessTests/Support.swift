@@ -36,8 +36,10 @@ final class TestDaemon: @unchecked Sendable {
     init() throws {
         daemon = try DaemonProcess(label: "appd-robustness")
         // The hostile archives are unsigned: signatures are DaemonTests' and AppContainersTests'.
+        // The probe as `swift build` links it loads the toolchain's Swift runtime.
         try
-            "[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
+            ("[API]\nSocketGroup=\n[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\n[Signing]\nAllowUnsigned=yes\n"
+            + toolchainSystemPaths)
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
         _ = Self.fileLimit
         do {

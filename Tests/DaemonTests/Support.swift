@@ -28,10 +28,14 @@ final class TestDaemon {
     /// `root`: a state root of the test's own (its own filesystem), instead of one in the
     /// daemon's folder. `socketName`: serve `--socket <folder>/<socketName>` instead of the
     /// root's default. `hostExecutables`: the test signer's `HostExecutables=` (nil: none).
+    /// `toolchain`: apps see the toolchain's Swift runtime (`toolchainSystemPaths`), which the
+    /// probe and the samples as `swift build` links them load; a `config` that sets
+    /// `SystemPaths=` itself comes after and wins.
     init(
         config: String = "", environment: [String: String] = [:], arguments: [String] = [],
         wrapper: [String] = [],
-        root: String? = nil, socketName: String? = nil, hostExecutables: String? = "*"
+        root: String? = nil, socketName: String? = nil, hostExecutables: String? = "*",
+        toolchain: Bool = true
     ) throws {
         self.environment = environment
         self.arguments = arguments
@@ -41,7 +45,8 @@ final class TestDaemon {
         // installs through the daemon take the same path as on a host.
         try Self.tool(["keygen", "--out", daemon.directory, "--name", "test"])
         try
-            ("[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
+            ((toolchain ? toolchainSystemPaths : "")
+            + "[Supervisor]\nCgroupParent=\(daemon.cgroupParent)\nTerminateGracePeriod=2\n" + config
             + "\n[Signer test]\nKey=test.public-key\nBundleIDs=com.example.*\nEntitlements=*\n"
             + (hostExecutables.map { "HostExecutables=\($0)\n" } ?? ""))
             .write(toFile: daemon.configPath, atomically: true, encoding: .utf8)

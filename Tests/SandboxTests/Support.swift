@@ -33,6 +33,8 @@ final class SandboxWorld {
         config.signing.unsignedGroups = ["group.com.example.*"]
         // And the host programs an app of a test names (`install(hostExecutables:)`).
         config.signing.unsignedHostExecutables = ["*"]
+        // Hello as the tests build it (`installHello`) links the toolchain's Swift runtime.
+        config.sandbox.systemPaths.append(toolchainRuntime)
         configure(&config)
         self.config = config
         store = try AppStore(

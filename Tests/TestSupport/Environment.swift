@@ -17,6 +17,17 @@ public func builtExecutable(_ name: String) -> String {
 
 public let isRoot = getuid() == 0
 
+/// The toolchain's Swift runtime, which the programs `swift build` links next to the test
+/// binary load (the samples, and the probe: SwiftPM links even a C executable against
+/// libswiftCore): not in the default `[Sandbox] SystemPaths`, so the tests that run them in a
+/// sandbox add it (`toolchainSystemPaths`); a bundle that carries its runtime in Frameworks/
+/// (scripts/build-sample) needs nothing of it.
+public let toolchainRuntime =
+    "\(ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift")/usr/lib/swift/linux"
+
+/// The appd.conf section that shows apps `toolchainRuntime` besides `/usr`.
+public let toolchainSystemPaths = "\n[Sandbox]\nSystemPaths=/usr \(toolchainRuntime)\n"
+
 /// CI (scripts/test with CI=true) sets APPD_REQUIRE_ROOT_TESTS=1: a root-only test then runs
 /// and fails loudly instead of being skipped.
 public let rootTestsRequired = ProcessInfo.processInfo.environment["APPD_REQUIRE_ROOT_TESTS"] == "1"

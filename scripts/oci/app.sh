@@ -25,6 +25,12 @@ make_app_images() {
     {
         printf '[Signer harness]\nKey=%s/harness.public-key\nBundleIDs=com.example.*\n' "$dir"
         printf 'Entitlements=com.apple.security.network.client com.apple.security.network.server\n'
+        # The Probe as `swift build` links it (even a C target) loads the toolchain's Swift
+        # runtime, which the default SystemPaths (/usr) does not show apps; the VM guests' probe
+        # (clang, glibc only) does not.
+        if readelf -d "$probe" 2>/dev/null | grep -q 'libswiftCore'; then
+            printf '[Sandbox]\nSystemPaths=/usr %s\n' "$SWIFT_ROOT/usr/lib/swift/linux"
+        fi
     } >"$dir/appd.conf"
     "$APPD" --config "$dir/appd.conf" sign --key "$dir/harness.signing-key" "$bundle" >/dev/null
     "$APPD" --config "$dir/appd.conf" image "$bundle" -o "$WORK/app.tar" --tag "$APP_IMAGE" >/dev/null
