@@ -158,7 +158,11 @@ struct TerminalInjectionTests {
         let bundle = try Self.hostileBundle(
             daemon, signer: signer, info: [:], entitlements: hostile)
         var outputs: [(String, (code: Int32, output: String))] = []
-        outputs.append(("appd verify", try daemon.run("appd", ["verify", bundle])))
+        outputs.append(
+            (
+                "appd verify",
+                try daemon.run("appd", ["verify", "--config", daemon.configPath, bundle])
+            ))
         outputs.append(("appd install", try daemon.run("appd", ["install", bundle])))
         outputs.append(("appctl list", try daemon.run("appctl", ["list"])))
         outputs.append(("appctl info", try daemon.run("appctl", ["info", "com.example.evil"])))
