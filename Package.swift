@@ -15,7 +15,7 @@ let concreteMetadataAccessors: SwiftSetting = .unsafeFlags([
     "-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors",
 ])
 
-// Module boundaries follow ../shared/DESIGN.md: data flows one way,
+// Module boundaries follow docs/architecture.md: data flows one way,
 // bundle -> validated AppBundle -> installed App (registry) -> ...
 let package = Package(
     name: "appd",
@@ -182,7 +182,7 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-static-executable"], .when(configuration: .release))]
         ),
         // The sandbox launcher: single-threaded, no Foundation. Linked fully statically: loading
-        // libswiftCore.so costs ~1.5-2 ms on every launch (DESIGN.md, "Facts measured"), and
+        // libswiftCore.so costs ~1.5-2 ms on every launch (measured here), and
         // -static-stdlib still leaves libstdc++/libm/libgcc_s to the dynamic loader (another
         // ~0.6 ms); a static glibc is fine here since the launcher uses no NSS.
         // Concrete generic types (`[String]`, `[UInt8]`, `[MountRecord]`, ...) get their metadata

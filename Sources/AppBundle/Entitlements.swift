@@ -127,7 +127,7 @@ public enum EntitlementType: Sendable, Equatable {
     var text: String { self == .bool ? "a boolean" : "an array of strings" }
 }
 
-/// The keys appd knows (DESIGN.md, "Entitlements → sandbox").
+/// The keys appd knows (docs/sandbox.md, "The sandbox").
 public enum EntitlementCatalog {
     public static let appSandbox = "com.apple.security.app-sandbox"
     public static let networkClient = "com.apple.security.network.client"

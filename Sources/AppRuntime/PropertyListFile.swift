@@ -17,7 +17,7 @@ enum PropertyListFile {
         }
         var format = PropertyListSerialization.PropertyListFormat.binary
         let value = try? PropertyListSerialization.propertyList(from: data, format: &format)
-        // Foundation also takes bare text as an OpenStep plist (DESIGN.md); a preferences file
+        // Foundation also takes bare text as an OpenStep plist; a preferences file
         // is never written that way, so such a file is damage, not data.
         guard format != .openStep, let dictionary = value as? [String: Any] else {
             throw AppRuntimeError(.invalidData, "\(url.path) is not a property list dictionary")

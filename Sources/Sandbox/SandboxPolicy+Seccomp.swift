@@ -1,7 +1,7 @@
 import Glibc
 
 /// The seccomp deny list. It covers at least what Flatpak and Docker's default profile refuse
-/// (DESIGN.md): the filter allows by default and refuses these, and kills any call made through
+/// (docs/sandbox.md): the filter allows by default and refuses these, and kills any call made through
 /// a foreign ABI (i386 `int 0x80`, x32), where every number means something else.
 extension SandboxPolicy {
     static func deny(_ names: [String], _ errno: Int32 = EPERM, _ reason: String) -> [SeccompRule] {

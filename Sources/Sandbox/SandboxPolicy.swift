@@ -83,7 +83,7 @@ public struct KernelLayers: Sendable, Equatable {
 
 /// Compiles an app's entitlements and the admin's settings into a `SandboxProfile`.
 ///
-/// The baseline is the same for every app (DESIGN.md, "Entitlements → sandbox"): every
+/// The baseline is the same for every app (docs/sandbox.md, "The sandbox"): every
 /// namespace but user, a tmpfs root with the system directories read-only, the app's bundle
 /// read-only and its data container read-write at their real paths, its own uid with no
 /// capabilities, Landlock allowing only those paths, and a seccomp deny list. Entitlements

@@ -11,7 +11,7 @@ enum Network {
         if let hostname = profile.hostname, (joined?.uts ?? -1) < 0 { try setHostname(hostname) }
     }
 
-    /// Foundation's run loop wakes itself through a UDP pair on 127.0.0.1 (DESIGN.md, "Facts"):
+    /// Foundation's run loop wakes itself through a UDP pair on 127.0.0.1 (measured on Linux):
     /// a new net namespace starts with `lo` down, so it must be brought up.
     static func bringUpLoopback() throws {
         try sys(appd_loopback_up(), "loopback", "cannot bring lo up")

@@ -3,7 +3,7 @@ import Glibc
 import LauncherProtocol
 
 // appd-exec: builds the sandbox a profile describes and execs the app in it
-// (docs/launcher-protocol.md, DESIGN.md "The launch path"). Single-threaded and synchronous by
+// (docs/launcher-protocol.md, docs/launch-path.md). Single-threaded and synchronous by
 // design: unshare and a seccomp filter without TSYNC rely on there being one thread. No
 // Foundation, no Dispatch, no async.
 

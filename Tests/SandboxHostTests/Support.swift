@@ -37,7 +37,7 @@ final class Scratch {
     }
 }
 
-/// This machine's cgroup mounts (DESIGN.md, "Facts measured"), as mountinfo shows them.
+/// This machine's cgroup mounts (hybrid v1 and v2), as mountinfo shows them.
 let hybridMountinfo = """
     22 27 0:21 / /proc rw,relatime - proc proc rw
     31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755

@@ -5,7 +5,7 @@ import Sandbox
 import Supervisor
 import Testing
 
-/// Each entitlement of DESIGN.md's table: the right is there when entitled, and absent when not.
+/// Each entitlement appd knows (Entitlements.swift): the right is there when entitled, and absent when not.
 @Suite("entitlements in a real sandbox", .serialized, rootOnly)
 struct EntitlementTests {
     @Test(

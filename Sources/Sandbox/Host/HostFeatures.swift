@@ -43,7 +43,7 @@ public struct HostFeatures: Codable, Sendable, Equatable {
     /// pidfd_open(2) (Linux 5.3).
     public var pidfd: Bool
 
-    /// The namespaces the launcher creates (DESIGN.md "The launch path").
+    /// The namespaces the launcher creates (docs/launch-path.md, "The launcher").
     public static let sandboxNamespaces = ["user", "pid", "net", "mnt", "ipc", "uts", "cgroup"]
 
     public var seccompFilter: Bool { seccomp && Self.filterActionsPresent(seccompActions) }
