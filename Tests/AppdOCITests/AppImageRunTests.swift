@@ -225,6 +225,99 @@ struct AppImageRunTests {
         }
     }
 
+    @Test(
+        "the Hello sample as an image runs on a node without the Swift toolchain (its runtime in Frameworks/); the same app linked to the toolchain is refused at create there"
+    )
+    func helloWithoutToolchain() throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+        let image = try Image()
+        defer { image.remove() }
+        // An appd image holds one bundle: Hello.app as scripts/build-sample makes it.
+        let built = try runTool(
+            "/bin/bash",
+            ["\(repository)/scripts/build-sample", "Hello", "\(image.directory)/built"])
+        #expect(built.code == 0, "\(built.output)")
+        let hello = "\(image.rootfs)/Hello.app"
+        try FileManager.default.removeItem(atPath: image.app)
+        try FileManager.default.copyItem(
+            atPath: "\(image.directory)/built/Hello.app", toPath: hello)
+        func sign() throws {
+            let signed = try runTool(
+                "appd",
+                [
+                    "--config", "\(image.directory)/appd.conf", "sign", "--key",
+                    "\(image.directory)/test.signing-key", hello,
+                ])
+            #expect(signed.code == 0, "\(signed.output)")
+        }
+        // Its signer may grant what Hello asks: the network and /usr/bin/id.
+        let config = "\(image.directory)/appd.conf"
+        try
+            (String(contentsOfFile: config, encoding: .utf8)
+            + "Entitlements=com.apple.security.network.client\nHostExecutables=/usr/bin/id\n")
+            .write(toFile: config, atomically: true, encoding: .utf8)
+        try sign()
+
+        // appd-oci as a node without /opt/swift runs it: the toolchain hidden beneath an empty
+        // tmpfs in a private mount namespace, appd-oci's own runtime (a debug build links the
+        // toolchain's) from a copy the app never sees.
+        let toolchain = ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift"
+        let kept = try makeTemporaryDirectory("/var/tmp/appd-oci-runtime.XXXXXX")
+        defer { try? FileManager.default.removeItem(atPath: kept) }
+        let script = """
+            runtime=$1 kept=$2 toolchain=$3; shift 3
+            mount --bind "$runtime" "$kept" && mount -t tmpfs -o mode=0755 tmpfs "$toolchain" \
+              || exit 111
+            [ -z "$(ls -A "$toolchain")" ] || exit 112
+            LD_LIBRARY_PATH=$kept exec "$@"
+            """
+        func run(_ executable: String, id: String) throws -> (
+            code: Int32, stdout: String, stderr: String
+        ) {
+            try """
+            {"ociVersion": "1.0.2", "root": {"path": "rootfs"},
+             "process": {"args": ["\(executable)"], "cwd": "/"},
+             "linux": {"namespaces": [{"type": "pid"}, {"type": "network"}, {"type": "ipc"},
+              {"type": "uts"}, {"type": "mount"}]}}
+            """.write(
+                toFile: "\(image.directory)/bundle/config.json", atomically: true, encoding: .utf8)
+            return try ChildProcess(
+                "/usr/bin/unshare",
+                [
+                    "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
+                    toolchainRuntime, kept, toolchain, builtExecutable("appd-oci"),
+                    "--root", "\(image.directory)/state", "--config",
+                    "\(image.directory)/appd.conf",
+                    "run", "--bundle", "\(image.directory)/bundle", id,
+                ],
+                environment: ["APPD_OCI_DATA": "\(image.directory)/data", "PATH": "/usr/bin:/bin"],
+                stdout: .capture, stderr: .capture
+            ).finish()
+        }
+        let result = try run("/Hello.app/Hello", id: image.id)
+        #expect(result.code == 0, "\(result.stderr)")
+        let greeting = try String(
+            contentsOfFile: "\(repository)/Examples/Hello/greeting.txt", encoding: .utf8)
+        #expect(
+            result.stdout.contains(greeting.trimmingCharacters(in: .whitespacesAndNewlines)),
+            "\(result.stdout)")
+        #expect(result.stdout.contains("bundle id: com.example.hello"), "\(result.stdout)")
+
+        // The same app as `swift build` links it, its runtime the toolchain's: refused there.
+        try FileManager.default.removeItem(atPath: "\(hello)/Frameworks")
+        try FileManager.default.removeItem(atPath: "\(hello)/Hello")
+        try image.copy(builtExecutable("Hello"), to: "\(hello)/Hello", mode: 0o755)
+        try sign()
+        let refused = try run("/Hello.app/Hello", id: "\(image.id)-linked")
+        #expect(refused.code != 0, "\(refused.stdout)")
+        #expect(
+            refused.stderr.contains("libswiftCore.so")
+                && refused.stderr.contains("found neither in the bundle nor on this host"),
+            "\(refused.stderr)")
+        image.expectNothingLeft()
+    }
+
     @Test("UIRequiredDeviceCapabilities naming another CPU: refused at create")
     func requiredCapabilities() throws {
         let image = try Image(
