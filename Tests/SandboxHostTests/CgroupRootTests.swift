@@ -10,10 +10,15 @@ final class TestCgroups {
     nonisolated(unsafe) private static var counter = 0
     let driver: any CgroupDriver
     private var instances: [any InstanceCgroup] = []
+    /// The parent, and the apps its instances were made for: on a hybrid host the cpuset
+    /// hierarchy's levels are made by the first `create` that asks a cpuset, and are not among
+    /// the driver's `parentDirectories`.
+    private let name: String
+    private var apps: Set<String> = []
 
     init(layout: CgroupLayout = CgroupLayout.detect(), parent: String? = nil) throws {
         Self.counter += 1
-        let name = parent ?? "/appd-test.\(getpid()).\(Self.counter)"
+        name = parent ?? "/appd-test.\(getpid()).\(Self.counter)"
         driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: name))
     }
 
@@ -23,6 +28,7 @@ final class TestCgroups {
     ) throws
         -> any InstanceCgroup
     {
+        apps.insert(app)
         let cgroup = try driver.create(instance: instance, app: app, limits: limits)
         instances.append(cgroup)
         return cgroup
@@ -47,6 +53,8 @@ final class TestCgroups {
             try? cgroup.remove()
         }
         for parent in driver.parentDirectories { rmdir(parent) }
+        for app in apps { rmdir("/sys/fs/cgroup/cpuset\(name)/\(app)") }
+        rmdir("/sys/fs/cgroup/cpuset\(name)")
     }
 }
 
