@@ -87,7 +87,7 @@ extension AppStore {
 
     private func install(_ input: InstallSource, options: InstallOptions) throws -> InstallResult {
         var timings = InstallTimings()
-        var laps = InstallTimings.Laps()
+        var laps = Laps()
         let (lock, recovered) = try lockAndRecover(onWait: options.onWait)
         timings.lock = laps.lap()
         var recovery = recovered
@@ -397,7 +397,7 @@ extension AppStore {
 /// How long each stage of an install took, in seconds: what `POST /v1/apps` answers in its
 /// `Server-Timing` header and scripts/bench-install prints as the daemon's breakdown. The
 /// stages follow `AppStore.install`'s steps; `receive` and `record` are the daemon's own.
-public struct InstallTimings: Sendable, Equatable {
+public struct InstallTimings: StageTimings, Sendable, Equatable {
     /// The daemon: the request body arriving and being extracted, each file hashed as written.
     public var receive: Double = 0
     /// The state lock, recovery of staging, the mutation mark made durable.
@@ -432,26 +432,6 @@ public struct InstallTimings: Sendable, Equatable {
         ]
     }
 
-    /// `Server-Timing` (W3C): `name;dur=MILLISECONDS` entries.
-    public var serverTiming: String {
-        stages.map { "\($0.name);dur=\(String(format: "%.3f", $0.seconds * 1000))" }
-            .joined(separator: ", ")
-    }
-
-    /// A stopwatch for consecutive stages: each `lap()` is the time since the last one.
-    public struct Laps {
-        private var clock = ContinuousClock.now
-
-        public init() {}
-
-        public mutating func lap() -> Double {
-            let now = ContinuousClock.now
-            let elapsed = now - clock
-            clock = now
-            return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds)
-                / 1e18
-        }
-    }
 }
 
 extension AppBundle {

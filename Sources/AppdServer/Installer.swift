@@ -59,7 +59,7 @@ final class Installer: Sendable {
         installOptions.allowSignerChange = request.flag("allowSignerChange")
         let options = installOptions
         var result: InstallResult
-        var laps = InstallTimings.Laps()
+        var laps = Laps()
         do {
             let extractor = try await onQueue { [store, configuration] in
                 try ExtractorBox(into: received.path, limits: configuration.current.bundleLimits)

@@ -50,7 +50,7 @@ extension Router {
             throw error
         }
         metrics.recordInstall(ContinuousClock.now - began, succeeded: true)
-        var laps = InstallTimings.Laps()
+        var laps = Laps()
         appList.invalidate()
         let app = APIApp(result.app, root: store.root, withEntitlements: true)
         supervisor.publishAppEvent(

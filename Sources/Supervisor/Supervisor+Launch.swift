@@ -11,7 +11,7 @@ import Synchronization
 
 /// How long each stage of a launch took on the daemon's side, in seconds: what the API answers
 /// in its `Server-Timing` header and scripts/bench-launch prints as the launch's breakdown.
-public struct LaunchTimings: Sendable, Equatable {
+public struct LaunchTimings: StageTimings, Sendable, Equatable {
     /// Loading the app from the registry.
     public var app: Double = 0
     /// The launch-time bundle check (a fingerprint of the bundle container, or its hash).
@@ -27,13 +27,12 @@ public struct LaunchTimings: Sendable, Equatable {
 
     public init() {}
 
-    /// `Server-Timing` (W3C): `name;dur=MILLISECONDS` entries.
-    public var serverTiming: String {
+    /// Each stage's name and seconds, in order.
+    public var stages: [(name: String, seconds: Double)] {
         [
             ("app", app), ("check", check), ("profile", profile), ("files", files),
             ("spawn", spawn), ("record", record),
         ]
-        .map { "\($0.0);dur=\(String(format: "%.3f", $0.1 * 1000))" }.joined(separator: ", ")
     }
 }
 
@@ -92,7 +91,7 @@ extension Supervisor {
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, with: launchDependencies)
         var timings = spawned.timings
-        let recording = ContinuousClock.now
+        var recording = Laps()
         launchedApps[key] = spawned.app
         var entry = spawned.instance
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
@@ -111,7 +110,7 @@ extension Supervisor {
             try? records.save(entry)
             close(spawned.channel)
             entries[entry.id] = entry
-            timings.record = Self.seconds(since: recording)
+            timings.record = recording.lap()
             return (entry.api, timings)
         }
         recordRevokedEntitlements(spawned.app, instance: entry.id)
@@ -121,7 +120,7 @@ extension Supervisor {
         publish(.launched, entry.api)
         // Its first state change saves the record, with the pid and the background modes.
         let instance = try launched(entry.id, background: background)
-        timings.record = Self.seconds(since: recording)
+        timings.record = recording.lap()
         launchRecorded(entry.app)
         return (instance, timings)
     }
@@ -163,11 +162,6 @@ extension Supervisor {
         }
     }
 
-    static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-    }
-
     /// Everything of a launch that does not touch the actor's state: runs on the global
     /// executor, many at once. On failure nothing is left (no record, no cgroup, no fd).
     nonisolated static func spawnInstance(
@@ -178,19 +172,14 @@ extension Supervisor {
             dependencies.records, dependencies.logs, dependencies.denials
         )
         var timings = LaunchTimings()
-        var clock = ContinuousClock.now
-        func lap() -> Double {
-            let elapsed = seconds(since: clock)
-            clock = ContinuousClock.now
-            return elapsed
-        }
+        var laps = Laps()
         let app = try store.app(appID)
-        timings.app = lap()
+        timings.app = laps.lap()
         var profile: SandboxProfile
         let bpf: [UInt8]
         do {
             try store.checkInstalledBundle(app)
-            timings.check = lap()
+            timings.check = laps.lap()
             profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
             bpf =
                 profile.seccomp.required
@@ -203,7 +192,7 @@ extension Supervisor {
         }
         profile.environment.append(.init(name: LifecycleWire.environmentVariable, value: "3"))
         profile.logDenials = dependencies.logDenials
-        timings.profile = lap()
+        timings.profile = laps.lap()
         let info = infoKeys(of: app, root: store.root)
         let modes = info.backgroundModes
         let id = newInstanceID()
@@ -254,7 +243,7 @@ extension Supervisor {
             ])
         launch.bpf = bpf
         launch.spawner = dependencies.spawner
-        timings.files = lap()
+        timings.files = laps.lap()
         // The app's shared namespaces (built here by the first launch that finds none).
         launch.namespaces = dependencies.templates.lease(
             for: profile, launcher: dependencies.launcher)
@@ -288,7 +277,7 @@ extension Supervisor {
         if let counter = started.loopbackCounter {
             denials.watch(.loopback, instance: id, counter: counter)
         }
-        timings.spawn = lap()
+        timings.spawn = laps.lap()
         return SpawnedInstance(
             instance: instance, started: started, channel: channel.daemon, modes: modes, app: app,
             timings: timings)
