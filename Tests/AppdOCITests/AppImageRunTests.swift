@@ -262,16 +262,8 @@ struct AppImageRunTests {
         // appd-oci as a node without /opt/swift runs it: the toolchain hidden beneath an empty
         // tmpfs in a private mount namespace, appd-oci's own runtime (a debug build links the
         // toolchain's) from a copy the app never sees.
-        let toolchain = ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift"
-        let kept = try makeTemporaryDirectory("/var/tmp/appd-oci-runtime.XXXXXX")
-        defer { try? FileManager.default.removeItem(atPath: kept) }
-        let script = """
-            runtime=$1 kept=$2 toolchain=$3; shift 3
-            mount --bind "$runtime" "$kept" && mount -t tmpfs -o mode=0755 tmpfs "$toolchain" \
-              || exit 111
-            [ -z "$(ls -A "$toolchain")" ] || exit 112
-            LD_LIBRARY_PATH=$kept exec "$@"
-            """
+        let hidden = try HiddenToolchain()
+        defer { hidden.remove() }
         func run(_ executable: String, id: String) throws -> (
             code: Int32, stdout: String, stderr: String
         ) {
@@ -283,10 +275,9 @@ struct AppImageRunTests {
             """.write(
                 toFile: "\(image.directory)/bundle/config.json", atomically: true, encoding: .utf8)
             return try ChildProcess(
-                "/usr/bin/unshare",
-                [
-                    "--mount", "--propagation", "private", "--", "/bin/sh", "-c", script, "sh",
-                    toolchainRuntime, kept, toolchain, builtExecutable("appd-oci"),
+                hidden.wrapper[0],
+                Array(hidden.wrapper.dropFirst()) + [
+                    builtExecutable("appd-oci"),
                     "--root", "\(image.directory)/state", "--config",
                     "\(image.directory)/appd.conf",
                     "run", "--bundle", "\(image.directory)/bundle", id,

@@ -193,7 +193,7 @@ struct VerifyImageTests {
         defer { image.remove() }
         let file = try Self.write(image)
         // A private registry on a port the kernel picks (it prints no port: pick one free now).
-        let port = try Self.freePort()
+        let port = try freeLocalPort()
         let config = "\(image.directory)/registry.yml"
         try """
         version: 0.1
@@ -235,23 +235,6 @@ struct VerifyImageTests {
             image, ["--tls-verify=false", "docker://127.0.0.1:\(port)/appd-test/none:1"])
         #expect(absent.code == 2, "\(absent.stdout)")
         #expect(absent.reason?.contains("skopeo could not copy") == true, "\(absent.stdout)")
-    }
-
-    /// A TCP port on 127.0.0.1 nothing listens on now.
-    static func freePort() throws -> UInt16 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        #expect(bound)
-        return UInt16(bigEndian: address.sin_port)
     }
 
     @Test("--signers DIR: a fleet's drop-ins decide, not the signers.d beside appd.conf")

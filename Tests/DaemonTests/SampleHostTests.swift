@@ -18,20 +18,10 @@ struct DaemonSampleTests {
 
         // The daemon's own libraries (a debug build links the toolchain's runtime) come from a
         // copy the apps never see; the toolchain itself is hidden beneath an empty tmpfs.
-        let toolchain = ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift"
-        let kept = try makeTemporaryDirectory("/var/tmp/appd-daemon-runtime.XXXXXX")
-        defer { try? FileManager.default.removeItem(atPath: kept) }
-        let script = """
-            runtime=$1 kept=$2 toolchain=$3; shift 3
-            mount --bind "$runtime" "$kept" && mount -t tmpfs -o mode=0755 tmpfs "$toolchain" \
-              || exit 111
-            LD_LIBRARY_PATH=$kept exec "$@"
-            """
-        let daemon = try TestDaemon(
-            wrapper: [
-                "/usr/bin/unshare", "--mount", "--propagation", "private", "--",
-                "/bin/sh", "-c", script, "sh", toolchainRuntime, kept, toolchain,
-            ], toolchain: false)
+        let hidden = try HiddenToolchain()
+        defer { hidden.remove() }
+        let toolchain = hidden.toolchain
+        let daemon = try TestDaemon(wrapper: hidden.wrapper, toolchain: false)
         let pid = try #require(daemon.daemon.pid)
         #expect(
             try FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/root\(toolchain)")

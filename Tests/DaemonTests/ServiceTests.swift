@@ -10,23 +10,6 @@ struct ServiceTests {
     static let server = "<key>com.apple.security.network.server</key><true/>"
     static let backgroundOnly = "<key>LSBackgroundOnly</key><true/>"
 
-    /// A port nobody listens on now (the kernel's pick, released at once).
-    static func freePort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw DaemonFailure("no free port: errno \(errno)") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// What the server answers one connection within `timeout` seconds (`pong N`), or nil:
     /// a frozen server's kernel accepts the connection, and nothing answers.
     static func ask(_ port: Int, timeout: Double = 1) -> String? {
@@ -83,7 +66,7 @@ struct ServiceTests {
         try daemon.installProbe(
             "com.example.plain", info: Self.backgroundOnly, entitlements: Self.server)
         try daemon.installProbe("com.example.other")
-        let (port, plainPort) = (try Self.freePort(), try Self.freePort())
+        let (port, plainPort) = (try freeLocalPort(), try freeLocalPort())
         let plain = try daemon.launch("com.example.plain", ["serve", "\(plainPort)"])
         #expect(plain.service == nil && plain.state == .active)
         let service = try daemon.launch("com.example.server", ["serve", "\(port)"])
@@ -140,7 +123,7 @@ struct ServiceTests {
         "KeepAlive: kill -9 of the server restarts it after the backoff; a terminate does not; appctl restart restarts it once"
     )
     func keepAlive() throws {
-        let port = try Self.freePort()
+        let port = try freeLocalPort()
         let daemon = try TestDaemon(
             config: lifecycleConfig(
                 "KeepAliveDelay=0.5\n[App com.example.server]\nKeepAlive=yes\nArguments=serve \(port)\nEnvironment=GREETING=\"hello there\"\n"
@@ -261,7 +244,7 @@ struct ServiceTests {
         "RunAtLoad starts the service when appd starts; appd restarted re-adopts it and does not start it twice"
     )
     func runAtLoadAndReadoption() throws {
-        let port = try Self.freePort()
+        let port = try freeLocalPort()
         let daemon = try TestDaemon(
             config: lifecycleConfig(
                 "[App com.example.server]\nRunAtLoad=yes\nKeepAlive=yes\nArguments=serve \(port)\n")

@@ -88,3 +88,52 @@ public func instanceProcesses(cgroup: String, leaves: [String] = ["", "/app", "/
             .compactMap { pid_t($0) }
     }
 }
+
+/// A TCP port on 127.0.0.1 nothing listens on now (the kernel's pick, released at once).
+public func freeLocalPort() throws -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+            bind(fd, pointer, length) == 0 && getsockname(fd, pointer, &length) == 0
+        }
+    }
+    guard bound else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EADDRNOTAVAIL) }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// A host without the Swift toolchain, for a command run under `wrapper`: a private mount
+/// namespace whose toolchain folder is an empty tmpfs (the wrapper fails, 111 or 112, when it
+/// cannot make it so). The command's own runtime (a debug build links the toolchain's) comes from
+/// a copy of it the apps never see, through LD_LIBRARY_PATH.
+public struct HiddenToolchain {
+    /// `SWIFT_ROOT`, or /opt/swift.
+    public let toolchain = ProcessInfo.processInfo.environment["SWIFT_ROOT"] ?? "/opt/swift"
+    /// Where the runtime is bound in the namespace.
+    public let kept: String
+
+    public init() throws {
+        kept = try makeTemporaryDirectory("/var/tmp/appd-hidden-toolchain.XXXXXX")
+    }
+
+    /// The words to put before a command.
+    public var wrapper: [String] {
+        let script = """
+            runtime=$1 kept=$2 toolchain=$3; shift 3
+            mount --bind "$runtime" "$kept" && mount -t tmpfs -o mode=0755 tmpfs "$toolchain" \
+              || exit 111
+            [ -z "$(ls -A "$toolchain")" ] || exit 112
+            LD_LIBRARY_PATH=$kept exec "$@"
+            """
+        return [
+            "/usr/bin/unshare", "--mount", "--propagation", "private", "--",
+            "/bin/sh", "-c", script, "sh", toolchainRuntime, kept, toolchain,
+        ]
+    }
+
+    public func remove() { try? FileManager.default.removeItem(atPath: kept) }
+}
