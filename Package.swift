@@ -258,7 +258,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(
             name: "AppdOCITests",
-            dependencies: ["appd-oci", "AppdBase", "Sandbox", "TestSupport"]
+            dependencies: ["appd-oci", "AppdBase", "AppContainers", "Sandbox", "TestSupport"]
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         .testTarget(
@@ -273,15 +273,21 @@ let package = Package(
             dependencies: ["AppdBase", "BundleArchive", "AppBundle", "TestSupport"]),
         .testTarget(
             name: "SandboxHostTests",
-            dependencies: ["AppdBase", "Sandbox", "AppBundle", "TestSupport"]),
+            dependencies: ["AppdBase", "Sandbox", "AppBundle", "CLinux", "TestSupport"]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
         .testTarget(
             name: "AppdClientTests",
-            dependencies: ["AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport"]),
+            dependencies: [
+                "AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]),
         .testTarget(
             name: "AppContainersTests",
-            dependencies: ["AppdBase", "AppContainers", "AppBundle", "appd", "TestSupport"]),
+            dependencies: [
+                "AppdBase", "AppContainers", "AppBundle", "Sandbox", "appd", "TestSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]),
         // Installs the probe and the sample as apps and launches them through the built
         // appd-exec (found next to the test bundle, like Probe and Hello).
         .testTarget(
@@ -307,11 +313,16 @@ let package = Package(
         .testTarget(
             name: "DaemonTests",
             dependencies: ["AppBundle", "AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
-        .testTarget(name: "AppdServerTests", dependencies: ["AppdServer", "AppContainers"]),
+        .testTarget(
+            name: "AppdServerTests",
+            dependencies: [
+                "AppdServer", "AppContainers", .product(name: "Logging", package: "swift-log"),
+            ]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
-        .testTarget(name: "SupervisorTests", dependencies: ["Supervisor", "TestSupport"]),
+        .testTarget(
+            name: "SupervisorTests", dependencies: ["Supervisor", "AppdAPI", "TestSupport"]),
         // Starts the built appd (found next to the test bundle) on a private state root and
         // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.
-        .testTarget(name: "DaemonRobustnessTests", dependencies: ["AppdAPI", "TestSupport"]),
+        .testTarget(name: "DaemonRobustnessTests", dependencies: ["TestSupport"]),
     ]
 )

@@ -329,7 +329,7 @@ struct ImageCommandTests {
             daemon.waitUntilExit()
         }
         let ctr = ["-a", socket, "-n", "appd-image-test"]
-        #expect(eventually(20) { (try? runTool("/usr/bin/ctr", ctr + ["version"]).code) == 0 })
+        #expect(eventually { (try? runTool("/usr/bin/ctr", ctr + ["version"]).code) == 0 })
         for file in ["d.tar", "o.tar"] {
             let imported = try runTool(
                 "/usr/bin/ctr",

@@ -85,7 +85,7 @@ extension DaemonRobustnessTests {
                     + "Content-Length: \(archive.count)\r\n\r\n")
             wire.send(Array(archive.prefix(archive.count / 2)))
             #expect(
-                try eventually(5) { try incomingEntries().count == 1 },
+                try eventually { try incomingEntries().count == 1 },
                 "the install had not started")
         }  // The connection closes here, in the middle of the body.
         let deadline = Date(timeIntervalSinceNow: 5)

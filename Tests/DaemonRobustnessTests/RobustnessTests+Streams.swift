@@ -52,7 +52,7 @@ extension DaemonRobustnessTests {
             )
             streams.append(wire)
         }
-        #expect(eventually(5) { daemon.openFDCount() >= baseline + 40 }, "the streams are not open")
+        #expect(eventually { daemon.openFDCount() >= baseline + 40 }, "the streams are not open")
         // Gone without a word, in the middle of streams, polls and bodies.
         streams.removeAll()
         #expect(daemon.fdCount(settlingTo: baseline, timeout: 5) <= baseline)

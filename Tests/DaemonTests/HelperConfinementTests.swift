@@ -80,7 +80,7 @@ struct CgroupBirthTests {
             strace.waitUntilExit()
         }
         // strace writes the trace file once it is attached; give it that moment.
-        #expect(eventually(5) { access(trace, F_OK) == 0 })
+        #expect(eventually { access(trace, F_OK) == 0 })
         usleep(200_000)
         let instance = try daemon.launch(id, ["output-on-cue"])
         let home = try daemon.dataContainer(id)

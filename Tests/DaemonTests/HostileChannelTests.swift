@@ -145,7 +145,7 @@ struct HostileChannelTests {
             "com.example.flooder", ["attack-channel", "flood", "15", "50"])
         for flooder in fast {
             #expect(
-                try daemon.eventually(5) {
+                try daemon.eventually {
                     try daemon.logs(flooder.id).contains("attack-channel: value closed")
                 },
                 "a flooder's channel was not closed within 5 s")
@@ -157,7 +157,7 @@ struct HostileChannelTests {
             usleep(200_000)
         }
         #expect(
-            try daemon.eventually(5) {
+            try daemon.eventually {
                 try daemon.logs(slow.id).contains("attack-channel: value open after")
             })
         #expect(try daemon.instance(slow.id).channel == .ready)
@@ -227,7 +227,7 @@ struct HostileChannelTests {
         }
         for repeater in repeaters {
             #expect(
-                try daemon.eventually(15) {
+                try daemon.eventually {
                     try daemon.logs(repeater.id).contains("attack-channel: value open after")
                 })
             #expect(try daemon.instance(repeater.id).channel == .ready)

@@ -84,7 +84,8 @@ struct InstanceAttackResult: Decodable {
 }
 
 /// root's view while the attack runs: `appctl version` over and over (the slowest answer),
-/// and the daemon's open fds each round (the most).
+/// and the daemon's open fds each round (the most). `calm` is the slowest of three answers
+/// before the attack, the yardstick a loaded machine stretches too (see `Responsiveness`).
 final class RootWatch: @unchecked Sendable {
     private let lock = NSLock()
     private var stopped = false
@@ -93,16 +94,14 @@ final class RootWatch: @unchecked Sendable {
     private var rounds = 0
     private var failures: [String] = []
     private let done = DispatchSemaphore(value: 0)
+    private(set) var calm = 0.0
 
     init(_ daemon: TestDaemon, pid: Int32) {
         let root = daemon.root
+        for _ in 0..<3 { calm = max(calm, Self.version(root: root).took) }
         Thread.detachNewThread { [self] in
             while !lock.withLock({ stopped }) {
-                let start = Date()
-                let result = try? TestDaemon.run(
-                    "appctl", ["version"],
-                    environment: ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"])
-                let took = Date().timeIntervalSince(start)
+                let (result, took) = Self.version(root: root)
                 let fds =
                     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count)
                     ?? 0
@@ -118,6 +117,15 @@ final class RootWatch: @unchecked Sendable {
             }
             done.signal()
         }
+    }
+
+    private static func version(root: String) -> (
+        result: (code: Int32, output: String)?, took: Double
+    ) {
+        let start = Date()
+        let result = try? TestDaemon.run(
+            "appctl", ["version"], environment: ["APPD_ROOT": root, "PATH": "/usr/bin:/bin"])
+        return (result, Date().timeIntervalSince(start))
     }
 
     func stop() -> (slowest: Double, peakFDs: Int, rounds: Int, failures: [String]) {
@@ -224,7 +232,9 @@ struct InstanceLimitTests {
         )
         #expect(watched.failures.isEmpty, "\(watched.failures)")
         #expect(watched.rounds >= 5)
-        #expect(watched.slowest < 1, "root's appctl version took \(watched.slowest) s")
+        #expect(
+            watched.slowest < 1 + 3 * root.calm,
+            "root's appctl version took \(watched.slowest) s; calm, \(root.calm) s")
         #expect(
             watched.peakFDs <= Self.budget - Self.rootReserve,
             "the users' fds reached root's reserve")

@@ -20,10 +20,10 @@ struct JetsamTests {
         // 50 + 50 suspended, 50 in the background (audio keeps it running), then 100 active: 250 MiB.
         let oldest = try daemon.launch(
             "com.example.jetsam", ["lifecycle", "alloc", "50"], background: true)
-        #expect(try daemon.eventually(5) { try daemon.state(oldest.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(oldest.id) == .suspended })
         let newer = try daemon.launch(
             "com.example.jetsam", ["lifecycle", "alloc", "50"], background: true)
-        #expect(try daemon.eventually(5) { try daemon.state(newer.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(newer.id) == .suspended })
         let player = try daemon.launch(
             "com.example.player", ["lifecycle", "alloc", "50"], background: true)
         #expect(try daemon.eventually { try daemon.instance(player.id).channel == .ready })
@@ -87,7 +87,7 @@ struct JetsamTests {
         try daemon.installProbe("com.example.greedy")
         let small = try daemon.launch(
             "com.example.greedy", ["lifecycle", "alloc", "40"], background: true)
-        #expect(try daemon.eventually(5) { try daemon.state(small.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(small.id) == .suspended })
         let greedy = try daemon.launch("com.example.greedy", ["lifecycle", "alloc", "120"])
         #expect(try daemon.wait(small.id).exit?.reason == .jetsam)
         let ended = try daemon.wait(greedy.id)

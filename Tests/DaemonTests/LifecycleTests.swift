@@ -86,7 +86,7 @@ struct LifecycleTests {
         // background before suspended: a check of the state here would race the 0.5 s).
         let second = try daemon.launch("com.example.life", ["lifecycle"])
         #expect(second.state == .active)
-        #expect(try daemon.eventually(5) { try daemon.state(first.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(first.id) == .suspended })
 
         // Activated again: thawed, told it comes to the foreground; the second goes back (and
         // is frozen in its turn). What the first was told while it went away it may have read
@@ -105,7 +105,7 @@ struct LifecycleTests {
 
         // background → frozen; resume brings it back as the active app.
         #expect(try daemon.act("background", first.id).state == .background)
-        #expect(try daemon.eventually(5) { try daemon.state(first.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(first.id) == .suspended })
         #expect(try daemon.act("resume", first.id).state == .active)
         // appctl suspend: to the background and frozen at once.
         #expect(try daemon.act("suspend", first.id).state == .suspended)
@@ -150,7 +150,7 @@ struct LifecycleTests {
         #expect(try daemon.state(one.id) == .active)
         #expect(try daemon.state(two.id) == .active)
         try daemon.act("background", one.id)
-        #expect(try daemon.eventually(5) { try daemon.state(one.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(one.id) == .suspended })
         #expect(try daemon.state(two.id) == .active)
     }
 
@@ -185,7 +185,7 @@ struct LifecycleTests {
         // The task held it past the grace period: it was frozen only once it ended the task,
         // 2.5 s after it began it (not at 0.5 s). Read from when it was frozen, not from a
         // look at its state at some moment, which a loaded machine could delay past the 2.5 s.
-        #expect(try daemon.eventually(10) { try daemon.state(inTime.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(inTime.id) == .suspended })
         let frozen = try daemon.instance(inTime.id)
         let heldFor = (frozen.stateSince ?? .distantPast).timeIntervalSince(frozen.startedAt)
         #expect(heldFor >= 2.5, "frozen \(heldFor) s after its launch, while its task ran")
@@ -196,7 +196,7 @@ struct LifecycleTests {
         #expect(expired.exit?.message?.contains("'save'") == true)
         #expect(try daemon.received(late.id).contains("backgroundTaskWillExpire"))
 
-        #expect(try daemon.eventually(5) { try daemon.state(warned.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(warned.id) == .suspended })
         #expect(try daemon.received(warned.id).contains("backgroundTaskWillExpire"))
         #expect(try daemon.instance(warned.id).exit == nil)
 
@@ -218,7 +218,7 @@ struct LifecycleTests {
         let cgroup = try #require(instance.cgroup)
         #expect(try daemon.eventually { try daemon.instance(instance.id).channel == .ready })
         try daemon.act("background", instance.id)
-        #expect(try daemon.eventually(5) { try daemon.state(instance.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(instance.id) == .suspended })
         let frozenAt = cpuTicks(cgroup: cgroup)
         usleep(1_000_000)
         #expect(cpuTicks(cgroup: cgroup) - frozenAt <= 1)
@@ -242,7 +242,7 @@ struct LifecycleTests {
         let fetch = try daemon.launch("com.example.fetch", ["lifecycle"], background: true)
         #expect(audio.backgroundModes == ["audio"])
         #expect(fetch.backgroundModes == [])
-        #expect(try daemon.eventually(5) { try daemon.state(fetch.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(fetch.id) == .suspended })
         #expect(try daemon.state(audio.id) == .background)
         let cgroup = try #require(audio.cgroup)
         let before = cpuTicks(cgroup: cgroup)
@@ -279,7 +279,7 @@ struct LifecycleTests {
         let instance = try daemon.launch("com.example.plain", ["spin", "60"])
         #expect(instance.state == .active)
         try daemon.act("background", instance.id)
-        #expect(try daemon.eventually(5) { try daemon.state(instance.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(instance.id) == .suspended })
         let cgroup = try #require(instance.cgroup)
         let frozenAt = cpuTicks(cgroup: cgroup)
         usleep(1_000_000)

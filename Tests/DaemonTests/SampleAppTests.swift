@@ -25,7 +25,7 @@ struct SampleAppTests {
             try daemon.eventually {
                 try daemon.logs(first.id).contains("notes: saved 1 notes (didEnterBackground)")
             })
-        #expect(try daemon.eventually(5) { try daemon.state(first.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(first.id) == .suspended })
         // Terminated while frozen: thawed, told, saves again, exits on its own.
         _ = try daemon.client.post(
             "/v1/instances/\(first.id)/terminate", body: TerminateRequest(grace: 5),
@@ -110,7 +110,7 @@ struct SampleAppTests {
         let player = try daemon.launch("com.example.player", ["-TickInterval", "0.1"])
         #expect(try daemon.eventually { try daemon.logs(player.id).contains("player: active") })
         try daemon.act("background", player.id)
-        #expect(try daemon.eventually(5) { try daemon.state(player.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(player.id) == .suspended })
         let frozenAt = try daemon.ticks(player.id, state: "background")
         usleep(1_000_000)
         #expect(try daemon.ticks(player.id, state: "background") == frozenAt)

@@ -80,7 +80,7 @@ struct ServiceTests {
         for _ in 0..<3 { _ = try daemon.launch("com.example.other", ["sleep", "60"]) }
         // The ordinary server went to the background and is frozen after the 0.5 s grace
         // period: its kernel still accepts, nothing answers.
-        #expect(try daemon.eventually(5) { try daemon.state(plain.id) == .suspended })
+        #expect(try daemon.eventually { try daemon.state(plain.id) == .suspended })
         #expect(Self.ask(plainPort) == nil)
         // The service answers throughout, well past the grace period.
         let until = Date().addingTimeInterval(2)
@@ -144,7 +144,7 @@ struct ServiceTests {
         // Waiting: the next try is visible before it comes.
         let waiting = try #require(try services(daemon).first)
         #expect(waiting.state == .waiting || waiting.state == .running, "\(waiting)")
-        #expect(try daemon.eventually(10) { try live(daemon, "com.example.server").count == 1 })
+        #expect(try daemon.eventually { try live(daemon, "com.example.server").count == 1 })
         let second = try #require(try live(daemon, "com.example.server").first)
         #expect(second.id != first.id)
         #expect(
@@ -199,7 +199,7 @@ struct ServiceTests {
         let watch = try EventWatch(daemon)
         _ = try daemon.client.post(
             "/v1/apps/com.example.crasher/launch", body: LaunchRequest(), as: APIInstance.self)
-        #expect(try daemon.eventually(15) { try services(daemon).first?.state == .crashLoop })
+        #expect(try daemon.eventually { try services(daemon).first?.state == .crashLoop })
         let service = try #require(try services(daemon).first)
         #expect(
             service.restarts == 3 && service.restartLimit == 3 && service.nextTry == nil,

@@ -166,8 +166,11 @@ final class TestDaemon {
         return try wait(iid)
     }
 
+    /// Waits for the instance to end. 120 s, not the client's 30: jetsam's check, under two
+    /// builds beside the suite, took longer than 30 s to end an app.
     func wait(_ iid: String) throws -> APIInstance {
-        try client.get("/v1/instances/\(iid)/wait", as: APIInstance.self)
+        try AppdClient(socketPath: socket, timeout: 120).get(
+            "/v1/instances/\(iid)/wait", as: APIInstance.self)
     }
 
     func logs(_ iid: String) throws -> String {
@@ -177,7 +180,7 @@ final class TestDaemon {
     }
 
     /// Polls until `condition` holds (or fails the wait after `seconds`).
-    func eventually(_ seconds: Double = 10, _ condition: () throws -> Bool) rethrows -> Bool {
+    func eventually(_ seconds: Double = 30, _ condition: () throws -> Bool) rethrows -> Bool {
         try TestSupport.eventually(seconds, condition)
     }
 }
