@@ -35,13 +35,17 @@ extension InstalledApp {
 }
 
 extension AppStore {
-    /// `logs/` under the state root (root only, 0700), opened as a directory: where `appd run`
-    /// without a console has the launcher's output relay write `<id>.log` (docs/app-output.md;
-    /// the app itself only gets a pipe).
-    public func openLogFolder() throws -> (fd: Int32, path: String) {
-        let directory = "\(root.path)/logs"
-        if mkdir(directory, 0o700) != 0 && errno != EEXIST {
-            throw AppdError.system("mkdir \(directory)")
+    /// `logs/<app>/` under the state root (root only, 0700, made if missing), opened as a
+    /// directory: where `appd run` without a console has the launcher's output relay write
+    /// `<instance>.log`, as the daemon's instances do (docs/app-output.md; the app itself only
+    /// gets a pipe).
+    public func openLogFolder(app: String) throws -> (fd: Int32, path: String) {
+        var directory = "\(root.path)/logs"
+        for folder in [directory, "\(directory)/\(app)"] {
+            directory = folder
+            if mkdir(folder, 0o700) != 0 && errno != EEXIST {
+                throw AppdError.system("mkdir \(folder)")
+            }
         }
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard fd >= 0 else { throw AppdError.system("open \(directory)") }

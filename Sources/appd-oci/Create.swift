@@ -202,10 +202,6 @@ extension OCIRuntime {
             throw AppdError.system("pipe")
         }
         var console: Console?
-        var launch = SandboxLaunch(
-            profile: profile,
-            launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
-            cgroups: settings, limits: profile.cgroupLimits, keepStdin: true)
         var consoleSocket = ""
         if terminal {
             guard let socket = line.options["console-socket"] else {
@@ -213,11 +209,12 @@ extension OCIRuntime {
                     .badRequest, "process.terminal is true but no --console-socket was given")
             }
             consoleSocket = socket
-            let opened = try Console.open()
-            console = opened
-            launch.input = opened.terminal
-            launch.output = opened.terminal
+            console = try Console.open()
         }
+        // The engine's pipes, or the terminal whose master goes to its console socket.
+        var launch = try SandboxLaunch(
+            profile: profile, launcher: config.sandbox.launcher, cgroups: settings,
+            output: console.map { .terminal($0.terminal) } ?? .inherited(keepStdin: true))
         if network >= 0 {
             launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
         }

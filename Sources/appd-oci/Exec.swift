@@ -51,22 +51,18 @@ extension OCIRuntime {
         defer { close(pidfd) }
 
         let config = try configuration()
-        var launch = SandboxLaunch(
-            profile: profile,
-            launcher: try SandboxLaunch.findLauncher(configured: config.sandbox.launcher),
-            cgroups: record.cgroupSettings, limits: profile.cgroupLimits, keepStdin: true)
-        launch.bpf = bpf
-        launch.enter = pidfd
         var console: Console?
         if terminal {
             guard line.options["console-socket"] != nil else {
                 throw AppdError(.badRequest, "a terminal needs --console-socket")
             }
-            let opened = try Console.open()
-            console = opened
-            launch.input = opened.terminal
-            launch.output = opened.terminal
+            console = try Console.open()
         }
+        var launch = try SandboxLaunch(
+            profile: profile, launcher: config.sandbox.launcher, cgroups: record.cgroupSettings,
+            output: console.map { .terminal($0.terminal) } ?? .inherited(keepStdin: true))
+        launch.bpf = bpf
+        launch.enter = pidfd
         var status: [Int32] = [-1, -1]
         guard appd_pipe_cloexec(&status) == 0 else { throw AppdError.system("pipe") }
         let started: SandboxLaunch.Started

@@ -17,7 +17,8 @@ struct Run: ParsableCommand {
             own with the [Sandbox] limits, and waits until the app exits. With --console the \
             app's stdout and stderr are this terminal's and appd exits with the app's code \
             (128+N if a signal ended it, 127 if the sandbox could not be built). Without it, \
-            the output is appended to logs/<id>.log under the state root. SIGTERM, SIGHUP, \
+            the output goes to logs/<id>/<instance>.log under the state root, as the \
+            daemon's instances' does. SIGTERM, SIGHUP, \
             SIGUSR1 and SIGUSR2 sent to appd reach the app.
             """)
 
@@ -47,33 +48,35 @@ struct Run: ParsableCommand {
             let store = try options.openStore(.readWrite)
             let app = try store.app(id)
             try store.checkInstalledBundle(app)
-            let sandbox = store.config.sandbox
             let profile = try store.sandboxProfile(
                 for: app, arguments: arguments,
                 console: console && isatty(0) == 1)
-            let launcher = try SandboxLaunch.findLauncher(configured: sandbox.launcher)
-            var launch = SandboxLaunch(
-                profile: profile, launcher: launcher,
-                cgroups: CgroupSettings(parent: "/appd"),
-                limits: profile.cgroupLimits, keepStdin: console)
+            let instance = SandboxLaunch.newInstanceID()
             // Without a console the app writes a pipe and the launcher's output relay writes
-            // logs/<id>.log, rotated at LogMaxBytes: the app never holds a host file.
+            // logs/<app>/<instance>.log, as the daemon's instances do, rotated at LogMaxBytes:
+            // the app never holds a host file.
             var log: String?
-            if !console {
-                let folder = try store.openLogFolder()
-                var pipe: [Int32] = [-1, -1]
-                guard appd_pipe_cloexec(&pipe) == 0 else {
-                    close(folder.fd)
-                    throw AppdError.system("pipe for the app's output")
-                }
-                launch.output = pipe[1]
-                launch.relay = .init(
-                    readFD: pipe[0], logDirectoryFD: folder.fd, logName: "\(app.bundleID).log",
-                    logMaxBytes: min(store.config.supervisor.logMaxBytes, Int64(Int32.max)))
-                log = "\(folder.path)/\(app.bundleID).log"
+            let output: LaunchOutput
+            if console {
+                output = .inherited(keepStdin: true)
+            } else {
+                let folder = try store.openLogFolder(app: app.bundleID)
+                output = .relay(
+                    LogDestination(
+                        folder: folder.fd, name: "\(instance).log",
+                        maxBytes: store.config.supervisor.logMaxBytes))
+                log = "\(folder.path)/\(instance).log"
             }
+            let layout = CgroupLayout.detect()
+            let launch = try SandboxLaunch(
+                profile: profile, launcher: store.config.sandbox.launcher,
+                cgroups: CgroupSettings(
+                    parent: Cgroups.parent(
+                        configured: store.config.supervisor.cgroupParent, layout: layout,
+                        underSystemd: false)),
+                output: output)
             // run() closes the pipe and the folder once the launcher has them.
-            status = try launch.run()
+            status = try launch.run(instance: instance)
             if case .failedToLaunch(let message) = status {
                 throw AppdError(.unsupported, "\(app.bundleID) could not be launched: \(message)")
             }

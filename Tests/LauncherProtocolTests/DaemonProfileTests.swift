@@ -73,17 +73,13 @@ struct DaemonProfileTests {
             #expect(ProfileRecord(rawValue: kind) != nil, "\(line)")
         }
 
-        var pipe: [Int32] = [-1, -1]
-        #expect(Glibc.pipe(&pipe) == 0)
-        for fd in pipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         let directory = open(world.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         #expect(directory >= 0)
-        var launch = SandboxLaunch(
+        // Planned as the daemon and `appd run` plan it: the output relayed into a log.
+        let launch = try SandboxLaunch(
             profile: profile, launcher: builtExecutable("appd-exec"),
-            cgroups: CgroupSettings(parent: world.cgroupParent), limits: profile.cgroupLimits,
-            output: pipe[1])
-        launch.relay = .init(
-            readFD: pipe[0], logDirectoryFD: directory, logName: "app.log", logMaxBytes: 1 << 20)
+            cgroups: CgroupSettings(parent: world.cgroupParent),
+            output: .relay(LogDestination(folder: directory, name: "app.log", maxBytes: 1 << 20)))
         let before = Int64(Date().timeIntervalSince1970 * 1_000_000)
         let status = try launch.run()
         let after = Int64(Date().timeIntervalSince1970 * 1_000_000)
@@ -118,5 +114,61 @@ struct DaemonProfileTests {
         }
         #expect(message.hasPrefix("profile: line "), "\(message)")
         #expect(message.hasSuffix("path 'relative/Echo' is not absolute"), "\(message)")
+    }
+}
+
+/// The one launch plan's output policies (`LaunchOutput`), without launching: what each sets,
+/// and that a relay's fds are the launch's from the start, closed even when planning fails.
+@Suite("a launch plan's output: inherited, a terminal, or relayed into a log")
+struct LaunchOutputTests {
+    static func isOpen(_ fd: Int32) -> Bool { fcntl(fd, F_GETFD) >= 0 }
+
+    @Test("each policy places what it says; a relay makes its pipe and hands over four fds")
+    func policies() throws {
+        let world = try DaemonProfileTests.World()
+        let profile = try world.profile([])
+        let launcher = builtExecutable("appd-exec")
+        let settings = CgroupSettings(parent: world.cgroupParent)
+        let console = try SandboxLaunch(
+            profile: profile, launcher: launcher, cgroups: settings,
+            output: .inherited(keepStdin: true))
+        #expect(console.keepStdin && console.output == nil && console.input == nil)
+        #expect(console.relay == nil && console.handedOver.isEmpty)
+        #expect(console.limits == profile.cgroupLimits)
+
+        let terminal = try SandboxLaunch(
+            profile: profile, launcher: launcher, cgroups: settings, output: .terminal(42))
+        #expect(terminal.input == 42 && terminal.output == 42 && terminal.handedOver.isEmpty)
+
+        let folder = open(world.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        let journal = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let relayed = try SandboxLaunch(
+            profile: profile, launcher: launcher, cgroups: settings,
+            output: .relay(
+                LogDestination(
+                    folder: folder, name: "i.log", maxBytes: Int64.max, journal: journal,
+                    journalFields: ["APPD_APP=com.example.echo"])))
+        let relay = try #require(relayed.relay)
+        #expect(relay.logDirectoryFD == folder && relay.journalFD == journal)
+        #expect(relay.logName == "i.log" && relay.journalFields == ["APPD_APP=com.example.echo"])
+        #expect(relay.logMaxBytes == Int64(Int32.max), "the launcher's field is 32-bit")
+        #expect(relayed.output != nil && relayed.output != relay.readFD)
+        #expect(Set(relayed.handedOver).count == 4 && relayed.handedOver.allSatisfy(Self.isOpen))
+        for fd in relayed.handedOver { close(fd) }
+    }
+
+    @Test("a plan that fails (no launcher where the configuration says) closes the relay's fds")
+    func failedPlanCloses() throws {
+        let world = try DaemonProfileTests.World()
+        let profile = try world.profile([])
+        let folder = open(world.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        #expect(Self.isOpen(folder))
+        #expect(throws: (any Error).self) {
+            try SandboxLaunch(
+                profile: profile, launcher: "\(world.path)/no-such-launcher",
+                cgroups: CgroupSettings(parent: world.cgroupParent),
+                output: .relay(LogDestination(folder: folder, name: "i.log", maxBytes: 1024)))
+        }
+        #expect(!Self.isOpen(folder), "the log folder's fd was left open")
     }
 }

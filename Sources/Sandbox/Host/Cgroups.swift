@@ -335,6 +335,15 @@ public enum Cgroups {
         return layout.mode == .unified ? "../" + appsUnit + "/apps" : "apps"
     }
 
+    /// The parent in force: `[Supervisor] CgroupParent=` when set, else `defaultParent`. The
+    /// daemon and `appd run` both ask here, so an admin's parent holds for each.
+    public static func parent(configured: String, layout: CgroupLayout, underSystemd: Bool)
+        -> String
+    {
+        configured.isEmpty
+            ? defaultParent(layout: layout, underSystemd: underSystemd) : configured
+    }
+
     /// The leaves of an instance's cgroup (`InstanceCgroup`).
     public static let appLeaf = "app"
     public static let relayLeaf = "relay"

@@ -147,31 +147,19 @@ public struct SandboxLaunch {
             started = try start(instance: instance, driver: driver, statusFD: statusPipe[1])
         } catch {
             close(statusPipe[1])
-            if let relay {
-                for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({
-                    $0
-                }) { close(fd) }
-            }
+            for fd in handedOver { close(fd) }
             throw error
         }
         close(statusPipe[1])
         // With a relay, the launcher holds what it needs now: the relay sees EOF only once no
         // one else holds the pipe's write end, so ours go (run takes them over).
-        closeRelayDescriptors()
+        for fd in handedOver { close(fd) }
         defer {
             try? started.cgroup.kill()
             try? started.cgroup.remove()
         }
         let raw = Self.forwardingSignals(to: started.pid) { Self.wait(started.pid) }
         return Self.status(line: Self.readAll(statusPipe[0]), waitStatus: raw)
-    }
-
-    /// `run`'s part of the relay's fds (the caller handed them over); nothing without a relay.
-    private func closeRelayDescriptors() {
-        guard let relay else { return }
-        for fd in [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap({ $0 }) {
-            close(fd)
-        }
     }
 
     /// A launcher on its way: the pid of `appd-exec` and the instance's cgroup.

@@ -1,0 +1,99 @@
+import AppdBase
+import CLinux
+import Glibc
+
+/// Where an instance's stdin, stdout and stderr go: the one choice about output a front door
+/// makes when it plans a launch (`SandboxLaunch.init(profile:launcher:cgroups:output:)`).
+public enum LaunchOutput {
+    /// This process's stdout and stderr; its stdin too when `keepStdin` (a console: `appd run
+    /// --console`; appd-oci without a terminal, whose engine owns the pipes), else /dev/null.
+    case inherited(keepStdin: Bool)
+    /// A terminal (appd-oci's console socket): the app's stdin, stdout and stderr. The caller
+    /// keeps it and closes it after the start.
+    case terminal(Int32)
+    /// A pipe, whose read end the launcher's output relay drains into a log file (rotated) and
+    /// the journal: the app writes a pipe, never a host file (docs/app-output.md). The daemon's
+    /// instances and `appd run` without a console.
+    case relay(LogDestination)
+}
+
+/// Where the output relay writes: a file in a log folder the caller opened, and optionally
+/// the journal. Its fds are handed to the launch with it.
+public struct LogDestination {
+    /// The log folder (`logs/<app>/` of the state root), opened `O_DIRECTORY`.
+    public var folder: Int32
+    /// The file's name in it (`<instance>.log`).
+    public var name: String
+    /// Rotated past this size (at most `Int32.max`: the launcher's field).
+    public var maxBytes: Int64
+    /// A datagram socket connected to journald, or nil.
+    public var journal: Int32?
+    /// `KEY=VALUE` fields of every journal entry.
+    public var journalFields: [String]
+
+    public init(
+        folder: Int32, name: String, maxBytes: Int64, journal: Int32? = nil,
+        journalFields: [String] = []
+    ) {
+        self.folder = folder
+        self.name = name
+        self.maxBytes = min(maxBytes, Int64(Int32.max))
+        self.journal = journal
+        self.journalFields = journalFields
+    }
+
+    /// The fds this destination hands over.
+    var descriptors: [Int32] { [folder] + (journal.map { [$0] } ?? []) }
+}
+
+extension SandboxLaunch {
+    /// The one way a front door plans a launch (the daemon, `appd run`, appd-oci's create and
+    /// exec): the compiled profile, the launcher (`Launcher=` of `[Sandbox]`, else found), the
+    /// cgroup settings, the profile's own limits, and where the output goes. For `.relay` the
+    /// pipe is made here, and from here the launch owns the pipe and the destination's fds:
+    /// `run` closes them once the launcher holds them (or when the start fails); a caller of
+    /// `start` closes `handedOver` after the start, whatever happened. If making the pipe
+    /// fails, the destination's fds are closed before the error is thrown.
+    public init(
+        profile: SandboxProfile, launcher configured: String?, cgroups: CgroupSettings,
+        output: LaunchOutput
+    ) throws {
+        let launcher: String
+        do {
+            launcher = try Self.findLauncher(configured: configured)
+        } catch {
+            if case .relay(let destination) = output {
+                for fd in destination.descriptors { close(fd) }
+            }
+            throw error
+        }
+        self.init(
+            profile: profile, launcher: launcher, cgroups: cgroups, limits: profile.cgroupLimits)
+        switch output {
+        case .inherited(let keepStdin):
+            self.keepStdin = keepStdin
+        case .terminal(let terminal):
+            input = terminal
+            self.output = terminal
+        case .relay(let destination):
+            var pipe: [Int32] = [-1, -1]
+            guard appd_pipe_cloexec(&pipe) == 0 else {
+                let error = AppdError.system("pipe for the app's output")
+                for fd in destination.descriptors { close(fd) }
+                throw error
+            }
+            self.output = pipe[1]
+            relay = OutputRelayArguments(
+                readFD: pipe[0], logDirectoryFD: destination.folder, logName: destination.name,
+                logMaxBytes: destination.maxBytes, journalFD: destination.journal,
+                journalFields: destination.journalFields)
+        }
+    }
+
+    /// The fds the launch took over with a `.relay` output (the pipe's ends, the log folder,
+    /// the journal socket): a caller of `start` closes them after it. Empty otherwise.
+    public var handedOver: [Int32] {
+        guard let relay else { return [] }
+        return [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap { $0 }
+    }
+}
