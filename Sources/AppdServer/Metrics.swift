@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Prometheus
 import Supervisor
@@ -116,20 +117,21 @@ final class DaemonMetrics: Sendable {
             ).set(Double(byState[state] ?? 0))
         }
         // Per installed app (label values come from the registry, never from the instances).
-        var memory: [String: Int64] = [:]
-        var cpu = endedCPU
-        var counted: Set<String> = []
+        var memory: [AppID: Int64] = [:]
+        var cpu = Dictionary(endedCPU.map { (AppID($0.key), $0.value) }, uniquingKeysWith: +)
+        var counted: Set<AppID> = []
         for instance in usage {
-            let key = instance.app.lowercased()
+            let key = AppID(instance.app)
             if let bytes = instance.memoryBytes {
                 memory[key, default: 0] += bytes
                 counted.insert(key)
             }
             if let seconds = instance.cpuSeconds { cpu[key, default: 0] += seconds }
         }
+        let live = Set(usage.map { AppID($0.app) })
         for app in installed {
-            let key = app.lowercased()
-            if counted.contains(key) || usage.contains(where: { $0.app.lowercased() == key }) {
+            let key = AppID(app)
+            if counted.contains(key) || live.contains(key) {
                 now.makeGauge(
                     descriptor: Self.named(
                         "app_memory", "bytes",
@@ -148,9 +150,9 @@ final class DaemonMetrics: Sendable {
                 .increment(by: max(0, seconds))
             }
         }
+        let installedIDs = Set(installed.map { AppID($0) })
         if let source = denials.withLock({ $0 }) {
-            for (app, count) in await source()
-            where installed.contains(where: { $0.caseInsensitiveCompare(app) == .orderedSame }) {
+            for (app, count) in await source() where installedIDs.contains(AppID(app)) {
                 now.makeCounter(
                     descriptor: Self.named(
                         "denials", "total", "Operations the sandbox refused, per app"),
@@ -159,8 +161,7 @@ final class DaemonMetrics: Sendable {
             }
         }
         if let source = cacheReclaims.withLock({ $0 }) {
-            for (app, count) in source()
-            where installed.contains(where: { $0.caseInsensitiveCompare(app) == .orderedSame }) {
+            for (app, count) in source() where installedIDs.contains(AppID(app)) {
                 now.makeCounter(
                     descriptor: Self.named(
                         "cache_reclaims", "total",

@@ -252,7 +252,7 @@ extension Router {
     )
         throws
     {
-        guard manifest.bundleID.caseInsensitiveCompare(app.bundleID) == .orderedSame else {
+        guard AppID(manifest.bundleID) == AppID(app.bundleID) else {
             throw AppdError.backup(
                 "it is a backup of \(BackupFormat.shown(manifest.bundleID)), not of \(app.bundleID)"
             )

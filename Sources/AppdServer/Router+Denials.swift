@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Supervisor
 
@@ -18,7 +19,7 @@ extension Router {
             if let instance, denial.instance?.caseInsensitiveCompare(instance) != .orderedSame {
                 return false
             }
-            if let app, denial.app.caseInsensitiveCompare(app) != .orderedSame { return false }
+            if let app, !AppID(app).matches(denial.app) { return false }
             return true
         }
         guard request.flag("follow") else {

@@ -1,5 +1,6 @@
 import AppBundle
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import Supervisor
@@ -23,8 +24,9 @@ extension Router {
         if let app { _ = try store.app(app) }
         let all = request.flag("all")
         let listed = await supervisor.listed(app: app, includeExited: all)
-        let data = try instanceList.data(version: listed.version, app: app?.lowercased(), all: all)
-        {
+        let data = try instanceList.data(
+            version: listed.version, app: app.map { AppID($0).key }, all: all
+        ) {
             var data = try APICoding.encoder().encode(listed.instances.map(supervisor.withDenials))
             data.append(0x0A)
             return data
