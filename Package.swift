@@ -115,16 +115,24 @@ let package = Package(
             name: "AppContainers",
             dependencies: [
                 "AppdBase",
-                "AppBundle", "AppdAPI", "CLinux", "Sandbox",
+                "AppBundle", "AppdAPI", "AppdConfig", "CLinux", "Sandbox",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: [concreteMetadataAccessors]
         ),
+        // appd.conf: one declared table of keys (ConfigKey.all) and the settings it fills, for
+        // the daemon, appd's commands and appd-oci alike. No GRDB, no NIO: a reader of the
+        // file links only this and the bundle reader.
+        .target(
+            name: "AppdConfig", dependencies: ["AppdBase", "AppBundle"],
+            swiftSettings: [concreteMetadataAccessors]),
         // SandboxProfile, the policy that compiles granted entitlements into one, and the host
         // it runs on (Host/: kernel features, cgroups).
         .target(
             name: "Sandbox",
-            dependencies: ["AppdBase", "AppBundle", "CLinux", "CSeccomp", "LauncherProtocol"],
+            dependencies: [
+                "AppdBase", "AppBundle", "AppdConfig", "CLinux", "CSeccomp", "LauncherProtocol",
+            ],
             swiftSettings: [concreteMetadataAccessors]),
         // Running instances: spawn through appd-exec, cgroups, exit status.
         .target(
@@ -133,7 +141,7 @@ let package = Package(
                 "AppdBase",
                 "AppBundle", "AppdAPI", "CLinux", "LauncherProtocol", "LifecycleProtocol",
                 "PrintableText",
-                "Sandbox", "AppContainers",
+                "Sandbox", "AppContainers", "AppdConfig",
             ]),
         // The daemon's API: HTTP/1.1 + JSON on a Unix socket (SwiftNIO), callers known by
         // SO_PEERCRED, installs from a tar stream, the service appd serve runs.
@@ -141,8 +149,8 @@ let package = Package(
             name: "AppdServer",
             dependencies: [
                 "AppdBase",
-                "AppBundle", "AppContainers", "AppdAPI", "BundleArchive", "CLinux", "CSystemd",
-                "Supervisor",
+                "AppBundle", "AppContainers", "AppdAPI", "AppdConfig", "BundleArchive", "CLinux",
+                "CSystemd", "Supervisor",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -157,7 +165,7 @@ let package = Package(
             dependencies: [
                 "AppdBase",
                 "AppBundle", "AppContainers", "AppdServer", "Sandbox", "Supervisor", "AppdAPI",
-                "AppdClient", "AppdCLI",
+                "AppdClient", "AppdCLI", "AppdConfig",
                 "BundleArchive", "CLinux", "PrintableText",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -207,8 +215,8 @@ let package = Package(
         .executableTarget(
             name: "appd-oci",
             dependencies: [
-                "AppdAPI", "AppdBase", "AppBundle", "AppContainers", "CLinux", "LauncherProtocol",
-                "PrintableText", "Sandbox",
+                "AppdAPI", "AppdBase", "AppBundle", "AppContainers", "AppdConfig", "CLinux",
+                "LauncherProtocol", "PrintableText", "Sandbox",
             ],
             swiftSettings: [
                 .unsafeFlags(["-static-stdlib"], .when(configuration: .release)),
@@ -258,9 +266,14 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["CLinux"], path: "Tests/TestSupport"),
         .testTarget(
             name: "AppdOCITests",
-            dependencies: ["appd-oci", "AppdBase", "AppContainers", "Sandbox", "TestSupport"]
+            dependencies: [
+                "appd-oci", "AppdBase", "AppContainers", "AppdConfig", "Sandbox", "TestSupport",
+            ]
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
+        // The key table without a daemon or root: every key parsed, override-edited and
+        // documented; bad values and unknown keys refused by name.
+        .testTarget(name: "AppdConfigTests", dependencies: ["AppdConfig", "AppdBase"]),
         .testTarget(
             name: "AppBundleTests",
             dependencies: ["AppdBase", "AppBundle", "PrintableText", "TestSupport"]),
@@ -273,7 +286,9 @@ let package = Package(
             dependencies: ["AppdBase", "BundleArchive", "AppBundle", "TestSupport"]),
         .testTarget(
             name: "SandboxHostTests",
-            dependencies: ["AppdBase", "Sandbox", "AppBundle", "CLinux", "TestSupport"]),
+            dependencies: [
+                "AppdBase", "AppdConfig", "Sandbox", "AppBundle", "CLinux", "TestSupport",
+            ]),
         // The client against a canned in-test server, appctl's argument parsing, and the built appd
         // against that server.
         .testTarget(
@@ -285,7 +300,8 @@ let package = Package(
         .testTarget(
             name: "AppContainersTests",
             dependencies: [
-                "AppdBase", "AppContainers", "AppBundle", "Sandbox", "appd", "TestSupport",
+                "AppdBase", "AppContainers", "AppdConfig", "AppBundle", "Sandbox", "appd",
+                "TestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]),
         // Installs the probe and the sample as apps and launches them through the built
@@ -293,13 +309,17 @@ let package = Package(
         .testTarget(
             name: "SandboxTests",
             dependencies: [
-                "AppdBase", "AppBundle", "AppContainers", "Sandbox", "Supervisor", "TestSupport",
+                "AppdBase", "AppBundle", "AppContainers", "AppdConfig", "Sandbox", "Supervisor",
+                "TestSupport",
             ]),
         // Each launcher contract round-tripped between the daemon's side and the shared parser,
         // without root; and a profile the daemon writes, accepted by the built appd-exec.
         .testTarget(
             name: "LauncherProtocolTests",
-            dependencies: ["LauncherProtocol", "Sandbox", "Supervisor", "AppBundle", "TestSupport"]),
+            dependencies: [
+                "LauncherProtocol", "AppdConfig", "Sandbox", "Supervisor", "AppBundle",
+                "TestSupport",
+            ]),
         // The lifecycle vocabulary round-tripped between AppRuntime's and the Supervisor's ends
         // of the channel, without root.
         .testTarget(
@@ -316,7 +336,8 @@ let package = Package(
         .testTarget(
             name: "AppdServerTests",
             dependencies: [
-                "AppdServer", "AppContainers", .product(name: "Logging", package: "swift-log"),
+                "AppdServer", "AppContainers", "AppdConfig",
+                .product(name: "Logging", package: "swift-log"),
             ]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
         .testTarget(

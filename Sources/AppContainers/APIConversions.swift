@@ -1,6 +1,7 @@
 import AppBundle
 import AppdAPI
 import AppdBase
+import AppdConfig
 import Foundation
 
 // The registry's and the bundle reader's types as the API shows them: the daemon answers with

@@ -1,4 +1,5 @@
 import AppdBase
+import AppdConfig
 import Glibc
 import Sandbox
 

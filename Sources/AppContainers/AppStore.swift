@@ -1,5 +1,6 @@
 import AppBundle
 import AppdBase
+import AppdConfig
 import Foundation
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 import AppdBase
+import AppdConfig
 import CLinux
 import Glibc
 import Sandbox

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdConfig
 
 /// What the host's admin changed for one app (`[App ID]` in appd.conf) beyond its `[Sandbox]`
 /// keys (those arrive already applied to the `SandboxSettings` the compile is given): the
@@ -35,18 +36,6 @@ public struct SandboxOverride: Sendable, Equatable {
     public func narrowed(_ entitlements: Entitlements) -> Entitlements {
         guard !revokedEntitlements.isEmpty else { return entitlements }
         return Entitlements(values: entitlements.values.filter { key, _ in !revokes(key) })
-    }
-}
-
-/// The patterns of entitlement and bundle-id lists (`[Signer]`, `RevokeEntitlements=`): exact,
-/// a prefix ending in `*`, or `*`.
-public enum EntitlementPattern {
-    public static func matches(_ pattern: String, _ value: String, ignoringCase: Bool) -> Bool {
-        let (pattern, value) =
-            ignoringCase ? (pattern.lowercased(), value.lowercased()) : (pattern, value)
-        if pattern == "*" { return true }
-        if pattern.hasSuffix("*") { return value.hasPrefix(pattern.dropLast()) }
-        return pattern == value
     }
 }
 

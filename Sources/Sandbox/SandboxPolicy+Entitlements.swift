@@ -1,5 +1,6 @@
 import AppBundle
 import AppdBase
+import AppdConfig
 import Glibc
 
 /// The entitlement half of the policy: each requested key is decided once, here, and every

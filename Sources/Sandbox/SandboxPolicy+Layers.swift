@@ -1,4 +1,5 @@
 import AppdBase
+import AppdConfig
 import Glibc
 
 /// Landlock and seccomp: the two layers that keep working after the app's first instruction.

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdConfig
 import Glibc
 
 /// The installed app a profile is for: only what the policy needs, so the Sandbox module

@@ -1,5 +1,6 @@
 import AppContainers
 import AppdAPI
+import AppdConfig
 import Foundation
 import Sandbox
 

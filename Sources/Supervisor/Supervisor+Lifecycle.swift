@@ -1,6 +1,7 @@
 import AppContainers
 import AppdAPI
 import AppdBase
+import AppdConfig
 import Foundation
 import Glibc
 import LifecycleProtocol

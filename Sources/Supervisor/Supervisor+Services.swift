@@ -1,6 +1,7 @@
 import AppContainers
 import AppdAPI
 import AppdBase
+import AppdConfig
 import Foundation
 
 /// Who asked for a launch: a client, or appd itself running an app as a service.

@@ -1,4 +1,5 @@
 import AppContainers
+import AppdConfig
 import Sandbox
 
 extension Supervisor {

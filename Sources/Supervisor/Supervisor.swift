@@ -2,6 +2,7 @@ import AppBundle
 import AppContainers
 import AppdAPI
 import AppdBase
+import AppdConfig
 import CLinux
 import Foundation
 import Glibc

@@ -1,6 +1,7 @@
 import AppBundle
 import AppContainers
 import AppdBase
+import AppdConfig
 import Foundation
 import Glibc
 import Sandbox

@@ -1,5 +1,6 @@
 import AppContainers
 import AppdBase
+import AppdConfig
 import CLinux
 import Foundation
 import Glibc

@@ -1,5 +1,5 @@
-import AppContainers
 import AppdBase
+import AppdConfig
 import CLinux
 import Foundation
 import Glibc

@@ -1,5 +1,5 @@
-import AppContainers
 import AppdBase
+import AppdConfig
 import Sandbox
 
 /// The container's limits are the engine's (docs/oci-runtime.md, "Limits"): a memory, pids or

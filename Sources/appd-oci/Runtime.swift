@@ -1,6 +1,7 @@
 import AppContainers
 import AppdAPI
 import AppdBase
+import AppdConfig
 import CLinux
 import Foundation
 import Glibc

@@ -1,5 +1,6 @@
 import AppContainers
 import AppdClient
+import AppdConfig
 import Foundation
 
 /// Installed bundle ids for appd's shell completion: from the daemon the command line names

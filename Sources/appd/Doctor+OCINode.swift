@@ -1,5 +1,6 @@
 import AppContainers
 import AppdCLI
+import AppdConfig
 import ArgumentParser
 import Foundation
 import Glibc

@@ -4,6 +4,7 @@ import AppdAPI
 import AppdBase
 import AppdCLI
 import AppdClient
+import AppdConfig
 import ArgumentParser
 import Foundation
 

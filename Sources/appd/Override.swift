@@ -4,6 +4,7 @@ import AppdAPI
 import AppdBase
 import AppdCLI
 import AppdClient
+import AppdConfig
 import ArgumentParser
 import Foundation
 
@@ -203,7 +204,7 @@ struct Override: ParsableCommand {
         } catch let error as AppdError {
             warnings.append("cannot check that \(id) is installed: \(error.message)")
         }
-        let (new, editWarnings) = try overrideEdit.applied(to: old, host: config.sandbox)
+        let (new, editWarnings) = try overrideEdit.applied(to: old)
         warnings += editWarnings
 
         if new.service.runAtLoad && !old.service.runAtLoad {

@@ -3,6 +3,7 @@ import AppContainers
 import AppdAPI
 import AppdBase
 import AppdCLI
+import AppdConfig
 import ArgumentParser
 import Foundation
 import PrintableText

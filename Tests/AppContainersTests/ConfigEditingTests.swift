@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// What `appd override` does to the admin's file: one section rewritten, everything else kept.
 @Suite("appd.conf editing")
@@ -95,13 +96,12 @@ struct ConfigEditingTests {
     @Test("an [App] section written for every key reads back as the same override")
     func roundTrip() throws {
         var override = AppOverride()
-        let host = SandboxSettings()
         for (key, value) in [
             ("MemoryMax", "64M"), ("TasksMax", "40"), ("OpenFilesMax", "128"), ("DataQuota", "2G"),
             ("CPUWeight", "50"), ("BackgroundModes", ""),
             ("RevokeEntitlements", "com.apple.security.network.*"),
         ] {
-            #expect(override.set(key: key, value: value, host: host) == .ok, "\(key)")
+            #expect(throws: Never.self, "\(key)") { try override.set(key: key, value: value) }
         }
         let text = AppdConfiguration.replacingApp(
             "com.example.x", with: override.lines, in: Self.file)
@@ -109,7 +109,7 @@ struct ConfigEditingTests {
         #expect(read == override)
         #expect(read?.narrowedBackgroundModes(["audio", "voip"]) == [])
         #expect(
-            read?.cgroupLimits(settings: host)
+            read?.cgroupLimits(settings: SandboxSettings())
                 == CgroupLimits(memoryMax: 64 << 20, pidsMax: 40, cpuWeight: 50))
         #expect(
             try AppdConfiguration.parse(text, file: "t").dataQuota(for: "com.example.x") == 2 << 30)

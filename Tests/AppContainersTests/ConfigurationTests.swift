@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 @Suite("appd.conf")
 struct ConfigurationTests {

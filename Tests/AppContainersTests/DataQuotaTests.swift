@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 @Suite("[Sandbox] DataQuota= in appd.conf, and what the host can enforce")
 struct DataQuotaTests {

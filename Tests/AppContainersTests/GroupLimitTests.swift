@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// Application groups take gids from `[Users] GroupRange`, apart from the apps' `UIDRange`,
 /// and no app or signer may hold more than `MaxGroupsPerApp` / `MaxGroupsPerSigner` of them:

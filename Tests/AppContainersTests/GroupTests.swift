@@ -4,6 +4,7 @@ import GRDB
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// Application groups as on iOS: a signer's policy grants ids by pattern, the first install
 /// binds a group to its key, and the container goes with the group's last app.

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// docs/man/*: hand-written, so these checks are what keeps them true — they render without a
 /// warning, and name every subcommand the built tools have and every key appd.conf accepts.

@@ -4,6 +4,7 @@ import Sandbox
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// `appd override`'s edit of one `[App ID]` section, as a library: no CLI, no daemon.
 @Suite("editing an [App ID] section")
@@ -11,7 +12,7 @@ struct OverrideEditTests {
     @Test("values set and reset, entitlements denied and allowed again, in the order given")
     func applies() throws {
         var old = AppOverride()
-        _ = old.set(key: "CPUWeight", value: "50", host: SandboxSettings())
+        try old.set(key: "CPUWeight", value: "50")
         old.revokedEntitlements = ["com.apple.security.network.server"]
         var edit = AppOverrideEdit()
         edit.values = [
@@ -20,7 +21,7 @@ struct OverrideEditTests {
         ]
         edit.deny = ["com.apple.security.device.*"]
         edit.allow = ["com.apple.security.network.server", "com.apple.security.cs.allow-jit"]
-        let (new, warnings) = try edit.applied(to: old, host: SandboxSettings())
+        let (new, warnings) = try edit.applied(to: old)
         #expect(
             new.lines.map { "\($0.key)=\($0.value)" } == [
                 "MemoryMax=128M", "BackgroundModes=",
@@ -43,10 +44,10 @@ struct OverrideEditTests {
         var edit = AppOverrideEdit()
         edit.values = [("MemoryMax", "--memory-max", "1K")]
         #expect(throws: AppdError.self) {
-            try edit.applied(to: AppOverride(), host: SandboxSettings())
+            try edit.applied(to: AppOverride())
         }
         do {
-            _ = try edit.applied(to: AppOverride(), host: SandboxSettings())
+            _ = try edit.applied(to: AppOverride())
         } catch let error as AppdError {
             #expect(error.code == .invalidConfig)
             #expect(error.message.hasPrefix("--memory-max 1K is not "))
@@ -55,15 +56,15 @@ struct OverrideEditTests {
         denied.revokedEntitlements = ["com.apple.security.device.*"]
         var allow = AppOverrideEdit()
         allow.allow = ["com.apple.security.device.camera"]
-        #expect(throws: AppdError.self) { try allow.applied(to: denied, host: SandboxSettings()) }
+        #expect(throws: AppdError.self) { try allow.applied(to: denied) }
         var bad = AppOverrideEdit()
         bad.deny = ["com.*.x"]
         #expect(throws: AppdError.self) {
-            try bad.applied(to: AppOverride(), host: SandboxSettings())
+            try bad.applied(to: AppOverride())
         }
         var reset = AppOverrideEdit()
         reset.reset = true
-        #expect(try reset.applied(to: denied, host: SandboxSettings()).override == AppOverride())
+        #expect(try reset.applied(to: denied).override == AppOverride())
     }
 
     @Test(
@@ -75,7 +76,7 @@ struct OverrideEditTests {
             toFile: path, atomically: true, encoding: .utf8)
         let (text, config) = try AppdConfiguration.readForEditing(path, explicit: true)
         var new = AppOverride()
-        _ = new.set(key: "TasksMax", value: "64", host: config.sandbox)
+        try new.set(key: "TasksMax", value: "64")
         try AppdConfiguration.writeOverride(
             "com.example.Notes", new, text: text, config: config, path: path)
         let written = try String(contentsOfFile: path, encoding: .utf8)

@@ -4,6 +4,7 @@ import Sandbox
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// The state root's profile (what `appd profile`, `appd run` and the daemon's launches use) is
 /// the library's compile of the same inputs: AppStore only gathers them.

@@ -3,6 +3,7 @@ import Foundation
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 @Suite("[App ID] services: RunAtLoad, KeepAlive, Arguments, Environment")
 struct ServiceSettingsTests {

@@ -4,6 +4,7 @@ import Foundation
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 /// A key made with `appd keygen` and bundles signed with `appd sign`, as a developer would.
 final class Signer {

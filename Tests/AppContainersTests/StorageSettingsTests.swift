@@ -2,6 +2,7 @@ import AppdBase
 import Testing
 
 @testable import AppContainers
+@testable import AppdConfig
 
 @Suite("[Storage] in appd.conf")
 struct StorageSettingsTests {

@@ -4,6 +4,8 @@ import Foundation
 @_exported import TestSupport
 import Testing
 
+@testable import AppdConfig
+
 /// A scratch directory removed when the value goes away, even if the test failed.
 final class Scratch {
     let path: String

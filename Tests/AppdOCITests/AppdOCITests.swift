@@ -5,6 +5,7 @@ import Sandbox
 import TestSupport
 import Testing
 
+@testable import AppdConfig
 @testable import appd_oci
 
 /// appd-oci's reading of what engines hand it, without root: the command line as the shim,

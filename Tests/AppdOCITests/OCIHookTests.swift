@@ -5,6 +5,7 @@ import Glibc
 import TestSupport
 import Testing
 
+@testable import AppdConfig
 @testable import appd_oci
 
 /// A config's hooks run as the host's root: only executables appd.conf's `[OCI] Hooks=` lists

@@ -2,6 +2,7 @@ import AppContainers
 import Foundation
 import Testing
 
+@testable import AppdConfig
 @testable import AppdServer
 
 @Suite("docs/api.md and the server agree")

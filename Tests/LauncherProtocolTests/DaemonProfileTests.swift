@@ -7,6 +7,8 @@ import Supervisor
 import TestSupport
 import Testing
 
+@testable import AppdConfig
+
 /// The whole protocol between the two real sides: a profile the daemon's policy compiles,
 /// encoded by `SandboxProfile.encoded()`, handed to the built appd-exec with the daemon's
 /// options (`SandboxLaunch`), the app's output through the launcher's relay into a log and its

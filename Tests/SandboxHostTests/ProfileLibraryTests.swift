@@ -2,6 +2,7 @@ import AppBundle
 import Foundation
 import Testing
 
+@testable import AppdConfig
 @testable import Sandbox
 
 /// The profile compiled as a library: from a bundle the caller read itself, containers and a

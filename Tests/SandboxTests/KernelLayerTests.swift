@@ -4,6 +4,8 @@ import Foundation
 import Sandbox
 import Testing
 
+@testable import AppdConfig
+
 /// Kernels without every Landlock feature (issue 14 §4, docs/sandbox-layers.md): the policy at
 /// Landlock ABI 2 (Debian 12's 6.1), 4 (6.7) and 6 (6.12), without root.
 @Suite("sandbox policy on kernels with fewer Landlock features")

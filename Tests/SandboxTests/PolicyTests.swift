@@ -4,6 +4,8 @@ import Foundation
 import Sandbox
 import Testing
 
+@testable import AppdConfig
+
 /// The policy as a pure function: entitlements + settings + kernel → profile. No root needed.
 @Suite("sandbox policy")
 struct PolicyTests {
@@ -256,16 +258,16 @@ struct PolicyTests {
 
     @Test("the [Sandbox] section parses, and refuses what it cannot mean")
     func settings() throws {
-        var s = SandboxSettings()
-        #expect(
-            s.set(key: "WeakerModes", value: "no-landlock no-seccomp", parseSize: { _ in nil })
-                == .ok)
+        let s = try AppdConfiguration.parse(
+            "[Sandbox]\nWeakerModes=no-landlock no-seccomp\n", file: "t.conf"
+        ).sandbox
         #expect(s.weakerModes == [.noLandlock, .noSeccomp])
-        #expect(s.set(key: "WeakerModes", value: "no-everything", parseSize: { _ in nil }) != .ok)
-        #expect(
-            s.set(key: "AllowedReadOnlyPaths", value: "/srv/../etc", parseSize: { _ in nil }) != .ok
-        )
-        #expect(s.set(key: "TasksMax", value: "3", parseSize: { _ in nil }) != .ok)
-        #expect(s.set(key: "Nope", value: "1", parseSize: { _ in nil }) == .unknownKey)
+        for line in [
+            "WeakerModes=no-everything", "AllowedReadOnlyPaths=/srv/../etc", "TasksMax=3", "Nope=1",
+        ] {
+            #expect(throws: AppdError.self, "\(line)") {
+                try AppdConfiguration.parse("[Sandbox]\n\(line)\n", file: "t.conf")
+            }
+        }
     }
 }

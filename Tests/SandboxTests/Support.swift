@@ -7,6 +7,8 @@ import Supervisor
 @_exported import TestSupport
 import Testing
 
+@testable import AppdConfig
+
 /// An entitlement value for `Entitlements.plist`.
 enum Grant {
     case bool(Bool)

@@ -1,7 +1,6 @@
 import AppdBase
 import Foundation
 import Glibc
-import Sandbox
 
 /// A change to one app's `[App ID]` section, as `appd override` asks it: values to set, each
 /// with the option that gave it (errors name the option), entitlements to deny and to allow
@@ -19,9 +18,9 @@ public struct AppOverrideEdit: Sendable {
 
     public init() {}
 
-    /// `old` with this edit applied, checked against the host's `[Sandbox]`, and the warnings
+    /// `old` with this edit applied, each value checked, and the warnings
     /// (an `allow` that had nothing to remove).
-    public func applied(to old: AppOverride, host: SandboxSettings) throws
+    public func applied(to old: AppOverride) throws
         -> (override: AppOverride, warnings: [String])
     {
         if reset { return (AppOverride(), []) }
@@ -32,17 +31,20 @@ public struct AppOverrideEdit: Sendable {
                 new.unset(key: key)
                 continue
             }
-            switch new.set(key: key, value: value, host: host) {
-            case .ok: break
-            case .invalid(let expected):
+            guard ConfigKey.find(key, in: .app) != nil else {
+                throw AppdError(.conflict, "\(key) is not a key of [App ID]")
+            }
+            do throws(ConfigProblem) {
+                try new.set(key: key, value: value)
+            } catch .notA(let expected) {
                 throw AppdError(
                     .invalidConfig, "\(option) \(value.isEmpty ? "''" : value) is not \(expected)")
-            case .unknownKey:
-                throw AppdError(.conflict, "\(key) is not a key of [App ID]")
+            } catch .says(let sentence) {
+                throw AppdError(.invalidConfig, "\(option) \(value): \(sentence)")
             }
         }
         for entitlement in deny where !new.revokedEntitlements.contains(entitlement) {
-            guard SigningPolicy.validPatterns(entitlement) == [entitlement] else {
+            guard ConfigText.patterns(entitlement) == [entitlement] else {
                 throw AppdError(
                     .invalidConfig,
                     "--deny \(entitlement) is not an entitlement key or pattern (exact, a prefix ending in *, or *)"

@@ -1,4 +1,3 @@
-import AppdAPI
 import AppdBase
 import Foundation
 import Glibc

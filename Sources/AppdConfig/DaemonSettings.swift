@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 
 /// Who a right is given to: `root` (always), `*` (anyone who can open the socket),
 /// `@group` (members of a group, by primary or supplementary gid), or a user name.
@@ -61,12 +61,6 @@ public struct APISettings: Sendable, Equatable {
 
     public init() {}
 
-    static let keys = [
-        "Socket", "SocketMode", "SocketGroup", "ReadAllowed", "ControlAllowed", "AdminAllowed",
-        "MaxRequestBytes",
-        "MaxConnections", "ReservedConnections", "MaxConnectionsPerUser", "MaxStreamsPerUser",
-        "RequestTimeout",
-    ]
 }
 
 /// `[Supervisor]`: running instances.
@@ -97,9 +91,4 @@ public struct SupervisorSettings: Sendable, Equatable {
 
     public init() {}
 
-    static let keys = [
-        "TerminateGracePeriod", "LogMaxBytes", "KeepExited", "CgroupParent", "DenialLog",
-        "MaxInstances",
-        "MaxInstancesPerUser", "MaxInstancesPerApp",
-    ]
 }

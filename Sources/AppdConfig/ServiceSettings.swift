@@ -1,5 +1,3 @@
-import Sandbox
-
 /// How the admin runs one app as a service, launchd-style, in its `[App ID]` section
 /// (docs/lifecycle.md, "Services"): started with appd, restarted when it ends, with stored
 /// arguments and environment. Kept as the text the admin wrote, so that `appd override`
@@ -14,8 +12,6 @@ public struct ServiceSettings: Sendable, Equatable {
         /// lifecycle (out of memory, jetsam, watchdog, lost).
         case onFailure = "on-failure"
     }
-
-    public static let keys = ["RunAtLoad", "KeepAlive", "Arguments", "Environment"]
 
     /// The most words `Arguments=` and variables `Environment=` may hold, and bytes per value.
     public static let maxWords = 256
@@ -34,97 +30,31 @@ public struct ServiceSettings: Sendable, Equatable {
     public var keepAlive = KeepAlive.no
     /// `Arguments=`: argv after the executable for appd's own launches (RunAtLoad, KeepAlive)
     /// and for a launch that names none. nil: not set.
-    public var arguments: [String]?
+    public var arguments: [String]? { argumentsSetting?.value }
     /// `Environment=NAME=value ...`: added to every launch's environment.
-    public var environment: [(name: String, value: String)] = []
-    /// The text of `Arguments=` and `Environment=` as written (quoted words).
-    var argumentsText: String?
-    var environmentText: String?
+    public var environment: [Variable] { environmentSetting?.value ?? [] }
+    /// `Arguments=` and `Environment=` as written (quoted words) and as read.
+    var argumentsSetting: Written<[String]>?
+    var environmentSetting: Written<[Variable]>?
+
+    public typealias Variable = (name: String, value: String)
+
+    /// A value as the admin wrote it, which `appd override` writes back unchanged, and as read.
+    public struct Written<Value: Sendable>: Sendable {
+        public var text: String
+        public var value: Value
+    }
 
     public init() {}
 
     public static func == (a: Self, b: Self) -> Bool {
-        a.lines.map { "\($0)" } == b.lines.map { "\($0)" }
+        a.runAtLoad == b.runAtLoad && a.keepAlive == b.keepAlive
+            && a.argumentsSetting?.text == b.argumentsSetting?.text
+            && a.environmentSetting?.text == b.environmentSetting?.text
     }
 
     /// Whether any key is set: the app is run as a service by appd.
-    public var isEmpty: Bool { lines.isEmpty }
-
-    /// The keys set, as `Key=Value` lines in the order of `keys`.
-    public var lines: [(key: String, value: String)] {
-        var result: [(key: String, value: String)] = []
-        if runAtLoad { result.append(("RunAtLoad", "yes")) }
-        if keepAlive != .no { result.append(("KeepAlive", keepAlive.rawValue)) }
-        if let argumentsText { result.append(("Arguments", argumentsText)) }
-        if let environmentText { result.append(("Environment", environmentText)) }
-        return result
-    }
-
-    /// Sets `key` from its text (as appd.conf and `appd override` write it).
-    public mutating func set(key: String, value: String) -> SandboxSettings.SettingResult {
-        switch key {
-        case "RunAtLoad":
-            guard let flag = Self.flag(value) else { return .invalid("yes or no") }
-            runAtLoad = flag
-        case "KeepAlive":
-            if let flag = Self.flag(value) {
-                keepAlive = flag ? .yes : .no
-            } else if let mode = KeepAlive(rawValue: value) {
-                keepAlive = mode
-            } else {
-                return .invalid("yes, no or on-failure")
-            }
-        case "Arguments":
-            switch Self.words(value) {
-            case .failure(let problem): return .invalid("a list of words (\(problem))")
-            case .success(let words):
-                arguments = words
-                argumentsText = value
-            }
-        case "Environment":
-            switch Self.words(value) {
-            case .failure(let problem): return .invalid("a list of NAME=value words (\(problem))")
-            case .success(let words):
-                var variables: [(name: String, value: String)] = []
-                for word in words {
-                    switch Self.variable(word) {
-                    case .failure(let problem):
-                        return .invalid("a list of NAME=value words (\(problem))")
-                    case .success(let variable):
-                        variables.removeAll { $0.name == variable.name }
-                        variables.append(variable)
-                    }
-                }
-                environment = variables
-                environmentText = value
-            }
-        default:
-            return .unknownKey
-        }
-        return .ok
-    }
-
-    public mutating func unset(key: String) {
-        switch key {
-        case "RunAtLoad": runAtLoad = false
-        case "KeepAlive": keepAlive = .no
-        case "Arguments":
-            arguments = nil
-            argumentsText = nil
-        case "Environment":
-            environment = []
-            environmentText = nil
-        default: break
-        }
-    }
-
-    static func flag(_ value: String) -> Bool? {
-        switch value.lowercased() {
-        case "yes", "true", "1", "on": true
-        case "no", "false", "0", "off": false
-        default: nil
-        }
-    }
+    public var isEmpty: Bool { self == ServiceSettings() }
 
     /// Splits `text` into words as a shell would for plain quoting: spaces separate words,
     /// `"..."` and `'...'` keep spaces, `\` escapes the next character (outside single quotes).

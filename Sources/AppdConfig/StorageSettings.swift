@@ -8,12 +8,12 @@ public struct StorageSettings: Sendable, Equatable {
         case bytes(Int64)
 
         /// `10%` (1-99) or a size (`2G`, `512M`, `4096`).
-        public init?(_ text: String, parseSize: (String) -> Int64?) {
+        public init?(_ text: String) {
             if text.hasSuffix("%") {
                 guard let n = Int(text.dropLast()), (1...99).contains(n) else { return nil }
                 self = .percent(n)
             } else {
-                guard let n = parseSize(text), n > 0 else { return nil }
+                guard let n = ConfigText.size(text), n > 0 else { return nil }
                 self = .bytes(n)
             }
         }
@@ -46,8 +46,6 @@ public struct StorageSettings: Sendable, Equatable {
     public var backupMaxBytes: Int64?
 
     public init() {}
-
-    public static let keys = ["ReclaimCachesBelow", "BackupMaxBytes"]
 }
 
 /// The free space of a filesystem as an unprivileged writer sees it (statvfs `f_bavail`: without

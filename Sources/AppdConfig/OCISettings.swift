@@ -22,7 +22,6 @@ public struct OCISettings: Sendable, Equatable {
 
     public init() {}
 
-    public static let keys = ["Hooks", "MemoryMax", "TasksMax"]
     /// More would be a list nobody reviews.
     public static let maximumHooks = 32
 }
