@@ -132,12 +132,12 @@ extension ConfigKey {
     /// What an unknown key's error suggests: the key it was probably meant to be, then every
     /// key of the section.
     static func hint(unknown name: String, in section: Section) -> String {
-        let names = keys(of: section).map(\.name)
-        let known = "known keys: " + names.joined(separator: ", ")
-        guard let near = names.min(by: { distance($0, name) < distance($1, name) }),
-            distance(near, name) <= max(2, name.count / 4)
+        let keys = keys(of: section)
+        let known = "known keys: " + keys.map(\.name).joined(separator: ", ")
+        guard let near = keys.min(by: { distance($0.name, name) < distance($1.name, name) }),
+            distance(near.name, name) <= max(2, name.count / 4)
         else { return known }
-        return "did you mean \(near)? \(known)"
+        return "did you mean \(near.name)= (\(near.summary))? \(known)"
     }
 
     /// Edits (insert, delete, replace) from `a` to `b`, ignoring case.

@@ -167,7 +167,10 @@ struct ConfigKeyTests {
             try AppdConfiguration.parse("[Sandbox]\nMemoryMx=1G\n", file: "t.conf")
         }
         #expect(error.message == "t.conf:2: unknown key MemoryMx in [Sandbox]")
-        #expect(error.hint?.hasPrefix("did you mean MemoryMax? known keys: SystemPaths,") == true)
+        #expect(
+            error.hint?.hasPrefix(
+                "did you mean MemoryMax= (memory.max of each instance)? known keys: SystemPaths,")
+                == true)
         // A host-only key is not a key of [App ID], in the file or through appd override.
         let app = try #require(throws: AppdError.self) {
             try AppdConfiguration.parse("[App com.example.x]\nPath=/bin\n", file: "t.conf")
