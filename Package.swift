@@ -294,7 +294,7 @@ let package = Package(
         .testTarget(
             name: "AppdClientTests",
             dependencies: [
-                "AppdClient", "AppdAPI", "AppdCLI", "appctl", "appd", "TestSupport",
+                "AppdClient", "AppdAPI", "AppdCLI", "AppdConfig", "appctl", "appd", "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .testTarget(

@@ -68,6 +68,12 @@ struct Override: ParsableCommand {
     var cpuWeight: String?
 
     @Option(
+        help: ArgumentHelp(
+            "The host loopback ports it may reach, space-separated, in place of [Sandbox] LoopbackPorts ('' for none).",
+            valueName: "ports"))
+    var loopbackPorts: String?
+
+    @Option(
         name: .customLong("deny"),
         help: ArgumentHelp(
             "Take an entitlement away (exact key, a prefix ending in *, or *); repeatable.",
@@ -138,7 +144,9 @@ struct Override: ParsableCommand {
         [
             ("MemoryMax", "--memory-max", memoryMax), ("TasksMax", "--tasks-max", tasksMax),
             ("OpenFilesMax", "--open-files-max", openFilesMax),
-            ("DataQuota", "--data-quota", dataQuota), ("CPUWeight", "--cpu-weight", cpuWeight),
+            ("DataQuota", "--data-quota", dataQuota),
+            ("LoopbackPorts", "--loopback-ports", loopbackPorts),
+            ("CPUWeight", "--cpu-weight", cpuWeight),
             ("RunAtLoad", "--run-at-load", runAtLoad), ("KeepAlive", "--keep-alive", keepAlive),
             ("Arguments", "--arguments", arguments), ("Environment", "--environment", environment),
         ]
