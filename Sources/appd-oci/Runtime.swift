@@ -1,4 +1,3 @@
-import AppContainers
 import AppdAPI
 import AppdBase
 import AppdConfig
