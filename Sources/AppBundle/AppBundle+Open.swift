@@ -158,8 +158,8 @@ extension AppBundle {
         guard problems.isEmpty, let info else {
             let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
             throw AppdError(
-                .invalidBundle, "\(path) is not a valid app bundle (\(count))",
-                problems: problems)
+                .invalidBundle, "not a valid app bundle (\(count))",
+                subject: .init(.bundle, view: path), problems: problems)
         }
         return AppBundle(
             path: path, layout: layout, info: info, entitlements: entitlements,

@@ -117,21 +117,26 @@ public enum BundleWalker {
     public static func walk(
         _ path: String, limits: BundleLimits, visitor: inout some BundleVisitor
     ) throws -> BundleTree {
+        // The bundle is the subject: each reader shows it by its own path for it.
+        let bundle = AppdError.Subject(.bundle, view: path)
         var info = stat()
         guard lstat(path, &info) == 0 else {
-            if errno == ENOENT { throw AppdError(.notFound, "\(path): no such bundle directory") }
-            throw AppdError.system("stat \(path)")
+            if errno == ENOENT {
+                throw AppdError(.notFound, "no such bundle directory", subject: bundle)
+            }
+            throw AppdError.system("stat", subject: bundle)
         }
         guard info.st_mode & S_IFMT != S_IFLNK else {
             throw AppdError(
-                .invalidBundle, "\(path) is a symlink; name the bundle directory itself")
+                .invalidBundle, "is a symlink; name the bundle directory itself", subject: bundle)
         }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw AppdError(
-                .invalidBundle, "\(path) is not a directory; a bundle is a Name.app folder")
+                .invalidBundle, "is not a directory; a bundle is a Name.app folder",
+                subject: bundle)
         }
         let fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AppdError.system("open \(path)") }
+        guard fd >= 0 else { throw AppdError.system("open", subject: bundle) }
         defer { close(fd) }
         var walk = Walk(limits: limits)
         let root = BundleEntry(

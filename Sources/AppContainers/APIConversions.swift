@@ -78,17 +78,3 @@ extension JSONValue {
         }
     }
 }
-
-extension APIError {
-    public init(_ error: AppdError) {
-        self.init(
-            code: error.code.rawValue, message: error.message,
-            problems: error.problems.map(APIProblem.init), errno: error.errno, hint: error.hint)
-    }
-}
-
-extension APIProblem {
-    public init(_ problem: BundleProblem) {
-        self.init(path: problem.path, message: problem.message)
-    }
-}

@@ -159,8 +159,8 @@ extension AppStore {
                 let copied = try BundleWalker.walk(source.path, limits: limits, visitor: &copier)
                 guard copied.problems.isEmpty else {
                     throw AppdError(
-                        .invalidBundle, "\(source.path) changed while it was being installed",
-                        problems: copied.problems)
+                        .invalidBundle, "changed while it was being installed",
+                        subject: .init(.bundle), problems: copied.problems)
                 }
                 manifest = copier.manifest
             case .extracted(let path, let digests):
@@ -177,11 +177,10 @@ extension AppStore {
                     stagedBundle.path, limits: limits, visitor: &sealer)
                 guard sealed.problems.isEmpty else {
                     throw AppdError(
-                        .invalidBundle,
-                        "\(source.directoryName) changed while it was being installed",
-                        problems: sealed.problems)
+                        .invalidBundle, "changed while it was being installed",
+                        subject: .init(.bundle), problems: sealed.problems)
                 }
-                try sealer.checkComplete(bundle: source.directoryName)
+                try sealer.checkComplete()
                 manifest = sealer.manifest
             }
             CrashPoint.reach("install.copied")
@@ -198,8 +197,8 @@ extension AppStore {
                 else {
                     throw AppdError(
                         .invalidBundle,
-                        "\(source.path) changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)"
-                    )
+                        "changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)",
+                        subject: .init(.bundle))
                 }
                 copiedTree = try Self.checkCopy(
                     manifest, staged: staged, signature: signature,
@@ -219,10 +218,8 @@ extension AppStore {
             }
             timings.verify = laps.lap()
         } catch let error as AppdError {
-            // An extracted bundle is named where its caller put it, not where staging has it.
-            guard case .extracted(let path, _) = input else { throw error }
-            throw error.naming(
-                bundleContainer.path + "/", as: (path as NSString).deletingLastPathComponent + "/")
+            // The bundle is shown where its caller has it, not where staging does.
+            throw error.viewing(.bundle, as: input.path)
         }
 
         let uid = try existing?.uid ?? allocateUID(registry)
@@ -330,14 +327,14 @@ extension AppStore {
         let (manifest, clashes) = builder.finish()
         guard clashes.isEmpty else {
             throw AppdError(
-                .invalidBundle, "\(staged.directoryName) has names that clash", problems: clashes)
+                .invalidBundle, "has names that clash", subject: .init(.bundle), problems: clashes)
         }
         let stagedSignature = try stagedSignature()
         guard stagedSignature?.codeResources == signature?.codeResources else {
             throw AppdError(
                 .invalidBundle,
-                "\(staged.directoryName): the code signature changed while the bundle was being installed"
-            )
+                "the code signature changed while the bundle was being installed",
+                subject: .init(.bundle))
         }
         if let signature {
             let changes = manifest.diff(against: signature.resources)
@@ -345,8 +342,8 @@ extension AppStore {
                 let count = changes.count == 1 ? "1 file differs" : "\(changes.count) files differ"
                 throw AppdError(
                     .invalidBundle,
-                    "\(staged.directoryName) does not match its code signature (\(count) from CodeResources)",
-                    problems: changes)
+                    "does not match its code signature (\(count) from CodeResources)",
+                    subject: .init(.bundle), problems: changes)
             }
         }
         guard case .file(let executable)? = manifest.entries[staged.executablePath] else {

@@ -54,12 +54,12 @@ struct BundleSealer: BundleVisitor {
     /// Every file extracted was seen in the staged tree. More files than digests happens only
     /// when two names are one key (`é` precomposed and decomposed: Swift compares strings by
     /// canonical equivalence); the manifest refuses such a clash by name right after.
-    func checkComplete(bundle: String) throws {
+    func checkComplete() throws {
         guard filesSealed >= digests.count else {
             throw AppdError(
                 .invalidBundle,
-                "\(bundle): \(digests.count) files were extracted from the archive but \(filesSealed) are in the staged bundle"
-            )
+                "\(digests.count) files were extracted from the archive but \(filesSealed) are in the staged bundle",
+                subject: .init(.bundle))
         }
     }
 }

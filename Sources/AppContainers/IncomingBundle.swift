@@ -8,9 +8,10 @@ import Glibc
 /// hashed as it is written; then `install` renames that tree into staging and checks it as a
 /// bundle folder is checked, so its bytes are written once. The folder goes with this value.
 ///
-/// Errors name the bundle by `shown` (what the person gave: `Notes.ipa:Payload/Notes.app`, or
-/// the bare `Name.app` the client sent), never by this folder: `naming(_:)` is the one place
-/// the folder is taken out of an error.
+/// Errors about the bundle have it as their subject; in this process they show it by `shown`
+/// (what the person gave: `Notes.ipa:Payload/Notes.app`, or the bare `Name.app` the client
+/// sent), never by this folder. Over the API the subject goes without a view: the client shows
+/// it by its own path for the bundle.
 public final class IncomingBundle: Sendable {
     /// Where the extractor writes: `<root>/incoming/<uuid>/Name.app`.
     public let path: String
@@ -53,13 +54,13 @@ public final class IncomingBundle: Sendable {
         do {
             return try store.install(extractedBundleAt: path, digests: digests, options: options)
         } catch let error as AppdError {
-            throw naming(error)
+            throw viewing(error)
         }
     }
 
-    /// `error` (the extractor's or the installer's) with this folder replaced by the name the
-    /// person knows the bundle by.
-    public func naming(_ error: AppdError) -> AppdError {
-        error.naming(path, as: shown).naming(folder + "/", as: "")
+    /// `error` (the extractor's or the installer's) with the bundle shown by the name the
+    /// person knows it by.
+    public func viewing(_ error: AppdError) -> AppdError {
+        error.viewing(.bundle, as: shown)
     }
 }

@@ -1,3 +1,5 @@
+import AppdBase
+
 #if canImport(FoundationEssentials)
     import FoundationEssentials
 #else
@@ -151,12 +153,13 @@ public struct APIInstallResult: Codable, Sendable {
     public var previousVersion: String?
     /// A reinstall that found the data container kept by `uninstall --keep-data`.
     public var reusedData: Bool
-    public var warnings: [APIProblem]
+    public var warnings: [BundleProblem]
     /// `appd install --restart`: the instances that replaced the outdated ones (filled in by
     /// the client, never by the daemon).
     public var restarted: [APIInstance]?
 
-    public init(app: APIApp, previousVersion: String?, reusedData: Bool, warnings: [APIProblem]) {
+    public init(app: APIApp, previousVersion: String?, reusedData: Bool, warnings: [BundleProblem])
+    {
         self.app = app
         self.previousVersion = previousVersion
         self.reusedData = reusedData

@@ -30,7 +30,7 @@ public enum Output {
     }
 
     /// As `AppdError` has always printed: the message, each problem indented, then the hint.
-    public static func fail(_ error: APIError, json useJSON: Bool) {
+    public static func fail(_ error: AppdError, json useJSON: Bool) {
         if useJSON {
             json(APIErrorBody(error))
         } else {
@@ -38,12 +38,18 @@ public enum Output {
         }
     }
 
-    /// The message, the problems and the hint; not the errno, which every message of appd
-    /// that has one already spells out (`open ...: EACCES (Permission denied)`).
-    public static func text(of error: APIError) -> String {
+    /// The subject as this side sees it and the message, the problems, the cause and the
+    /// hint; not the errno, which every message of appd that has one already spells out
+    /// (`open ...: EACCES (Permission denied)`).
+    public static func text(of error: AppdError) -> String {
         // Each part by the one rule: a message may quote what an app or an archive chose.
-        var text = error.message.printable
+        var text = error.headline.printable
         for problem in error.problems { text += "\n  \(problem.description.printable)" }
+        var cause = error.cause
+        while let reason = cause {
+            text += "\n  because: \(reason.headline.printable)"
+            cause = reason.cause
+        }
         if let hint = error.hint { text += "\nhint: \(hint.printable)" }
         return text
     }
@@ -66,9 +72,8 @@ public enum Output {
     /// into a pipe) must show as it comes.
     public static func raw(_ bytes: UnsafeRawBufferPointer) throws {
         if case .failure(let error) = writeAll(STDOUT_FILENO, bytes) {
-            throw APIError(
-                code: "io",
-                message: "cannot write to stdout: \(String(cString: strerror(error.rawValue)))",
+            throw AppdError(
+                .io, "cannot write to stdout: \(String(cString: strerror(error.rawValue)))",
                 errno: error.rawValue)
         }
     }

@@ -1,10 +1,11 @@
 import AppdAPI
+import AppdBase
 
 /// The app routes of docs/api.md ("Routes"), one typed method each: the path, the verb and the
 /// answer's type are spelled here once, not at each call site.
 extension AppdClient {
     /// `GET /v1/apps`: every installed app (without entitlements).
-    public func apps() throws(APIError) -> [APIApp] {
+    public func apps() throws(AppdError) -> [APIApp] {
         try get(Self.path("apps"))
     }
 
@@ -25,29 +26,29 @@ extension AppdClient {
     }
 
     /// `GET /v1/apps/{id}`: one app with its entitlements, override and service.
-    public func app(_ id: String) throws(APIError) -> APIApp {
+    public func app(_ id: String) throws(AppdError) -> APIApp {
         try get(Self.path("apps", id))
     }
 
     /// `DELETE /v1/apps/{id}` (`keepData=1` keeps its data container and uid).
-    public func uninstall(_ id: String, keepData: Bool = false) throws(APIError)
+    public func uninstall(_ id: String, keepData: Bool = false) throws(AppdError)
         -> APIUninstallResult
     {
         try delete(Self.path("apps", id, query: ["keepData": keepData ? "1" : nil]))
     }
 
     /// `GET /v1/apps/{id}/containers/{kind}` (`data` or `bundle`).
-    public func container(_ id: String, kind: String) throws(APIError) -> APIContainer {
+    public func container(_ id: String, kind: String) throws(AppdError) -> APIContainer {
         try get(Self.path("apps", id, "containers", kind))
     }
 
     /// `GET /v1/apps/{id}/containers/group/{group}`: the app's application-group container.
-    public func groupContainer(_ id: String, group: String) throws(APIError) -> APIContainer {
+    public func groupContainer(_ id: String, group: String) throws(AppdError) -> APIContainer {
         try get(Self.path("apps", id, "containers", "group", group))
     }
 
     /// `POST /v1/apps/{id}/launch`: the new instance (`launchAttached` follows it as well).
-    public func launch(_ id: String, _ request: LaunchRequest = LaunchRequest()) throws(APIError)
+    public func launch(_ id: String, _ request: LaunchRequest = LaunchRequest()) throws(AppdError)
         -> APIInstance
     {
         try post(Self.path("apps", id, "launch"), body: request)

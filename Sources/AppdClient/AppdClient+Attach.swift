@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -20,7 +21,7 @@ extension AppdClient {
     /// same exchange. `onInstance` gets the new instance as soon as the daemon sends it,
     /// `onOutput` each piece of the app's output as it arrives; returns the ended instance.
     /// The app's output is payload inside length-framed frames: nothing it writes can pass
-    /// for the instance or the exit. A failed launch throws its `APIError` as `post` does.
+    /// for the instance or the exit. A failed launch throws its `AppdError` as `post` does.
     public func launchAttached(
         _ app: String, _ request: LaunchRequest,
         onInstance: (APIInstance) throws -> Void,
@@ -46,7 +47,7 @@ extension AppdClient {
                 }
                 var parser = AttachFrameParser()
                 var ended: APIInstance?
-                var failure: APIError?
+                var failure: AppdError?
                 try reader.body(framing) { bytes in
                     // Nothing may follow the exit (or an error): a frame after it is garbage.
                     guard ended == nil, failure == nil else {
@@ -88,9 +89,8 @@ extension AppdClient {
                                 (try? APICoding.decoder().decode(
                                     APIErrorBody.self, from: Data(payload)))?
                                 .error
-                                ?? APIError(
-                                    code: "badResponse",
-                                    message: "appd sent an error frame it could not word")
+                                ?? AppdError(
+                                    .badResponse, "appd sent an error frame it could not word")
                         case .frame:
                             break  // A kind of a later version: skipped.
                         }
@@ -106,22 +106,21 @@ extension AppdClient {
             }
         } catch let error as AttachFrameError {
             throw afterLaunch(
-                APIError(
-                    code: "badResponse",
-                    message:
-                        "appd's answer to \(http.summary) is not a valid attached launch: \(error)",
+                AppdError(
+                    .badResponse,
+                    "appd's answer to \(http.summary) is not a valid attached launch: \(error)",
                     hint:
                         "appd and this client may be different versions: compare 'appctl version' with the installed appd"
                 ), instance: instance)
         } catch let error as ResponseFailure {
             throw afterLaunch(describe(error, http), instance: instance)
-        } catch let error as APIError {
+        } catch let error as AppdError {
             throw afterLaunch(error, instance: instance)
         }
     }
 
     /// A failure once the instance is known: it was launched and may still run.
-    private func afterLaunch(_ error: APIError, instance: APIInstance?) -> APIError {
+    private func afterLaunch(_ error: AppdError, instance: APIInstance?) -> AppdError {
         guard let instance else { return error }
         var error = error
         let launched = "\(instance.app) was launched as \(instance.id) and may still run: appctl ps"
@@ -135,10 +134,9 @@ extension AppdClient {
         do {
             return try APICoding.decoder().decode(T.self, from: data)
         } catch {
-            throw APIError(
-                code: "badResponse",
-                message:
-                    "cannot read \(what) in appd's answer to \(request.summary): \(Self.describe(decoding: error))",
+            throw AppdError(
+                .badResponse,
+                "cannot read \(what) in appd's answer to \(request.summary): \(Self.describe(decoding: error))",
                 hint:
                     "appd and this client may be different versions: compare 'appctl version' with the installed appd"
             )

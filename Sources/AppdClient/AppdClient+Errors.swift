@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import AppdBase
@@ -12,35 +13,32 @@ import AppdAPI
 
 extension AppdClient {
     /// Why nobody answered, in the words of the person who has to fix it.
-    func connectFailure(_ error: TransportError) -> APIError {
+    func connectFailure(_ error: TransportError) -> AppdError {
         switch error {
         case .connect(let code) where code == ENOENT || code == ECONNREFUSED || code == ENOTDIR:
             // ECONNREFUSED: the socket file is there but its daemon is gone (a crash, or a
             // stopped appd.service without its socket unit).
-            return APIError(
-                code: "unavailable",
-                message: "appd is not running (no daemon listening on \(socketPath))",
+            return AppdError(
+                .unavailable, "appd is not running (no daemon listening on \(socketPath))",
                 errno: code, hint: Self.notRunningHint(socketSource)
             )
         case .connect(let code) where code == EACCES || code == EPERM:
             return permissionFailure(code)
         case .connect(let code):
-            return APIError(
-                code: "unavailable",
-                message: "cannot connect to appd at \(socketPath): \(errnoText(code))", errno: code)
+            return AppdError(
+                .unavailable, "cannot connect to appd at \(socketPath): \(errnoText(code))",
+                errno: code)
         case .pathTooLong(let bytes, let limit):
-            return APIError(
-                code: "unavailable",
-                message:
-                    "the socket path \(socketPath) is too long (\(bytes) bytes; a Unix socket path holds at most \(limit))",
+            return AppdError(
+                .unavailable,
+                "the socket path \(socketPath) is too long (\(bytes) bytes; a Unix socket path holds at most \(limit))",
                 hint: "use a shorter --socket or --root path")
         case .socket(let code):
-            return APIError(
-                code: "unavailable", message: "cannot create a socket: \(errnoText(code))",
+            return AppdError(
+                .unavailable, "cannot create a socket: \(errnoText(code))",
                 errno: code)
         case .read, .write, .timedOut:
-            return APIError(
-                code: "unavailable", message: "cannot talk to appd at \(socketPath): \(error)")
+            return AppdError(.unavailable, "cannot talk to appd at \(socketPath): \(error)")
         }
     }
 
@@ -72,12 +70,12 @@ extension AppdClient {
 
     /// EACCES on connect: no write permission on the socket, or no search permission on a
     /// directory above it. The socket's group is the one to be in.
-    private func permissionFailure(_ code: Int32) -> APIError {
+    private func permissionFailure(_ code: Int32) -> AppdError {
         var info = stat()
         guard stat(socketPath, &info) == 0 else {
-            return APIError(
-                code: "unavailable",
-                message: "permission denied on the socket \(socketPath) (or a directory above it)",
+            return AppdError(
+                .unavailable,
+                "permission denied on the socket \(socketPath) (or a directory above it)",
                 errno: code,
                 hint: "you need to be in the group that owns it; ask an admin, or use sudo")
         }
@@ -85,19 +83,17 @@ extension AppdClient {
         let mode = String(info.st_mode & 0o777, radix: 8)
         if info.st_gid == 0 {
             // Joining root's group would give far more than the socket: say what to change.
-            return APIError(
-                code: "unavailable",
-                message:
-                    "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): only root may connect",
+            return AppdError(
+                .unavailable,
+                "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): only root may connect",
                 errno: code,
                 hint:
                     "an admin can open it to a group with SocketGroup= in [API] of appd.conf (e.g. SocketGroup=appd, then usermod -aG appd \(Self.userName())); or use sudo"
             )
         }
-        return APIError(
-            code: "unavailable",
-            message:
-                "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): you need to be in the group that owns it",
+        return AppdError(
+            .unavailable,
+            "permission denied on the socket \(socketPath) (group \(group), mode 0\(mode)): you need to be in the group that owns it",
             errno: code,
             hint:
                 "ask an admin to add you: usermod -aG \(group) \(Self.userName()), then log in again; or use sudo"
@@ -128,9 +124,9 @@ extension AppdClient {
         return String(cString: name)
     }
 
-    /// A non-2xx answer: the daemon's `APIError` when the body is one, else an error that says
+    /// A non-2xx answer: the daemon's `AppdError` when the body is one, else an error that says
     /// what came back (a proxy's HTML, a half-written body).
-    func answerError(_ head: HTTPResponseHead, body: Data?, request: HTTPRequest) -> APIError {
+    func answerError(_ head: HTTPResponseHead, body: Data?, request: HTTPRequest) -> AppdError {
         if let body, let decoded = try? APICoding.decoder().decode(APIErrorBody.self, from: body) {
             return decoded.error
         }
@@ -142,25 +138,7 @@ extension AppdClient {
         if !firstLine.isEmpty {
             message += ": \(HTTPResponseReader.printable(firstLine, limit: 200))"
         }
-        return APIError(code: Self.code(forStatus: head.status), message: message)
-    }
-
-    /// The API's code for a status (the inverse of `APIError.httpStatus`), for answers without
-    /// an error body.
-    static func code(forStatus status: Int) -> String {
-        switch status {
-        case 400: "badRequest"
-        case 403: "permissionDenied"
-        case 404: "notFound"
-        case 405: "methodNotAllowed"
-        case 409: "conflict"
-        case 413: "tooLarge"
-        case 415: "unsupportedMediaType"
-        case 501: "unsupported"
-        case 503: "unavailable"
-        case 400..<500: "badRequest"
-        default: "internal"
-        }
+        return AppdError(AppdError.Code(status: head.status), message)
     }
 
     /// A decoding error as a path to the bad field, not Foundation's debug dump.

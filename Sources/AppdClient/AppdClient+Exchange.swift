@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import AppdBase
@@ -12,16 +13,15 @@ import AppdAPI
 
 extension AppdClient {
     /// Connects, sends `request`, reads the answer's head and lets `handle` read the rest.
-    /// Transport and protocol failures become `APIError`s naming the request; what `handle`
+    /// Transport and protocol failures become `AppdError`s naming the request; what `handle`
     /// throws otherwise passes through.
     func perform<R>(
         _ request: HTTPRequest, handle: (HTTPResponseHead, HTTPResponseReader) throws -> R
     ) throws -> R {
         guard HTTPRequest.isValidTarget(request.target) else {
-            throw APIError(
-                code: "badRequest",
-                message:
-                    "'\(HTTPResponseReader.printable(request.target))' is not a request path (build it with AppdClient.path)"
+            throw AppdError(
+                .badRequest,
+                "'\(HTTPResponseReader.printable(request.target))' is not a request path (build it with AppdClient.path)"
             )
         }
         let connection: UnixConnection
@@ -103,19 +103,17 @@ extension AppdClient {
         }
     }
 
-    func transportFailure(_ error: TransportError, _ request: HTTPRequest) -> APIError {
+    func transportFailure(_ error: TransportError, _ request: HTTPRequest) -> AppdError {
         switch error {
         case .timedOut:
             let seconds = timeout.map { TextFormatting.printf("%g", $0) } ?? "?"
-            return APIError(
-                code: "unavailable",
-                message: "appd did not answer \(request.summary) within \(seconds) s",
+            return AppdError(
+                .unavailable, "appd did not answer \(request.summary) within \(seconds) s",
                 hint: "is it stuck? systemctl status appd")
         case .read(let code), .write(let code):
-            return APIError(
-                code: "unavailable",
-                message:
-                    "lost the connection to appd during \(request.summary): \(errnoText(code))",
+            return AppdError(
+                .unavailable,
+                "lost the connection to appd during \(request.summary): \(errnoText(code))",
                 errno: code,
                 hint: "it may have stopped or restarted: systemctl status appd, journalctl -u appd")
         case .connect, .pathTooLong, .socket:
@@ -123,28 +121,22 @@ extension AppdClient {
         }
     }
 
-    func describe(_ failure: ResponseFailure, _ request: HTTPRequest) -> APIError {
+    func describe(_ failure: ResponseFailure, _ request: HTTPRequest) -> AppdError {
         switch failure {
         case .transport(let error):
             return transportFailure(error, request)
         case .noAnswer:
-            return APIError(
-                code: "unavailable",
-                message: "appd closed the connection without answering \(request.summary)",
+            return AppdError(
+                .unavailable, "appd closed the connection without answering \(request.summary)",
                 hint: "it may have stopped or restarted: systemctl status appd, journalctl -u appd")
         case .truncated(let what):
-            return APIError(
-                code: "unavailable",
-                message: "appd's answer to \(request.summary) broke off: \(what)")
+            return AppdError(.unavailable, "appd's answer to \(request.summary) broke off: \(what)")
         case .malformed(let what):
-            return APIError(
-                code: "badResponse",
-                message: "the answer to \(request.summary) is not valid HTTP: \(what)",
+            return AppdError(
+                .badResponse, "the answer to \(request.summary) is not valid HTTP: \(what)",
                 hint: "is \(socketPath) appd's socket?")
         case .tooLarge(let what):
-            return APIError(
-                code: "tooLarge",
-                message: "appd's answer to \(request.summary) is too large: \(what)")
+            return AppdError(.tooLarge, "appd's answer to \(request.summary) is too large: \(what)")
         }
     }
 }

@@ -1,10 +1,11 @@
 import AppdAPI
+import AppdBase
 
 /// The file-sharing routes of docs/api.md ("File sharing"): an app's Documents, for apps whose
 /// Info.plist has `UIFileSharingEnabled` = YES. `path` is relative to Documents.
 extension AppdClient {
     /// `GET /v1/apps/{id}/files`: what Documents holds.
-    public func files(_ id: String) throws(APIError) -> APIFileList {
+    public func files(_ id: String) throws(AppdError) -> APIFileList {
         try get(Self.path("apps", id, "files"))
     }
 
@@ -28,7 +29,7 @@ extension AppdClient {
     }
 
     /// `DELETE /v1/apps/{id}/files/content?path=P`
-    public func removeFile(_ id: String, path: String) throws(APIError) -> APIFileChange {
+    public func removeFile(_ id: String, path: String) throws(AppdError) -> APIFileChange {
         try delete(Self.path("apps", id, "files", "content", query: ["path": path]))
     }
 }

@@ -1,58 +1,59 @@
 import AppdAPI
+import AppdBase
 
 /// The instance routes of docs/api.md ("Routes"), one typed method each.
 extension AppdClient {
     /// `GET /v1/instances`: the running instances, of one app with `app`, the exited ones too
     /// with `all`.
-    public func instances(app: String? = nil, all: Bool = false) throws(APIError)
+    public func instances(app: String? = nil, all: Bool = false) throws(AppdError)
         -> [APIInstance]
     {
         try get(Self.path("instances", query: ["app": app, "all": all ? "1" : nil]))
     }
 
     /// `GET /v1/instances/{iid}`.
-    public func instance(_ id: String) throws(APIError) -> APIInstance {
+    public func instance(_ id: String) throws(AppdError) -> APIInstance {
         try get(Self.path("instances", id))
     }
 
     /// `GET /v1/instances/{iid}/wait`: the instance once it has exited (a long poll).
-    public func wait(_ id: String) throws(APIError) -> APIInstance {
+    public func wait(_ id: String) throws(AppdError) -> APIInstance {
         try get(Self.path("instances", id, "wait"))
     }
 
     /// `POST /v1/instances/{iid}/terminate`: SIGTERM, then the cgroup killed after `grace`
     /// seconds (nil: the daemon's `TerminateGracePeriod`).
-    public func terminate(_ id: String, grace: Double? = nil) throws(APIError) -> APIInstance {
+    public func terminate(_ id: String, grace: Double? = nil) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "terminate"), body: TerminateRequest(grace: grace))
     }
 
     /// `POST /v1/instances/{iid}/restart`: the new instance, once the old one has ended.
-    public func restart(_ id: String, grace: Double? = nil) throws(APIError) -> APIInstance {
+    public func restart(_ id: String, grace: Double? = nil) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "restart"), body: TerminateRequest(grace: grace))
     }
 
     /// `POST /v1/instances/{iid}/kill`.
-    public func kill(_ id: String) throws(APIError) -> APIInstance {
+    public func kill(_ id: String) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "kill"))
     }
 
     /// `POST /v1/instances/{iid}/suspend`.
-    public func suspend(_ id: String) throws(APIError) -> APIInstance {
+    public func suspend(_ id: String) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "suspend"))
     }
 
     /// `POST /v1/instances/{iid}/resume`.
-    public func resume(_ id: String) throws(APIError) -> APIInstance {
+    public func resume(_ id: String) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "resume"))
     }
 
     /// `POST /v1/instances/{iid}/activate`.
-    public func activate(_ id: String) throws(APIError) -> APIInstance {
+    public func activate(_ id: String) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "activate"))
     }
 
     /// `POST /v1/instances/{iid}/background`.
-    public func background(_ id: String) throws(APIError) -> APIInstance {
+    public func background(_ id: String) throws(AppdError) -> APIInstance {
         try post(Self.path("instances", id, "background"))
     }
 

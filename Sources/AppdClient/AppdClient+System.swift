@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -10,28 +11,28 @@ import AppdAPI
 /// warnings, reload, the event and denial streams.
 extension AppdClient {
     /// `GET /v1/version`: the daemon, its state root and the caller's rights.
-    public func version() throws(APIError) -> APIDaemonInfo {
+    public func version() throws(AppdError) -> APIDaemonInfo {
         try get(Self.path("version"))
     }
 
     /// `GET /v1/services`: every app set to run at load or kept alive.
-    public func services() throws(APIError) -> [APIService] {
+    public func services() throws(AppdError) -> [APIService] {
         try get(Self.path("services"))
     }
 
     /// `GET /v1/usage`: each live instance's cgroup now (of one app with `app`).
-    public func usage(app: String? = nil) throws(APIError) -> APIUsage {
+    public func usage(app: String? = nil) throws(AppdError) -> APIUsage {
         try get(Self.path("usage", query: ["app": app]))
     }
 
     /// `POST /v1/memory-warning`: didReceiveMemoryWarning to the app's instances that are not
     /// frozen (to every app's without `app`).
-    public func memoryWarning(app: String?) throws(APIError) -> APIMemoryWarning {
+    public func memoryWarning(app: String?) throws(AppdError) -> APIMemoryWarning {
         try post(Self.path("memory-warning", query: ["app": app]))
     }
 
     /// `POST /v1/reload`: appd.conf read again and put in force.
-    public func reload() throws(APIError) -> APIReloadResult {
+    public func reload() throws(AppdError) -> APIReloadResult {
         try post(Self.path("reload"))
     }
 
@@ -49,7 +50,7 @@ extension AppdClient {
     }
 
     /// `GET /v1/denials`: the kept denials.
-    public func denials(_ scope: DenialScope = .all) throws(APIError) -> APIDenials {
+    public func denials(_ scope: DenialScope = .all) throws(AppdError) -> APIDenials {
         try get(Self.denialsPath(scope, follow: false))
     }
 

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import FoundationEssentials
@@ -10,7 +11,7 @@ import AppdAPI
 #endif
 
 /// The daemon's client: blocking HTTP/1.1 with JSON over its Unix socket (docs/api.md), one
-/// connection per request. Every failure is an `APIError`: the daemon's own (decoded from its
+/// connection per request. Every failure is an `AppdError`: the daemon's own (decoded from its
 /// `{"error": ...}` body), or one the client makes — `unavailable` when nothing answers on the
 /// socket, `badResponse` when what answers does not speak HTTP, `tooLarge` past the limits.
 ///
@@ -51,22 +52,22 @@ public struct AppdClient: Sendable {
 
     // MARK: JSON
 
-    public func get<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(APIError) -> T {
+    public func get<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(AppdError) -> T {
         try json(HTTPRequest(method: "GET", target: path, accept: Self.jsonType))
     }
 
     /// `body` as JSON (`APICoding`); a value that cannot be encoded is the caller's bad request.
-    static func encoded(_ body: some Encodable, what: String) throws(APIError) -> Data {
+    static func encoded(_ body: some Encodable, what: String) throws(AppdError) -> Data {
         do {
             return try APICoding.encoder().encode(body)
         } catch {
-            throw APIError(code: "badRequest", message: "cannot encode \(what): \(error)")
+            throw AppdError(.badRequest, "cannot encode \(what): \(error)")
         }
     }
 
     /// A POST with `body` encoded as JSON (`APICoding`).
     public func post<T: Decodable>(_ path: String, body: some Encodable, as type: T.Type = T.self)
-        throws(APIError) -> T
+        throws(AppdError) -> T
     {
         let data = try Self.encoded(body, what: "the request for POST \(path)")
         return try json(
@@ -76,11 +77,13 @@ public struct AppdClient: Sendable {
     }
 
     /// A POST without a body (kill, suspend, resume).
-    public func post<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(APIError) -> T {
+    public func post<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(AppdError) -> T
+    {
         try json(HTTPRequest(method: "POST", target: path, accept: Self.jsonType))
     }
 
-    public func delete<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(APIError) -> T
+    public func delete<T: Decodable>(_ path: String, as type: T.Type = T.self) throws(AppdError)
+        -> T
     {
         try json(HTTPRequest(method: "DELETE", target: path, accept: Self.jsonType))
     }
@@ -144,10 +147,10 @@ public struct AppdClient: Sendable {
     // MARK: Raw
 
     /// Any request, answered with its status, headers and body whatever the status (for tests
-    /// and tools; the methods above turn a non-2xx answer into its `APIError`).
+    /// and tools; the methods above turn a non-2xx answer into its `AppdError`).
     public func send(
         _ method: String, _ path: String, body: Data? = nil, contentType: String = jsonType
-    ) throws(APIError) -> HTTPResponse {
+    ) throws(AppdError) -> HTTPResponse {
         let request = HTTPRequest(
             method: method, target: path, accept: "*/*",
             body: body.map { .data($0, contentType: contentType) } ?? .none)
@@ -163,12 +166,12 @@ public struct AppdClient: Sendable {
 
     // MARK: Plumbing
 
-    private func json<T: Decodable>(_ request: HTTPRequest) throws(APIError) -> T {
+    private func json<T: Decodable>(_ request: HTTPRequest) throws(AppdError) -> T {
         let response = try typed { try exchange(request) }
         return try decode(T.self, from: response, for: request)
     }
 
-    /// Sends `request` and returns its 2xx answer in full; anything else becomes its `APIError`.
+    /// Sends `request` and returns its 2xx answer in full; anything else becomes its `AppdError`.
     private func exchange(_ request: HTTPRequest) throws -> HTTPResponse {
         try perform(request) { head, reader in
             try checkStatus(head, reader, request)
@@ -179,28 +182,27 @@ public struct AppdClient: Sendable {
 
     private func decode<T: Decodable>(
         _ type: T.Type, from response: HTTPResponse, for request: HTTPRequest
-    ) throws(APIError) -> T {
+    ) throws(AppdError) -> T {
         do {
             return try APICoding.decoder().decode(T.self, from: response.body)
         } catch {
-            throw APIError(
-                code: "badResponse",
-                message:
-                    "cannot read appd's answer to \(request.summary): \(Self.describe(decoding: error))",
+            throw AppdError(
+                .badResponse,
+                "cannot read appd's answer to \(request.summary): \(Self.describe(decoding: error))",
                 hint:
                     "appd and this client may be different versions: compare 'appctl version' with the installed appd"
             )
         }
     }
 
-    /// Runs `body`, whose only errors are `APIError`s, under a typed throw.
-    private func typed<R>(_ body: () throws -> R) throws(APIError) -> R {
+    /// Runs `body`, whose only errors are `AppdError`s, under a typed throw.
+    private func typed<R>(_ body: () throws -> R) throws(AppdError) -> R {
         do {
             return try body()
-        } catch let error as APIError {
+        } catch let error as AppdError {
             throw error
         } catch {
-            throw APIError(code: "internal", message: "\(error)")
+            throw AppdError(.internal, "\(error)")
         }
     }
 
@@ -222,7 +224,7 @@ public struct AppdClient: Sendable {
         return data
     }
 
-    /// Throws the `APIError` of a non-2xx answer, reading (a bounded part of) its body.
+    /// Throws the `AppdError` of a non-2xx answer, reading (a bounded part of) its body.
     func checkStatus(
         _ head: HTTPResponseHead, _ reader: HTTPResponseReader, _ request: HTTPRequest
     ) throws {

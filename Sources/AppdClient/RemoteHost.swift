@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 
 #if canImport(FoundationEssentials)
     import AppdBase
@@ -39,10 +40,10 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses `ssh://[user@]host[:port][/path/to/socket]`; nothing else is accepted, and no
     /// part may look like an ssh option.
-    public init(parsing text: String) throws(APIError) {
-        func bad(_ why: String) -> APIError {
-            APIError(
-                code: "badRequest", message: "--host \(text): \(why)",
+    public init(parsing text: String) throws(AppdError) {
+        func bad(_ why: String) -> AppdError {
+            AppdError(
+                .badRequest, "--host \(text): \(why)",
                 hint: "write it as ssh://[user@]host[:port][/path/to/appd.sock]")
         }
         guard text.hasPrefix("ssh://") else { throw bad("only ssh:// hosts are supported") }
@@ -133,15 +134,14 @@ public struct RemoteHost: Sendable, Equatable, CustomStringConvertible {
             close(pair[0])
             close(errorPipe[0])
             if result == ENOENT {
-                throw APIError(
-                    code: "unavailable",
-                    message:
-                        "ssh not found: appctl --host \(self) runs ssh to reach the remote appd",
+                throw AppdError(
+                    .unavailable,
+                    "ssh not found: appctl --host \(self) runs ssh to reach the remote appd",
                     errno: result, hint: "install OpenSSH's client (apt-get install openssh-client)"
                 )
             }
-            throw APIError(
-                code: "unavailable", message: "cannot start ssh for \(self): \(errnoText(result))",
+            throw AppdError(
+                .unavailable, "cannot start ssh for \(self): \(errnoText(result))",
                 errno: result)
         }
         return UnixConnection(
@@ -221,7 +221,7 @@ final class RemoteProcess: @unchecked Sendable {
 
     /// Why nothing came back: ssh could not reach the host, the remote appctl is missing, or
     /// the remote appctl could not reach its daemon; nil when ssh gave no sign of failing.
-    func failure() -> APIError? {
+    func failure() -> AppdError? {
         let text = errorText()
         guard let raw = waitForExit(seconds: 10) else { return nil }
         let code = (raw & 0x7F) == 0 ? (raw >> 8) & 0xFF : 128 + (raw & 0x7F)
@@ -230,22 +230,20 @@ final class RemoteProcess: @unchecked Sendable {
         case 0:
             return nil
         case 255:
-            return APIError(
-                code: "unavailable", message: "cannot reach \(host.host) over ssh\(said)",
+            return AppdError(
+                .unavailable, "cannot reach \(host.host) over ssh\(said)",
                 hint:
                     "check that 'ssh\(host.port.map { " -p \($0)" } ?? "") \(host.user.map { "\($0)@" } ?? "")\(host.host) true' works: appctl uses your ssh configuration, keys and agent"
             )
         case 126, 127:
-            return APIError(
-                code: "unavailable",
-                message:
-                    "appctl is not installed on \(host.host), or not on the remote user's PATH\(said)",
+            return AppdError(
+                .unavailable,
+                "appctl is not installed on \(host.host), or not on the remote user's PATH\(said)",
                 hint: "install appd there (it brings appctl), or set APPD_REMOTE_APPCTL to its path"
             )
         default:
-            return APIError(
-                code: "unavailable",
-                message: "on \(host.host), appctl could not reach appd (exit \(code))\(said)",
+            return AppdError(
+                .unavailable, "on \(host.host), appctl could not reach appd (exit \(code))\(said)",
                 hint: host.socket == nil
                     ? "is appd running there? name its socket in the URL: \(host)/run/appd/appd.sock"
                     : "is appd running there with the socket \(host.socket ?? "")?")
@@ -260,7 +258,7 @@ extension AppdClient {
     public init(
         socket: String?, root: String?, host: String?,
         environment: [String: String] = ProcessInfo.processInfo.environment
-    ) throws(APIError) {
+    ) throws(AppdError) {
         let fromEnvironment =
             socket == nil && root == nil
             ? environment["APPD_HOST"].flatMap { $0.isEmpty ? nil : $0 } : nil
@@ -269,9 +267,8 @@ extension AppdClient {
             return
         }
         if root != nil {
-            throw APIError(
-                code: "badRequest",
-                message: "--root names a local state root; it does not go with --host",
+            throw AppdError(
+                .badRequest, "--root names a local state root; it does not go with --host",
                 hint: "put the remote socket in the URL: ssh://host/path/to/appd.sock")
         }
         var remote = try RemoteHost(parsing: host)
@@ -279,9 +276,9 @@ extension AppdClient {
             guard socket.hasPrefix("/"), !socket.contains("'"),
                 !socket.contains(where: \.isWhitespace)
             else {
-                throw APIError(
-                    code: "badRequest",
-                    message: "--socket \(socket) is not an absolute path without spaces or quotes")
+                throw AppdError(
+                    .badRequest,
+                    "--socket \(socket) is not an absolute path without spaces or quotes")
             }
             remote.socket = socket
         }
@@ -292,8 +289,7 @@ extension AppdClient {
                         && $0 != "|" && $0 != "$" && $0 != "`"
                 })
             else {
-                throw APIError(
-                    code: "badRequest", message: "APPD_REMOTE_APPCTL=\(appctl) is not a plain path")
+                throw AppdError(.badRequest, "APPD_REMOTE_APPCTL=\(appctl) is not a plain path")
             }
             remote.remoteAppctl = appctl
         }
@@ -310,7 +306,7 @@ extension AppdClient {
     /// `appctl system dial-stdio`: relays stdin to the daemon's socket and its answers to
     /// stdout until both directions end; what `--host` runs on the remote machine. Blocks
     /// without a timeout (a followed log or the event stream lasts as long as it lasts).
-    public func dialStdio() throws(APIError) {
+    public func dialStdio() throws(AppdError) {
         let connection: UnixConnection
         do {
             connection = try UnixConnection(path: socketPath, timeout: nil)
@@ -328,7 +324,7 @@ extension AppdClient {
             entries[0].fd = inputOpen ? 0 : -1
             if poll(&entries, 2, -1) < 0 {
                 if errno == EINTR { continue }
-                throw APIError(code: "internal", message: "poll: \(errnoText(errno))")
+                throw AppdError(.internal, "poll: \(errnoText(errno))")
             }
             if inputOpen, entries[0].revents != 0 {
                 let count = retryingInterrupts { read(0, &buffer, buffer.count) }

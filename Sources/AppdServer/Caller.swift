@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import AppdConfig
 import Foundation
 import Glibc
@@ -66,8 +67,8 @@ public struct Authorizer: Sendable {
         guard rights(of: caller).contains(right) else {
             let list = [settings.readAllowed, settings.controlAllowed, settings.adminAllowed][
                 Right.allCases.firstIndex(of: right)!]
-            throw APIFailure(
-                403, "permissionDenied",
+            throw AppdError(
+                .permissionDenied,
                 "uid \(caller.uid) may not \(right.verb): [API] \(right.configKey)=\(list.description.isEmpty ? "(root only)" : list.description) in appd.conf",
                 hint: "ask an admin to add you to one of those groups, or use sudo")
         }

@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import AppdConfig
 import Foundation
 import Glibc
@@ -49,7 +50,7 @@ final class ConnectionLimits: Sendable {
         /// Served; `release` when the connection closes.
         case admitted
         /// To be answered with this failure, then closed; `refused()` when done.
-        case refused(APIFailure)
+        case refused(AppdError)
         /// Closed at once, unanswered (too many refusals already being answered).
         case dropped
     }
@@ -63,13 +64,13 @@ final class ConnectionLimits: Sendable {
         let isPrivileged = caller.uid == 0 || (reserveReached && isPrivileged(caller))
         return state.withLock { state in
             let own = state.perUser[caller.uid, default: 0]
-            var failure: APIFailure?
+            var failure: AppdError?
             let isRoot = caller.uid == 0
             if isRoot {
                 // root is never refused (its connections still count against the others).
             } else if state.total >= settings.maxConnections {
-                failure = APIFailure(
-                    503, "unavailable",
+                failure = AppdError(
+                    .unavailable,
                     "appd holds \(state.total) connections, its limit ([API] MaxConnections=\(settings.maxConnections))",
                     hint:
                         "try again shortly; an admin can raise MaxConnections (and LimitNOFILE= in appd.service)"
@@ -77,13 +78,13 @@ final class ConnectionLimits: Sendable {
             } else if !isPrivileged
                 && state.total >= settings.maxConnections - settings.reservedConnections
             {
-                failure = APIFailure(
-                    503, "unavailable",
+                failure = AppdError(
+                    .unavailable,
                     "appd holds \(state.total) connections; the remaining \(settings.reservedConnections) are reserved for the admin group ([API] ReservedConnections)",
                     hint: "try again shortly")
             } else if own >= settings.maxConnectionsPerUser {
-                failure = APIFailure(
-                    429, "tooManyRequests",
+                failure = AppdError(
+                    .tooManyRequests,
                     "uid \(caller.uid) holds \(own) connections, the most one user may ([API] MaxConnectionsPerUser=\(settings.maxConnectionsPerUser))",
                     hint: "close some (event streams, followed logs) and try again")
             }
@@ -118,8 +119,8 @@ final class ConnectionLimits: Sendable {
             return nil
         }
         if let count {
-            throw APIFailure(
-                429, "tooManyRequests",
+            throw AppdError(
+                .tooManyRequests,
                 "uid \(caller.uid) holds \(count) event streams, followed logs or waits, the most one user may ([API] MaxStreamsPerUser=\(settings.maxStreamsPerUser))",
                 hint:
                     "close one of them (appctl events, appctl logs --follow, launch --wait) and try again"

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import CLinux
 import Foundation
 import Glibc
@@ -86,7 +87,7 @@ final class HTTPServer: Sendable {
                 adopted, serverBackPressureStrategy: accepting, childChannelInitializer: initializer
             )
         }
-        guard let path else { throw APIFailure(500, "invalidConfig", "no socket to listen on") }
+        guard let path else { throw AppdError(.invalidConfig, "no socket to listen on") }
         // The socket appears with the umask's mode; make it private until chown and chmod ran.
         let old = umask(0o177)
         defer { umask(old) }
@@ -94,12 +95,11 @@ final class HTTPServer: Sendable {
             unixDomainSocketPath: path, cleanupExistingSocketFile: true,
             serverBackPressureStrategy: accepting, childChannelInitializer: initializer)
         if let groupID, chown(path, 0, groupID) != 0 {
-            throw APIFailure(
-                500, "io",
-                "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
+            throw AppdError(
+                .io, "chown \(path) to gid \(groupID) failed: \(String(cString: strerror(errno)))")
         }
         guard chmod(path, mode) == 0 else {
-            throw APIFailure(500, "io", "chmod \(path) failed: \(String(cString: strerror(errno)))")
+            throw AppdError(.io, "chmod \(path) failed: \(String(cString: strerror(errno)))")
         }
         return server
     }
@@ -107,7 +107,7 @@ final class HTTPServer: Sendable {
     static func peerCredentials(_ channel: Channel) -> EventLoopFuture<Caller> {
         guard let provider = channel as? SocketOptionProvider else {
             return channel.eventLoop.makeFailedFuture(
-                APIFailure(500, "io", "no socket options on this channel"))
+                AppdError(.io, "no socket options on this channel"))
         }
         return provider.unsafeGetSocketOption(
             level: NIOBSDSocket.OptionLevel(rawValue: SOL_SOCKET),
@@ -163,7 +163,7 @@ final class HTTPServer: Sendable {
                         route = Router.routeLabel(request)
                         reply = try await router.handle(request)
                     } catch {
-                        reply = .failure(APIFailure.from(error))
+                        reply = .failure(AppdError.answering(error))
                     }
                     router.metrics.recordRequest(route: route, status: reply.status)
                     var keepAlive = head.isKeepAlive

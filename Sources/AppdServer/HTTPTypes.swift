@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -19,18 +20,18 @@ struct Request {
         self.caller = caller
         self.body = body
         guard let components = URLComponents(string: head.uri) else {
-            throw APIFailure.badRequest("'\(head.uri.prefix(200))' is not a valid request target")
+            throw AppdError(.badRequest, "'\(head.uri.prefix(200))' is not a valid request target")
         }
         let path = components.percentEncodedPath
         guard path.hasPrefix("/v1/") || path == "/v1" else {
-            throw APIFailure(
-                404, "notFound", "no route \(path.prefix(200)): every path starts with /v1",
+            throw AppdError(
+                .notFound, "no route \(path.prefix(200)): every path starts with /v1",
                 hint: "GET /v1/version answers if the daemon is up; docs/api.md lists the routes")
         }
         segments = try path.dropFirst(4).split(separator: "/", omittingEmptySubsequences: true).map
         { raw in
             guard let decoded = raw.removingPercentEncoding else {
-                throw APIFailure.badRequest("bad percent-encoding in '\(raw.prefix(200))'")
+                throw AppdError(.badRequest, "bad percent-encoding in '\(raw.prefix(200))'")
             }
             return decoded
         }
@@ -119,7 +120,7 @@ final class RequestBody {
         guard !finished else { return nil }
         guard let part = try await reader.next() else {
             finished = true
-            throw APIFailure.badRequest("the connection closed in the middle of the request body")
+            throw AppdError(.badRequest, "the connection closed in the middle of the request body")
         }
         switch part {
         case .body(let buffer): return buffer
@@ -128,7 +129,7 @@ final class RequestBody {
             return nil
         case .head:
             finished = true
-            throw APIFailure.badRequest("a request head arrived inside a body")
+            throw AppdError(.badRequest, "a request head arrived inside a body")
         }
     }
 
@@ -136,9 +137,8 @@ final class RequestBody {
         var data = Data()
         while let chunk = try await next() {
             guard data.count + chunk.readableBytes <= limit else {
-                throw APIFailure(
-                    413, "tooLarge",
-                    "the request body is over \(limit) bytes ([API] MaxRequestBytes)")
+                throw AppdError(
+                    .tooLarge, "the request body is over \(limit) bytes ([API] MaxRequestBytes)")
             }
             data.append(contentsOf: chunk.readableBytesView)
         }
@@ -151,7 +151,7 @@ final class RequestBody {
         while let chunk = try await next() {
             total += chunk.readableBytes
             if total > limit {
-                throw APIFailure(413, "tooLarge", "the request body is over \(limit) bytes")
+                throw AppdError(.tooLarge, "the request body is over \(limit) bytes")
             }
         }
     }
@@ -177,10 +177,10 @@ enum Reply: Sendable {
         return .json(status: status, data, headers: headers)
     }
 
-    static func failure(_ failure: APIFailure) -> Reply {
-        var data = (try? APICoding.encoder().encode(APIErrorBody(failure.error))) ?? Data("{}".utf8)
+    static func failure(_ failure: AppdError) -> Reply {
+        var data = (try? APICoding.encoder().encode(APIErrorBody(failure))) ?? Data("{}".utf8)
         data.append(0x0A)
-        return .json(status: failure.status, data)
+        return .json(status: failure.code.httpStatus, data)
     }
 }
 

@@ -46,13 +46,13 @@ final class Installer: Sendable {
         let name = try Self.bundleName(request.query["name"])
         let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
         guard type.hasPrefix("application/x-tar") else {
-            throw APIFailure(
-                415, "unsupportedMediaType",
+            throw AppdError(
+                .unsupportedMediaType,
                 "an install takes Content-Type application/x-tar, not '\(type.prefix(100))'",
                 hint: "docs/bundle-archive.md: tar -C Name.app -cf - . | curl ... --data-binary @-")
         }
-        // The client names the bundle as it sent it (`name=`), never this folder; it puts its
-        // own path in front (appd install).
+        // Errors about the bundle have it as their subject, sent without this folder: the
+        // client shows it by its own path for it (appd install).
         let received = try IncomingBundle(store: store, name: name)
 
         var installOptions = InstallOptions()
@@ -75,8 +75,7 @@ final class Installer: Sendable {
             result.timings.receive = receive
         } catch {
             try? await onQueue { received.discard() }
-            guard let error = error as? AppdError else { throw error }
-            throw received.naming(error)
+            throw error
         }
         if let warning = result.signing.warning {
             logger.warning("\(warning)", metadata: ["app": "\(result.app.bundleID)"])
@@ -132,14 +131,16 @@ final class Installer: Sendable {
     /// `Hello.app`: one path component ending in .app.
     static func bundleName(_ value: String?) throws -> String {
         guard let value, !value.isEmpty else {
-            throw APIFailure.badRequest(
+            throw AppdError(
+                .badRequest,
                 "an install needs the bundle folder's name: POST /v1/apps?name=Hello.app")
         }
         guard value.hasSuffix(".app"), value.count > 4, value.utf8.count <= 255,
             !value.contains("/"),
             !value.contains("\0"), !value.hasPrefix(".")
         else {
-            throw APIFailure.badRequest(
+            throw AppdError(
+                .badRequest,
                 "name '\(value.prefix(100))' is not a bundle folder name like Hello.app")
         }
         return value

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import NIOCore
 import NIOHTTP1
@@ -12,11 +13,11 @@ final class RefusalHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let failure: APIFailure
+    private let failure: AppdError
     private var answered = false
     private var timeout: Scheduled<Void>?
 
-    init(_ failure: APIFailure) { self.failure = failure }
+    init(_ failure: AppdError) { self.failure = failure }
 
     func handlerAdded(context: ChannelHandlerContext) {
         let channel = context.channel

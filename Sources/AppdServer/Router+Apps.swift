@@ -61,7 +61,7 @@ extension Router {
         return try .json(
             APIInstallResult(
                 app: app, previousVersion: result.previousVersion, reusedData: result.reusedData,
-                warnings: result.warnings.map(APIProblem.init)),
+                warnings: result.warnings),
             status: 201, headers: [("Server-Timing", result.timings.serverTiming)])
     }
 
@@ -93,7 +93,8 @@ extension Router {
             return try .json(APIContainer(kind: kind, path: path))
         case "group":
             guard let group else {
-                throw APIFailure.badRequest(
+                throw AppdError(
+                    .badRequest,
                     "a group container needs the group id: containers/group/{group}")
             }
             let requested = try app.decodedEntitlements().strings(
@@ -125,7 +126,8 @@ extension Router {
             return try .json(
                 APIContainer(kind: kind, path: container.path, group: container.groupID))
         default:
-            throw APIFailure.badRequest(
+            throw AppdError(
+                .badRequest,
                 "unknown container kind '\(kind.prefix(50))': use data, bundle or group/{group}")
         }
     }

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import Supervisor
@@ -30,14 +31,13 @@ extension Router {
             // Exited (the follow ends only then): the wait answers at once.
             let ended = try await supervisor.waitForExit(instance.id)
             guard ended.state == .exited else {
-                let failure = APIFailure(
-                    503, "unavailable",
-                    "appd is stopping; instance \(ended.id) is still \(ended.state)",
+                let failure = AppdError(
+                    .unavailable, "appd is stopping; instance \(ended.id) is still \(ended.state)",
                     hint: "it keeps running; see it with 'appctl ps' once appd is back")
                 try await writer.write(
                     AttachFrame.frame(
                         AttachFrame.error,
-                        try APICoding.encoder().encode(APIErrorBody(failure.error))))
+                        try APICoding.encoder().encode(APIErrorBody(failure))))
                 return
             }
             try await writer.write(
@@ -48,7 +48,7 @@ extension Router {
     /// What both launch forms refuse before launching.
     static func checkLaunch(_ body: LaunchRequest) throws {
         guard body.arguments.count <= 4096, body.arguments.allSatisfy({ !$0.contains("\0") }) else {
-            throw APIFailure.badRequest("arguments: at most 4096, none containing NUL")
+            throw AppdError(.badRequest, "arguments: at most 4096, none containing NUL")
         }
     }
 }

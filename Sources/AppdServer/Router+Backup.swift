@@ -152,8 +152,8 @@ extension Router {
     func restore(_ id: String, _ request: Request) async throws -> Reply {
         let type = request.headers.first(name: "Content-Type")?.lowercased() ?? ""
         guard type.hasPrefix("application/x-tar") else {
-            throw APIFailure(
-                415, "unsupportedMediaType",
+            throw AppdError(
+                .unsupportedMediaType,
                 "a restore takes Content-Type application/x-tar, not '\(type.prefix(100))'")
         }
         let app = try store.app(id)
@@ -236,9 +236,7 @@ extension Router {
             } catch {
                 // Gone before the answer, not whenever this value is released.
                 _ = try? await Self.onBackupQueue { target.discard() }
-                guard let error = error as? AppdError else { throw error }
-                throw error.naming(target.path + "/", as: "").naming(
-                    "bundle archive:", as: "backup archive:")
+                throw error
             }
         }
         installer.logger.info(

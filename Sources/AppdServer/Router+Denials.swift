@@ -10,7 +10,7 @@ extension Router {
         let app = request.query["app"]
         let instance = request.query["instance"]
         if app != nil && instance != nil {
-            throw APIFailure.badRequest("give app or instance, not both")
+            throw AppdError(.badRequest, "give app or instance, not both")
         }
         if let app { _ = try store.app(app) }
         if let instance { _ = try await supervisor.instance(instance) }

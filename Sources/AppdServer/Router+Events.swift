@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Supervisor
 
@@ -40,7 +41,7 @@ extension Router {
         }
         if value.utf8.allSatisfy({ (48...57).contains($0) }) {
             guard let seq = Int(value) else {
-                throw APIFailure.badRequest("since '\(value.prefix(40))' is not an event seq")
+                throw AppdError(.badRequest, "since '\(value.prefix(40))' is not an event seq")
             }
             return .after(seq: seq)
         }
@@ -48,8 +49,8 @@ extension Router {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         guard let date = formatter.date(from: value) ?? ISO8601DateFormatter().date(from: value)
         else {
-            throw APIFailure(
-                400, "badRequest", "since '\(value.prefix(40))' is neither an event seq nor a time",
+            throw AppdError(
+                .badRequest, "since '\(value.prefix(40))' is neither an event seq nor a time",
                 hint:
                     "give the seq of the last event seen (as Last-Event-ID) or RFC 3339 (2026-11-24T10:00:00Z)"
             )

@@ -30,7 +30,8 @@ extension Router {
 
     static func sharedPath(_ request: Request) throws -> SharedPath {
         guard let text = request.query["path"] else {
-            throw APIFailure.badRequest(
+            throw AppdError(
+                .badRequest,
                 "a file needs its path in Documents: ?path=notes/a.txt")
         }
         return try SharedPath(text)

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import Supervisor
@@ -27,7 +28,8 @@ extension Router {
     static func tailLines(_ value: String?) throws -> Int? {
         guard let value else { return nil }
         guard let lines = Int(value), (0...100_000).contains(lines) else {
-            throw APIFailure.badRequest(
+            throw AppdError(
+                .badRequest,
                 "tail '\(value.prefix(20))' is not a number of lines from 0 to 100000")
         }
         return lines
@@ -47,8 +49,8 @@ extension Router {
         guard let date = formatter.date(from: value) ?? plain.date(from: value),
             (0...4_102_444_800).contains(date.timeIntervalSince1970)
         else {
-            throw APIFailure(
-                400, "badRequest", "since '\(value.prefix(40))' is not a time",
+            throw AppdError(
+                .badRequest, "since '\(value.prefix(40))' is not a time",
                 hint: "give RFC 3339 (2026-11-24T10:00:00Z) or seconds since the epoch")
         }
         return Int64((date.timeIntervalSince1970 * 1_000_000).rounded())

@@ -1,5 +1,6 @@
 import AppContainers
 import AppdAPI
+import AppdBase
 import AppdConfig
 import Foundation
 import NIOHTTP1
@@ -109,8 +110,8 @@ final class Router: Sendable {
         Route(method: .GET, pattern: ["instances", "{iid}", "wait"], right: .control) { r, _, p in
             let instance = try await r.supervisor.waitForExit(p[0])
             guard instance.state == .exited else {
-                throw APIFailure(
-                    503, "unavailable",
+                throw AppdError(
+                    .unavailable,
                     "appd is stopping; instance \(instance.id) is still \(instance.state)",
                     hint: "it keeps running; wait again once appd is back")
             }
@@ -120,7 +121,8 @@ final class Router: Sendable {
             r, q, p in
             let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
             if let grace = body.grace, !(0...3600).contains(grace) {
-                throw APIFailure.badRequest(
+                throw AppdError(
+                    .badRequest,
                     "grace must be between 0 and 3600 seconds, not \(grace)")
             }
             return try .json(try await r.supervisor.terminate(p[0], grace: body.grace), status: 202)
@@ -129,7 +131,8 @@ final class Router: Sendable {
             r, q, p in
             let body = try await q.decode(TerminateRequest.self, limit: r.maxRequestBytes)
             if let grace = body.grace, !(0...3600).contains(grace) {
-                throw APIFailure.badRequest(
+                throw AppdError(
+                    .badRequest,
                     "grace must be between 0 and 3600 seconds, not \(grace)")
             }
             return try .json(
@@ -205,13 +208,13 @@ final class Router: Sendable {
         if pathMatched {
             let allowed = Self.routes.filter { Self.match($0.pattern, request.segments) != nil }.map
             { "\($0.method)" }
-            throw APIFailure(
-                405, "methodNotAllowed",
+            throw AppdError(
+                .methodNotAllowed,
                 "\(request.method) is not allowed on \(path.prefix(200)); use \(allowed.joined(separator: " or "))"
             )
         }
-        throw APIFailure(
-            404, "notFound", "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
+        throw AppdError(
+            .notFound, "no route \(path.prefix(200))", hint: "docs/api.md lists the routes")
     }
 
     /// Requests that may hold their connection indefinitely: `MaxStreamsPerUser` bounds them.

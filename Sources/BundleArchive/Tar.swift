@@ -56,14 +56,16 @@ enum Tar {
 }
 
 extension AppdError {
-    /// A refused archive, naming the entry: the one error every archive problem becomes.
+    /// A refused archive, naming the entry: the one error every archive problem becomes. Its
+    /// subject is the archive, which each reader names its own way (the file it sent, "the
+    /// backup archive").
     static func archive(_ entry: String, _ problem: String) -> AppdError {
-        AppdError(.invalidBundle, "bundle archive: entry '\(entry)' \(problem)")
+        AppdError(.invalidBundle, "entry '\(entry)' \(problem)", subject: .init(.archive))
     }
 
     /// A refused archive where no entry is to blame (truncation between entries, trailing data).
     static func archive(_ problem: String) -> AppdError {
-        AppdError(.invalidBundle, "bundle archive: \(problem)")
+        AppdError(.invalidBundle, problem, subject: .init(.archive))
     }
 }
 

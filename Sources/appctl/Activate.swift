@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -23,7 +24,7 @@ struct Activate: ParsableCommand {
     var target: Target
 
     func run() throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+        try InstanceAction.run(target, options: options) { client, id throws(AppdError) in
             try client.activate(id)
         }
     }

@@ -87,7 +87,7 @@ final class ConsoleSession: @unchecked Sendable {
             } else {
                 _ = try client.terminate(id)
             }
-        } catch  where error.code == "notFound" || error.code == "conflict" {
+        } catch  where error.code == .notFound || error.code == .conflict {
             // Already gone: the stream ends by itself.
         } catch {
             Output.note("appctl: \(Output.text(of: error))")

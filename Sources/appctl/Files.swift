@@ -129,9 +129,8 @@ struct Files: ParsableCommand {
                 let target = path ?? String(local.split(separator: "/").last ?? Substring(local))
                 let fd = local == "-" ? STDIN_FILENO : open(local, O_RDONLY | O_CLOEXEC)
                 guard fd >= 0 else {
-                    throw APIError(
-                        code: "io",
-                        message: "cannot open \(local): \(String(cString: strerror(errno)))",
+                    throw AppdError(
+                        .io, "cannot open \(local): \(String(cString: strerror(errno)))",
                         errno: errno)
                 }
                 defer { if fd != STDIN_FILENO { close(fd) } }
@@ -148,8 +147,8 @@ struct Files: ParsableCommand {
                                 try write(UnsafeRawBufferPointer(rebasing: $0.prefix(count)))
                             }
                         case .failure(let error):
-                            throw APIError(
-                                code: "io", message: "cannot read \(local): \(error)",
+                            throw AppdError(
+                                .io, "cannot read \(local): \(error)",
                                 errno: error.rawValue)
                         }
                     }
@@ -200,9 +199,8 @@ final class LocalFile {
         temporary = "\(folder).\(name).appctl-\(getpid())"
         fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard fd >= 0 else {
-            throw APIError(
-                code: "io",
-                message: "cannot create \(temporary): \(String(cString: strerror(errno)))",
+            throw AppdError(
+                .io, "cannot create \(temporary): \(String(cString: strerror(errno)))",
                 errno: errno)
         }
     }
@@ -214,17 +212,14 @@ final class LocalFile {
 
     func write(_ bytes: UnsafeRawBufferPointer) throws {
         if case .failure(let error) = writeAll(fd, bytes) {
-            throw APIError(
-                code: "io", message: "cannot write \(temporary): \(error)", errno: error.rawValue)
+            throw AppdError(.io, "cannot write \(temporary): \(error)", errno: error.rawValue)
         }
     }
 
     func commit() throws {
         guard rename(temporary, path) == 0 else {
-            throw APIError(
-                code: "io",
-                message:
-                    "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))",
+            throw AppdError(
+                .io, "cannot rename \(temporary) to \(path): \(String(cString: strerror(errno)))",
                 errno: errno)
         }
         done = true

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdCLI
 import AppdClient
 import ArgumentParser
@@ -54,12 +55,12 @@ struct GlobalOptions: ParsableArguments {
         }
     }
 
-    /// Runs `body`, turning an `APIError` into a message (or a JSON error object) and exit 1.
+    /// Runs `body`, turning an `AppdError` into a message (or a JSON error object) and exit 1.
     /// Other errors (an `ExitCode` with the app's status) pass through.
     func run(_ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let error as APIError {
+        } catch let error as AppdError {
             Output.fail(error, json: json)
             throw ExitCode.failure
         }

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -22,9 +23,9 @@ extension GraceOption {
     /// `target` names.
     func run(
         _ target: Target, options: GlobalOptions,
-        _ action: (AppdClient, String, Double?) throws(APIError) -> APIInstance
+        _ action: (AppdClient, String, Double?) throws(AppdError) -> APIInstance
     ) throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+        try InstanceAction.run(target, options: options) { client, id throws(AppdError) in
             try action(client, id, grace)
         }
     }

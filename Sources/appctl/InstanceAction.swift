@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdCLI
 import AppdClient
 import ArgumentParser
@@ -9,17 +10,17 @@ import ArgumentParser
 enum InstanceAction {
     static func run(
         _ target: Target, options: GlobalOptions,
-        _ action: (AppdClient, String) throws(APIError) -> APIInstance
+        _ action: (AppdClient, String) throws(AppdError) -> APIInstance
     ) throws {
         try options.run {
             let client = options.client
             var answered: [APIInstance] = []
-            var skipped: [APIError] = []
+            var skipped: [AppdError] = []
             for id in try client.liveInstances(target) {
                 do {
                     answered.append(try action(client, id))
-                } catch let error as APIError
-                    where target.isApp && (error.code == "notFound" || error.code == "conflict")
+                } catch let error as AppdError
+                    where target.isApp && (error.code == .notFound || error.code == .conflict)
                 {
                     // It ended between the listing and the request, or is not in a state the
                     // action applies to (resuming a running one): the others still count.

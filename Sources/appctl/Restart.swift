@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -28,7 +29,7 @@ struct Restart: ParsableCommand {
     @OptionGroup var graceOption: GraceOption
 
     func run() throws {
-        try graceOption.run(target, options: options) { client, id, grace throws(APIError) in
+        try graceOption.run(target, options: options) { client, id, grace throws(AppdError) in
             try client.restart(id, grace: grace)
         }
     }

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -20,7 +21,7 @@ struct Resume: ParsableCommand {
     var target: Target
 
     func run() throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+        try InstanceAction.run(target, options: options) { client, id throws(AppdError) in
             try client.resume(id)
         }
     }

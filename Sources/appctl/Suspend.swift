@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -22,7 +23,7 @@ struct Suspend: ParsableCommand {
     var target: Target
 
     func run() throws {
-        try InstanceAction.run(target, options: options) { client, id throws(APIError) in
+        try InstanceAction.run(target, options: options) { client, id throws(AppdError) in
             try client.suspend(id)
         }
     }

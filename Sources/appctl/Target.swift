@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -29,7 +30,7 @@ extension AppdClient {
     /// The ids of the instances `target` names: itself, or each running instance of the app,
     /// oldest first. An app without any is an error that names it (or the daemon's notFound,
     /// when it is not installed).
-    func liveInstances(_ target: Target) throws(APIError) -> [String] {
+    func liveInstances(_ target: Target) throws(AppdError) -> [String] {
         switch target {
         case .instance(let id):
             return [id]
@@ -41,22 +42,22 @@ extension AppdClient {
         }
     }
 
-    func noRunningInstance(_ app: String) -> APIError {
+    func noRunningInstance(_ app: String) -> AppdError {
         // Not installed at all says more than "no running instance".
         do {
             _ = try self.app(app)
         } catch {
             return error
         }
-        return APIError(
-            code: "notFound", message: "\(app) has no running instance",
+        return AppdError(
+            .notFound, "\(app) has no running instance",
             hint: "start one: appctl launch \(app)")
     }
 
     /// The instance `target` names, or the app's most recent running one, or when none runs
     /// its most recent one: the running server's log, not that of a tool of the same app that
     /// ended after it started.
-    func latestInstance(_ target: Target) throws(APIError) -> String {
+    func latestInstance(_ target: Target) throws(AppdError) -> String {
         switch target {
         case .instance(let id):
             return id
@@ -69,8 +70,8 @@ extension AppdClient {
                 return latest.id
             }
             _ = try self.app(id)
-            throw APIError(
-                code: "notFound", message: "\(id) has no instance, running or ended",
+            throw AppdError(
+                .notFound, "\(id) has no instance, running or ended",
                 hint: "start one: appctl launch \(id)")
         }
     }

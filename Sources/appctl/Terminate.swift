@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import ArgumentParser
 
@@ -26,7 +27,7 @@ struct Terminate: ParsableCommand {
     var target: Target
 
     func run() throws {
-        try graceOption.run(target, options: options) { client, id, grace throws(APIError) in
+        try graceOption.run(target, options: options) { client, id, grace throws(AppdError) in
             try client.terminate(id, grace: grace)
         }
     }

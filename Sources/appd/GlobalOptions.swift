@@ -84,16 +84,13 @@ struct GlobalOptions: ParsableArguments {
         return try AppStore(root: stateRoot, config: loadConfiguration(), access: access)
     }
 
-    /// Runs `body`, turning an `AppdError` or the daemon's `APIError` into a message (or a JSON
+    /// Runs `body`, turning an `AppdError` (its own or the daemon's) into a message (or a JSON
     /// error object) and exit 1.
     func run(_ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let error as AppdError {
-            Output.fail(error, json: json)
-            throw ExitCode.failure
-        } catch var error as APIError {
-            if error.code == "unavailable", error.errno == ENOENT || error.errno == ECONNREFUSED {
+        } catch var error as AppdError {
+            if error.code == .unavailable, error.errno == ENOENT || error.errno == ECONNREFUSED {
                 error.hint =
                     (error.hint.map { $0 + "; " } ?? "")
                     + "or, as root, run this command in-process with --no-daemon"

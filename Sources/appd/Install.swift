@@ -75,9 +75,16 @@ struct Install: ParsableCommand {
             let source = try InstallSource.open(
                 bundle, name: name, limits: limits, countFolder: progress)
             defer { source.close() }
-            var result =
-                try client.map { try installThroughDaemon(source, client: $0, progress: progress) }
-                ?? installInProcess(source)
+            var result: APIInstallResult
+            do {
+                result =
+                    try client.map {
+                        try installThroughDaemon(source, client: $0, progress: progress)
+                    } ?? installInProcess(source)
+            } catch let error as AppdError {
+                let isFolder = if case .folder = source.kind { true } else { false }
+                throw Self.viewing(error, bundle: source.name, as: source.shown, folder: isFolder)
+            }
             if restart, let client {
                 result.restarted = try Self.restartOutdated(result.app.bundleId, client: client)
             }
@@ -133,65 +140,33 @@ struct Install: ParsableCommand {
     {
         let display = progress ? UploadProgress(totals: source.totals) : nil
         defer { display?.finish() }
-        do {
-            return try client.install(
-                name: source.name, allowDowngrade: allowDowngrade,
-                allowSignerChange: allowSignerChange
-            ) { write in
-                try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
-                    try write(bytes)
-                    display?.sent(bytes.count)
-                }
-                display?.uploaded()
+        return try client.install(
+            name: source.name, allowDowngrade: allowDowngrade,
+            allowSignerChange: allowSignerChange
+        ) { write in
+            try source.write(onFile: display.map { display in { display.file($0) } }) { bytes in
+                try write(bytes)
+                display?.sent(bytes.count)
             }
-        } catch let error as APIError {
-            if case .folder = source.kind {
-                throw Self.naming(error, bundle: source.name, as: bundle)
-            }
-            throw Self.rewriting(error, name: source.name, shown: source.shown)
+            display?.uploaded()
         }
     }
 
-    /// The daemon names the bundle by the folder name it was sent (`Broken.app/Info.plist`);
-    /// the person typed a path (`../build/Broken.app`): each mention of the name that starts a
-    /// path is given theirs.
-    static func naming(_ error: APIError, bundle name: String, as typed: String) -> APIError {
+    /// The daemon's errors name the bundle and the archive as subjects, with no path for them:
+    /// here the bundle is the path the person typed (`../build/Broken.app`,
+    /// `Notes.ipa:Payload/Notes.app`) and the archive the one this command sent.
+    static func viewing(_ error: AppdError, bundle name: String, as typed: String, folder: Bool)
+        -> AppdError
+    {
         var shown = typed
-        while shown.count > 1, shown.hasSuffix("/") { shown.removeLast() }
-        // `.` or `Broken.app/..`: the folder's full path says more than what was typed.
-        if (shown as NSString).lastPathComponent != name {
-            shown = URL(fileURLWithPath: typed).standardizedFileURL.path
-        }
-        return rewriting(error, name: name, shown: shown)
-    }
-
-    /// Each mention of `name` that starts a path becomes `shown` (`Notes.ipa:Payload/Notes.app`).
-    static func rewriting(_ error: APIError, name: String, shown: String) -> APIError {
-        guard shown != name else { return error }
-        func rewrite(_ text: String) -> String {
-            var out = ""
-            var rest = Substring(text)
-            while let range = rest.range(of: name) {
-                let before = rest[..<range.lowerBound]
-                let startsPath = (before.last ?? out.last).map { " '\"(".contains($0) } ?? true
-                let after = rest[range.upperBound...].first
-                let endsName = after.map { "/:'\") ".contains($0) } ?? true
-                out += before
-                out += startsPath && endsName ? shown : name
-                rest = rest[range.upperBound...]
+        if folder {
+            while shown.count > 1, shown.hasSuffix("/") { shown.removeLast() }
+            // `.` or `Broken.app/..`: the folder's full path says more than what was typed.
+            if (shown as NSString).lastPathComponent != name {
+                shown = URL(fileURLWithPath: typed).standardizedFileURL.path
             }
-            return out + rest
         }
-        var copy = error
-        copy.message = rewrite(error.message)
-        copy.hint = error.hint.map(rewrite)
-        copy.problems = error.problems.map { problem in
-            var problem = problem
-            problem.path = rewrite(problem.path)
-            problem.message = rewrite(problem.message)
-            return problem
-        }
-        return copy
+        return error.viewing(.bundle, as: shown).viewing(.archive, as: "bundle archive")
     }
 
     private func installInProcess(_ source: InstallSource) throws -> APIInstallResult {
@@ -221,7 +196,7 @@ struct Install: ParsableCommand {
         return APIInstallResult(
             app: APIApp(result.app, root: store.root, withEntitlements: true),
             previousVersion: result.previousVersion, reusedData: result.reusedData,
-            warnings: result.warnings.map(APIProblem.init))
+            warnings: result.warnings)
     }
 }
 
@@ -245,7 +220,7 @@ extension Install {
             progress?.uploaded()
             return try incoming.install(digests: extractor.fileDigests, options: options)
         } catch let error as AppdError {
-            throw incoming.naming(error)
+            throw incoming.viewing(error)
         }
     }
 }

@@ -6,12 +6,6 @@ import Foundation
 import PrintableText
 
 extension Output {
-    static func fail(_ error: AppdError, json useJSON: Bool) {
-        fail(APIError(error), json: useJSON)
-    }
-}
-
-extension Output {
     /// `--no-daemon`: what recovery could not remove and moved aside (the daemon logs it).
     static func warnQuarantined(_ report: RecoveryReport) {
         for entry in report.quarantined {

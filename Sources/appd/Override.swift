@@ -237,7 +237,7 @@ struct Override: ParsableCommand {
         do {
             answer = try options.client.reload()
         } catch {
-            if error.code == "unavailable" && (error.errno == ENOENT || error.errno == ECONNREFUSED)
+            if error.code == .unavailable && (error.errno == ENOENT || error.errno == ECONNREFUSED)
             {
                 result.reloaded = false
                 return

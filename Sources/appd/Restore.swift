@@ -82,6 +82,10 @@ struct Restore: ParsableCommand {
                         display?.sent(count)
                     }
                 }
+            } catch let error as AppdError {
+                display?.finish()
+                // The daemon's errors about the archive are about this file.
+                throw error.viewing(.archive, as: file == "-" ? "the backup archive" : file)
             } catch {
                 display?.finish()
                 throw error

@@ -134,7 +134,7 @@ struct ImageVerdict: Encodable {
     var groups: [String] = []
     /// Why create would refuse it: the one line appd-oci prints.
     var reason: String?
-    var error: APIError?
+    var error: AppdError?
 
     init(image: ImageReader.Image?, refusal: AppdError?) {
         self.image = image
@@ -142,13 +142,13 @@ struct ImageVerdict: Encodable {
         self.refusal = refusal
         // An initializer does not run didSet.
         reason = refusal?.oneLine
-        error = refusal.map(APIError.init)
+        error = refusal
     }
 
     var refusal: AppdError? {
         didSet {
             reason = refusal?.oneLine
-            error = refusal.map(APIError.init)
+            error = refusal
         }
     }
 

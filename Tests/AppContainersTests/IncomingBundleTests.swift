@@ -25,25 +25,36 @@ struct IncomingBundleTests {
         #expect(entries("\(scratch.path)/incoming").isEmpty)
     }
 
+    /// The error of installing a bundle without its executable from `incoming`.
+    func refusal(_ incoming: IncomingBundle, id: String) throws -> AppdError? {
+        try makeBundle(at: incoming.path, id: id)
+        unlink("\(incoming.path)/Hello")
+        do {
+            _ = try incoming.install(digests: try digests(of: incoming.path))
+        } catch let error as AppdError {
+            return error
+        }
+        Issue.record("a bundle without its executable was installed")
+        return nil
+    }
+
     @Test("an error names the bundle as the person gave it, never the incoming folder")
     func errorsNameWhatWasGiven() throws {
         let scratch = Scratch()
         let store = try store(scratch.path)
         let incoming = try IncomingBundle(
             store: store, name: "Broken.app", shown: "Broken.ipa:Payload/Broken.app")
-        try makeBundle(at: incoming.path, id: "com.example.broken")
-        unlink("\(incoming.path)/Hello")
-        do {
-            _ = try incoming.install(digests: try digests(of: incoming.path))
-            Issue.record("a bundle without its executable was installed")
-        } catch let error as AppdError {
-            let text = "\(error.message) \(error.problems) \(error.hint ?? "")"
-            #expect(text.contains("Broken.ipa:Payload/Broken.app"))
-            #expect(!text.contains("/incoming/"))
-        }
-        // The daemon's: the name it was sent.
-        let sent = try IncomingBundle(store: store, name: "Sent.app")
-        let named = sent.naming(AppdError(.invalidBundle, "\(sent.path)/Info.plist: broken"))
-        #expect(named.message == "Sent.app/Info.plist: broken")
+        // The bundle is the subject, shown here as the person gave it; the folder is in no
+        // text, so there is nothing to take out of one.
+        let error = try refusal(incoming, id: "com.example.broken")
+        #expect(error?.subject == .init(.bundle, view: "Broken.ipa:Payload/Broken.app"))
+        let text = error.map { "\($0)" } ?? ""
+        #expect(text.hasPrefix("Broken.ipa:Payload/Broken.app: "), "\(text)")
+        #expect(!text.contains("/incoming/"), "\(text)")
+        // What the daemon sends: the subject without this side's view of it.
+        let sent = try refusal(IncomingBundle(store: store, name: "Sent.app"), id: "com.x.sent")
+        let wire = try JSONEncoder().encode(sent)
+        #expect(!String(decoding: wire, as: UTF8.self).contains("incoming"))
+        #expect(try JSONDecoder().decode(AppdError.self, from: wire).subject == .init(.bundle))
     }
 }

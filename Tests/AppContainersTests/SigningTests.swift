@@ -191,8 +191,8 @@ struct SigningTests {
         }
         #expect(error?.code == .invalidBundle)
         #expect(
-            error?.message
-                == "Hello.app does not match its code signature (3 files differ from CodeResources)"
+            error?.headline
+                == "\(bundle): does not match its code signature (3 files differ from CodeResources)"
         )
         #expect(
             error?.problems.map(\.description) == [

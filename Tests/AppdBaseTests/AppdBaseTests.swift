@@ -1,4 +1,5 @@
 import AppdBase
+import Foundation
 import Glibc
 import Testing
 
@@ -32,17 +33,68 @@ struct AppdBaseTests {
         #expect(error.message == "open /x: EROFS (Read-only file system)")
     }
 
-    @Test("naming replaces a path everywhere the error shows it, and an empty path nowhere")
-    func naming() {
-        let error = AppdError(
-            .invalidBundle, "/in/abc/X.app is bad",
-            problems: [BundleProblem("/in/abc/X.app/y", "/in/abc/ z")],
-            hint: "see /in/abc/")
-        let named = error.naming("/in/abc/", as: "")
-        #expect(named.message == "X.app is bad")
-        #expect(named.problems == [BundleProblem("X.app/y", " z")])
-        #expect(named.hint == "see ")
-        #expect(error.naming("", as: "boom") == error)
+    @Test("a status without an error body reads as the code the one map sends it with")
+    func codeForStatus() {
+        for code in AppdError.Code.allCases {
+            #expect(
+                AppdError.Code(status: code.httpStatus).httpStatus == code.httpStatus, "\(code)")
+        }
+        #expect(AppdError.Code(status: 400) == .badRequest)
+        #expect(AppdError.Code(status: 409) == .conflict)
+        #expect(AppdError.Code(status: 418) == .badRequest)
+        #expect(AppdError.Code(status: 502) == .internal)
+    }
+
+    /// As the daemon sends an install refused by the archive it was streamed.
+    static let chained = AppdError(
+        .invalidBundle, "not a valid app bundle (1 problem)",
+        subject: .init(.bundle, "Info.plist", view: "/var/lib/appd/incoming/1/Notes.app"),
+        problems: [BundleProblem("Info.plist", "CFBundleExecutable 'Notes' does not exist")],
+        hint: "rebuild it",
+        cause: AppdError.system("read", errno: EIO, subject: .init(.archive)))
+
+    @Test(
+        "the wire form is the Codable form: subject and cause survive, the sender's view does not")
+    func codableRoundTrip() throws {
+        let wire = try JSONEncoder().encode(Self.chained)
+        let text = String(decoding: wire, as: UTF8.self)
+        #expect(!text.contains("/var/lib/appd"), "\(text)")
+        let object = try JSONSerialization.jsonObject(with: wire) as? [String: Any]
+        #expect(object?["code"] as? String == "invalidBundle")
+        #expect(object?["message"] as? String == "not a valid app bundle (1 problem)")
+        #expect(
+            (object?["subject"] as? [String: String]) == ["root": "bundle", "path": "Info.plist"])
+        let received = try JSONDecoder().decode(AppdError.self, from: wire)
+        var expected = Self.chained
+        expected.subject?.view = nil
+        #expect(received == expected)
+        #expect(received.cause?.errno == EIO && received.cause?.subject == .init(.archive))
+        // An older body (no subject, no cause, no problems) and a newer daemon's code.
+        let old = try JSONDecoder().decode(
+            AppdError.self, from: Data(#"{"code":"teapot","message":"x","hint":"h"}"#.utf8))
+        #expect(old == AppdError(.internal, "x", hint: "h"))
+        #expect(old.code.httpStatus == 500)
+    }
+
+    @Test("a subject is shown against the reader's view of its root; the message is never changed")
+    func subjectRendering() {
+        let sent = AppdError(
+            .invalidBundle, "is not a regular file", subject: .init(.bundle, "Info.plist"),
+            cause: AppdError(.invalidBundle, "entry 'x' is a hard link", subject: .init(.archive)))
+        #expect(sent.headline == "the bundle: Info.plist: is not a regular file")
+        let seen = sent.viewing(.bundle, as: "../build/Notes.app").viewing(
+            .archive, as: "Notes.tar")
+        #expect(seen.message == sent.message)
+        #expect(seen.headline == "../build/Notes.app/Info.plist: is not a regular file")
+        #expect(seen.cause?.headline == "Notes.tar: entry 'x' is a hard link")
+        #expect("\(seen)".contains("because: Notes.tar: entry 'x' is a hard link"))
+        // The bundle itself, and an archive member shown as `file:folder`.
+        #expect(
+            AppdError(.notFound, "no such bundle directory", subject: .init(.bundle))
+                .viewing(.bundle, as: "Gone.app").headline == "Gone.app: no such bundle directory")
+        #expect(
+            AppdError(.invalidBundle, "bad", subject: .init(.bundle, "Info.plist"))
+                .viewing(.bundle, as: "N.ipa:").headline == "N.ipa:Info.plist: bad")
     }
 
     @Test("valueOrErrno retries EINTR, returns other errors, and the value")

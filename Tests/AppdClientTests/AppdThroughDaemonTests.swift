@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import TestSupport
 import Testing
@@ -50,7 +51,7 @@ struct AppdThroughDaemonTests {
             unknown: [])
         let answer = APIInstallResult(
             app: app, previousVersion: "2", reusedData: true,
-            warnings: [APIProblem(path: "Info.plist", message: "odd")])
+            warnings: [BundleProblem(path: "Info.plist", message: "odd")])
         let server = try CannedServer { connection in
             connection.readBody()
             connection.respond("201 Created", json(answer))

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import TestSupport
@@ -172,7 +173,7 @@ struct AttachTests {
                 connection.respond("200 OK", json(ended))
             } else {
                 connection.respond(
-                    "404 Not Found", json(APIErrorBody(APIError(code: "notFound", message: line))))
+                    "404 Not Found", json(APIErrorBody(AppdError(.notFound, line))))
             }
         }
         let result = try runTool(
@@ -218,7 +219,7 @@ struct AttachTests {
                             "error",
                             json(
                                 APIErrorBody(
-                                    APIError(code: "unavailable", message: "appd is stopping")))),
+                                    AppdError(.unavailable, "appd is stopping")))),
                     ]))
             case "output-first":
                 connection.write(chunked([frame("output", "x") + first]))
@@ -233,22 +234,22 @@ struct AttachTests {
                     ]))
             }
         }
-        var error: APIError?
+        var error: AppdError?
         do {
             _ = try AppdClient(socketPath: server.socketPath).launchAttached(
                 "com.example.notes", LaunchRequest()
             ) { _ in
             } onOutput: { _ in
             }
-        } catch let thrown as APIError {
+        } catch let thrown as AppdError {
             error = thrown
         }
         let got = try #require(error)
         switch kind {
         case "cut":
-            #expect(got.code == "unavailable" && got.message.contains("broke off"), "\(got)")
+            #expect(got.code == .unavailable && got.message.contains("broke off"), "\(got)")
         case "error": #expect(got.message == "appd is stopping", "\(got)")
-        default: #expect(got.code == "badResponse", "\(got)")
+        default: #expect(got.code == .badResponse, "\(got)")
         }
         if kind != "output-first" {
             #expect(got.hint?.contains("0123456789ab") == true, "\(got)")

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -99,12 +100,12 @@ struct ClientTests {
         #expect(requests.map { $0.header("Content-Length") } == ["0", nil])
     }
 
-    @Test("an error body becomes the daemon's APIError: code, message, problems, hint")
+    @Test("an error body becomes the daemon's AppdError: code, message, problems, hint")
     func errorBody() throws {
-        let error = APIError(
-            code: "permissionDenied",
-            message: "uid 1000 may not launch apps: [API] ControlAllowed=@appd",
-            problems: [APIProblem(path: "Info.plist", message: "bad")], hint: "join the appd group")
+        let error = AppdError(
+            .permissionDenied, "uid 1000 may not launch apps: [API] ControlAllowed=@appd",
+            problems: [BundleProblem(path: "Info.plist", message: "bad")],
+            hint: "join the appd group")
         let server = try CannedServer { connection in
             connection.respond("403 Forbidden", json(APIErrorBody(error)))
         }
@@ -121,11 +122,11 @@ struct ClientTests {
             connection.respond(
                 "502 Bad Gateway", "<html>upstream gone</html>\nmore", type: "text/html")
         }
-        let error = try #require(throws: APIError.self) {
+        let error = try #require(throws: AppdError.self) {
             try AppdClient(socketPath: server.socketPath).get(
                 AppdClient.path("apps"), as: [APIApp].self)
         }
-        #expect(error.code == "internal")
+        #expect(error.code == .internal)
         #expect(
             error.message
                 == "appd answered GET /v1/apps with 502 Bad Gateway: <html>upstream gone</html>")
@@ -137,10 +138,10 @@ struct ClientTests {
         let server = try CannedServer { connection in
             connection.write("HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
         }
-        let error = try #require(throws: APIError.self) {
+        let error = try #require(throws: AppdError.self) {
             try AppdClient(socketPath: server.socketPath).get("/v1/nothing", as: [APIApp].self)
         }
-        #expect(error.code == "notFound")
+        #expect(error.code == .notFound)
         #expect(error.message == "appd answered GET /v1/nothing with 404 Not Found")
         server.stop()
     }
@@ -150,11 +151,11 @@ struct ClientTests {
         let server = try CannedServer { connection in
             connection.respond("200 OK", #"[{"bundleId": "x.y"}]"#)
         }
-        let error = try #require(throws: APIError.self) {
+        let error = try #require(throws: AppdError.self) {
             try AppdClient(socketPath: server.socketPath).get(
                 AppdClient.path("apps"), as: [APIApp].self)
         }
-        #expect(error.code == "badResponse")
+        #expect(error.code == .badResponse)
         #expect(
             error.message.hasPrefix(
                 "cannot read appd's answer to GET /v1/apps: [0]: missing 'state'"))
@@ -182,10 +183,10 @@ struct PathTests {
 
     @Test("a path that could split the request line is refused before connecting")
     func invalidTarget() {
-        let error = #expect(throws: APIError.self) {
+        let error = #expect(throws: AppdError.self) {
             try AppdClient(socketPath: "/nonexistent/appd.sock").get(
                 "/v1/apps HTTP/1.1\r\nX: y", as: [APIApp].self)
         }
-        #expect(error?.code == "badRequest")
+        #expect(error?.code == .badRequest)
     }
 }

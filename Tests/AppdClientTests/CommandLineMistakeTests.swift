@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdCLI
 import Foundation
 import TestSupport
@@ -125,34 +126,26 @@ struct CommandLineMistakeTests {
 
 @Suite("an install refused by the daemon names the user's path")
 struct InstallErrorPathTests {
-    func error(_ message: String, problems: [APIProblem] = []) -> APIError {
-        APIError(code: "invalidBundle", message: message, problems: problems)
-    }
+    /// As the daemon sends it: the bundle and the archive are subjects without a path for them.
+    let refused = AppdError(
+        .invalidBundle, "not a valid app bundle (1 problem)", subject: .init(.bundle),
+        problems: [BundleProblem("Info.plist", "CFBundleExecutable 'Broken' does not exist")],
+        cause: AppdError(.invalidBundle, "entry 'x' is a hard link", subject: .init(.archive)))
 
-    @Test("the bundle's name where it starts a path becomes the path typed; elsewhere it stays")
-    func naming() {
-        let typed = "../build/Broken.app/"
-        let refused = Install.naming(
-            error(
-                "Broken.app: Info.plist: CFBundleExecutable 'Broken' does not exist in the bundle",
-                problems: [
-                    APIProblem(
-                        path: "Broken.app/Info.plist", message: "see 'Broken.app/Info.plist'")
-                ]),
-            bundle: "Broken.app", as: typed)
-        #expect(
-            refused.message
-                == "../build/Broken.app: Info.plist: CFBundleExecutable 'Broken' does not exist in the bundle"
-        )
-        #expect(refused.problems.first?.path == "../build/Broken.app/Info.plist")
-        #expect(refused.problems.first?.message == "see '../build/Broken.app/Info.plist'")
-        // Part of another word: left alone.
-        #expect(
-            Install.naming(error("NotBroken.app.bak is odd"), bundle: "Broken.app", as: typed)
-                .message == "NotBroken.app.bak is odd")
-        // Typed as the bare name: nothing to change.
-        #expect(
-            Install.naming(error("Broken.app: bad"), bundle: "Broken.app", as: "Broken.app").message
-                == "Broken.app: bad")
+    @Test("the bundle subject is shown as the path typed, the message and problems as sent")
+    func viewing() {
+        let shown = Install.viewing(
+            refused, bundle: "Broken.app", as: "../build/Broken.app/", folder: true)
+        #expect(shown.message == refused.message)
+        #expect(shown.problems == refused.problems)
+        #expect(shown.headline == "../build/Broken.app: not a valid app bundle (1 problem)")
+        #expect(shown.cause?.headline == "bundle archive: entry 'x' is a hard link")
+        // `.`: the folder's full path, not a bare dot.
+        let dot = Install.viewing(refused, bundle: "Broken.app", as: ".", folder: true)
+        #expect(dot.subject?.view == FileManager.default.currentDirectoryPath)
+        // An archive: the file and the folder in it, as the person gave them.
+        let ipa = Install.viewing(
+            refused, bundle: "Broken.app", as: "Broken.ipa:Payload/Broken.app", folder: false)
+        #expect(ipa.headline.hasPrefix("Broken.ipa:Payload/Broken.app: not a valid"))
     }
 }

@@ -1,12 +1,13 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
 
 @Suite("AppdClient when the daemon is not there or misbehaves")
 struct FailureTests {
-    func failure(_ client: AppdClient, _ path: String = AppdClient.path("apps")) -> APIError? {
-        #expect(throws: APIError.self) { try client.get(path, as: [APIApp].self) }
+    func failure(_ client: AppdClient, _ path: String = AppdClient.path("apps")) -> AppdError? {
+        #expect(throws: AppdError.self) { try client.get(path, as: [APIApp].self) }
     }
 
     @Test("no socket file: unavailable, 'appd is not running', how to start it")
@@ -14,7 +15,7 @@ struct FailureTests {
         let scratch = Scratch("appd-client")
         let path = scratch.sub("appd.sock")
         let error = try #require(failure(AppdClient(socketPath: path)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(error.message == "appd is not running (no daemon listening on \(path))")
         #expect(error.hint == "start it: systemctl start appd.socket, or appd serve --root DIR")
         #expect(error.errno == ENOENT)
@@ -74,7 +75,7 @@ struct FailureTests {
         close(try boundSocket(at: path))
         #expect(FileManager.default.fileExists(atPath: path))
         let error = try #require(failure(AppdClient(socketPath: path)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(error.message == "appd is not running (no daemon listening on \(path))")
         #expect(error.errno == ECONNREFUSED)
     }
@@ -87,7 +88,7 @@ struct FailureTests {
         defer { server.stop() }
         chmod(server.socketPath, 0)
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(
             error.message.hasPrefix("permission denied on the socket \(server.socketPath) (group "))
         #expect(error.message.hasSuffix("you need to be in the group that owns it"))
@@ -97,7 +98,7 @@ struct FailureTests {
     func longPath() throws {
         let path = "/tmp/" + String(repeating: "x", count: 120)
         let error = try #require(failure(AppdClient(socketPath: path)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(
             error.message.contains("is too long (125 bytes; a Unix socket path holds at most 107)"))
     }
@@ -106,7 +107,7 @@ struct FailureTests {
     func noAnswer() throws {
         let server = try CannedServer { _ in }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(error.message == "appd closed the connection without answering GET /v1/apps")
         server.stop()
     }
@@ -117,7 +118,7 @@ struct FailureTests {
             connection.write("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n[{\"bundleId\"")
         }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(
             error.message
                 == "appd's answer to GET /v1/apps broke off: the connection closed 88 bytes before the end of the body"
@@ -149,7 +150,7 @@ struct FailureTests {
     func malformed(answer: String, problem: String) throws {
         let server = try CannedServer { connection in connection.write(answer) }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
-        #expect(error.code == "badResponse")
+        #expect(error.code == .badResponse)
         #expect(error.message == "the answer to GET /v1/apps is not valid HTTP: \(problem)")
         server.stop()
     }
@@ -164,7 +165,7 @@ struct FailureTests {
             connection.write("\r\n")
         }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath)))
-        #expect(error.code == "tooLarge", "\(error)")
+        #expect(error.code == .tooLarge, "\(error)")
         server.stop()
     }
 
@@ -176,7 +177,7 @@ struct FailureTests {
         var client = AppdClient(socketPath: server.socketPath)
         client.maxResponseBytes = 1000
         let error = try #require(failure(client))
-        #expect(error.code == "tooLarge")
+        #expect(error.code == .tooLarge)
         #expect(
             error.message.hasSuffix("its Content-Length is 999999999999, the limit is 1000 bytes"))
         server.stop()
@@ -198,7 +199,7 @@ struct FailureTests {
         let release = DispatchSemaphore(value: 0)
         let server = try CannedServer { _ in _ = release.wait(timeout: .now() + 10) }
         let error = try #require(failure(AppdClient(socketPath: server.socketPath, timeout: 0.2)))
-        #expect(error.code == "unavailable")
+        #expect(error.code == .unavailable)
         #expect(error.message == "appd did not answer GET /v1/apps within 0.2 s")
         release.signal()
         server.stop()

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -52,14 +53,14 @@ struct StreamTests {
         #expect(server.finish().first?.header("Accept") == "application/x-ndjson")
     }
 
-    @Test("a stream answered with an error throws the daemon's APIError")
+    @Test("a stream answered with an error throws the daemon's AppdError")
     func streamError() throws {
         let server = try CannedServer { connection in
             connection.respond(
                 "404 Not Found",
-                json(APIErrorBody(APIError(code: "notFound", message: "no instance 0123456789ab"))))
+                json(APIErrorBody(AppdError(.notFound, "no instance 0123456789ab"))))
         }
-        #expect(throws: APIError(code: "notFound", message: "no instance 0123456789ab")) {
+        #expect(throws: AppdError(.notFound, "no instance 0123456789ab")) {
             try AppdClient(socketPath: server.socketPath).stream(
                 AppdClient.path("instances", "0123456789ab", "logs")
             ) { _ in
@@ -123,8 +124,7 @@ struct StreamTests {
 
     @Test("a daemon that refuses an upload early and closes is heard: its error is thrown")
     func refusedUpload() throws {
-        let refusal = APIError(
-            code: "tooLarge", message: "the archive is larger than MaxTotalBytes (1 MiB)")
+        let refusal = AppdError(.tooLarge, "the archive is larger than MaxTotalBytes (1 MiB)")
         let server = try CannedServer { connection in
             connection.respond("413 Content Too Large", json(APIErrorBody(refusal)))
             // Closing with the upload unread: the client's next write fails with EPIPE.

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -126,7 +127,7 @@ struct TypedMethodTests {
             connection.respond(
                 "404 Not Found", #"{"error": {"code": "notFound", "message": "gone"}}"#)
         }
-        #expect(throws: APIError.self) { try wire.call(AppdClient(socketPath: server.socketPath)) }
+        #expect(throws: AppdError.self) { try wire.call(AppdClient(socketPath: server.socketPath)) }
         let request = try #require(server.finish().first)
         #expect(request.line == "\(wire.line) HTTP/1.1")
         if let body = wire.body {
@@ -158,7 +159,7 @@ struct TypedMethodTests {
             connection.readBody()
             connection.respond("404 Not Found", #"{"error": {"code": "notFound", "message": "x"}}"#)
         }
-        #expect(throws: APIError.self) {
+        #expect(throws: AppdError.self) {
             try AppdClient(socketPath: server.socketPath).install(
                 name: "Hello World.app", allowSignerChange: true
             ) { write in

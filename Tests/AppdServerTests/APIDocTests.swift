@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import Foundation
 import Testing
 
@@ -77,12 +78,12 @@ struct AuthorizerTests {
 
     @Test("a refusal is a 403 that names the setting and the caller")
     func refusal() throws {
-        let error = #expect(throws: APIFailure.self) {
+        let error = #expect(throws: AppdError.self) {
             try authorizer { _ in }.check(Caller(uid: 65534, gid: 65534, pid: 1), .admin)
         }
-        #expect(error?.status == 403)
+        #expect(error?.code.httpStatus == 403)
         #expect(
-            error?.error.message.contains(
+            error?.message.contains(
                 "uid 65534 may not install or uninstall apps: [API] AdminAllowed=@appd-admin")
                 == true)
     }

@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import Foundation
 import Testing
 
@@ -21,7 +22,7 @@ struct ConnectionLimitsTests {
     static func status(_ admission: ConnectionLimits.Admission) -> Int {
         switch admission {
         case .admitted: 200
-        case .refused(let failure): failure.status
+        case .refused(let failure): failure.code.httpStatus
         case .dropped: 0
         }
     }
@@ -35,9 +36,9 @@ struct ConnectionLimitsTests {
             return
         }
         limits.refused()
-        #expect(failure.status == 429)
-        #expect(failure.error.message.contains("MaxConnectionsPerUser=4"))
-        #expect(failure.error.hint != nil)
+        #expect(failure.code.httpStatus == 429)
+        #expect(failure.message.contains("MaxConnectionsPerUser=4"))
+        #expect(failure.hint != nil)
         limits.release(Self.caller(1000))
         #expect(Self.status(limits.admit(Self.caller(1000))) == 200)
     }
@@ -84,7 +85,7 @@ struct ConnectionLimitsTests {
         var slots = [
             try limits.openStream(Self.caller(1000)), try limits.openStream(Self.caller(1000)),
         ]
-        #expect(throws: APIFailure.self) { try limits.openStream(Self.caller(1000)) }
+        #expect(throws: AppdError.self) { try limits.openStream(Self.caller(1000)) }
         for _ in 0..<5 { slots.append(try limits.openStream(Self.caller(0))) }
         slots.removeFirst()
         #expect(throws: Never.self) { _ = try limits.openStream(Self.caller(1000)) }

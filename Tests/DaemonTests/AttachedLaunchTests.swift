@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -69,7 +70,7 @@ struct AttachedLaunchTests {
         let daemon = try TestDaemon()
         #expect {
             _ = try Self.attach(daemon, "com.example.missing", [])
-        } throws: { ($0 as? APIError)?.code == "notFound" }
+        } throws: { ($0 as? AppdError)?.code == .notFound }
         let console = try daemon.run("appctl", ["launch", "--console", "com.example.missing"])
         #expect(console.code != 0)
         #expect(console.output.contains("com.example.missing"), "\(console.output)")

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -110,9 +111,9 @@ struct EventReplayTests {
         do {
             _ = try Self.collect(daemon, "/v1/events?since=soon") { _ in true }
             Issue.record("since=soon was accepted")
-        } catch let error as APIError {
+        } catch let error as AppdError {
             #expect(
-                error.code == "badRequest" && error.message.contains("since 'soon'"), "\(error)")
+                error.code == .badRequest && error.message.contains("since 'soon'"), "\(error)")
         }
     }
 

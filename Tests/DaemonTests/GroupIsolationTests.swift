@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -75,8 +76,8 @@ struct GroupIsolationTests {
         return try daemon.logs(instance.id)
     }
 
-    static func apiError(_ body: () throws -> Void) -> APIError? {
-        do { try body() } catch let error as APIError { return error } catch {}
+    static func apiError(_ body: () throws -> Void) -> AppdError? {
+        do { try body() } catch let error as AppdError { return error } catch {}
         return nil
     }
 
@@ -238,7 +239,7 @@ struct GroupIsolationTests {
             )
         }
         #expect(Date().timeIntervalSince(started) < 1, "the read waited for the state lock")
-        #expect(failure?.code == "notFound", "\(String(describing: failure))")
+        #expect(failure?.code == .notFound, "\(String(describing: failure))")
         #expect(try FileManager.default.contentsOfDirectory(atPath: groupsDir).sorted() == before)
         let count = try TestDaemon.run(
             "/usr/bin/sqlite3",

@@ -1,3 +1,5 @@
+import AppdAPI
+import AppdBase
 import Foundation
 import Testing
 
@@ -13,7 +15,17 @@ struct InstallErrorTests {
         let result = try daemon.run("appd", ["install", bundle])
         #expect(result.code == 1)
         #expect(!result.output.contains("incoming"), "\(result.output)")
-        #expect(result.output.contains(bundle), "\(result.output)")
+        #expect(
+            result.output.hasPrefix("appd: \(bundle): not a valid app bundle"), "\(result.output)")
+        // On the wire the bundle is a subject with no path of the daemon's, none in the message:
+        // the client above put the one given in front; nothing rewrote a text.
+        let json = try daemon.run("appd", ["install", "--json", bundle])
+        #expect(json.code == 1)
+        let body = try JSONDecoder().decode(APIErrorBody.self, from: Data(json.output.utf8))
+        #expect(body.error.subject == .init(.bundle), "\(json.output)")
+        #expect(body.error.message == "not a valid app bundle (1 problem)", "\(json.output)")
+        #expect(!body.error.problems.isEmpty, "\(json.output)")
+        #expect(!json.output.contains("incoming"), "\(json.output)")
     }
 }
 

@@ -66,7 +66,7 @@ struct LogTailTests {
                 "/v1/instances/\(instance.id)/logs?tail=lots", as: [String].self)
             Issue.record("tail=lots was accepted")
         } catch {
-            #expect(error.code == "badRequest" && error.message.contains("tail 'lots'"), "\(error)")
+            #expect(error.code == .badRequest && error.message.contains("tail 'lots'"), "\(error)")
         }
     }
 

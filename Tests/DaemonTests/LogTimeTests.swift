@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -92,9 +93,9 @@ struct LogTimeTests {
         do {
             try daemon.client.stream("/v1/instances/\(instance.id)/logs?since=soon") { _ in }
             Issue.record("since=soon was accepted")
-        } catch let error as APIError {
+        } catch let error as AppdError {
             #expect(
-                error.code == "badRequest" && error.message.contains("since 'soon'"), "\(error)")
+                error.code == .badRequest && error.message.contains("since 'soon'"), "\(error)")
         }
     }
 

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -94,8 +95,8 @@ struct ServiceTests {
         #expect(now.state == .background, "\(now.state)")
 
         // Never the active app, never frozen by request either.
-        #expect(throws: APIError.self) { try daemon.act("activate", service.id) }
-        #expect(throws: APIError.self) { try daemon.act("suspend", service.id) }
+        #expect(throws: AppdError.self) { try daemon.act("activate", service.id) }
+        #expect(throws: AppdError.self) { try daemon.act("suspend", service.id) }
         #expect(try daemon.state(service.id) == .background)
     }
 

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdClient
 import Foundation
 import Testing
@@ -109,7 +110,7 @@ struct SupervisionTests {
         let killed = try daemon.wait(instance.id)
         #expect(killed.exit?.reason == .killed)
         // An exited instance cannot be controlled any more: 409 naming why.
-        #expect(throws: APIError.self) {
+        #expect(throws: AppdError.self) {
             try daemon.client.post("/v1/instances/\(instance.id)/suspend", as: APIInstance.self)
         }
     }

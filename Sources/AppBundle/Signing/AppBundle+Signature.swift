@@ -60,7 +60,9 @@ extension AppBundle {
         let (manifest, problems) = try BundleManifest.read(
             bundleAt: path, layout: layout, limits: limits)
         guard problems.isEmpty else {
-            throw AppdError(.invalidBundle, "\(path) cannot be signed", problems: problems)
+            throw AppdError(
+                .invalidBundle, "cannot be signed", subject: .init(.bundle, view: path),
+                problems: problems)
         }
         let (resources, signature) = try CodeSignature.sign(manifest, with: identity)
         return (manifest, resources, signature)

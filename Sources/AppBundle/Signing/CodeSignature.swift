@@ -61,8 +61,8 @@ public struct CodeSignature: Sendable {
         let signatureFile = try readInside(path, signaturePath, maxBytes: maxSignatureBytes)
         func bad(_ file: String, _ message: String) -> AppdError {
             AppdError(
-                .invalidBundle, "\(path): the code signature is invalid",
-                problems: [BundleProblem(file, message)])
+                .invalidBundle, "the code signature is invalid",
+                subject: .init(.bundle, view: path), problems: [BundleProblem(file, message)])
         }
         switch (resources, signatureFile) {
         case (nil, nil): return nil
@@ -124,8 +124,10 @@ public struct CodeSignature: Sendable {
     /// Reads `relative` below `bundle` without following any symlink on the way; nil if some
     /// component does not exist.
     static func readInside(_ bundle: String, _ relative: String, maxBytes: Int) throws -> Data? {
+        let root = AppdError.Subject(.bundle, view: bundle)
+        let file = AppdError.Subject(.bundle, relative, view: bundle)
         var fd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AppdError.system("open \(bundle)") }
+        guard fd >= 0 else { throw AppdError.system("open", subject: root) }
         let parts = relative.split(separator: "/").map(String.init)
         for (index, part) in parts.enumerated() {
             let last = index == parts.count - 1
@@ -137,13 +139,13 @@ public struct CodeSignature: Sendable {
                 if failure == ENOENT { return nil }
                 if failure == ELOOP || failure == ENOTDIR {
                     throw AppdError(
-                        .invalidBundle, "\(bundle)/\(relative) is not readable as a regular file",
+                        .invalidBundle, "is not readable as a regular file", subject: file,
                         problems: [
                             BundleProblem(
                                 parts[...index].joined(separator: "/"), "must not be a symlink")
                         ])
                 }
-                throw AppdError.system("open \(bundle)/\(relative)", errno: failure)
+                throw AppdError.system("open", errno: failure, subject: file)
             }
             fd = next
         }
@@ -151,12 +153,12 @@ public struct CodeSignature: Sendable {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
             throw AppdError(
-                .invalidBundle, "\(bundle)/\(relative) is not a regular file",
+                .invalidBundle, "is not a regular file", subject: file,
                 problems: [BundleProblem(relative, "must be a regular file")])
         }
         guard Int(info.st_size) <= maxBytes else {
             throw AppdError(
-                .invalidBundle, "\(bundle)/\(relative) is too large",
+                .invalidBundle, "is too large", subject: file,
                 problems: [
                     BundleProblem(
                         relative, "is \(info.st_size) bytes, over the limit of \(maxBytes)")
@@ -169,7 +171,7 @@ public struct CodeSignature: Sendable {
                 retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
             }
             if n == 0 { break }
-            if n < 0 { throw AppdError.system("read \(bundle)/\(relative)") }
+            if n < 0 { throw AppdError.system("read", subject: file) }
             data.append(contentsOf: buffer[..<n])
         }
         return data
