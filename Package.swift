@@ -294,7 +294,8 @@ let package = Package(
         .testTarget(
             name: "AppdClientTests",
             dependencies: [
-                "AppdClient", "AppdAPI", "AppdCLI", "AppdConfig", "appctl", "appd", "TestSupport",
+                "AppdBase", "AppdClient", "AppdAPI", "AppdCLI", "AppdConfig", "appctl", "appd",
+                "TestSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]),
         .testTarget(
@@ -332,11 +333,13 @@ let package = Package(
         // signer's own tool would (TerminalInjectionTests), where `appd sign` refuses it.
         .testTarget(
             name: "DaemonTests",
-            dependencies: ["AppBundle", "AppdAPI", "AppdClient", "CLinux", "TestSupport"]),
+            dependencies: [
+                "AppBundle", "AppdAPI", "AppdBase", "AppdClient", "CLinux", "TestSupport",
+            ]),
         .testTarget(
             name: "AppdServerTests",
             dependencies: [
-                "AppdServer", "AppContainers", "AppdConfig",
+                "AppdServer", "AppContainers", "AppdBase", "AppdConfig",
                 .product(name: "Logging", package: "swift-log"),
             ]),
         // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.

@@ -1,4 +1,3 @@
-import AppdAPI
 import AppdBase
 import Foundation
 import Testing
@@ -13,7 +12,9 @@ struct ErrorAnswerTests {
         guard case .json(let status, let data, _) = Reply.failure(error) else {
             throw AppdError(.internal, "an error answer is not JSON")
         }
-        return (status, try JSONDecoder().decode(APIErrorBody.self, from: data).error)
+        // `{"error": {...}}`, read as a client reads it.
+        struct Body: Decodable { var error: AppdError }
+        return (status, try JSONDecoder().decode(Body.self, from: data).error)
     }
 
     @Test("each code is answered with its status from the map, invalidConfig with 400, not 500")
