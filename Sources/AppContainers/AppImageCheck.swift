@@ -21,10 +21,15 @@ public struct AppImageCheck {
     /// it chowns a new named volume to it (podman), so appd-oci takes a volume owned by it when
     /// config.json's user is this one (DataPlace).
     public static let imageUser: UInt32 = 65534
-    public var bundle: AppBundle
+    /// The bundle, its signature and the policy's decision, as `BundleVerifier` found them.
+    public var verified: VerifiedBundle
+
+    public var bundle: AppBundle { verified.bundle }
     /// Its signature, verified over its CodeResources (nil: unsigned, and allowed).
-    public var signature: CodeSignature?
-    public var decision: SigningDecision
+    public var signature: CodeSignature? { verified.signature }
+    public var decision: SigningDecision {
+        verified.decision ?? SigningDecision(keyID: nil, signerNames: [], warning: nil)
+    }
 
     /// The one `Name.app` at the top of `rootfs`, or nil when there is none (a plain image).
     /// More than one is refused: which app runs must not depend on directory order.
@@ -46,22 +51,20 @@ public struct AppImageCheck {
         return bundles.first.map { "\(rootfs)/\($0)" }
     }
 
-    /// Verifies what names the bundle at `path` and its rights as install does (its signature,
-    /// its Info.plist and Entitlements.plist against it, its programs on `host`, the
-    /// `[Signer]` policy). The rest of the tree is `checkContents`.
+    /// Verifies what names the bundle at `path` and its rights as install does, with install's
+    /// verifier (`BundleVerifier.verifyMetadata`: its signature, its Info.plist and
+    /// Entitlements.plist against it, its programs on `host`, the `[Signer]` policy). The rest
+    /// of the tree is `checkContents`.
     public static func verify(at path: String, config: AppdConfiguration, host: HostLibraries)
         throws -> AppImageCheck
     {
-        let bundle = try AppBundle.open(at: path, limits: config.bundleLimits)
-        let check = try bundle.checkSignedMetadata(limits: config.bundleLimits)
-        try refuse(bundle, signed: check.signature != nil, check.problems)
-        // The app runs on the node's /usr, as install checks it: another CPU's image, or one
-        // needing a library the node lacks, is refused here rather than by the loader.
-        try bundle.checkRuns(on: host)
-        let decision = try config.signing.authorize(
-            signature: check.signature, bundleID: bundle.info.identifier.rawValue,
-            entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables)
-        return AppImageCheck(bundle: bundle, signature: check.signature, decision: decision)
+        do {
+            return AppImageCheck(
+                verified: try BundleVerifier(config, host: host).verifyMetadata(at: path))
+        } catch let error as AppdError {
+            // The bundle as the image has it: `/Name.app`.
+            throw error.viewing(.bundle, as: "/" + (path as NSString).lastPathComponent)
+        }
     }
 
     /// `/Name.app/<CFBundleExecutable>`: what the entrypoint must be.
@@ -84,28 +87,14 @@ public struct AppImageCheck {
         return Array(args.dropFirst())
     }
 
-    /// Every file of the bundle against its signature, as `appd install` checks it (the hashes
-    /// of the executable and resources: the slow part of `create`, 1.9 MB of busybox about
-    /// 1.4 ms here).
-    public func checkContents(limits: BundleLimits) throws {
-        let (manifest, problems) = try BundleManifest.read(
-            bundleAt: bundle.path, layout: bundle.layout, limits: limits)
-        let differences = signature.map { manifest.diff(against: $0.resources) } ?? []
-        try Self.refuse(bundle, signed: signature != nil, problems + differences)
-    }
-
-    private static func refuse(_ bundle: AppBundle, signed: Bool, _ problems: [BundleProblem])
-        throws
-    {
-        guard !problems.isEmpty else { return }
-        // The problems themselves follow the message once, as the error's `problems` (the
-        // first three are printed, then a count).
-        let count = problems.count == 1 ? "1 problem" : "\(problems.count) problems"
-        throw AppdError(
-            .invalidBundle,
-            signed
-                ? "\(bundle.directoryName) does not match its code signature (\(count))"
-                : "\(bundle.directoryName) is not a valid app bundle (\(count))",
-            problems: problems)
+    /// Every file of the bundle against its signature, as `appd install` checks it
+    /// (`BundleVerifier.verifyContents`: the hashes of the executable and resources, the slow
+    /// part of `create`, 1.9 MB of busybox about 1.4 ms here).
+    public mutating func checkContents(limits: BundleLimits) throws {
+        do {
+            try BundleVerifier(limits: limits).verifyContents(&verified)
+        } catch let error as AppdError {
+            throw error.viewing(.bundle, as: "/" + bundle.directoryName)
+        }
     }
 }

@@ -41,11 +41,12 @@ public struct InstallResult: Sendable {
 extension AppStore {
     /// Installs or upgrades the bundle at `path`.
     ///
-    /// The order is what makes it crash-safe: (1) validate the source and report every problem,
-    /// check its signature and the signer's policy (cheap: two small files, no hashing);
+    /// The order is what makes it crash-safe: (1) verify what names the source and its rights
+    /// with `BundleVerifier` (its Info.plist and Entitlements.plist against its signature, its
+    /// programs on this host, the signer's policy; cheap: a few small files, no tree hashing);
     /// (2) copy it into `staging/<txn>/` through the walker's checked fds, hashing every byte on
     /// the way; (3) validate the staged copy, which is the one that counts (root-owned, nobody
-    /// can change it now), and compare the hashes with its CodeResources;
+    /// can change it now), and compare the hashes with its CodeResources (the verifier again);
     /// (4) make it durable (syncfs); (5) publish the containers by rename; (6) commit the
     /// registry row; (7) only then remove the old bundle container. A crash before (6) leaves
     /// unnamed containers that recovery removes; after (6), an old container that recovery
@@ -98,16 +99,17 @@ extension AppStore {
         let config = self.config
         let limits = config.bundleLimits
 
-        let source = try AppBundle.open(at: input.path, limits: limits)
-        // What the host lacks is said before anything is copied (and checked again on the
-        // staged copy, the one that counts).
-        let host = try HostLibraries(systemPaths: config.sandbox.systemPaths)
-        try source.checkRuns(on: host)
+        // The source is verified before anything is copied (what names it and its rights, the
+        // host's libraries, the signer's policy), and the staged copy, the one that counts,
+        // again.
+        let verifier = BundleVerifier(
+            config, host: try HostLibraries(systemPaths: config.sandbox.systemPaths))
+        let checked = try verifier.verifyMetadata(at: input.path)
+        let source = checked.bundle
         let id = source.info.identifier.rawValue
-        let signature = try CodeSignature.read(bundleAt: source.path, layout: source.layout)
-        let signing = try config.signing.authorize(
-            signature: signature, bundleID: id, entitlements: source.entitlements,
-            hostExecutables: source.info.hostExecutables)
+        guard let signing = checked.decision else {
+            throw AppdError(.internal, "\(id): the signer policy was not asked")
+        }
         let existing = try registry.app(id)
         if let existing {
             guard existing.bundleID == id else {
@@ -142,8 +144,7 @@ extension AppStore {
         let bundleContainer = try txn.makeDirectory("bundle")
         let manifest: ManifestBuilder
         let stagedBundle: FileDescriptor
-        let staged: AppBundle
-        let copiedTree: (manifest: BundleManifest, executableHash: Data?)
+        var staged: VerifiedBundle
         let progress = options.progress.map { progress in
             let (totalFiles, totalBytes) = (source.fileCount, source.totalBytes)
             return { @Sendable (files: Int, bytes: Int64) in
@@ -189,22 +190,9 @@ extension AppStore {
             switch input {
             case .folder:
                 // The copy is the one that counts (root-owned, nobody can change it now): read
-                // and checked again, since the source may have changed since it was checked.
-                staged = try AppBundle.open(at: stagedBundle.path, limits: limits)
-                guard staged.info.identifier == source.info.identifier,
-                    staged.info.version == source.info.version,
-                    staged.entitlements == source.entitlements
-                else {
-                    throw AppdError(
-                        .invalidBundle,
-                        "changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)",
-                        subject: .init(.bundle))
-                }
-                copiedTree = try Self.checkCopy(
-                    manifest, staged: staged, signature: signature,
-                    stagedSignature: CodeSignature.read(
-                        bundleAt: staged.path, layout: staged.layout))
-                try staged.checkRuns(on: host)
+                // and verified again, since the source may have changed since it was checked.
+                staged = try verifier.verifyMetadata(at: stagedBundle.path)
+                try Self.checkUnchanged(staged, since: checked)
             case .extracted:
                 // Renamed, not copied: what was checked in incoming/ (root-only, written by this
                 // process alone) is what staging holds, byte for byte; only the modes changed,
@@ -212,10 +200,11 @@ extension AppStore {
                 // property lists, the programs' ELF headers, the signature and its Ed25519
                 // check) would find the same. The hashes the extractor took are checked
                 // against the signature's CodeResources all the same.
-                staged = source.moved(to: stagedBundle.path)
-                copiedTree = try Self.checkCopy(
-                    manifest, staged: staged, signature: signature, stagedSignature: signature)
+                staged = checked
+                staged.bundle = source.moved(to: stagedBundle.path)
             }
+            // The hashes taken while copying against the staged signature's CodeResources.
+            try verifier.verifyContents(&staged, hashed: manifest)
             timings.verify = laps.lap()
         } catch let error as AppdError {
             // The bundle is shown where its caller has it, not where staging does.
@@ -268,17 +257,24 @@ extension AppStore {
         CrashPoint.reach("install.groups-created")
 
         let now = Date()
+        let tree = staged.manifest ?? BundleManifest()
+        let signature = staged.signature
+        let executableHash: Data? =
+            if case .file(let sha256)? = tree.entries[staged.bundle.executablePath] {
+                Data(sha256)
+            } else { nil }
         let app = InstalledApp(
             bundleID: id, state: .installed, uid: uid, dataUUID: dataUUID, bundleUUID: bundleUUID,
-            bundleName: source.directoryName, title: staged.info.title,
-            version: staged.info.version.rawValue, shortVersion: staged.info.shortVersion,
-            executable: staged.executablePath, layout: staged.layout.rawValue,
-            entitlements: try staged.entitlements.plistData(),
-            fileCount: staged.fileCount, totalBytes: staged.totalBytes,
+            bundleName: source.directoryName, title: staged.bundle.info.title,
+            version: staged.bundle.info.version.rawValue,
+            shortVersion: staged.bundle.info.shortVersion,
+            executable: staged.bundle.executablePath, layout: staged.bundle.layout.rawValue,
+            entitlements: try staged.bundle.entitlements.plistData(),
+            fileCount: staged.bundle.fileCount, totalBytes: staged.bundle.totalBytes,
             installedAt: existing?.installedAt ?? now, updatedAt: now,
             signerKeyID: signing.keyID,
             codeResourcesHash: signature.map { Data($0.codeResourcesDigest) },
-            executableHash: copiedTree.executableHash, treeHash: Data(copiedTree.manifest.digest))
+            executableHash: executableHash, treeHash: Data(tree.digest))
         try registry.save(app)
         published = true
         CrashPoint.reach("install.committed")
@@ -306,50 +302,37 @@ extension AppStore {
             app: app, previousVersion: existing?.state == .installed ? existing?.version : nil,
             reusedData: existing != nil,
             bundle: AppBundle(
-                path: app.bundlePath(in: root) ?? staged.path, layout: staged.layout,
-                info: staged.info,
-                entitlements: staged.entitlements, executablePath: staged.executablePath,
-                fileCount: staged.fileCount, totalBytes: staged.totalBytes,
-                warnings: source.warnings, programs: staged.programs, symlinks: staged.symlinks),
+                path: app.bundlePath(in: root) ?? staged.bundle.path,
+                layout: staged.bundle.layout, info: staged.bundle.info,
+                entitlements: staged.bundle.entitlements,
+                executablePath: staged.bundle.executablePath,
+                fileCount: staged.bundle.fileCount, totalBytes: staged.bundle.totalBytes,
+                warnings: source.warnings, programs: staged.bundle.programs,
+                symlinks: staged.bundle.symlinks),
             recovery: recovery, signing: signing, timings: timings)
     }
 }
 
 extension AppStore {
-    /// The hashes taken while copying, checked against the staged bundle's own CodeResources:
-    /// the staged signature (`stagedSignature`, read from the staged copy) must be the one
-    /// authorized before the copy (same bytes), and it must cover exactly the files copied.
-    /// Also refuses names that clash by case or Unicode normalization, signed or not.
-    static func checkCopy(
-        _ builder: ManifestBuilder, staged: AppBundle, signature: CodeSignature?,
-        stagedSignature: @autoclosure () throws -> CodeSignature?
-    ) throws -> (manifest: BundleManifest, executableHash: Data?) {
-        let (manifest, clashes) = builder.finish()
-        guard clashes.isEmpty else {
+    /// The staged copy says what the source said: the same app, version and entitlements,
+    /// and the same signature (same bytes), so what was authorized before the copy is what was
+    /// copied.
+    static func checkUnchanged(_ staged: VerifiedBundle, since source: VerifiedBundle) throws {
+        guard staged.bundle.info.identifier == source.bundle.info.identifier,
+            staged.bundle.info.version == source.bundle.info.version,
+            staged.bundle.entitlements == source.bundle.entitlements
+        else {
             throw AppdError(
-                .invalidBundle, "has names that clash", subject: .init(.bundle), problems: clashes)
+                .invalidBundle,
+                "changed while it was being installed (Info.plist or Entitlements.plist differ from what was validated)",
+                subject: .init(.bundle))
         }
-        let stagedSignature = try stagedSignature()
-        guard stagedSignature?.codeResources == signature?.codeResources else {
+        guard staged.signature?.codeResources == source.signature?.codeResources else {
             throw AppdError(
                 .invalidBundle,
                 "the code signature changed while the bundle was being installed",
                 subject: .init(.bundle))
         }
-        if let signature {
-            let changes = manifest.diff(against: signature.resources)
-            guard changes.isEmpty else {
-                let count = changes.count == 1 ? "1 file differs" : "\(changes.count) files differ"
-                throw AppdError(
-                    .invalidBundle,
-                    "does not match its code signature (\(count) from CodeResources)",
-                    subject: .init(.bundle), problems: changes)
-            }
-        }
-        guard case .file(let executable)? = manifest.entries[staged.executablePath] else {
-            return (manifest, nil)
-        }
-        return (manifest, Data(executable))
     }
 
     /// A uid for a new app from `[Users] UIDRange`. When none is left the error counts the

@@ -55,16 +55,17 @@ extension AppStore {
         wholeTree: Bool
     ) throws {
         if wholeTree, let treeHash = app.treeHash {
-            let (manifest, problems) = try BundleManifest.read(
-                bundleAt: bundlePath, layout: layout, limits: config.bundleLimits)
-            // A problem (an entry added that no bundle may hold) is a change too.
-            guard !problems.isEmpty || Data(manifest.digest) != treeHash else { return }
+            // The tree against its seal, through the verifier install sealed it with.
+            let verifier = BundleVerifier(limits: config.bundleLimits)
+            guard
+                let changes = try verifier.changes(
+                    sinceSealed: Array(treeHash), at: bundlePath, layout: layout,
+                    codeResourcesDigest: app.codeResourcesHash.map(Array.init))
+            else { return }
             throw AppdError(
                 .corruptState,
                 "\(app.bundleID): the installed bundle \(bundlePath) was changed after it was installed; refusing to launch it",
-                problems: problems.isEmpty
-                    ? changes(in: manifest, of: app, at: bundlePath, layout: layout) : problems,
-                hint: "install the app again")
+                problems: changes, hint: "install the app again")
         }
         let actual = try Self.hashFile(bundlePath, executable)
         guard Data(actual) != executableHash else { return }
@@ -73,21 +74,6 @@ extension AppStore {
             "\(app.bundleID): the executable \(bundlePath)/\(executable) was changed after it was installed; refusing to launch it",
             problems: [BundleProblem(executable, "its SHA-256 is not the one recorded at install")],
             hint: "install the app again")
-    }
-
-    /// What differs, named by file, when the installed CodeResources is still the one signed;
-    /// otherwise (unsigned, or CodeResources changed too) only that something did.
-    private func changes(
-        in manifest: BundleManifest, of app: InstalledApp, at path: String, layout: BundleLayout
-    ) -> [BundleProblem] {
-        if let recorded = app.codeResourcesHash,
-            let signature = try? CodeSignature.read(bundleAt: path, layout: layout),
-            Data(signature.codeResourcesDigest) == recorded
-        {
-            let changes = manifest.diff(against: signature.resources)
-            if !changes.isEmpty { return changes }
-        }
-        return [BundleProblem("", "the tree's SHA-256 differs from the one recorded at install")]
     }
 
     /// SHA-256 of `relative` below `bundle`, opened without following a symlink at the end.

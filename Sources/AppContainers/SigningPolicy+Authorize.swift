@@ -4,20 +4,6 @@ import AppdConfig
 import Foundation
 import Sandbox
 
-/// Who signed an installed app, as the installer decided.
-public struct SigningDecision: Sendable, Equatable {
-    /// nil for an unsigned app installed under `AllowUnsigned=yes`.
-    public var keyID: String?
-    /// The `[Signer]` sections that allowed it.
-    public var signerNames: [String]
-    /// For an unsigned install: the loud warning to log and show.
-    public var warning: String?
-    /// The application-group ids the app uses, as its entitlements spell them; each is granted
-    /// by the policy. Whether another key already owns one is the registry's to say
-    /// (`AppStore.checkGroupOwners`).
-    public var groups: [String] = []
-}
-
 extension SigningPolicy {
     /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`
     /// and the host programs its Info.plist names (`hostExecutables`, AppdHostExecutables).

@@ -8,8 +8,8 @@ import Sandbox
 
 /// The image convention (docs/oci-image.md): the root filesystem holds exactly one bundle,
 /// `/Name.app`, and `process.args[0]` names its executable. At `create` the bundle is verified
-/// by `AppImageCheck` (AppContainers), the same check `appd verify` makes of an image, against
-/// this node's appd.conf. Its entitlements then compile to the profile a daemon launch gets.
+/// by `AppImageCheck` (AppContainers) with install's `BundleVerifier`, the same check `appd verify`
+/// makes of an image, against this node's appd.conf. Its entitlements then compile to the profile a daemon launch gets.
 struct AppImage {
     var check: AppImageCheck
     /// The arguments after the executable.
@@ -35,7 +35,7 @@ struct AppImage {
             check: check, arguments: try check.arguments(of: args, source: "process.args"))
     }
 
-    func checkContents(limits: BundleLimits) throws {
+    mutating func checkContents(limits: BundleLimits) throws {
         try check.checkContents(limits: limits)
     }
 }

@@ -53,15 +53,15 @@ struct Image: ParsableCommand {
             }
             // A --tag the engines cannot read is a usage mistake: said before the bundle is read.
             let named = try tag.map { try ImageReference(parsing: $0) }
-            let (config, app, check) = try Verify.check(bundle, options: options)
+            let (config, check) = try Verify.check(bundle, options: options)
+            let app = check.bundle
             let id = app.info.identifier.rawValue
             let version = app.info.shortVersion ?? app.info.version.rawValue
             if check.signature == nil {
                 // What install decides for an unsigned bundle: refused unless AllowUnsigned=yes
                 // (and then only with the entitlements an unsigned app may have).
-                _ = try config.signing.authorize(
-                    signature: nil, bundleID: id, entitlements: app.entitlements,
-                    hostExecutables: app.info.hostExecutables)
+                var unsigned = check
+                try BundleVerifier(config, host: nil).authorize(&unsigned)
             }
             let reference =
                 try named ?? ImageReference.defaultReference(bundleID: id, version: version)

@@ -75,7 +75,7 @@ extension Verify {
             seen = (found, host)
             // create's order: what names the bundle and its rights, the entrypoint, then
             // every file.
-            let check = try AppImageCheck.verify(at: found, config: config, host: host)
+            var check = try AppImageCheck.verify(at: found, config: config, host: host)
             var bundleView = BundleView(check.bundle)
             bundleView.programs = ProgramsView(check.bundle, host: host)
             bundleView.path = "/" + check.bundle.directoryName

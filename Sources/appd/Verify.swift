@@ -67,7 +67,8 @@ struct Verify: ParsableCommand {
                 "--signers is for an image; a bundle is checked against appd.conf")
         }
         try options.run {
-            let (config, app, check) = try Self.check(bundle, options: options)
+            let (config, verified) = try Self.check(bundle, options: options)
+            let app = verified.bundle
             var view = BundleView(app)
             let host = try HostLibraries(
                 root: hostRoot ?? "/", systemPaths: config.sandbox.systemPaths)
@@ -77,7 +78,7 @@ struct Verify: ParsableCommand {
             let store: AppStore?
             do { store = try options.openStore(.readOnly) } catch { store = nil }
             view.signature = SignatureView(
-                check, bundle: app, policy: config.signing, store: store,
+                verified, policy: config.signing, store: store,
                 root: options.stateRoot.path)
             if options.json { Output.json(view) } else { view.printText() }
             if let programs = view.programs, !programs.problems.isEmpty {
@@ -89,24 +90,13 @@ struct Verify: ParsableCommand {
 
 extension Verify {
     /// What verify checks, for `appd image` too: the bundle is valid and every file matches its
-    /// code signature (or it has none), else an error listing each problem.
+    /// code signature (or it has none), else an error listing each problem. Install's verifier
+    /// (`BundleVerifier.verify`), without the host and the policy: verify reports those.
     static func check(_ bundle: String, options: GlobalOptions) throws -> (
-        AppdConfiguration, AppBundle, SignatureCheck
+        AppdConfiguration, VerifiedBundle
     ) {
         let config = try options.loadConfiguration()
-        let app = try AppBundle.open(at: bundle, limits: config.bundleLimits)
-        let check = try app.checkSignature(limits: config.bundleLimits)
-        guard check.problems.isEmpty else {
-            let count =
-                check.problems.count == 1 ? "1 problem" : "\(check.problems.count) problems"
-            throw AppdError(
-                .invalidBundle,
-                check.signature == nil
-                    ? "\(app.path) is not a valid app bundle (\(count))"
-                    : "\(app.path) does not match its code signature (\(count))",
-                problems: check.problems)
-        }
-        return (config, app, check)
+        return (config, try BundleVerifier(limits: config.bundleLimits).verify(at: bundle))
     }
 }
 
@@ -182,23 +172,21 @@ struct SignatureView: Encodable {
     /// Why the group owners could not be checked (the registry is root's), if so.
     var groupOwnersUnchecked: String?
 
-    init(
-        _ check: SignatureCheck, bundle: AppBundle, policy: SigningPolicy, store: AppStore?,
-        root: String
-    ) {
-        signed = check.signature != nil
-        keyID = check.signature?.keyID
-        trustedAs = policy.signers.filter { $0.key == check.signature?.publicKey }.map(\.name)
-        let id = bundle.info.identifier.rawValue
+    init(_ verified: VerifiedBundle, policy: SigningPolicy, store: AppStore?, root: String) {
+        signed = verified.signature != nil
+        keyID = verified.signature?.keyID
+        trustedAs = policy.signers.filter { $0.key == verified.signature?.publicKey }.map(\.name)
+        let id = verified.bundle.info.identifier.rawValue
         do {
-            let decision = try policy.authorize(
-                signature: check.signature, bundleID: id,
-                entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables)
-            groups = decision.groups
-            if let store {
+            // What install would decide, asked as install's verifier asks it.
+            var decided = verified
+            try BundleVerifier(limits: BundleLimits(), signing: policy).authorize(&decided)
+            let decision = decided.decision
+            groups = decision?.groups ?? []
+            if let store, let decision {
                 try store.checkGroupOwners(decision.groups, keyID: decision.keyID, bundleID: id)
                 try store.checkGroupLimits(decision.groups, keyID: decision.keyID, bundleID: id)
-            } else if !decision.groups.isEmpty {
+            } else if !groups.isEmpty {
                 groupOwnersUnchecked = "reading the registry of \(root) needs root"
             }
         } catch {

@@ -192,7 +192,7 @@ struct SigningTests {
         #expect(error?.code == .invalidBundle)
         #expect(
             error?.headline
-                == "\(bundle): does not match its code signature (3 files differ from CodeResources)"
+                == "\(bundle): does not match its code signature (3 problems)"
         )
         #expect(
             error?.problems.map(\.description) == [

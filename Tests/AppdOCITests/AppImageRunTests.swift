@@ -367,13 +367,27 @@ struct AppImageRunTests {
         #expect(!result.stdout.contains("hello"), "the tampered app ran: \(result.stdout)")
         #expect(
             result.stderr.contains(
-                "Echo.app does not match its code signature (1 problem): echo: was changed after signing"
+                "/Echo.app: does not match its code signature (1 problem): echo: was changed after signing"
             ), "\(result.stderr)")
         // The problem once, not in the message and again after it.
         #expect(
             result.stderr.components(separatedBy: "was changed after signing").count == 2,
             "\(result.stderr)")
         image.expectNothingLeft()
+        // appd verify and appd install refuse it with the same error: one verifier.
+        let same =
+            "appd: \(image.app): does not match its code signature (1 problem)\n  echo: was changed"
+        for command in [
+            ["verify", image.app],
+            ["install", "--no-daemon", "--root", "\(image.directory)/appd-root", image.app],
+        ] {
+            let refused = try ChildProcess(
+                "appd", ["--config", "\(image.directory)/appd.conf"] + command, stdout: .discard,
+                stderr: .capture
+            ).finish()
+            #expect(refused.code == 1, "\(command[0]): \(refused.stderr)")
+            #expect(refused.stderr.hasPrefix(same), "\(command[0]): \(refused.stderr)")
+        }
     }
 
     @Test(

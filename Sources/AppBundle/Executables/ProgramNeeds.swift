@@ -6,6 +6,8 @@ import PrintableText
 public protocol ProgramHost {
     /// The host's CPU, as the engines name it (GOARCH).
     var architecture: String { get }
+    /// How messages name it: "this host", "the host at DIR".
+    var name: String { get }
     /// Whether `path` (absolute) is a file the host has and an app sees; for an ELF file, its
     /// headers must match `elfClass` and `machine` when they are given.
     func hasFile(_ path: String, elfClass: ELFFile.Class?, machine: UInt16?) -> Bool
@@ -14,6 +16,10 @@ public protocol ProgramHost {
     func library(
         _ name: String, elfClass: ELFFile.Class, machine: UInt16, in directories: [String]?
     ) -> String?
+}
+
+extension ProgramHost {
+    public var name: String { "this host" }
 }
 
 /// What one program of a bundle needs to run, and where each need was found.
@@ -245,5 +251,31 @@ extension AppBundle {
             }
         }
         return current.joined(separator: "/")
+    }
+}
+
+extension AppBundle {
+    /// Refuses a bundle a program of which cannot run on `host`: another architecture, a
+    /// missing loader or script interpreter, a script interpreter the sandbox would not
+    /// execute (`unnamedInterpreters`), a library found neither in the bundle nor on the
+    /// host; or whose `UIRequiredDeviceCapabilities` names another CPU. One problem per
+    /// program, naming the file and everything it lacks; the message
+    /// itself is the first problem, so a one-line error says it all.
+    public func checkRuns(on host: some ProgramHost) throws {
+        let capabilities = DeviceCapabilities.problems(
+            info, hostArchitecture: host.architecture, hostName: host.name
+        ).map { BundleProblem(layout.infoPlistPath, $0) }
+        let hostProblems =
+            capabilities + AppBundle.hostProblems(programNeeds(on: host), hostName: host.name)
+        let problems = unnamedInterpreters + hostProblems
+        guard let first = problems.first else { return }
+        let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
+        throw AppdError(
+            .invalidBundle, "\(directoryName) cannot run on \(host.name): \(first)\(more)",
+            problems: problems.count > 1 ? problems : [],
+            hint: hostProblems.isEmpty
+                ? "docs/info-plist.md, AppdHostExecutables"
+                : "carry the libraries in \(layout.frameworksPath)/ with an $ORIGIN RUNPATH (docs/info-plist.md, \"What a bundle must carry\")"
+        )
     }
 }

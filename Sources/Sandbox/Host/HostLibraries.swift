@@ -231,32 +231,6 @@ public final class HostLibraries: ProgramHost {
     }
 }
 
-extension AppBundle {
-    /// Refuses a bundle a program of which cannot run on `host`: another architecture, a
-    /// missing loader or script interpreter, a script interpreter the sandbox would not
-    /// execute (`unnamedInterpreters`), a library found neither in the bundle nor on the
-    /// host; or whose `UIRequiredDeviceCapabilities` names another CPU. One problem per
-    /// program, naming the file and everything it lacks; the message
-    /// itself is the first problem, so a one-line error says it all.
-    public func checkRuns(on host: HostLibraries) throws {
-        let capabilities = DeviceCapabilities.problems(
-            info, hostArchitecture: host.architecture, hostName: host.name
-        ).map { BundleProblem(layout.infoPlistPath, $0) }
-        let hostProblems =
-            capabilities + AppBundle.hostProblems(programNeeds(on: host), hostName: host.name)
-        let problems = unnamedInterpreters + hostProblems
-        guard let first = problems.first else { return }
-        let more = problems.count > 1 ? " (and \(problems.count - 1) more)" : ""
-        throw AppdError(
-            .invalidBundle, "\(directoryName) cannot run on \(host.name): \(first)\(more)",
-            problems: problems.count > 1 ? problems : [],
-            hint: hostProblems.isEmpty
-                ? "docs/info-plist.md, AppdHostExecutables"
-                : "carry the libraries in \(layout.frameworksPath)/ with an $ORIGIN RUNPATH (docs/info-plist.md, \"What a bundle must carry\")"
-        )
-    }
-}
-
 /// What the loader checks of a library before it takes it.
 struct ELFIdentity: Equatable {
     var elfClass: ELFFile.Class
