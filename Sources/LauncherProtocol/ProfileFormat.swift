@@ -20,48 +20,6 @@ public enum ProfileFormat {
     public static let seccompOptional = "optional"
 }
 
-/// The kind of each record (its first field).
-public enum ProfileRecord: String, Sendable {
-    case cgroup
-    case relayCgroup = "relay-cgroup"
-    case unshare
-    case hostname
-    case loopback
-    case root
-    case mount
-    case console
-    case uid
-    case gid
-    case groups
-    case rlimit
-    case landlockMinABI = "landlock-min-abi"
-    case landlockFS = "landlock-fs"
-    case landlockNetRestrict = "landlock-net-restrict"
-    case landlockNet = "landlock-net"
-    case landlockScope = "landlock-scope"
-    case seccomp
-    case logDenials = "log-denials"
-    case mdwe
-    case memfdNoexec = "memfd-noexec"
-    case chdir
-    case env
-    case exec
-    case arg
-    // A plain OCI container's records (docs/oci-runtime.md, "Plain containers"); an app's
-    // profile never holds them.
-    /// `userns UID GID COUNT`: the app process enters a user namespace of its own whose ids
-    /// 0..COUNT-1 are the host's UID.. and GID..; `uid`, `gid` and `groups` are ids inside it.
-    case userns
-    /// `capabilities SET NAME...`: the app's SET (bounding, effective, permitted, inheritable,
-    /// ambient) is exactly these, in its user namespace. Needs `userns`.
-    case capabilities
-    /// `new-privileges`: no_new_privs is left unset (the config's noNewPrivileges: false).
-    /// Needs `userns`.
-    case newPrivileges = "new-privileges"
-    /// `sysctl NAME VALUE`: written by PID 1 under /proc/sys once the root is built.
-    case sysctl
-}
-
 /// The names `sysctl` may hold: appd-oci checks them at create, appd-exec again.
 public enum ProfileSysctl {
     /// The sysctls a container's own namespaces hold (net, ipc): `net.*`, `kernel.shm*`,
@@ -116,7 +74,7 @@ public enum ProfileNamespace: String, Sendable, Codable, CaseIterable {
 }
 
 /// The second field of `mount`.
-public enum ProfileMountKind: String, Sendable, Codable {
+public enum ProfileMountKind: String, Sendable, Codable, CaseIterable {
     case roBind = "ro-bind"
     case roBindTry = "ro-bind-try"
     case rwBind = "rw-bind"
@@ -187,8 +145,15 @@ public enum ProfileField {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// One record as a line (without its newline): the kind and the encoded fields.
+    /// One record as a line (without its newline): the kind and the encoded fields, as many as
+    /// the record's declared shape takes (`ProfileRecord.shape`, which the launcher reads by).
     public static func record(_ kind: ProfileRecord, _ fields: [String]) -> String {
+        assert(kind.shape.accepts(fields.count), "'\(kind.rawValue)' takes \(kind.shape)")
+        assert(
+            kind != .mount
+                || fields.first.flatMap(ProfileMountKind.init(rawValue:)).map {
+                    $0.fields + 1 == fields.count
+                } == true, "mount \(fields)")
         var line = kind.rawValue
         for field in fields {
             line += " "
@@ -225,6 +190,13 @@ public enum ProfileField {
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.utf8.elementsEqual(bytes) else { throw ProfileFieldError("field is not UTF-8") }
         return text
+    }
+
+    /// `text` with its control bytes as `?`, for a message that is one line.
+    public static func printable(_ text: String) -> String {
+        String(
+            decoding: text.utf8.map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 },
+            as: UTF8.self)
     }
 
     static func hexDigit(_ value: UInt8) -> UInt8 {

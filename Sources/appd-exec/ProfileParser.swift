@@ -39,70 +39,32 @@ struct ProfileParser {
         return parser.profile
     }
 
-    /// One record: the kind, then its fields percent-decoded into `values` (reused).
+    /// One record, read against its declaration (`ProfileRecordReader`: a known kind, a field
+    /// count it takes, once-only records once, every field decoded into `values`), then applied.
     private mutating func parseLine(_ line: ArraySlice<UInt8>, number: Int, values: inout [String])
         throws
     {
-        values.removeAll(keepingCapacity: true)
-        var kind: String?
-        var fieldStart = line.startIndex
         do {
-            var index = line.startIndex
-            while true {
-                if index == line.endIndex || line[index] == ProfileField.separator {
-                    let field = line[fieldStart..<index]
-                    if kind == nil {
-                        kind = String(decoding: field, as: UTF8.self)
-                    } else {
-                        values.append(try Self.decode(field))
-                    }
-                    fieldStart = index + 1
-                }
-                if index == line.endIndex { break }
-                index += 1
-            }
-            try apply(kind ?? "", values)
+            let record = try reader.read(line, into: &values)
+            try apply(record, values)
+        } catch let failure as ProfileFieldError {
+            throw LaunchFailure("profile", "line \(number): \(failure.message)")
         } catch let failure as LaunchFailure {
             throw LaunchFailure("profile", "line \(number): \(failure.message)")
         }
     }
 
     private var profile = Profile()
-    private var seen: [String] = []
+    private var reader = ProfileRecordReader()
 
-    /// Undoes the percent-encoding (LauncherProtocol's `ProfileField`).
-    static func decode(_ field: ArraySlice<UInt8>) throws -> String {
-        do {
-            return try ProfileField.decode(field)
-        } catch {
-            throw LaunchFailure("profile", error.message)
-        }
-    }
-
-    private mutating func apply(_ kind: String, _ values: [String]) throws {
-        func fields(_ count: Int) throws {
-            guard values.count == count else {
-                throw LaunchFailure("profile", "'\(kind)' takes \(count) field(s)")
-            }
-        }
-        func once() throws {
-            guard !seen.contains(kind) else {
-                throw LaunchFailure("profile", "'\(kind)' may appear only once")
-            }
-            seen.append(kind)
-        }
-        guard let record = ProfileRecord(rawValue: kind) else {
-            throw LaunchFailure("profile", "unknown record '\(singleLine(kind))'")
-        }
+    /// What a record sets; its field count and how often it appears were checked by the reader.
+    private mutating func apply(_ record: ProfileRecord, _ values: [String]) throws {
         switch record {
         case .cgroup:
-            try fields(1)
             profile.cgroups.append(try Self.absolute(values[0]))
         case .relayCgroup:
-            try fields(1)
             profile.relayCgroups.append(try Self.absolute(values[0]))
         case .unshare:
-            guard !values.isEmpty else { throw LaunchFailure("profile", "'unshare' needs names") }
             for name in values {
                 guard let namespace = Namespace(rawValue: name) else {
                     throw LaunchFailure("profile", "unknown namespace '\(name)'")
@@ -110,18 +72,15 @@ struct ProfileParser {
                 profile.namespaces.appendUnique(namespace)
             }
         case .hostname:
-            try fields(1)
-            try once()
             profile.hostname = values[0]
         case .loopback:
-            try fields(0)
-            try once()
             profile.loopback = true
         case .root:
-            try once()
-            switch values.first {
+            switch values[0] {
             case ProfileFormat.tmpfsRoot:
-                try fields(1)
+                guard values.count == 1 else {
+                    throw LaunchFailure("profile", "'root tmpfs' takes no other field")
+                }
             case ProfileFormat.imageRoot:
                 guard
                     values.count == 3 || (values.count == 4 && values[3] == ProfileFormat.ownedRoot)
@@ -136,28 +95,20 @@ struct ProfileParser {
                     source: try Self.absolute(values[1]), readOnly: values[2] == "ro",
                     owned: values.count == 4)
             default:
-                throw LaunchFailure("profile", "unknown root '\(values.first ?? "")'")
+                throw LaunchFailure("profile", "unknown root '\(singleLine(values[0]))'")
             }
             profile.buildsRoot = true
         case .mount:
             profile.mounts.append(try Self.mount(values))
         case .console:
-            try fields(0)
-            try once()
             profile.console = true
         case .uid:
-            try fields(1)
-            try once()
             profile.uid = try Self.id(values[0])
         case .gid:
-            try fields(1)
-            try once()
             profile.gid = try Self.id(values[0])
         case .groups:
-            try once()
             profile.groups = try values.map(Self.id)
         case .rlimit:
-            try fields(3)
             let resource = appd_rlimit_resource(values[0])
             guard resource >= 0 else {
                 throw LaunchFailure("profile", "unknown rlimit '\(values[0])'")
@@ -170,37 +121,29 @@ struct ProfileParser {
             profile.rlimits.append(
                 ResourceLimit(name: values[0], resource: resource, soft: soft, hard: hard))
         case .landlockFS:
-            try fields(2)
             guard let access = FilesystemAccess(rawValue: values[0]) else {
                 throw LaunchFailure("profile", "unknown landlock-fs access '\(values[0])'")
             }
             profile.landlockPaths.append((access, try Self.absolute(values[1])))
         case .landlockNet:
-            try fields(2)
             let right = try Self.networkRight(values[0])
             guard let port = Self.number(values[1]), port <= 65535 else {
                 throw LaunchFailure("profile", "bad port '\(values[1])'")
             }
             profile.landlockPorts.append((right, port))
         case .landlockNetRestrict:
-            try fields(1)
             profile.landlockNetRestrict.appendUnique(try Self.networkRight(values[0]))
         case .landlockScope:
-            try fields(1)
             guard let scope = LandlockScope(rawValue: values[0]) else {
                 throw LaunchFailure("profile", "unknown landlock-scope '\(values[0])'")
             }
             profile.landlockScopes.appendUnique(scope)
         case .landlockMinABI:
-            try fields(1)
-            try once()
             guard let abi = Self.number(values[0]), abi <= 1000 else {
                 throw LaunchFailure("profile", "bad landlock-min-abi '\(values[0])'")
             }
             profile.landlockMinABI = Int(abi)
         case .seccomp:
-            try fields(1)
-            try once()
             switch values[0] {
             case ProfileFormat.seccompRequired: profile.seccompRequired = true
             case ProfileFormat.seccompOptional: profile.seccompRequired = false
@@ -211,37 +154,23 @@ struct ProfileParser {
                 )
             }
         case .logDenials:
-            try fields(0)
-            try once()
             profile.logDenials = true
         case .mdwe:
-            try fields(0)
-            try once()
             profile.refuseExecGain = true
         case .memfdNoexec:
-            try fields(0)
-            try once()
             profile.memfdNoexec = true
         case .chdir:
-            try fields(1)
-            try once()
             profile.directory = try Self.absolute(values[0])
         case .env:
-            try fields(1)
             guard let equals = values[0].utf8.firstIndex(of: UInt8(ascii: "=")),
                 equals != values[0].utf8.startIndex
             else { throw LaunchFailure("profile", "env needs KEY=VALUE") }
             profile.environment.append(values[0])
         case .exec:
-            try fields(1)
-            try once()
             profile.executable = try Self.absolute(values[0])
         case .arg:
-            try fields(1)
             profile.arguments.append(values[0])
         case .userns:
-            try fields(3)
-            try once()
             let count = try Self.id(values[2])
             let uid = try Self.id(values[0])
             let gid = try Self.id(values[1])
@@ -250,7 +179,8 @@ struct ProfileParser {
             else { throw LaunchFailure("profile", "bad userns range") }
             profile.userNamespace = UserNamespaceMap(uid: uid, gid: gid, count: count)
         case .capabilities:
-            guard let first = values.first, let set = ProfileCapabilitySet(rawValue: first) else {
+            let first = values[0]
+            guard let set = ProfileCapabilitySet(rawValue: first) else {
                 throw LaunchFailure("profile", "capabilities needs a set name")
             }
             var masks = profile.capabilities ?? CapabilityMasks()
@@ -274,11 +204,8 @@ struct ProfileParser {
             masks.given.append(set)
             profile.capabilities = masks
         case .newPrivileges:
-            try fields(0)
-            try once()
             profile.newPrivileges = true
         case .sysctl:
-            try fields(2)
             guard ProfileSysctl.isNamespaced(values[0]) else {
                 throw LaunchFailure(
                     "profile", "sysctl '\(singleLine(values[0]))' is not a namespaced one")
@@ -287,20 +214,12 @@ struct ProfileParser {
         }
     }
 
+    /// A `mount` record; the reader checked its kind and its field count.
     private static func mount(_ values: [String]) throws -> MountRecord {
-        guard let kind = values.first else {
-            throw LaunchFailure("profile", "'mount' needs a kind")
-        }
-        func fields(_ count: Int) throws {
-            guard values.count == count + 1 else {
-                throw LaunchFailure("profile", "'mount \(kind)' takes \(count) field(s)")
-            }
-        }
-        guard let mountKind = ProfileMountKind(rawValue: kind) else {
-            throw LaunchFailure("profile", "unknown mount kind '\(kind)'")
+        guard let mountKind = ProfileMountKind(rawValue: values[0]) else {
+            throw LaunchFailure("profile", "unknown mount kind '\(singleLine(values[0]))'")
         }
         func bind(_ bind: BindKind) throws -> MountRecord {
-            try fields(2)
             return .bind(
                 bind, source: try absolute(values[1]), destination: try absolute(values[2]))
         }
@@ -311,28 +230,21 @@ struct ProfileParser {
         case .rwBindExec: return try bind(.readWriteExec)
         case .devBind: return try bind(.device)
         case .tmpfs:
-            try fields(2)
             return .tmpfs(destination: try absolute(values[1]), mode: try mode(values[2]))
         case .proc:
-            try fields(1)
             return .proc(destination: try absolute(values[1]))
         case .dev:
-            try fields(1)
             return .dev(destination: try absolute(values[1]))
         case .symlink:
-            try fields(2)
             guard !values[1].isEmpty else { throw LaunchFailure("profile", "empty symlink target") }
             return .symlink(target: values[1], destination: try absolute(values[2]))
         case .dir:
-            try fields(2)
             return .directory(destination: try absolute(values[1]), mode: try mode(values[2]))
         case .file:
-            try fields(3)
             return .file(
                 destination: try absolute(values[1]), mode: try mode(values[2]),
                 content: Array(values[3].utf8))
         case .fs:
-            try fields(4)
             let types = ["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"]
             guard types.contains(values[1]) else {
                 throw LaunchFailure("profile", "mount fs of type '\(values[1])' is not allowed")
@@ -341,10 +253,8 @@ struct ProfileParser {
                 type: values[1], source: values[2], destination: try absolute(values[3]),
                 options: values[4])
         case .mask:
-            try fields(1)
             return .mask(destination: try absolute(values[1]))
         case .roPath:
-            try fields(1)
             return .readOnlyPath(destination: try absolute(values[1]))
         }
     }
