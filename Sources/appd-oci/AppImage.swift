@@ -8,8 +8,9 @@ import Sandbox
 
 /// The image convention (docs/oci-image.md): the root filesystem holds exactly one bundle,
 /// `/Name.app`, and `process.args[0]` names its executable. At `create` the bundle is verified
-/// by `AppImageCheck` (AppContainers) with install's `BundleVerifier`, the same check `appd verify`
-/// makes of an image, against this node's appd.conf. Its entitlements then compile to the profile a daemon launch gets.
+/// by `AppImageCheck` (AppBundle) with install's `BundleVerifier`, the same check `appd verify`
+/// makes of an image, against this node's appd.conf. Its entitlements then compile to the
+/// profile a daemon launch gets.
 struct AppImage {
     var check: AppImageCheck
     /// The arguments after the executable.
@@ -29,8 +30,9 @@ struct AppImage {
         -> AppImage
     {
         let check = try AppImageCheck.verify(
-            at: path, config: config,
-            host: HostLibraries(systemPaths: config.sandbox.systemPaths))
+            at: path,
+            with: BundleVerifier(
+                config, host: try HostLibraries(systemPaths: config.sandbox.systemPaths)))
         return AppImage(
             check: check, arguments: try check.arguments(of: args, source: "process.args"))
     }

@@ -75,7 +75,8 @@ extension Verify {
             seen = (found, host)
             // create's order: what names the bundle and its rights, the entrypoint, then
             // every file.
-            var check = try AppImageCheck.verify(at: found, config: config, host: host)
+            var check = try AppImageCheck.verify(
+                at: found, with: BundleVerifier(config, host: host))
             var bundleView = BundleView(check.bundle)
             bundleView.programs = ProgramsView(check.bundle, host: host)
             bundleView.path = "/" + check.bundle.directoryName
@@ -84,7 +85,7 @@ extension Verify {
             verdict.trustedAs = config.signing.signers.filter {
                 $0.key == check.signature?.publicKey
             }.map(\.name)
-            verdict.groups = check.decision.groups
+            verdict.groups = check.decision?.groups ?? []
             _ = try check.arguments(of: image.arguments, source: "process.args")
             try check.checkContents(limits: config.bundleLimits)
         } catch let error as AppdError {

@@ -54,8 +54,9 @@ struct OneVerifierTests {
 
         let image = failure {
             var check = try AppImageCheck.verify(
-                at: bundle, config: config,
-                host: HostLibraries(systemPaths: config.sandbox.systemPaths))
+                at: bundle,
+                with: BundleVerifier(
+                    config, host: try HostLibraries(systemPaths: config.sandbox.systemPaths)))
             try check.checkContents(limits: config.bundleLimits)
         }
         // The same error, its bundle shown where the image has it.

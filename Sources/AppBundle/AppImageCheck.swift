@@ -1,18 +1,16 @@
-import AppBundle
 import AppdBase
-import AppdConfig
 import Foundation
 import Glibc
-import Sandbox
 
 /// The one check of an appd image's bundle (docs/oci-image.md), for appd-oci's `create` and
 /// `appd verify` of an image alike, so a CI job or an admission check gets the answer create
 /// would give (issue 37): the root filesystem holds exactly one bundle, `/Name.app`; it is
-/// verified as `appd install` verifies it, against an appd.conf: its code signature, the
-/// programs it carries against a host's /usr, then the `[Signer]` policy (unsigned refused
-/// unless `AllowUnsigned=yes`, entitlements the signer may not grant refused); the entrypoint
-/// names its executable; and every file matches its signature (`checkContents`, which create
-/// runs while the launcher builds the sandbox).
+/// verified by install's `BundleVerifier`, made by the caller from an appd.conf and a host: its
+/// code signature, the programs it carries against a host's /usr, then the `[Signer]` policy
+/// (unsigned refused unless `AllowUnsigned=yes`, entitlements the signer may not grant
+/// refused); the entrypoint names its executable; and every file matches its signature
+/// (`checkContents`, which create runs while the launcher builds the sandbox). In AppBundle, so
+/// that what checks an image needs no state root.
 public struct AppImageCheck {
     /// The image's `User` that `appd image` writes: `nobody`, a numeric uid that is not root,
     /// so a pod with `runAsNonRoot` is admitted (the kubelet refuses an image whose user is
@@ -27,9 +25,8 @@ public struct AppImageCheck {
     public var bundle: AppBundle { verified.bundle }
     /// Its signature, verified over its CodeResources (nil: unsigned, and allowed).
     public var signature: CodeSignature? { verified.signature }
-    public var decision: SigningDecision {
-        verified.decision ?? SigningDecision(keyID: nil, signerNames: [], warning: nil)
-    }
+    /// What the `[Signer]` policy decided (nil: the verifier was given no policy).
+    public var decision: SigningDecision? { verified.decision }
 
     /// The one `Name.app` at the top of `rootfs`, or nil when there is none (a plain image).
     /// More than one is refused: which app runs must not depend on directory order.
@@ -51,16 +48,15 @@ public struct AppImageCheck {
         return bundles.first.map { "\(rootfs)/\($0)" }
     }
 
-    /// Verifies what names the bundle at `path` and its rights as install does, with install's
-    /// verifier (`BundleVerifier.verifyMetadata`: its signature, its Info.plist and
-    /// Entitlements.plist against it, its programs on `host`, the `[Signer]` policy). The rest
-    /// of the tree is `checkContents`.
-    public static func verify(at path: String, config: AppdConfiguration, host: HostLibraries)
-        throws -> AppImageCheck
+    /// Verifies what names the bundle at `path` and its rights with `verifier`, install's
+    /// (`BundleVerifier.verifyMetadata`: its signature, its Info.plist and Entitlements.plist
+    /// against it, its programs on the verifier's host, its `[Signer]` policy). The rest of the
+    /// tree is `checkContents`.
+    public static func verify(at path: String, with verifier: BundleVerifier) throws
+        -> AppImageCheck
     {
         do {
-            return AppImageCheck(
-                verified: try BundleVerifier(config, host: host).verifyMetadata(at: path))
+            return AppImageCheck(verified: try verifier.verifyMetadata(at: path))
         } catch let error as AppdError {
             // The bundle as the image has it: `/Name.app`.
             throw error.viewing(.bundle, as: "/" + (path as NSString).lastPathComponent)
