@@ -110,6 +110,8 @@ extension ProfileMountKind {
 public struct ProfileRecordReader {
     /// The once-only records seen so far, by name.
     private var seen: [String] = []
+    /// The kind of the last `mount` read (its first field), looked up once.
+    public private(set) var mountKind: ProfileMountKind?
 
     public init() {}
 
@@ -155,6 +157,7 @@ public struct ProfileRecordReader {
             guard values.count == mount.fields + 1 else {
                 throw ProfileFieldError("'mount \(values[0])' takes \(mount.fields) field(s)")
             }
+            mountKind = mount
         }
         if shape.once {
             guard !seen.contains(name) else {

@@ -99,7 +99,10 @@ struct ProfileParser {
             }
             profile.buildsRoot = true
         case .mount:
-            profile.mounts.append(try Self.mount(values))
+            guard let kind = reader.mountKind else {
+                throw LaunchFailure("profile", "no mount kind")
+            }
+            profile.mounts.append(try Self.mount(kind, values))
         case .console:
             profile.console = true
         case .uid:
@@ -214,11 +217,11 @@ struct ProfileParser {
         }
     }
 
-    /// A `mount` record; the reader checked its kind and its field count.
-    private static func mount(_ values: [String]) throws -> MountRecord {
-        guard let mountKind = ProfileMountKind(rawValue: values[0]) else {
-            throw LaunchFailure("profile", "unknown mount kind '\(singleLine(values[0]))'")
-        }
+    /// A `mount` record of `mountKind`; the reader looked up its kind and checked its field
+    /// count.
+    private static func mount(_ mountKind: ProfileMountKind, _ values: [String]) throws
+        -> MountRecord
+    {
         func bind(_ bind: BindKind) throws -> MountRecord {
             return .bind(
                 bind, source: try absolute(values[1]), destination: try absolute(values[2]))
