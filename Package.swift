@@ -215,7 +215,7 @@ let package = Package(
         .executableTarget(
             name: "appd-oci",
             dependencies: [
-                "AppdAPI", "AppdBase", "AppBundle", "AppContainers", "AppdConfig", "CLinux",
+                "AppdAPI", "AppdBase", "AppBundle", "AppdConfig", "CLinux",
                 "LauncherProtocol", "PrintableText", "Sandbox",
             ],
             swiftSettings: [

@@ -1,6 +1,7 @@
 import AppdBase
 import CLinux
 import Glibc
+import Sandbox
 
 /// `tmp/` is the system's (docs/threat-model.md, "The data container"): iOS may empty it
 /// while the app is not running, and appd does when the app's last instance exits, or at the

@@ -3,6 +3,7 @@ import AppdBase
 import AppdConfig
 import Foundation
 import Glibc
+import Sandbox
 import Synchronization
 
 /// The front door of the state root: install, upgrade, uninstall, list, info, doctor.

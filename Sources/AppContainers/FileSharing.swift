@@ -2,6 +2,7 @@ import AppdBase
 import CLinux
 import Foundation
 import Glibc
+import Sandbox
 
 /// File sharing (iOS's iTunes file sharing): an app whose Info.plist has `UIFileSharingEnabled`
 /// = YES lets the computer list, read, write and delete what is in its `Documents`

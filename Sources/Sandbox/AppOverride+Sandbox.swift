@@ -18,3 +18,14 @@ extension AppOverride {
             summary: summary)
     }
 }
+
+extension AppdConfiguration {
+    /// What the profile of `bundleID` is compiled with besides the app itself: `[Sandbox]` with
+    /// the app's `[App ID]` keys in place of the host's, and the rest of that section.
+    public func sandboxInputs(for bundleID: String) -> (
+        settings: SandboxSettings, override: SandboxOverride?
+    ) {
+        guard let override = override(for: bundleID) else { return (sandbox, nil) }
+        return (override.applied(to: sandbox), override.sandboxOverride)
+    }
+}

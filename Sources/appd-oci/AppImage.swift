@@ -1,5 +1,4 @@
 import AppBundle
-import AppContainers
 import AppdBase
 import AppdConfig
 import Foundation

@@ -1,4 +1,3 @@
-import AppContainers
 import AppdBase
 import AppdConfig
 import CLinux

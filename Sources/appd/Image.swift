@@ -2,6 +2,7 @@ import AppBundle
 import AppContainers
 import AppdBase
 import AppdCLI
+import AppdConfig
 import ArgumentParser
 import BundleArchive
 import Foundation

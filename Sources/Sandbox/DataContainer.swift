@@ -7,19 +7,19 @@ public enum DataContainer {
     /// Top-level directories and their children. Walked one component at a time with
     /// O_NOFOLLOW: when doctor repairs an existing container its contents are the app's, and a
     /// symlink planted as `Library` must not steer a root chown outside the container.
-    static let directories: [(name: String, children: [String])] = [
+    public static let directories: [(name: String, children: [String])] = [
         ("Documents", []), ("Library", ["Preferences", "Caches"]), ("tmp", []),
     ]
 
     /// The same, as paths relative to the container (`Library/Caches`).
-    static var standardPaths: [String] {
+    public static var standardPaths: [String] {
         directories.flatMap { top in [top.name] + top.children.map { "\(top.name)/\($0)" } }
     }
 
     /// What is wrong with the container at `path`: each standard directory must be a real
     /// directory (not a symlink), owned by the app, mode 0700. Checked with lstat, one level at
     /// a time, so nothing the app planted is followed.
-    static func problems(at path: String, uid: uid_t, gid: gid_t) -> [String] {
+    public static func problems(at path: String, uid: uid_t, gid: gid_t) -> [String] {
         var problems: [String] = []
         func check(_ relative: String) -> Bool {
             let label = relative.isEmpty ? "the container" : relative
@@ -55,7 +55,7 @@ public enum DataContainer {
     }
 
     /// Creates the standard directories that are missing and sets owner and mode on all of them.
-    static func populate(_ top: FileDescriptor, uid: uid_t, gid: gid_t) throws {
+    public static func populate(_ top: FileDescriptor, uid: uid_t, gid: gid_t) throws {
         func ensure(_ name: String, in parent: FileDescriptor) throws -> FileDescriptor {
             if mkdirat(parent.raw, name, 0o700) != 0 && errno != EEXIST {
                 throw AppdError.system("mkdir \(parent.child(name))")

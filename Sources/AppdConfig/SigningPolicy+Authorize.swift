@@ -1,8 +1,6 @@
 import AppBundle
 import AppdBase
-import AppdConfig
 import Foundation
-import Sandbox
 
 extension SigningPolicy {
     /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`

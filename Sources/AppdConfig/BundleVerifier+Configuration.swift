@@ -1,5 +1,4 @@
 import AppBundle
-import AppdConfig
 
 extension BundleVerifier {
     /// The verifier an appd.conf makes: its bundle limits and its `[Signer]` policy, the
@@ -15,7 +14,7 @@ extension BundleVerifier {
 }
 
 /// appd.conf's `SigningPolicy` (AppdConfig) as the verifier's `SignerPolicy` (AppBundle): the
-/// decision is `SigningPolicy.authorize`, here in AppContainers.
+/// decision is `SigningPolicy.authorize` (SigningPolicy+Authorize.swift).
 private struct ConfiguredSigners: SignerPolicy {
     let policy: SigningPolicy
 
