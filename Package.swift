@@ -342,9 +342,15 @@ let package = Package(
                 "AppdServer", "AppContainers", "AppdBase", "AppdConfig",
                 .product(name: "Logging", package: "swift-log"),
             ]),
-        // The Supervisor's pure parts without a daemon: the lifecycle message parser, fuzzed.
+        // The Supervisor without a daemon and without root: its parts (the lifecycle message
+        // parser, fuzzed), and the actor itself on fakes of the app catalog, the spawner and the
+        // cgroups (launch, lifecycle, jetsam, services, re-adoption).
         .testTarget(
-            name: "SupervisorTests", dependencies: ["Supervisor", "AppdAPI", "TestSupport"]),
+            name: "SupervisorTests",
+            dependencies: [
+                "Supervisor", "AppContainers", "AppdAPI", "AppdBase", "AppdConfig", "Sandbox",
+                "TestSupport",
+            ]),
         // Starts the built appd (found next to the test bundle) on a private state root and
         // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.
         .testTarget(name: "DaemonRobustnessTests", dependencies: ["TestSupport"]),

@@ -91,11 +91,15 @@ public final class Daemon: Service {
         let store = try AppStore(
             root: options.root, configuration: configuration, access: .readWrite)
         let runtime = APISocket.runtimeDirectory(stateRoot: options.root.path)
+        let driver = try Supervisor.cgroupDriver(
+            options.config.supervisor, underSystemd: environment["INVOCATION_ID"] != nil)
+        let spawner = try SandboxSpawner(
+            store: store, driver: driver, configuration: options.config)
         let supervisor = try Supervisor(
-            store: store, configuration: configuration, runtimeDirectory: runtime,
-            underSystemd: environment["INVOCATION_ID"] != nil)
+            catalog: store, spawner: spawner, driver: driver, configuration: configuration,
+            runtimeDirectory: runtime, stateRoot: store.root.path)
         if let path = options.journalSocket { await supervisor.forwardOutput(toJournal: path) }
-        supervisor.templates.onFailure { [logger] message in logger.warning("\(message)") }
+        spawner.templates.onFailure { [logger] message in logger.warning("\(message)") }
         supervisor.cacheReclaims.onReclaim { [logger] app, line in
             logger.notice("\(line)", metadata: ["app": "\(app)"])
         }

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdConfig
 import Foundation
 import Glibc
 
@@ -187,14 +188,14 @@ extension Supervisor {
     func checkMemory(pressure: MemoryPressure? = MemoryPressure.read()) {
         let settings = lifecycle
         // Instances already on their way out are not counted: their memory is going.
-        let live = entries.values.filter { InstanceLifecycle.level($0.state) != nil }
+        let live = table.entries.values.filter { InstanceLifecycle.level($0.state) != nil }
         guard !live.isEmpty else {
             jetsam.warned = false
             return
         }
         var usage: [String: Int64] = [:]
         for entry in live { usage[entry.id] = (try? entry.cgroup?.memory())??.current ?? 0 }
-        var total = usage.values.reduce(0, +)
+        let total = usage.values.reduce(0, +)
         let overBudget = settings.memoryBudget.map { total > $0 } ?? false
         let critical =
             settings.memoryPressureCritical > 0
@@ -223,9 +224,25 @@ extension Supervisor {
         }
         guard overBudget || critical else { return }
 
-        // The order of victims: suspended, then background and inactive, each least recently
-        // used first, then services (oldest first); the active app is last and only for its
-        // own excess.
+        let victims = Self.jetsamVictims(
+            live, usage: usage, settings: settings, pressure: pressure, critical: critical)
+        for victim in victims {
+            var entry = victim.entry
+            end(&entry, .jetsam, message: victim.message)
+        }
+    }
+
+    /// Whom one check over the budget (or at critical pressure) ends, in order, each with the
+    /// exit's message: suspended instances, then background and inactive ones, each least
+    /// recently used first, then services (oldest first); the active app last and only for its
+    /// own excess over `ActiveMemoryLimit`. Over the budget it stops once the rest fit; at
+    /// pressure alone (which says nothing of how much) it takes one.
+    static func jetsamVictims(
+        _ live: [Instance], usage: [String: Int64], settings: LifecycleSettings,
+        pressure: MemoryPressure?, critical: Bool
+    ) -> [(entry: Instance, message: String)] {
+        var total = usage.values.reduce(0, +)
+        let overBudget = settings.memoryBudget.map { total > $0 } ?? false
         func recency(_ entry: Instance) -> Date { entry.lastActiveAt ?? entry.startedAt }
         let ordinary = live.filter { $0.service != true }
         let suspended = ordinary.filter { $0.state == .suspended }.sorted {
@@ -240,27 +257,27 @@ extension Supervisor {
             entry.state == .active
                 && activeLimit.map { limit in (usage[entry.id] ?? 0) > limit } ?? false
         }
+        var chosen: [(entry: Instance, message: String)] = []
         for victim in suspended + background + services + active {
-            let id = victim.id
-            let used = usage[id] ?? 0
+            let used = usage[victim.id] ?? 0
             let reason =
                 settings.memoryBudget.map { budget in
                     total > budget
-                        ? "apps used \(Self.mebibytes(total)) of MemoryBudget \(Self.mebibytes(budget))"
+                        ? "apps used \(mebibytes(total)) of MemoryBudget \(mebibytes(budget))"
                         : ""
                 } ?? ""
             let pressureText = critical ? "memory pressure full \(pressure?.full10 ?? 0)%" : ""
             let why = [reason, pressureText].filter { !$0.isEmpty }.joined(separator: ", ")
-            var entry = victim
-            end(
-                &entry, .jetsam,
-                message:
-                    "\(why); this instance used \(Self.mebibytes(used)) and was \(victim.state.rawValue)"
-                    + (victim.state == .active
-                        ? " over ActiveMemoryLimit"
-                        : victim.service == true
-                            ? ", a service, ended once no ordinary background app was left"
-                            : ", least recently used of those left"))
+            chosen.append(
+                (
+                    victim,
+                    "\(why); this instance used \(mebibytes(used)) and was \(victim.state.rawValue)"
+                        + (victim.state == .active
+                            ? " over ActiveMemoryLimit"
+                            : victim.service == true
+                                ? ", a service, ended once no ordinary background app was left"
+                                : ", least recently used of those left")
+                ))
             total -= used
             // Budget met: stop. Pressure alone says nothing of how much: one instance per check.
             if let budget = settings.memoryBudget, overBudget {
@@ -269,6 +286,7 @@ extension Supervisor {
                 break
             }
         }
+        return chosen
     }
 
     static func mebibytes(_ bytes: Int64) -> String {

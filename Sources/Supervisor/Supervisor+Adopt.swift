@@ -30,10 +30,10 @@ extension Supervisor {
             let launcherStart = record.pid.flatMap(ProcessInfoReader.startTime)
             switch InstanceLifecycle.adoption(of: record, launcherStartTime: launcherStart) {
             case .keepExited:
-                entries[id] = entry
+                table.entries[id] = entry
                 continue
             case .closeAsEnded:
-                entries[id] = entry
+                table.entries[id] = entry
                 launcherEnded(id)
                 report.ended.append(id)
                 continue
@@ -50,7 +50,7 @@ extension Supervisor {
             // The grace period starts again now: set before the entry is stored (it is a value;
             // set after, the background check found no start and never froze the instance).
             if entry.state == .background { entry.life.backgroundSince = Date() }
-            entries[id] = entry
+            table.entries[id] = entry
             if record.state == .terminating, let deadline = record.graceDeadline {
                 scheduleGraceKill(id, after: max(0, deadline.timeIntervalSinceNow))
             }

@@ -13,7 +13,7 @@ extension Supervisor {
     public func freezeForBackup(_ appIDs: [String]) throws -> [String] {
         let keys = Set(appIDs.map { $0.lowercased() })
         var frozen: [String] = []
-        for (id, entry) in entries
+        for (id, entry) in table.entries
         where keys.contains(entry.app.lowercased()) && entry.state.isLive
             && entry.state != .suspended
         {
@@ -34,7 +34,8 @@ extension Supervisor {
     /// Thaws what `freezeForBackup` froze, but an instance suspended since.
     public func thawAfterBackup(_ ids: [String]) {
         for id in ids {
-            guard let entry = entries[id], entry.state.isLive, entry.state != .suspended else {
+            guard let entry = table.entries[id], entry.state.isLive, entry.state != .suspended
+            else {
                 continue
             }
             do {

@@ -18,7 +18,7 @@ extension Supervisor {
     /// after an install or a launch and the periodic check. Costs one statvfs otherwise.
     public nonisolated func reclaimCachesIfLow() {
         guard let level = configuration.current.storage.reclaimCachesBelow,
-            let space = store.freeSpace(), !level.isAbove(space)
+            let space = catalog.freeSpace(), !level.isAbove(space)
         else { return }
         Task { _ = try? await self.reclaimCaches(app: nil, byHand: false) }
     }
@@ -42,14 +42,14 @@ extension Supervisor {
         -> APICachesReclaim
     {
         let level = configuration.current.storage.reclaimCachesBelow
-        let before = store.freeSpace()
+        let before = catalog.freeSpace()
         var answer = APICachesReclaim(
             level: level?.description, freeBytesBefore: before?.availableBytes,
             totalBytes: before?.totalBytes)
-        let launches = (try? store.lastLaunches()) ?? [:]
+        let launches = (try? catalog.lastLaunches()) ?? [:]
         let candidates: [InstalledApp]
         if let appID {
-            let app = try store.app(appID)
+            let app = try catalog.app(appID)
             guard !appIsRunning(app.bundleID.lowercased()) else {
                 throw AppdError(
                     .conflict,
@@ -59,7 +59,7 @@ extension Supervisor {
             candidates = [app]
         } else {
             if !byHand, let level, let before, level.isAbove(before) { return answer }
-            candidates = try store.apps().filter { $0.state == .installed }.sorted {
+            candidates = try catalog.apps().filter { $0.state == .installed }.sorted {
                 let (a, b) = (
                     launches[$0.bundleID.lowercased()], launches[$1.bundleID.lowercased()]
                 )
@@ -71,7 +71,7 @@ extension Supervisor {
             ? "by appd reclaim-caches"
             : "free space below [Storage] ReclaimCachesBelow=\(level?.description ?? "")"
         for app in candidates {
-            if appID == nil, let level, let space = store.freeSpace(), level.isAbove(space) {
+            if appID == nil, let level, let space = catalog.freeSpace(), level.isAbove(space) {
                 break
             }
             let key = app.bundleID.lowercased()
@@ -98,7 +98,7 @@ extension Supervisor {
                 "Library/Caches emptied (\(why)): \(TextFormatting.byteCount(emptied.bytes)) freed, \(emptied.entries) entr\(emptied.entries == 1 ? "y" : "ies") removed"
             )
         }
-        answer.freeBytesAfter = store.freeSpace()?.availableBytes
+        answer.freeBytesAfter = catalog.freeSpace()?.availableBytes
         return answer
     }
 
@@ -109,10 +109,10 @@ extension Supervisor {
         -> AppStore.CachesReclaimed
     {
         let previous = emptyingTemporary[key]
-        let store = store
+        let catalog = catalog
         let work = Task.detached {
             await previous?.value
-            return try store.emptyCaches(of: app)
+            return try catalog.emptyCaches(of: app)
         }
         let waited = Task<Void, Never> { _ = await work.result }
         emptyingTemporary[key] = waited
@@ -171,9 +171,9 @@ extension Supervisor {
     /// After a launch, off its path: the registry notes the launch (what "least recently
     /// launched" goes by), then the free space is checked.
     nonisolated func launchRecorded(_ appID: String) {
-        let (store, time) = (store, Date())
+        let (catalog, time) = (catalog, Date())
         Task.detached {
-            try? store.recordLaunch(of: appID, at: time)
+            try? catalog.recordLaunch(of: appID, at: time)
             self.reclaimCachesIfLow()
         }
     }

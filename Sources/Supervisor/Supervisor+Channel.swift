@@ -23,7 +23,8 @@ extension Supervisor {
     }
 
     func received(_ id: String, _ message: AppMessage) {
-        guard var entry = entries[id], entry.state != .exited, entry.life.channel != nil else {
+        guard var entry = table.entries[id], entry.state != .exited, entry.life.channel != nil
+        else {
             return
         }
         let speaking = entry.channel == .launching || entry.channel == .ready
@@ -108,7 +109,7 @@ extension Supervisor {
     /// No `ready` within `LaunchWatchdog` of `hello`: killed. A frozen app cannot answer, so
     /// the watchdog starts again when it is thawed.
     func watchdogFired(_ id: String, after seconds: Double) {
-        guard var entry = entries[id], entry.channel == .launching,
+        guard var entry = table.entries[id], entry.channel == .launching,
             entry.state != .exited, entry.state != .terminating,
             entry.state != .suspended
         else { return }
@@ -156,7 +157,7 @@ extension Supervisor {
 
     /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.
     func taskExpired(_ id: String, _ task: Int) {
-        guard var entry = entries[id], var held = entry.life.tasks[task], !held.warned else {
+        guard var entry = table.entries[id], var held = entry.life.tasks[task], !held.warned else {
             return
         }
         if entry.state == .suspended {
@@ -180,7 +181,8 @@ extension Supervisor {
     /// Still held after the warning: in the background the app is killed (or frozen, by
     /// `ExpiredBackgroundTask`); in the foreground the task just ends.
     func taskOverdue(_ id: String, _ task: Int) {
-        guard var entry = entries[id], let held = entry.life.tasks.removeValue(forKey: task) else {
+        guard var entry = table.entries[id], let held = entry.life.tasks.removeValue(forKey: task)
+        else {
             return
         }
         entry.backgroundTasks = entry.life.tasks.count
@@ -204,7 +206,7 @@ extension Supervisor {
     /// and is not frozen; returns the ones it reached.
     public func memoryWarning(app: String? = nil) -> [String] {
         var delivered: [String] = []
-        for entry in entries.values
+        for entry in table.entries.values
         where (app == nil || entry.app.caseInsensitiveCompare(app ?? "") == .orderedSame)
             && (entry.channel == .ready || entry.channel == .launching)
             && entry.state != .suspended && entry.state != .exited

@@ -32,7 +32,7 @@ extension Supervisor {
     }
 
     func graceExpired(_ id: String) {
-        guard var entry = entries[id], entry.state == .terminating else { return }
+        guard var entry = table.entries[id], entry.state == .terminating else { return }
         entry.request = .killAfterGrace
         save(entry)
         killCgroup(entry)
@@ -101,20 +101,11 @@ extension Supervisor {
     }
 
     /// The entry of an instance that has not exited.
-    func live(_ id: String, _ action: String) throws -> Instance {
-        let entry = try entry(id)
-        guard entry.state != .exited else {
-            throw AppdError(
-                .conflict,
-                "cannot \(action) instance \(entry.id) of \(entry.app): it has exited (\(entry.exit?.description ?? "?"))"
-            )
-        }
-        return entry
-    }
+    func live(_ id: String, _ action: String) throws -> Instance { try table.live(id, action) }
 
     /// Keeps the entry and its record in step.
     func save(_ entry: Instance) {
-        entries[entry.id] = entry
+        table.entries[entry.id] = entry
         try? records.save(entry)
     }
 }

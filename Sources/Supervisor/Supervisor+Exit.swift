@@ -8,7 +8,7 @@ extension Supervisor {
     /// The launcher is gone: reap it (if it is our child), read the status it wrote, decide
     /// the reason, clean the cgroup, tell waiters and subscribers.
     func launcherEnded(_ id: String) {
-        guard var entry = entries[id], entry.state != .exited else { return }
+        guard var entry = table.entries[id], entry.state != .exited else { return }
         var waitStatus: Int32?
         if entry.isChild, let pid = entry.pid {
             var raw: Int32 = 0
@@ -48,7 +48,7 @@ extension Supervisor {
             for waiter in waiters.values { waiter.resume(returning: entry.api) }
         }
         pruneExited()
-        templates.sweep()
+        spawner.instanceEnded()
         keepAliveAfterExit(entry.api)
     }
 
@@ -113,12 +113,12 @@ extension Supervisor {
 
     /// Forgets the oldest exited instances beyond `KeepExited`, with their records and logs.
     func pruneExited() {
-        let exited = entries.values.filter { $0.state == .exited }
+        let exited = table.entries.values.filter { $0.state == .exited }
             .sorted { ($0.endedAt ?? .distantPast) < ($1.endedAt ?? .distantPast) }
         guard exited.count > settings.keepExited else { return }
         for entry in exited.prefix(exited.count - settings.keepExited) {
             let id = entry.id
-            entries[id] = nil
+            table.entries[id] = nil
             records.remove(id)
             logs.remove(entry.log)
         }
@@ -133,7 +133,7 @@ extension Supervisor {
     /// never should: each one is published as a message, so that a test or an admin sees it).
     /// It reads no output: the instances' relays write their logs (docs/app-output.md).
     func checkExits() {
-        for entry in entries.values where entry.state != .exited {
+        for entry in table.entries.values where entry.state != .exited {
             if entry.watcher?.hasExited == true {
                 // Readable, yet the loop has not taken the event: it may be on its way (an exit
                 // in the last instant), or lost. launcherEnded runs once, whichever comes first.

@@ -80,14 +80,8 @@ extension Supervisor {
         }
         try admitLaunch(key, appID: appID, caller: caller)
         emptyTemporaryBeforeLaunch(appID: appID)
-        launching[key, default: 0] += 1
-        launchingBy[caller, default: 0] += 1
-        defer {
-            launching[key, default: 1] -= 1
-            if launching[key] == 0 { launching[key] = nil }
-            launchingBy[caller, default: 1] -= 1
-            if launchingBy[caller] == 0 { launchingBy[caller] = nil }
-        }
+        table.launchStarted(app: key, by: caller)
+        defer { table.launchEnded(app: key, by: caller) }
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, with: launchDependencies)
         var timings = spawned.timings
@@ -109,14 +103,14 @@ extension Supervisor {
             // appd stops: nobody watches any more; the record lets the next daemon adopt it.
             try? records.save(entry)
             close(spawned.channel)
-            entries[entry.id] = entry
+            table.entries[entry.id] = entry
             timings.record = recording.lap()
             return (entry.api, timings)
         }
         recordRevokedEntitlements(spawned.app, instance: entry.id)
         entry.watcher = watch(id: entry.id, pid: spawned.started.pid)
         entry.life.channel = openChannel(id: entry.id, fd: spawned.channel)
-        entries[entry.id] = entry
+        table.entries[entry.id] = entry
         publish(.launched, entry.api)
         // Its first state change saves the record, with the pid and the background modes.
         let instance = try launched(entry.id, background: background)
@@ -132,14 +126,7 @@ extension Supervisor {
     /// cannot both take the last place.
     func admitLaunch(_ key: String, appID: String, caller: UInt32) throws {
         guard caller != 0 else { return }
-        var total = launching.values.reduce(0, +)
-        var own = launchingBy[caller, default: 0]
-        var app = launching[key, default: 0]
-        for entry in entries.values where entry.state.isLive {
-            total += 1
-            if entry.launchedBy == caller { own += 1 }
-            if entry.app.lowercased() == key { app += 1 }
-        }
+        let (total, own, app) = table.liveCounts(app: key, caller: caller)
         if total >= settings.maxInstances {
             throw AppdError(
                 .unavailable,
@@ -167,34 +154,37 @@ extension Supervisor {
     nonisolated static func spawnInstance(
         _ appID: String, arguments: [String], caller: UInt32, with dependencies: LaunchDependencies
     ) async throws -> SpawnedInstance {
-        let (store, kernel, driver) = (dependencies.store, dependencies.kernel, dependencies.driver)
-        let (records, logs, denials) = (
-            dependencies.records, dependencies.logs, dependencies.denials
+        try spawnInstance(
+            appID, arguments: arguments, caller: caller, spawner: dependencies.spawner,
+            with: dependencies)
+    }
+
+    /// The same with the spawner's own type, which ties its plan to its start.
+    private nonisolated static func spawnInstance<Spawner: InstanceSpawner>(
+        _ appID: String, arguments: [String], caller: UInt32, spawner: Spawner,
+        with dependencies: LaunchDependencies
+    ) throws -> SpawnedInstance {
+        let (catalog, records, logs, denials) = (
+            dependencies.catalog, dependencies.records, dependencies.logs, dependencies.denials
         )
         var timings = LaunchTimings()
         var laps = Laps()
-        let app = try store.app(appID)
+        let app = try catalog.app(appID)
         timings.app = laps.lap()
-        var profile: SandboxProfile
-        let bpf: [UInt8]
+        let plan: Spawner.Plan
         do {
-            try store.checkInstalledBundle(app)
+            try catalog.checkInstalledBundle(app)
             timings.check = laps.lap()
-            profile = try store.sandboxProfile(for: app, arguments: arguments, kernel: kernel)
-            bpf =
-                profile.seccomp.required
-                ? try dependencies.bpfCache.filter(for: profile.seccomp) : []
+            plan = try spawner.plan(
+                app, arguments: arguments, logDenials: dependencies.logDenials)
         } catch {
             // appd's own refusal: the admin sees it next to the kernel's.
             denials.record(
                 app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
             throw error
         }
-        profile.environment.append(.init(name: LifecycleWire.environmentVariable, value: "3"))
-        profile.logDenials = dependencies.logDenials
         timings.profile = laps.lap()
-        let info = infoKeys(of: app, root: store.root)
-        let modes = info.backgroundModes
+        let info = catalog.launchInfo(of: app)
         let id = newInstanceID()
         var instance = Instance(
             id: id, app: app.bundleID, uid: app.uid, arguments: arguments, launchedBy: caller,
@@ -210,51 +200,23 @@ extension Supervisor {
         // relay (docs/app-output.md): the daemon never reads it and the app never holds a file.
         var opened: [Int32] = []
         defer { for fd in opened { close(fd) } }
-        let output: (read: Int32, write: Int32)
-        let folder: Int32
-        let status: Int32
+        let files: LaunchFiles
         let channel: (daemon: Int32, app: Int32)
         do {
-            output = try logs.pipe()
-            opened += [output.read, output.write]
-            folder = try logs.openFolder(app: app.bundleID)
-            opened.append(folder)
-            status = try records.openStatus(id)
-            opened.append(status)
-            channel = try LifecycleChannel.pair()
-            opened.append(channel.app)
+            let made = try openFiles(app: app, instance: id, with: dependencies, opened: &opened)
+            files = made.files
+            channel = made.channel
         } catch {
             records.remove(id)
             throw error
         }
-        let journal = dependencies.journalSocket.flatMap(connectJournal)
-        if let journal { opened.append(journal) }
-        var launch = SandboxLaunch(
-            profile: profile, launcher: dependencies.launcher, cgroups: driver.settings,
-            limits: profile.cgroupLimits, output: output.write)
-        launch.channel = channel.app
-        launch.relay = .init(
-            readFD: output.read, logDirectoryFD: folder, logName: "\(id).log",
-            logMaxBytes: min(dependencies.logMaxBytes, Int64(Int32.max)), journalFD: journal,
-            journalFields: [
-                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",
-                "APPD_INSTANCE=\(id)",
-                "APPD_UID=\(app.uid)",
-            ])
-        launch.bpf = bpf
-        launch.spawner = dependencies.spawner
         timings.files = laps.lap()
-        // The app's shared namespaces (built here by the first launch that finds none).
-        launch.namespaces = dependencies.templates.lease(
-            for: profile, launcher: dependencies.launcher)
-        defer { launch.namespaces?.close() }
         let started: SandboxLaunch.Started
         // Registered before the launcher starts: an app quicker than the launch's return
         // (a denial at its first instruction) is not missed.
         denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
         do {
-            started = try launch.start(
-                instance: id, driver: driver, statusFD: status, newSession: true)
+            started = try spawner.start(plan, app: app, instance: id, files: files)
         } catch {
             denials.forget(instance: id)
             close(channel.daemon)
@@ -279,20 +241,34 @@ extension Supervisor {
         }
         timings.spawn = laps.lap()
         return SpawnedInstance(
-            instance: instance, started: started, channel: channel.daemon, modes: modes, app: app,
-            timings: timings)
+            instance: instance, started: started, channel: channel.daemon,
+            modes: info.backgroundModes, app: app, timings: timings)
     }
 
-    /// What the lifecycle reads of the installed bundle's Info.plist (docs/info-plist.md):
-    /// `UIBackgroundModes` (the caller keeps those the lifecycle settings allow) and
-    /// `LSBackgroundOnly` (a service: YES as a boolean, or the strings YES, true or 1 that
-    /// older plists carry).
-    nonisolated static func infoKeys(of app: InstalledApp, root: StateRoot)
-        -> (backgroundModes: [String], backgroundOnly: Bool)
-    {
-        guard let info = app.installedInfo(in: root) else { return ([], false) }
-        let modes = info["UIBackgroundModes"] as? [String] ?? []
-        let backgroundOnly = InstalledApp.infoFlag(info["LSBackgroundOnly"])
-        return (modes, backgroundOnly)
+    /// The launch's descriptors (LaunchFiles) and the daemon's end of the lifecycle channel;
+    /// each one opened is added to `opened`, which the caller closes once the launcher has
+    /// them (or the launch failed).
+    private nonisolated static func openFiles(
+        app: InstalledApp, instance id: String, with dependencies: LaunchDependencies,
+        opened: inout [Int32]
+    ) throws -> (files: LaunchFiles, channel: (daemon: Int32, app: Int32)) {
+        let output = try dependencies.logs.pipe()
+        opened += [output.read, output.write]
+        let folder = try dependencies.logs.openFolder(app: app.bundleID)
+        opened.append(folder)
+        let status = try dependencies.records.openStatus(id)
+        opened.append(status)
+        let channel = try LifecycleChannel.pair()
+        opened.append(channel.app)
+        let journal = dependencies.journalSocket.flatMap(connectJournal)
+        if let journal { opened.append(journal) }
+        let files = LaunchFiles(
+            outputWrite: output.write, outputRead: output.read, logFolder: folder,
+            logName: "\(id).log", logMaxBytes: dependencies.logMaxBytes, journal: journal,
+            journalFields: [
+                "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",
+                "APPD_INSTANCE=\(id)", "APPD_UID=\(app.uid)",
+            ], status: status, channel: channel.app)
+        return (files, channel)
     }
 }

@@ -45,8 +45,8 @@ extension Supervisor {
             )
         }
         if lifecycle.activePolicy == .single {
-            for (other, candidate) in entries where other != entry.id && candidate.state == .active
-            {
+            for (other, candidate) in table.entries
+            where other != entry.id && candidate.state == .active {
                 var previous = candidate
                 try? move(&previous, to: .background, detail: "\(entry.app) became active")
                 save(previous)
@@ -70,7 +70,7 @@ extension Supervisor {
     /// background when asked. A service always goes to the background, and leaves the active
     /// app where it is.
     func launched(_ id: String, background: Bool) throws -> APIInstance {
-        let service = entries[id]?.service == true
+        let service = table.entries[id]?.service == true
         return background || service ? try self.background(id) : try activate(id)
     }
 
@@ -136,7 +136,7 @@ extension Supervisor {
         entry.state = state
         entry.stateSince = now
         if state == .active { entry.lastActiveAt = now }
-        entries[entry.id] = entry
+        table.entries[entry.id] = entry
         try? records.save(entry)
         publish(.state, entry.api, detail: detail)
     }
@@ -217,7 +217,7 @@ extension Supervisor {
     /// ready is not frozen: the launch watchdog bounds that time, and its grace period starts
     /// when `ready` gets it didEnterBackground.
     func backgroundCheck(_ id: String) {
-        guard var entry = entries[id], entry.state == .background,
+        guard var entry = table.entries[id], entry.state == .background,
             entry.channel != .launching, entry.life.tasks.isEmpty, !Self.neverFrozen(entry.api),
             let since = entry.life.backgroundSince,
             Date().timeIntervalSince(since) >= lifecycle.backgroundGracePeriod - 0.005

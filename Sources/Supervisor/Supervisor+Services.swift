@@ -27,6 +27,100 @@ struct ServiceRun {
     var generation = 0
 }
 
+/// The service keeper: the KeepAlive decisions for every app run as a service, by lowercased
+/// id (restart after the backoff, or give up at `KeepAliveLimit`). It decides; the actor acts
+/// on the decision (schedules the restart, launches, publishes the notice).
+struct ServiceKeeper {
+    private(set) var runs: [String: ServiceRun] = [:]
+
+    enum Decision: Equatable {
+        /// An end KeepAlive does not restart: one appd was asked for, or a clean exit under
+        /// `on-failure`.
+        case notRestarted
+        /// `KeepAliveLimit` restarts in a row: appd gives up until a client launches the app.
+        case gaveUp(restarts: Int)
+        /// Restart number `attempt` after `delay` seconds; `generation` names it (`due`).
+        case restart(attempt: Int, delay: Double, generation: Int)
+    }
+
+    func run(_ key: String) -> ServiceRun { runs[key] ?? ServiceRun() }
+
+    /// The last instance of app `key` ended after running `ran` seconds.
+    mutating func ended(
+        _ key: String, exit: APIExit?, ran: Double, mode: ServiceSettings.KeepAlive,
+        lifecycle: LifecycleSettings, now: Date = Date()
+    ) -> Decision {
+        var run = run(key)
+        run.lastExit = exit
+        run.nextTry = nil
+        defer { runs[key] = run }
+        guard Self.restarts(exit, mode: mode) else { return .notRestarted }
+        if ran >= lifecycle.keepAliveStableTime { run.restarts = 0 }
+        guard run.restarts < lifecycle.keepAliveLimit else {
+            run.gaveUp = true
+            return .gaveUp(restarts: run.restarts)
+        }
+        return Self.schedule(&run, lifecycle: lifecycle, now: now)
+    }
+
+    /// appd's own launch of `key` (RunAtLoad, a restart) failed: it counts as a failed run.
+    mutating func launchFailed(
+        _ key: String, error: String, lifecycle: LifecycleSettings, now: Date = Date()
+    ) -> Decision {
+        var run = run(key)
+        run.lastExit = APIExit(reason: .failedToLaunch, message: error)
+        defer { runs[key] = run }
+        guard run.restarts < lifecycle.keepAliveLimit else {
+            run.gaveUp = true
+            run.nextTry = nil
+            return .gaveUp(restarts: run.restarts)
+        }
+        return Self.schedule(&run, lifecycle: lifecycle, now: now)
+    }
+
+    private static func schedule(
+        _ run: inout ServiceRun, lifecycle: LifecycleSettings, now: Date
+    ) -> Decision {
+        run.restarts += 1
+        run.gaveUp = false
+        run.generation &+= 1
+        let delay = lifecycle.keepAliveDelay(attempt: run.restarts)
+        run.nextTry = now.addingTimeInterval(delay)
+        return .restart(attempt: run.restarts, delay: delay, generation: run.generation)
+    }
+
+    /// Restart `generation` of `key` is due: whether it is still the last one scheduled (then
+    /// it is taken, and no other will be).
+    mutating func due(_ key: String, generation: Int) -> Bool {
+        guard var run = runs[key], run.generation == generation, run.nextTry != nil else {
+            return false
+        }
+        run.nextTry = nil
+        runs[key] = run
+        return true
+    }
+
+    /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
+    mutating func clientLaunched(_ key: String) {
+        guard var run = runs[key] else { return }
+        run.restarts = 0
+        run.gaveUp = false
+        run.nextTry = nil
+        run.generation &+= 1
+        runs[key] = run
+    }
+
+    /// Which ends KeepAlive restarts: never one appd was asked for (terminate, kill, restart);
+    /// with `on-failure`, not an exit with code 0 either.
+    static func restarts(_ exit: APIExit?, mode: ServiceSettings.KeepAlive) -> Bool {
+        switch exit?.reason {
+        case .terminated?, .killedAfterGrace?, .killed?: false
+        case .exited?: mode == .yes || exit?.code != 0
+        default: mode != .no
+        }
+    }
+}
+
 extension Supervisor {
     // MARK: RunAtLoad
 
@@ -36,8 +130,8 @@ extension Supervisor {
     func runAtLoad() {
         for (key, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
         where override.service.runAtLoad {
-            guard listed(app: key).instances.isEmpty, launching[key] == nil else { continue }
-            guard let app = try? store.app(key) else {
+            guard listed(app: key).instances.isEmpty, table.launches(of: key) == 0 else { continue }
+            guard let app = try? catalog.app(key) else {
                 hub.publish { seq in
                     APIEvent(
                         seq: seq, time: Date(), kind: .message, app: key,
@@ -58,52 +152,36 @@ extension Supervisor {
             override.service.keepAlive != .no
         else { return }
         guard listed(app: instance.app).instances.isEmpty else { return }
-        let key = instance.app.lowercased()
-        var run = serviceRuns[key] ?? ServiceRun()
-        run.lastExit = instance.exit
-        run.nextTry = nil
-        defer { serviceRuns[key] = run }
-        guard Self.keepAliveRestarts(instance.exit, mode: override.service.keepAlive) else {
-            notice(
-                instance.app,
-                "KeepAlive=\(override.service.keepAlive.rawValue): not restarted (\(instance.exit?.description ?? "ended"))"
-            )
-            return
-        }
         let ran = (instance.endedAt ?? Date()).timeIntervalSince(instance.startedAt)
-        if ran >= lifecycle.keepAliveStableTime { run.restarts = 0 }
-        guard run.restarts < lifecycle.keepAliveLimit else {
-            run.gaveUp = true
+        let mode = override.service.keepAlive
+        switch keeper.ended(
+            instance.app.lowercased(), exit: instance.exit, ran: ran, mode: mode,
+            lifecycle: lifecycle)
+        {
+        case .notRestarted:
             notice(
                 instance.app,
-                "KeepAlive: crash loop: gave up after \(run.restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again"
+                "KeepAlive=\(mode.rawValue): not restarted (\(instance.exit?.description ?? "ended"))"
             )
-            return
-        }
-        scheduleRestart(&run, app: instance.app, after: instance.exit?.description ?? "ended")
-    }
-
-    /// Which ends KeepAlive restarts: never one appd was asked for (terminate, kill, restart);
-    /// with `on-failure`, not an exit with code 0 either.
-    static func keepAliveRestarts(_ exit: APIExit?, mode: ServiceSettings.KeepAlive) -> Bool {
-        switch exit?.reason {
-        case .terminated?, .killedAfterGrace?, .killed?: false
-        case .exited?: mode == .yes || exit?.code != 0
-        default: mode != .no
+        case .gaveUp(let restarts):
+            notice(
+                instance.app,
+                "KeepAlive: crash loop: gave up after \(restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again"
+            )
+        case .restart(let attempt, let delay, let generation):
+            restartLater(
+                instance.app, attempt: attempt, delay: delay, generation: generation,
+                after: instance.exit?.description ?? "ended")
         }
     }
 
-    private func scheduleRestart(_ run: inout ServiceRun, app: String, after what: String) {
-        run.restarts += 1
-        run.gaveUp = false
-        run.generation &+= 1
-        let delay = lifecycle.keepAliveDelay(attempt: run.restarts)
-        run.nextTry = Date().addingTimeInterval(delay)
+    private func restartLater(
+        _ app: String, attempt: Int, delay: Double, generation: Int, after what: String
+    ) {
         notice(
             app,
-            "KeepAlive: restart \(run.restarts) of \(lifecycle.keepAliveLimit) in \(Self.seconds(delay)) (\(what))"
+            "KeepAlive: restart \(attempt) of \(lifecycle.keepAliveLimit) in \(Self.seconds(delay)) (\(what))"
         )
-        let generation = run.generation
         Task {
             try? await Task.sleep(nanoseconds: UInt64(delay * 1e9))
             self.keepAliveDue(app, generation: generation)
@@ -112,14 +190,10 @@ extension Supervisor {
 
     private func keepAliveDue(_ app: String, generation: Int) {
         let key = app.lowercased()
-        guard !stopping, var run = serviceRuns[key], run.generation == generation,
-            run.nextTry != nil
-        else { return }
-        run.nextTry = nil
-        serviceRuns[key] = run
+        guard !stopping, keeper.due(key, generation: generation) else { return }
         // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
         // instance): nothing to do.
-        guard listed(app: app).instances.isEmpty, launching[key] == nil,
+        guard listed(app: app).instances.isEmpty, table.launches(of: key) == 0,
             configuration.current.override(for: app)?.service.keepAlive ?? .no != .no
         else { return }
         launchService(app, origin: .keepAlive, generation: generation)
@@ -152,32 +226,22 @@ extension Supervisor {
             override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
         else { return }
-        let key = app.lowercased()
-        var run = serviceRuns[key] ?? ServiceRun()
-        run.lastExit = APIExit(reason: .failedToLaunch, message: "\(error)")
-        defer { serviceRuns[key] = run }
-        guard run.restarts < lifecycle.keepAliveLimit else {
-            run.gaveUp = true
-            run.nextTry = nil
+        switch keeper.launchFailed(app.lowercased(), error: "\(error)", lifecycle: lifecycle) {
+        case .notRestarted: break
+        case .gaveUp(let restarts):
             notice(
                 app,
-                "KeepAlive: crash loop: gave up after \(run.restarts) failed restarts in a row (KeepAliveLimit=\(lifecycle.keepAliveLimit))"
+                "KeepAlive: crash loop: gave up after \(restarts) failed restarts in a row (KeepAliveLimit=\(lifecycle.keepAliveLimit))"
             )
-            return
+        case .restart(let attempt, let delay, let generation):
+            restartLater(
+                app, attempt: attempt, delay: delay, generation: generation,
+                after: "launch failed")
         }
-        scheduleRestart(&run, app: app, after: "launch failed")
     }
 
     /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
-    func serviceLaunched(_ app: String) {
-        let key = app.lowercased()
-        guard var run = serviceRuns[key] else { return }
-        run.restarts = 0
-        run.gaveUp = false
-        run.nextTry = nil
-        run.generation &+= 1
-        serviceRuns[key] = run
-    }
+    func serviceLaunched(_ app: String) { keeper.clientLaunched(app.lowercased()) }
 
     func notice(_ app: String, _ detail: String) {
         hub.publish { seq in
@@ -198,12 +262,12 @@ extension Supervisor {
         guard let override = configuration.current.override(for: app),
             override.service.runAtLoad || override.service.keepAlive != .no
         else { return nil }
-        let run = serviceRuns[app.lowercased()] ?? ServiceRun()
+        let run = keeper.run(app.lowercased())
         let live = listed(app: app).instances
         let state: APIService.State =
             !live.isEmpty
             ? .running : run.gaveUp ? .crashLoop : run.nextTry != nil ? .waiting : .stopped
-        let name = live.first?.app ?? (try? store.app(app).bundleID) ?? app
+        let name = live.first?.app ?? (try? catalog.app(app).bundleID) ?? app
         return APIService(
             app: name, state: state, runAtLoad: override.service.runAtLoad,
             keepAlive: override.service.keepAlive.rawValue, arguments: override.service.arguments,
@@ -240,7 +304,7 @@ extension Supervisor {
     /// Another bundle of `app` was installed: its running instances launched from an older one
     /// are marked `outdated` (`appctl ps` shows it; `appd install --restart` restarts them).
     public func appInstalled(_ app: InstalledApp) {
-        for var entry in entries.values
+        for var entry in table.entries.values
         where entry.state != .exited
             && entry.app.caseInsensitiveCompare(app.bundleID) == .orderedSame
             && entry.outdated != true
@@ -259,11 +323,11 @@ extension Supervisor {
     /// After adoption: an instance whose app was upgraded while no daemon ran is outdated too.
     func markOutdatedAdopted() {
         let apps = Set(
-            entries.values.filter { $0.state != .exited }.map {
+            table.entries.values.filter { $0.state != .exited }.map {
                 $0.app.lowercased()
             })
         for app in apps.sorted() {
-            if let installed = try? store.app(app) { appInstalled(installed) }
+            if let installed = try? catalog.app(app) { appInstalled(installed) }
         }
     }
 }

@@ -8,7 +8,7 @@ extension Supervisor {
     /// sandbox, cgroup and limits. The caller has checked that the launcher exists and kept
     /// `CgroupParent` and `LogMaxBytes`, which only a restart changes.
     public func applySettings(_ config: AppdConfiguration) throws {
-        launcher = try SandboxLaunch.findLauncher(configured: config.sandbox.launcher)
+        try spawner.apply(config)
         settings = config.supervisor
         // Audit's failure mode may have changed since the start (DenialLog itself is restart-only).
         logDenials = Self.shouldLogDenials(settings)
@@ -24,8 +24,8 @@ extension Supervisor {
     /// when it cannot reclaim, and that is reported. Returns one line per instance touched.
     public func applyOverrideLimits(old: AppdConfiguration, new: AppdConfiguration) -> [String] {
         var lines: [String] = []
-        for id in entries.keys.sorted() {
-            guard let entry = entries[id], entry.state != .exited,
+        for id in table.entries.keys.sorted() {
+            guard let entry = table.entries[id], entry.state != .exited,
                 let cgroup = entry.cgroup
             else { continue }
             let app = entry.app

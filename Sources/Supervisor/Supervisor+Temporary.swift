@@ -14,10 +14,7 @@ extension Supervisor {
     /// Whether an instance of the app (lowercased `key`) other than `except` is live, or a
     /// launch of it is under way.
     func appIsRunning(_ key: String, except: String? = nil) -> Bool {
-        if launching[key, default: 0] > 0 { return true }
-        return entries.values.contains {
-            $0.id != except && $0.state.isLive && $0.app.lowercased() == key
-        }
+        table.appIsRunning(key, except: except)
     }
 
     /// An instance of `appID` ended: if it was the last, empties the app's tmp off the actor.
@@ -28,14 +25,14 @@ extension Supervisor {
         let key = appID.lowercased()
         guard !appIsRunning(key, except: instance) else { return nil }
         let previous = emptyingTemporary[key]
-        let (store, hub, launched) = (store, hub, launchedApps[key])
+        let (catalog, hub, launched) = (catalog, hub, launchedApps[key])
         let task = Task.detached {
             await previous?.value
             let when = "after its last instance exited"
             do {
-                let app = try launched ?? store.app(appID)
+                let app = try launched ?? catalog.app(appID)
                 if Self.emptyTemporary(
-                    store: store, hub: hub, app: app, instance: instance, when: when)
+                    catalog: catalog, hub: hub, app: app, instance: instance, when: when)
                 {
                     await self.temporaryEmptied(key)
                 }
@@ -54,7 +51,7 @@ extension Supervisor {
     /// The app's tmp is empty and none of its instances runs: until its next launch, nothing
     /// can write there (only its own uid may, and backups never hold tmp).
     private func temporaryEmptied(_ key: String) {
-        if !appIsRunning(key), launching[key, default: 0] == 0 { temporaryAtRest.insert(key) }
+        if !appIsRunning(key), table.launches(of: key) == 0 { temporaryAtRest.insert(key) }
     }
 
     private func emptyingDone(_ key: String, _ task: Task<Void, Never>) {
@@ -77,22 +74,22 @@ extension Supervisor {
     func emptyTemporaryBeforeLaunch(appID: String) {
         let key = appID.lowercased()
         guard temporaryAtRest.remove(key) == nil, !appIsRunning(key),
-            let app = try? store.app(appID),
-            (try? store.temporaryDirectoryHasEntries(of: app)) == true
+            let app = try? catalog.app(appID),
+            (try? catalog.temporaryDirectoryHasEntries(of: app)) == true
         else { return }
         Self.emptyTemporary(
-            store: store, hub: hub, app: app, instance: nil,
+            catalog: catalog, hub: hub, app: app, instance: nil,
             when: "before a launch (left from before a restart)")
     }
 
     /// Empties the app's tmp; whether it is empty now (the failure is an event).
     @discardableResult
     private nonisolated static func emptyTemporary(
-        store: AppStore, hub: EventHub, app: InstalledApp, instance: String?, when: String
+        catalog: any AppCatalog, hub: EventHub, app: InstalledApp, instance: String?, when: String
     ) -> Bool {
         let detail: String
         do {
-            let count = try store.emptyTemporaryDirectory(of: app)
+            let count = try catalog.emptyTemporaryDirectory(of: app)
             guard count > 0 else { return true }
             publish(
                 hub, app.bundleID, instance,

@@ -8,7 +8,7 @@ extension Supervisor {
     public func usageTargets(app: String? = nil) -> [(
         instance: APIInstance, cgroup: (any InstanceCgroup)?
     )] {
-        entries.values.filter { $0.state != .exited }
+        table.entries.values.filter { $0.state != .exited }
             .filter {
                 app == nil
                     || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame

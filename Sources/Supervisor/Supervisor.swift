@@ -13,15 +13,20 @@ import Sandbox
 /// cgroup, learns of their end through pidfds, suspends (freezer), resumes, terminates with a
 /// grace period, and keeps a record of each under the runtime directory so that a daemon
 /// started after a crash re-adopts them (Supervisor+Adopt.swift).
+///
+/// Its collaborators come in by injection, each behind a protocol: the registry of apps
+/// (`AppCatalog`, the daemon's AppStore), the sandbox end of a launch (`InstanceSpawner`,
+/// appd-exec) and the cgroups (`CgroupDriver`, whose instance cgroups freeze, thaw, kill and
+/// report memory). SupervisorTests runs it with fakes of all three, without root.
 public actor Supervisor {
-    let store: AppStore
+    let catalog: any AppCatalog
+    /// Checks, profiles and starts each launch's launcher (InstanceSpawner.swift).
+    let spawner: any InstanceSpawner
     /// The settings in force (the daemon owns them; a reload swaps them whole).
     let configuration: LiveConfiguration
     /// `[Supervisor]` and `[Sandbox] Launcher=` as last (re)loaded (Supervisor+Settings.swift).
     var settings: SupervisorSettings
-    var launcher: String
     let driver: any CgroupDriver
-    let kernel: KernelLayers
     let records: RecordStore
     let logs: InstanceLogs
     let hub: EventHub
@@ -32,26 +37,10 @@ public actor Supervisor {
     /// The one thread that waits for the kernel: launcher pidfds, memory-pressure triggers.
     let kernelEvents: KernelEvents
 
-    /// Every change to an instance (a field of its record included) passes through here:
-    /// `listingVersion` tells GET /v1/instances' cache that its answer is stale.
-    var entries: [String: Instance] = [:] {
-        didSet {
-            listingVersion &+= 1
-            listing = nil
-        }
-    }
-    var listingVersion: UInt64 = 0
-    /// Every instance sorted by start, and the live ones, kept until `entries` changes.
-    var listing: (all: [APIInstance], live: [APIInstance])?
+    /// Every instance, and the launches under way (InstanceTable.swift).
+    var table = InstanceTable()
     /// The last token `waitForExit` handed out.
     var lastWaiter: UInt64 = 0
-    /// Compiled seccomp filters by rule set, shared by the launches running off the actor.
-    let bpfCache = BPFCache()
-    /// Each app's shared namespaces, joined by its launches (NamespaceTemplates.swift).
-    public nonisolated let templates = NamespaceTemplates()
-    /// Spawns the launchers from a thread whose fd table holds none of the instances' fds
-    /// (LauncherSpawner.swift); nil: from the launch's own thread.
-    nonisolated let spawner = LauncherSpawner.start()
     /// Whether launches ask the kernel to audit their denials (Supervisor+Denials.swift); off
     /// until the denial log starts.
     var logDenials = false
@@ -70,11 +59,6 @@ public actor Supervisor {
     var reclaimRun: Task<Void, Never>?
     /// What reclaiming Caches did, for the metrics and the journal.
     public nonisolated let cacheReclaims = CacheReclaims()
-    /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
-    /// refuses while there are any, as it refuses while instances run.
-    var launching: [String: Int] = [:]
-    /// The same launches by the uid that asked (`[Supervisor] MaxInstancesPerUser`).
-    var launchingBy: [UInt32: Int] = [:]
     /// journald's native socket: each instance's relay sends its output there too (under
     /// systemd); nil: the log files only.
     var journalSocket: String?
@@ -84,34 +68,44 @@ public actor Supervisor {
     var jetsam = JetsamState()
     /// CPU seconds of ended instances per app (Supervisor+Usage.swift, the metrics).
     var endedCPU: [String: Double] = [:]
-    /// The apps run as services, by lowercased id: their KeepAlive restarts (Supervisor+Services).
-    var serviceRuns: [String: ServiceRun] = [:]
+    /// The apps run as services: their KeepAlive restarts (ServiceKeeper, Supervisor+Services).
+    var keeper = ServiceKeeper()
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
 
+    /// `catalog` and `spawner` are the apps and the launches (the daemon's: its AppStore and a
+    /// `SandboxSpawner` on `driver`, which `Supervisor.cgroupDriver` makes and prepares); the
+    /// instance records go under `runtimeDirectory`, the logs under `stateRoot`'s `logs`.
     public init(
-        store: AppStore, configuration: LiveConfiguration, runtimeDirectory: String,
-        underSystemd: Bool
+        catalog: any AppCatalog, spawner: any InstanceSpawner, driver: any CgroupDriver,
+        configuration: LiveConfiguration, runtimeDirectory: String, stateRoot: String
     ) throws {
-        self.store = store
+        self.catalog = catalog
+        self.spawner = spawner
+        self.driver = driver
         self.configuration = configuration
         hub = EventHub()
         denials = DenialLog(hub: hub)
         auditReader = AuditReader(log: denials)
         settings = configuration.current.supervisor
-        launcher = try SandboxLaunch.findLauncher(
-            configured: configuration.current.sandbox.launcher)
-        kernel = KernelLayers.detect()
+        records = try RecordStore(runtimeDirectory: runtimeDirectory)
+        logs = try InstanceLogs(stateRoot: stateRoot, maxBytes: settings.logMaxBytes)
+        kernelEvents = try KernelEvents()
+    }
+
+    /// The cgroup driver for `[Supervisor] CgroupParent=` (or the default parent for the host's
+    /// layout and whether systemd runs appd), its parent prepared.
+    public static func cgroupDriver(_ settings: SupervisorSettings, underSystemd: Bool) throws
+        -> any CgroupDriver
+    {
         let layout = CgroupLayout.detect()
         let parent =
             settings.cgroupParent.isEmpty
             ? Cgroups.defaultParent(layout: layout, underSystemd: underSystemd)
             : settings.cgroupParent
-        driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: parent))
+        let driver = try Cgroups.driver(layout: layout, settings: CgroupSettings(parent: parent))
         try driver.prepare()
-        records = try RecordStore(runtimeDirectory: runtimeDirectory)
-        logs = try InstanceLogs(stateRoot: store.root.path, maxBytes: settings.logMaxBytes)
-        kernelEvents = try KernelEvents()
+        return driver
     }
 
     // MARK: Launch (Supervisor+Launch.swift)
@@ -157,7 +151,8 @@ public actor Supervisor {
         // No suspension from here to the closing: what is checked stays true.
         for (appID, key) in zip(apps, keys) {
             let running = listed(app: appID).instances
-            if running.isEmpty, let count = launching[key], count > 0 {
+            let count = table.launches(of: key)
+            if running.isEmpty, count > 0 {
                 throw AppdError(
                     .conflict, "\(appID) is being launched (\(count) launch(es) under way)",
                     hint: "terminate its instances once they run, then try again")
@@ -175,7 +170,7 @@ public actor Supervisor {
         closedApps.formUnion(keys)
         defer { closedApps.subtract(keys) }
         // Nothing of their containers stays held by their shared namespaces.
-        for appID in apps { templates.forget(app: appID) }
+        for appID in apps { spawner.forget(app: appID) }
         return try await body()
     }
 
@@ -193,20 +188,8 @@ public actor Supervisor {
     public func listed(app: String? = nil, includeExited: Bool = false) -> (
         version: ListingVersion, instances: [APIInstance]
     ) {
-        let current: (all: [APIInstance], live: [APIInstance])
-        if let listing {
-            current = listing
-        } else {
-            let all = entries.values.map(\.api).sorted {
-                ($0.startedAt, $0.id) < ($1.startedAt, $1.id)
-            }
-            current = (all, all.filter { $0.state != .exited })
-            listing = current
-        }
-        let chosen = includeExited ? current.all : current.live
-        let version = ListingVersion(entries: listingVersion, denials: denials.changes)
-        guard let app else { return (version, chosen) }
-        return (version, chosen.filter { $0.app.caseInsensitiveCompare(app) == .orderedSame })
+        let instances = table.listed(app: app, includeExited: includeExited)
+        return (ListingVersion(entries: table.version, denials: denials.changes), instances)
     }
 
     public func instance(_ id: String) throws -> APIInstance { withDenials(try entry(id).api) }
@@ -224,14 +207,7 @@ public actor Supervisor {
     /// counts `instances` fills in for each.
     public func runningCount(app: String? = nil) -> Int { listed(app: app).instances.count }
 
-    func entry(_ id: String) throws -> Instance {
-        guard let entry = entries[id.lowercased()] else {
-            throw AppdError(
-                .notFound, "no instance '\(id)'",
-                hint: "'appctl ps --all' lists the instances appd knows")
-        }
-        return entry
-    }
+    func entry(_ id: String) throws -> Instance { try table.entry(id) }
 
     /// Returns once the instance has exited and its app's tmp emptying (if that exit started
     /// one) is done (at once if both are), or when appd stops: then the
@@ -245,7 +221,7 @@ public actor Supervisor {
         if current.state == .exited {
             // As for the waiters `launcherEnded` resumes: the app at rest, its tmp emptied.
             await waitForTemporaryEmptying(current.app.lowercased())
-            return entries[key]?.api ?? current.api
+            return table.entries[key]?.api ?? current.api
         }
         lastWaiter &+= 1
         let token = lastWaiter
@@ -253,11 +229,11 @@ public actor Supervisor {
             await withCheckedContinuation { continuation in
                 // Runs on the actor, before the caller suspends: a cancellation that came
                 // earlier is seen here, a later one finds the token in `waiters`.
-                guard !Task.isCancelled, entries[key] != nil else {
-                    continuation.resume(returning: entries[key]?.api ?? current.api)
+                guard !Task.isCancelled, table.entries[key] != nil else {
+                    continuation.resume(returning: table.entries[key]?.api ?? current.api)
                     return
                 }
-                entries[key]?.waiters[token] = continuation
+                table.entries[key]?.waiters[token] = continuation
             }
         } onCancel: {
             Task { await self.cancelWait(key, token: token) }
@@ -265,7 +241,8 @@ public actor Supervisor {
     }
 
     private func cancelWait(_ id: String, token: UInt64) {
-        guard let entry = entries[id], let waiter = entries[id]?.waiters.removeValue(forKey: token)
+        guard let entry = table.entries[id],
+            let waiter = table.entries[id]?.waiters.removeValue(forKey: token)
         else { return }
         waiter.resume(returning: entry.api)
     }
@@ -324,16 +301,16 @@ public actor Supervisor {
     /// Stops watching; the apps keep running for the next daemon to adopt.
     public func shutdown() {
         stopping = true
-        for entry in entries.values { entry.watcher?.cancel() }
-        for (id, entry) in entries {
+        for entry in table.entries.values { entry.watcher?.cancel() }
+        for (id, entry) in table.entries {
             for waiter in entry.waiters.values { waiter.resume(returning: entry.api) }
-            entries[id]?.waiters = [:]
+            table.entries[id]?.waiters = [:]
         }
         hub.finishAll()
     }
 }
 
-/// Which instance listing an answer shows: the supervisor's entries and the denial counts both
+/// Which instance listing an answer shows: the supervisor's instance table and the denial counts both
 /// only grow their counters, so a listing is newer when neither went back.
 public struct ListingVersion: Sendable, Equatable {
     public var entries: UInt64

@@ -172,6 +172,16 @@ public struct SandboxLaunch {
         /// The loopback guard's counter of refused connects (a BPF map fd the caller owns),
         /// when the profile has the guard.
         public var loopbackCounter: Int32? = nil
+
+        public init(
+            pid: pid_t, cgroup: any InstanceCgroup, bindCounter: Int32? = nil,
+            loopbackCounter: Int32? = nil
+        ) {
+            self.pid = pid
+            self.cgroup = cgroup
+            self.bindCounter = bindCounter
+            self.loopbackCounter = loopbackCounter
+        }
     }
 
     /// Puts the launcher into its instance cgroup before the launch returns. The launcher joins

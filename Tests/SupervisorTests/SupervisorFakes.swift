@@ -1,0 +1,255 @@
+import AppContainers
+import AppdAPI
+import AppdBase
+import AppdConfig
+import Foundation
+import Glibc
+import Sandbox
+import Synchronization
+import Testing
+
+@testable import AppContainers
+@testable import Sandbox
+@testable import Supervisor
+
+/// The registry as the Supervisor sees it, in memory: a few installed apps, their Info.plist
+/// keys, and what the Supervisor did to them (launches noted, tmp emptied).
+final class FakeCatalog: AppCatalog {
+    struct State {
+        var apps: [String: InstalledApp] = [:]
+        var info: [String: AppLaunchInfo] = [:]
+        var refused: Set<String> = []
+        var launches: [String: Date] = [:]
+        /// The apps whose Caches were emptied, in order.
+        var emptiedCaches: [String] = []
+    }
+    let state = Mutex(State())
+
+    func add(_ id: String, uid: UInt32 = 60_001, info: AppLaunchInfo = AppLaunchInfo()) {
+        let now = Date()
+        let app = InstalledApp(
+            bundleID: id, state: .installed, uid: uid, dataUUID: UUID().uuidString,
+            bundleUUID: UUID().uuidString, bundleName: "\(id).app", title: id, version: "1",
+            installedAt: now, updatedAt: now)
+        state.withLock {
+            $0.apps[id.lowercased()] = app
+            $0.info[id.lowercased()] = info
+        }
+    }
+
+    /// The launch-time check fails for `id` from now on (a tampered bundle).
+    func refuse(_ id: String) { state.withLock { _ = $0.refused.insert(id.lowercased()) } }
+
+    func app(_ id: String) throws -> InstalledApp {
+        guard let app = state.withLock({ $0.apps[id.lowercased()] }) else {
+            throw AppdError(.notFound, "\(id) is not installed")
+        }
+        return app
+    }
+
+    func apps() throws -> [InstalledApp] { state.withLock { Array($0.apps.values) } }
+
+    func checkInstalledBundle(_ app: InstalledApp) throws {
+        if state.withLock({ $0.refused.contains(app.bundleID.lowercased()) }) {
+            throw AppdError(.invalidBundle, "\(app.bundleID): the bundle changed since its install")
+        }
+    }
+
+    func launchInfo(of app: InstalledApp) -> AppLaunchInfo {
+        state.withLock { $0.info[app.bundleID.lowercased()] } ?? AppLaunchInfo()
+    }
+
+    func temporaryDirectoryHasEntries(of app: InstalledApp) throws -> Bool { false }
+    func emptyTemporaryDirectory(of app: InstalledApp) throws -> Int { 0 }
+    func emptyCaches(of app: InstalledApp) throws -> AppStore.CachesReclaimed {
+        state.withLock { $0.emptiedCaches.append(app.bundleID) }
+        return AppStore.CachesReclaimed(bundleID: app.bundleID, bytes: 4096, entries: 1)
+    }
+    func recordLaunch(of bundleID: String, at time: Date) throws {
+        state.withLock { $0.launches[bundleID] = time }
+    }
+    func lastLaunches() throws -> [String: Date] { state.withLock { $0.launches } }
+    func freeSpace() -> FreeSpace? { nil }
+}
+
+/// An instance cgroup that only records what was asked of it; its "processes" are the one
+/// child the fake spawner started, which `kill` ends with SIGKILL.
+final class FakeCgroup: InstanceCgroup {
+    let app: String
+    let instance: String
+    let pid: Mutex<pid_t?> = Mutex(nil)
+    /// "freeze", "thaw", "kill", "remove", "limits", in order.
+    let calls = Mutex<[String]>([])
+    let memoryBytes = Mutex<Int64>(0)
+
+    init(app: String, instance: String) {
+        self.app = app
+        self.instance = instance
+    }
+
+    var directories: [String] { ["/fake/apps/\(app)/\(instance)"] }
+    var procsFiles: [String] { [] }
+    var birthDirectory: String? { nil }
+    var relayProcsFiles: [String] { [] }
+    var log: [String] { calls.withLock { $0 } }
+
+    func processes() throws -> [pid_t] { pid.withLock { $0.map { [$0] } ?? [] } }
+    func freeze(timeoutSeconds: Double) throws { calls.withLock { $0.append("freeze") } }
+    func thaw() throws { calls.withLock { $0.append("thaw") } }
+    func isFrozen() throws -> Bool { calls.withLock { $0.last == "freeze" } }
+    func kill(timeoutSeconds: Double) throws {
+        calls.withLock { $0.append("kill") }
+        if let pid = pid.withLock({ $0 }) { Glibc.kill(pid, SIGKILL) }
+    }
+    func events() throws -> CgroupEvents { CgroupEvents() }
+    func memory() throws -> CgroupMemory {
+        CgroupMemory(current: memoryBytes.withLock { $0 }, peak: nil)
+    }
+    func setLimits(_ limits: CgroupLimits) throws { calls.withLock { $0.append("limits") } }
+    func cpuMicroseconds() throws -> Int64? { 0 }
+    func remove() throws { calls.withLock { $0.append("remove") } }
+}
+
+/// Hands out fake cgroups and finds them again (adoption opens an instance's cgroup).
+final class FakeCgroupDriver: CgroupDriver {
+    let cgroups = Mutex<[String: FakeCgroup]>([:])
+    let layout = CgroupLayout(mode: .none, unified: nil, v1: [])
+    let settings = CgroupSettings()
+    var parentDirectories: [String] { [] }
+
+    func prepare() throws {}
+    func create(instance: String, app: String, limits: CgroupLimits?) throws -> any InstanceCgroup {
+        let cgroup = FakeCgroup(app: app, instance: instance)
+        cgroups.withLock { $0[instance] = cgroup }
+        return cgroup
+    }
+    func open(instance: String, app: String) throws -> (any InstanceCgroup)? {
+        cgroups.withLock { $0[instance] }
+    }
+    func appsMemory() throws -> Int64? {
+        cgroups.withLock { $0.values.reduce(0) { $0 + $1.memoryBytes.withLock { $0 } } }
+    }
+    subscript(_ instance: String) -> FakeCgroup? { cgroups.withLock { $0[instance] } }
+}
+
+/// Starts each instance as a plain child process (`sleep`) in a fake cgroup, and records the
+/// launches it was asked for: the Supervisor watches, signals and reaps it as it would
+/// appd-exec.
+final class FakeSpawner: InstanceSpawner {
+    struct Plan: Sendable {
+        var app: String
+        var arguments: [String]
+    }
+    struct Started: Sendable {
+        var app: String
+        var instance: String
+        var pid: pid_t
+        var arguments: [String]
+    }
+
+    let driver: FakeCgroupDriver
+    let started = Mutex<[Started]>([])
+    let forgotten = Mutex<[String]>([])
+    /// The program each instance runs (argv): `sleep` by default.
+    let program = Mutex(["/bin/sleep", "600"])
+
+    init(driver: FakeCgroupDriver) { self.driver = driver }
+
+    func plan(_ app: InstalledApp, arguments: [String], logDenials: Bool) throws -> Plan {
+        Plan(app: app.bundleID, arguments: arguments)
+    }
+
+    func start(_ plan: Plan, app: InstalledApp, instance: String, files: LaunchFiles) throws
+        -> SandboxLaunch.Started
+    {
+        let cgroup = try driver.create(instance: instance, app: plan.app, limits: nil)
+        let pid = try Self.spawn(program.withLock { $0 })
+        (cgroup as? FakeCgroup)?.pid.withLock { $0 = pid }
+        started.withLock {
+            $0.append(
+                Started(app: plan.app, instance: instance, pid: pid, arguments: plan.arguments))
+        }
+        return SandboxLaunch.Started(pid: pid, cgroup: cgroup)
+    }
+
+    func apply(_ configuration: AppdConfiguration) throws {}
+    func forget(app: String) { forgotten.withLock { $0.append(app) } }
+    func instanceEnded() {}
+
+    var launches: [Started] { started.withLock { $0 } }
+
+    /// A child of this process (so the Supervisor reaps it as it reaps its launchers).
+    static func spawn(_ argv: [String]) throws -> pid_t {
+        var pid: pid_t = 0
+        var cArgs = argv.map { strdup($0) } + [nil]
+        defer { for arg in cArgs { free(arg) } }
+        // As appd-exec's app: default dispositions and no blocked signal, whatever this
+        // process (the test runner) ignores or blocks; SIGTERM must end it.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        var all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(
+            &attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let result = posix_spawn(&pid, argv[0], nil, &attributes, &cArgs, environ)
+        guard result == 0 else { throw AppdError(.internal, "posix_spawn: \(result)") }
+        return pid
+    }
+}
+
+/// A Supervisor on fakes, its records and logs in a temporary folder.
+struct FakeDaemon {
+    let catalog = FakeCatalog()
+    let driver: FakeCgroupDriver
+    let spawner: FakeSpawner
+    let configuration: LiveConfiguration
+    let folder: String
+    let supervisor: Supervisor
+
+    init(
+        config text: String = "", folder existing: String? = nil,
+        driver: FakeCgroupDriver = FakeCgroupDriver()
+    ) throws {
+        self.driver = driver
+        spawner = FakeSpawner(driver: driver)
+        configuration = LiveConfiguration(try AppdConfiguration.parse(text, file: "appd.conf"))
+        if let existing {
+            folder = existing
+        } else {
+            folder = NSTemporaryDirectory() + "appd-supervisor-test.\(UUID().uuidString)"
+            try FileManager.default.createDirectory(
+                atPath: folder, withIntermediateDirectories: true)
+        }
+        supervisor = try Supervisor(
+            catalog: catalog, spawner: spawner, driver: driver, configuration: configuration,
+            runtimeDirectory: "\(folder)/run", stateRoot: folder)
+    }
+
+    /// Stops watching, ends every child still running, removes the folder.
+    func finish(removing: Bool = true) async {
+        await supervisor.shutdown()
+        for launch in spawner.launches {
+            Glibc.kill(launch.pid, SIGKILL)
+            var status: Int32 = 0
+            _ = waitpid(launch.pid, &status, 0)
+        }
+        if removing { try? FileManager.default.removeItem(atPath: folder) }
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass (exits and timers arrive on their own).
+func soon(
+    _ seconds: Double = 10, _ condition: () async throws -> Bool
+) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(nanoseconds: 20_000_000)
+    }
+    return try await condition()
+}
