@@ -253,3 +253,12 @@ func soon(
     }
     return try await condition()
 }
+
+/// The instance once it has exited, or as it is after `seconds` (a test that expected an exit
+/// then fails on its state instead of waiting for good).
+func exited(_ supervisor: Supervisor, _ id: String, within seconds: Double = 10) async throws
+    -> APIInstance
+{
+    await supervisor.waitForExit(id, atMost: .seconds(seconds))
+    return try await supervisor.instance(id)
+}

@@ -80,7 +80,7 @@ struct SupervisorLaunchTests {
         daemon.spawner.program.withLock { $0 = ["/bin/sh", "-c", "exit 3"] }
         let instance = try await daemon.supervisor.launch(
             "com.example.short", arguments: [], caller: 1000)
-        let ended = try await daemon.supervisor.waitForExit(instance.id)
+        let ended = try await exited(daemon.supervisor, instance.id)
         #expect(ended.state == .exited)
         #expect(ended.exit?.reason == .exited)
         #expect(ended.exit?.code == 3)
@@ -152,7 +152,7 @@ struct SupervisorLifecycleTests {
         let app = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
         _ = try await supervisor.suspend(app.id)
         _ = try await supervisor.terminate(app.id, grace: 5)
-        let ended = try await supervisor.waitForExit(app.id)
+        let ended = try await exited(supervisor, app.id)
         #expect(ended.exit?.reason == .terminated)
         #expect(daemon.driver[app.id]?.log.prefix(2) == ["freeze", "thaw"])
         await daemon.finish()
@@ -191,7 +191,7 @@ struct SupervisorJetsamTests {
         // still over), then stops (80 MiB).
         await supervisor.checkMemory(pressure: nil)
         for id in [frozen.id, older.id] {
-            let ended = try await supervisor.waitForExit(id)
+            let ended = try await exited(supervisor, id)
             #expect(ended.exit?.reason == .jetsam)
         }
         #expect(try await supervisor.instance(newer.id).state == .background)
@@ -212,7 +212,7 @@ struct SupervisorServiceTests {
         let supervisor = daemon.supervisor
         let first = try await supervisor.launch("com.example.svc", arguments: [], caller: 1000)
         Glibc.kill(try #require(first.pid), SIGKILL)
-        #expect(try await supervisor.waitForExit(first.id).exit?.reason == .signaled)
+        #expect(try await exited(supervisor, first.id).exit?.reason == .signaled)
         #expect(await soon { await supervisor.runningCount(app: "com.example.svc") == 1 })
         let second = try #require(await supervisor.instances(app: "com.example.svc").first)
         #expect(second.id != first.id)
@@ -230,7 +230,7 @@ struct SupervisorServiceTests {
         let supervisor = daemon.supervisor
         let first = try await supervisor.launch("com.example.svc", arguments: [], caller: 1000)
         _ = try await supervisor.terminate(first.id, grace: 5)
-        #expect(try await supervisor.waitForExit(first.id).exit?.reason == .terminated)
+        #expect(try await exited(supervisor, first.id).exit?.reason == .terminated)
         try await Task.sleep(nanoseconds: 300_000_000)
         #expect(await supervisor.runningCount(app: "com.example.svc") == 0)
         #expect(daemon.spawner.launches.count == 1)
@@ -275,7 +275,7 @@ struct SupervisorAdoptionTests {
         #expect(adopted.pid == instance.pid)
         #expect(adopted.arguments == ["x"])
         _ = try await next.supervisor.kill(instance.id)
-        let ended = try await next.supervisor.waitForExit(instance.id)
+        let ended = try await exited(next.supervisor, instance.id)
         #expect(ended.exit?.reason == .killed)
         await first.finish(removing: false)
         await next.finish()
