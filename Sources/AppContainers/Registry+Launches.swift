@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 import GRDB
 
@@ -25,7 +26,7 @@ extension Registry {
                     let text = row["lastLaunchedAt"] as String?,
                     let date = RegistryDates.date(from: text)
                 else { continue }
-                launches[id.lowercased()] = date
+                launches[AppID.folded(id)] = date
             }
             return launches
         }

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import CLinux
 import Foundation
 import Glibc
@@ -84,7 +85,7 @@ extension DenialLog {
         now: Date = Date()
     ) -> APIDenial? {
         let count = max(1, count)
-        let key = instance ?? "app:\(app.lowercased())"
+        let key = instance ?? "app:\(AppID.folded(app))"
         let recorded = state.withLock { state -> APIDenial? in
             state.changes &+= 1
             state.perApp[app, default: 0] += count

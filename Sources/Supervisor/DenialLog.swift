@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import CLinux
 import Foundation
 import Glibc
@@ -106,7 +107,7 @@ public final class DenialLog: Sendable {
             var dropped = 0
             for (key, tracked) in state.tracked {
                 if let instance, key != instance.lowercased() { continue }
-                if let app, tracked.app.caseInsensitiveCompare(app) != .orderedSame { continue }
+                if let app, !AppID(tracked.app).matches(app) { continue }
                 denials += tracked.ring
                 dropped += tracked.dropped
             }

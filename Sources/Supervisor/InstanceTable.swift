@@ -39,7 +39,7 @@ struct InstanceTable {
         }
         let chosen = includeExited ? current.all : current.live
         guard let app else { return chosen }
-        return chosen.filter { $0.app.caseInsensitiveCompare(app) == .orderedSame }
+        return chosen.filter { AppID($0.app).matches(app) }
     }
 
     func entry(_ id: String) throws -> Instance {
@@ -88,7 +88,7 @@ struct InstanceTable {
         for entry in entries.values where entry.state.isLive {
             total += 1
             if entry.launchedBy == caller { own += 1 }
-            if entry.app.lowercased() == key { app += 1 }
+            if AppID.folded(entry.app) == key { app += 1 }
         }
         return (total, own, app)
     }
@@ -97,7 +97,7 @@ struct InstanceTable {
     func appIsRunning(_ key: String, except: String? = nil) -> Bool {
         if launches(of: key) > 0 { return true }
         return entries.values.contains {
-            $0.id != except && $0.state.isLive && $0.app.lowercased() == key
+            $0.id != except && $0.state.isLive && AppID.folded($0.app) == key
         }
     }
 }

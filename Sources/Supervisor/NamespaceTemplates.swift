@@ -156,7 +156,7 @@ public final class NamespaceTemplates: Sendable {
     }
 
     private static func slot(_ app: String, console: Bool) -> String {
-        app.lowercased() + (console ? " console" : "")
+        AppID.folded(app) + (console ? " console" : "")
     }
 
     /// Drops the templates no launch used for `idleLimit`.

@@ -11,10 +11,10 @@ extension Supervisor {
     /// its groups) that is not suspended, and returns their ids (what `thawAfterBackup` thaws).
     /// If one cannot be frozen, the ones frozen so far are thawed and the error is thrown.
     public func freezeForBackup(_ appIDs: [String]) throws -> [String] {
-        let keys = Set(appIDs.map { $0.lowercased() })
+        let keys = Set(appIDs.map { AppID.folded($0) })
         var frozen: [String] = []
         for (id, entry) in table.entries
-        where keys.contains(entry.app.lowercased()) && entry.state.isLive
+        where keys.contains(AppID.folded(entry.app)) && entry.state.isLive
             && entry.state != .suspended
         {
             guard let cgroup = entry.cgroup else { continue }

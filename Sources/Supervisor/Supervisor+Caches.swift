@@ -50,7 +50,7 @@ extension Supervisor {
         let candidates: [InstalledApp]
         if let appID {
             let app = try catalog.app(appID)
-            guard !appIsRunning(app.bundleID.lowercased()) else {
+            guard !appIsRunning(AppID.folded(app.bundleID)) else {
                 throw AppdError(
                     .conflict,
                     "\(app.bundleID) has an instance running: appd never empties a running app's Caches",
@@ -61,7 +61,7 @@ extension Supervisor {
             if !byHand, let level, let before, level.isAbove(before) { return answer }
             candidates = try catalog.apps().filter { $0.state == .installed }.sorted {
                 let (a, b) = (
-                    launches[$0.bundleID.lowercased()], launches[$1.bundleID.lowercased()]
+                    launches[AppID.folded($0.bundleID)], launches[AppID.folded($1.bundleID)]
                 )
                 return (a ?? .distantPast, $0.bundleID) < (b ?? .distantPast, $1.bundleID)
             }
@@ -74,7 +74,7 @@ extension Supervisor {
             if appID == nil, let level, let space = catalog.freeSpace(), level.isAbove(space) {
                 break
             }
-            let key = app.bundleID.lowercased()
+            let key = AppID.folded(app.bundleID)
             guard !appIsRunning(key) else {
                 answer.running.append(app.bundleID)
                 continue

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import LifecycleProtocol
@@ -207,7 +208,7 @@ extension Supervisor {
     public func memoryWarning(app: String? = nil) -> [String] {
         var delivered: [String] = []
         for entry in table.entries.values
-        where (app == nil || entry.app.caseInsensitiveCompare(app ?? "") == .orderedSame)
+        where (app == nil || AppID(entry.app).matches(app ?? ""))
             && (entry.channel == .ready || entry.channel == .launching)
             && entry.state != .suspended && entry.state != .exited
         {

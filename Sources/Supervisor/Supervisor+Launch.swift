@@ -68,7 +68,7 @@ extension Supervisor {
     )
         async throws -> (instance: APIInstance, timings: LaunchTimings)
     {
-        let key = appID.lowercased()
+        let key = AppID.folded(appID)
         // A launch that names no arguments gets the admin's `Arguments=`, if any.
         let arguments =
             arguments.isEmpty

@@ -155,7 +155,7 @@ extension Supervisor {
         let ran = (instance.endedAt ?? Date()).timeIntervalSince(instance.startedAt)
         let mode = override.service.keepAlive
         switch keeper.ended(
-            instance.app.lowercased(), exit: instance.exit, ran: ran, mode: mode,
+            AppID.folded(instance.app), exit: instance.exit, ran: ran, mode: mode,
             lifecycle: lifecycle)
         {
         case .notRestarted:
@@ -189,7 +189,7 @@ extension Supervisor {
     }
 
     private func keepAliveDue(_ app: String, generation: Int) {
-        let key = app.lowercased()
+        let key = AppID.folded(app)
         guard !stopping, keeper.due(key, generation: generation) else { return }
         // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
         // instance): nothing to do.
@@ -226,7 +226,7 @@ extension Supervisor {
             override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
         else { return }
-        switch keeper.launchFailed(app.lowercased(), error: "\(error)", lifecycle: lifecycle) {
+        switch keeper.launchFailed(AppID.folded(app), error: "\(error)", lifecycle: lifecycle) {
         case .notRestarted: break
         case .gaveUp(let restarts):
             notice(
@@ -241,7 +241,7 @@ extension Supervisor {
     }
 
     /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
-    func serviceLaunched(_ app: String) { keeper.clientLaunched(app.lowercased()) }
+    func serviceLaunched(_ app: String) { keeper.clientLaunched(AppID.folded(app)) }
 
     func notice(_ app: String, _ detail: String) {
         hub.publish { seq in
@@ -262,7 +262,7 @@ extension Supervisor {
         guard let override = configuration.current.override(for: app),
             override.service.runAtLoad || override.service.keepAlive != .no
         else { return nil }
-        let run = keeper.run(app.lowercased())
+        let run = keeper.run(AppID.folded(app))
         let live = listed(app: app).instances
         let state: APIService.State =
             !live.isEmpty
@@ -306,7 +306,7 @@ extension Supervisor {
     public func appInstalled(_ app: InstalledApp) {
         for var entry in table.entries.values
         where entry.state != .exited
-            && entry.app.caseInsensitiveCompare(app.bundleID) == .orderedSame
+            && AppID(entry.app).matches(app.bundleID)
             && entry.outdated != true
             && entry.bundle != nil && entry.bundle != app.bundleUUID
         {
@@ -324,7 +324,7 @@ extension Supervisor {
     func markOutdatedAdopted() {
         let apps = Set(
             table.entries.values.filter { $0.state != .exited }.map {
-                $0.app.lowercased()
+                AppID.folded($0.app)
             })
         for app in apps.sorted() {
             if let installed = try? catalog.app(app) { appInstalled(installed) }

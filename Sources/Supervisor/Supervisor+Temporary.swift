@@ -22,7 +22,7 @@ extension Supervisor {
     /// A failure (a mount point inside, an uninstalled app) is an event, not an error: the exit
     /// happened.
     func emptyTemporaryAfterExit(appID: String, instance: String) -> Task<Void, Never>? {
-        let key = appID.lowercased()
+        let key = AppID.folded(appID)
         guard !appIsRunning(key, except: instance) else { return nil }
         let previous = emptyingTemporary[key]
         let (catalog, hub, launched) = (catalog, hub, launchedApps[key])
@@ -72,7 +72,7 @@ extension Supervisor {
     /// A launch of `appID` with none of its instances running: empties tmp if it holds
     /// anything (the exit that should have emptied it happened while appd was down).
     func emptyTemporaryBeforeLaunch(appID: String) {
-        let key = appID.lowercased()
+        let key = AppID.folded(appID)
         guard temporaryAtRest.remove(key) == nil, !appIsRunning(key),
             let app = try? catalog.app(appID),
             (try? catalog.temporaryDirectoryHasEntries(of: app)) == true

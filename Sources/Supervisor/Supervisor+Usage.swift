@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Sandbox
 
@@ -11,7 +12,7 @@ extension Supervisor {
         table.entries.values.filter { $0.state != .exited }
             .filter {
                 app == nil
-                    || $0.app.caseInsensitiveCompare(app ?? "") == .orderedSame
+                    || AppID($0.app).matches(app ?? "")
             }
             .map { ($0.api, $0.cgroup) }
     }
@@ -42,6 +43,6 @@ extension Supervisor {
     /// Called as an instance ends, before its cgroup goes: what it used stays counted.
     func noteEnded(_ entry: Instance) {
         guard let micro = (try? entry.cgroup?.cpuMicroseconds()) ?? nil, micro > 0 else { return }
-        endedCPU[entry.app.lowercased(), default: 0] += Double(micro) / 1_000_000
+        endedCPU[AppID.folded(entry.app), default: 0] += Double(micro) / 1_000_000
     }
 }

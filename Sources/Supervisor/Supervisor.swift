@@ -143,10 +143,10 @@ public actor Supervisor {
         _ appIDs: [String], _ body: @Sendable () async throws -> T
     ) async throws -> T {
         var apps: [String] = []
-        for appID in appIDs where !apps.contains(where: { $0.lowercased() == appID.lowercased() }) {
+        for appID in appIDs where !apps.contains(where: { AppID($0) == AppID(appID) }) {
             apps.append(appID)
         }
-        let keys = apps.map { $0.lowercased() }
+        let keys = apps.map { AppID.folded($0) }
         for key in keys { await waitForTemporaryEmptying(key) }
         // No suspension from here to the closing: what is checked stays true.
         for (appID, key) in zip(apps, keys) {
@@ -220,7 +220,7 @@ public actor Supervisor {
         if stopping { return current.api }
         if current.state == .exited {
             // As for the waiters `launcherEnded` resumes: the app at rest, its tmp emptied.
-            await waitForTemporaryEmptying(current.app.lowercased())
+            await waitForTemporaryEmptying(AppID.folded(current.app))
             return table.entries[key]?.api ?? current.api
         }
         lastWaiter &+= 1

@@ -38,6 +38,26 @@ struct SupervisorLaunchTests {
     }
 
     @Test(
+        "an app is found by its id in any ASCII case, and only so: the Kelvin sign is not a k (AppID)"
+    )
+    func appIDCase() async throws {
+        let daemon = try FakeDaemon()
+        daemon.catalog.add("com.example.kit")
+        let instance = try await daemon.supervisor.launch(
+            "com.example.kit", arguments: [], caller: 1000)
+        #expect(
+            await daemon.supervisor.listed(app: "COM.Example.KIT").instances.map(\.id) == [
+                instance.id
+            ])
+        #expect(await daemon.supervisor.instances(app: "com.example.kit").count == 1)
+        // Foundation's caseInsensitiveCompare and lowercased() fold U+212A to "k"; the
+        // registry's NOCASE does not, and neither may the Supervisor.
+        #expect(await daemon.supervisor.listed(app: "com.example.\u{212A}it").instances.isEmpty)
+        #expect(await daemon.supervisor.instances(app: "com.example.\u{212A}it").isEmpty)
+        await daemon.finish()
+    }
+
+    @Test(
         "a bundle that fails its launch-time check is refused before anything is spawned or recorded"
     )
     func refusedBundle() async throws {
