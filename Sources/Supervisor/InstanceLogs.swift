@@ -36,15 +36,6 @@ public struct InstanceLogs: Sendable {
         return fd
     }
 
-    /// A pipe for the app's stdout and stderr, both ends close-on-exec (the spawn places them).
-    func pipe() throws -> (read: Int32, write: Int32) {
-        var fds: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&fds) == 0 else {
-            throw AppdError.system("pipe for the app's output")
-        }
-        return (fds[0], fds[1])
-    }
-
     /// Waits until what the app wrote before now is in its log: the pipe is empty (FIONREAD on
     /// the relay's read end, opened through /proc) and the relay has written what it read (it
     /// holds an flock on a memfd of its own, `APPD_OUTPUT_LOCK_NAME`, from each read until the

@@ -36,9 +36,6 @@ public protocol InstanceSpawner: Sendable {
 /// The descriptors a launch hands its launcher: its output pipe and relay, its status file, its
 /// end of the lifecycle channel (docs/app-output.md, docs/lifecycle.md).
 public struct LaunchFiles: Sendable {
-    /// The write end the app's stdout and stderr go to; the relay reads `outputRead`.
-    public var outputWrite: Int32
-    public var outputRead: Int32
     /// The app's log folder, the instance's log file name in it, and its size limit.
     public var logFolder: Int32
     public var logName: String
@@ -94,14 +91,16 @@ public final class SandboxSpawner: InstanceSpawner {
         -> SandboxLaunch.Started
     {
         let launcher = launcher.withLock { $0 }
-        var launch = SandboxLaunch(
+        // The plan makes the output pipe (the relay's read end, the app's write end) and this
+        // closes it once the launcher holds it; the rest of `files` is the caller's.
+        var launch = try SandboxLaunch(
             profile: plan.profile, launcher: launcher, cgroups: driver.settings,
-            limits: plan.profile.cgroupLimits, output: files.outputWrite)
+            output: .relay(
+                LogDestination(
+                    folder: files.logFolder, name: files.logName, maxBytes: files.logMaxBytes,
+                    journal: files.journal, journalFields: files.journalFields)))
+        defer { for fd in launch.handedOver { close(fd) } }
         launch.channel = files.channel
-        launch.relay = .init(
-            readFD: files.outputRead, logDirectoryFD: files.logFolder, logName: files.logName,
-            logMaxBytes: min(files.logMaxBytes, Int64(Int32.max)), journalFD: files.journal,
-            journalFields: files.journalFields)
         launch.bpf = plan.bpf
         launch.spawner = spawner
         // The app's shared namespaces (built here by the first launch that finds none).

@@ -252,8 +252,6 @@ extension Supervisor {
         app: InstalledApp, instance id: String, with dependencies: LaunchDependencies,
         opened: inout [Int32]
     ) throws -> (files: LaunchFiles, channel: (daemon: Int32, app: Int32)) {
-        let output = try dependencies.logs.pipe()
-        opened += [output.read, output.write]
         let folder = try dependencies.logs.openFolder(app: app.bundleID)
         opened.append(folder)
         let status = try dependencies.records.openStatus(id)
@@ -263,7 +261,7 @@ extension Supervisor {
         let journal = dependencies.journalSocket.flatMap(connectJournal)
         if let journal { opened.append(journal) }
         let files = LaunchFiles(
-            outputWrite: output.write, outputRead: output.read, logFolder: folder,
+            logFolder: folder,
             logName: "\(id).log", logMaxBytes: dependencies.logMaxBytes, journal: journal,
             journalFields: [
                 "SYSLOG_IDENTIFIER=\(app.bundleID)", "APPD_APP=\(app.bundleID)",

@@ -56,11 +56,14 @@ struct Run: ParsableCommand {
             // logs/<app>/<instance>.log, as the daemon's instances do, rotated at LogMaxBytes:
             // the app never holds a host file.
             var log: String?
+            var logFolder: Int32?
+            defer { if let logFolder { close(logFolder) } }
             let output: LaunchOutput
             if console {
                 output = .inherited(keepStdin: true)
             } else {
                 let folder = try store.openLogFolder(app: app.bundleID)
+                logFolder = folder.fd
                 output = .relay(
                     LogDestination(
                         folder: folder.fd, name: "\(instance).log",
@@ -75,7 +78,7 @@ struct Run: ParsableCommand {
                         configured: store.config.supervisor.cgroupParent, layout: layout,
                         underSystemd: false)),
                 output: output)
-            // run() closes the pipe and the folder once the launcher has them.
+            // run() closes the pipe once the launcher has it; the folder is closed here.
             status = try launch.run(instance: instance)
             if case .failedToLaunch(let message) = status {
                 throw AppdError(.unsupported, "\(app.bundleID) could not be launched: \(message)")

@@ -18,7 +18,8 @@ public enum LaunchOutput {
 }
 
 /// Where the output relay writes: a file in a log folder the caller opened, and optionally
-/// the journal. Its fds are handed to the launch with it.
+/// the journal. Its fds stay the caller's, who closes them after the start (or after `run`):
+/// the launcher gets copies of them.
 public struct LogDestination {
     /// The log folder (`logs/<app>/` of the state root), opened `O_DIRECTORY`.
     public var folder: Int32
@@ -41,32 +42,20 @@ public struct LogDestination {
         self.journal = journal
         self.journalFields = journalFields
     }
-
-    /// The fds this destination hands over.
-    var descriptors: [Int32] { [folder] + (journal.map { [$0] } ?? []) }
 }
 
 extension SandboxLaunch {
     /// The one way a front door plans a launch (the daemon, `appd run`, appd-oci's create and
     /// exec): the compiled profile, the launcher (`Launcher=` of `[Sandbox]`, else found), the
     /// cgroup settings, the profile's own limits, and where the output goes. For `.relay` the
-    /// pipe is made here, and from here the launch owns the pipe and the destination's fds:
-    /// `run` closes them once the launcher holds them (or when the start fails); a caller of
-    /// `start` closes `handedOver` after the start, whatever happened. If making the pipe
-    /// fails, the destination's fds are closed before the error is thrown.
+    /// pipe is made here and is the launch's (`handedOver`): `run` closes it once the launcher
+    /// holds it (or when the start fails); a caller of `start` closes `handedOver` after the
+    /// start, whatever happened. A terminal and a destination's fds stay the caller's.
     public init(
         profile: SandboxProfile, launcher configured: String?, cgroups: CgroupSettings,
         output: LaunchOutput
     ) throws {
-        let launcher: String
-        do {
-            launcher = try Self.findLauncher(configured: configured)
-        } catch {
-            if case .relay(let destination) = output {
-                for fd in destination.descriptors { close(fd) }
-            }
-            throw error
-        }
+        let launcher = try Self.findLauncher(configured: configured)
         self.init(
             profile: profile, launcher: launcher, cgroups: cgroups, limits: profile.cgroupLimits)
         switch output {
@@ -78,9 +67,7 @@ extension SandboxLaunch {
         case .relay(let destination):
             var pipe: [Int32] = [-1, -1]
             guard appd_pipe_cloexec(&pipe) == 0 else {
-                let error = AppdError.system("pipe for the app's output")
-                for fd in destination.descriptors { close(fd) }
-                throw error
+                throw AppdError.system("pipe for the app's output")
             }
             self.output = pipe[1]
             relay = OutputRelayArguments(
@@ -90,10 +77,10 @@ extension SandboxLaunch {
         }
     }
 
-    /// The fds the launch took over with a `.relay` output (the pipe's ends, the log folder,
-    /// the journal socket): a caller of `start` closes them after it. Empty otherwise.
+    /// The output pipe a `.relay` plan made (both ends): the launch's to close, `run` itself,
+    /// a caller of `start` after it. Empty otherwise.
     public var handedOver: [Int32] {
-        guard let relay else { return [] }
-        return [output, relay.readFD, relay.logDirectoryFD, relay.journalFD].compactMap { $0 }
+        guard let relay, let output else { return [] }
+        return [output, relay.readFD]
     }
 }
