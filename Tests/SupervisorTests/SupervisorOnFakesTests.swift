@@ -264,10 +264,15 @@ struct SupervisorServiceTests {
                 "[Lifecycle]\nKeepAliveDelay=0.05\nKeepAliveLimit=2\nKeepAliveStableTime=60\n[App com.example.svc]\nKeepAlive=yes\n"
         )
         daemon.catalog.add("com.example.svc")
-        daemon.spawner.program.withLock { $0 = ["/bin/false"] }
+        // Each run fails a moment after it starts, as a crashing service does. Not /bin/false:
+        // a fake whose process is gone before the launch returns is a launcher that died at
+        // once, which the real appd-exec never is (it outlives the app to report it), and in a
+        // full CI run that made the test wait on something else than KeepAlive.
+        daemon.spawner.program.withLock { $0 = ["/bin/sh", "-c", "sleep 0.2; exit 1"] }
         let supervisor = daemon.supervisor
         _ = try await supervisor.launch("com.example.svc", arguments: [], caller: 1000)
-        #expect(await soon { await supervisor.service("com.example.svc")?.state == .crashLoop })
+        #expect(
+            await soon(60) { await supervisor.service("com.example.svc")?.state == .crashLoop })
         // The first launch and KeepAliveLimit restarts, no more.
         #expect(daemon.spawner.launches.count == 3)
         await daemon.finish()
