@@ -243,8 +243,10 @@ struct FakeDaemon {
 }
 
 /// Polls `condition` until it holds or `seconds` pass (exits and timers arrive on their own).
+/// 60 s by default: a holding condition returns at once, and a full CI run stalled these tests
+/// for tens of seconds (one took 148 s).
 func soon(
-    _ seconds: Double = 10, _ condition: () async throws -> Bool
+    _ seconds: Double = 60, _ condition: () async throws -> Bool
 ) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
@@ -256,7 +258,7 @@ func soon(
 
 /// The instance once it has exited, or as it is after `seconds` (a test that expected an exit
 /// then fails on its state instead of waiting for good).
-func exited(_ supervisor: Supervisor, _ id: String, within seconds: Double = 10) async throws
+func exited(_ supervisor: Supervisor, _ id: String, within seconds: Double = 60) async throws
     -> APIInstance
 {
     await supervisor.waitForExit(id, atMost: .seconds(seconds))

@@ -113,7 +113,9 @@ struct SupervisorLaunchTests {
 struct SupervisorLifecycleTests {
     @Test("background, then the grace period freezes it; resume thaws it and makes it active")
     func graceFreezesResumeThaws() async throws {
-        let daemon = try FakeDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=0.2\n")
+        // 5 s: long enough that it is not frozen at once even when a full CI run stalls the
+        // test between two calls, and waited for with `soon`, which returns as it happens.
+        let daemon = try FakeDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=5\n")
         daemon.catalog.add("com.example.app")
         let supervisor = daemon.supervisor
         let instance = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
@@ -226,8 +228,12 @@ struct SupervisorJetsamTests {
 struct SupervisorServiceTests {
     @Test("KeepAlive=yes: an instance that crashes is launched again, in the background, as root")
     func restartAfterCrash() async throws {
+        // No grace-period freeze while it is checked: under a full CI run the restarted
+        // instance was suspended (the default grace period passed) before the test looked.
         let daemon = try FakeDaemon(
-            config: "[Lifecycle]\nKeepAliveDelay=0.05\n[App com.example.svc]\nKeepAlive=yes\n")
+            config:
+                "[Lifecycle]\nKeepAliveDelay=0.05\nBackgroundGracePeriod=3600\n[App com.example.svc]\nKeepAlive=yes\n"
+        )
         daemon.catalog.add("com.example.svc")
         let supervisor = daemon.supervisor
         let first = try await supervisor.launch("com.example.svc", arguments: [], caller: 1000)
