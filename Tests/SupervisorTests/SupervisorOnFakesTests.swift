@@ -267,13 +267,13 @@ struct SupervisorServiceTests {
     func crashLoop() async throws {
         let daemon = try FakeDaemon(
             config:
-                "[Lifecycle]\nKeepAliveDelay=0.05\nKeepAliveLimit=2\nKeepAliveStableTime=60\n[App com.example.svc]\nKeepAlive=yes\n"
+                "[Lifecycle]\nKeepAliveDelay=0.05\nKeepAliveLimit=2\nKeepAliveStableTime=60\nBackgroundGracePeriod=3600\n[App com.example.svc]\nKeepAlive=yes\n"
         )
         daemon.catalog.add("com.example.svc")
-        // Each run fails a moment after it starts, as a crashing service does. Not /bin/false:
-        // a fake whose process is gone before the launch returns is a launcher that died at
-        // once, which the real appd-exec never is (it outlives the app to report it), and in a
-        // full CI run that made the test wait on something else than KeepAlive.
+        // Each run fails a moment after it starts, as a crashing service does. No grace-period
+        // freeze: the fake's freeze does not stop the child, so a restart that a stalled full
+        // CI run left in the background past the grace period was "suspended" when its child
+        // exited, which a real frozen app cannot do, and the give-up never came.
         daemon.spawner.program.withLock { $0 = ["/bin/sh", "-c", "sleep 0.2; exit 1"] }
         let supervisor = daemon.supervisor
         _ = try await supervisor.launch("com.example.svc", arguments: [], caller: 1000)
