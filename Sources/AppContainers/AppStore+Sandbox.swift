@@ -41,16 +41,8 @@ extension AppStore {
     /// `<instance>.log`, as the daemon's instances do (docs/app-output.md; the app itself only
     /// gets a pipe).
     public func openLogFolder(app: String) throws -> (fd: Int32, path: String) {
-        var directory = "\(root.path)/logs"
-        for folder in [directory, "\(directory)/\(app)"] {
-            directory = folder
-            if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-                throw AppdError.system("mkdir \(folder)")
-            }
-        }
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AppdError.system("open \(directory)") }
-        return (fd, directory)
+        let logs = "\(root.path)/logs"
+        return (try LogDestination.openFolder(logs: logs, app: app), "\(logs)/\(app)")
     }
 }
 

@@ -3,6 +3,7 @@ import CLinux
 import Foundation
 import Glibc
 import LauncherProtocol
+import Sandbox
 
 /// Each instance's stdout and stderr: `<state root>/logs/<app>/<instance>.log` and `.log.1`,
 /// written and rotated (by rename) by the instance's output relay in `appd-exec`
@@ -27,13 +28,7 @@ public struct InstanceLogs: Sendable {
     /// The app's log folder, opened for the relay (O_DIRECTORY|O_NOFOLLOW: a symlink planted as
     /// the folder is refused, not followed).
     func openFolder(app: String) throws -> Int32 {
-        let folder = "\(directory)/\(app)"
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            throw AppdError.system("mkdir \(folder)")
-        }
-        let fd = Glibc.open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-        guard fd >= 0 else { throw AppdError.system("open \(folder)") }
-        return fd
+        try LogDestination.openFolder(logs: directory, app: app)
     }
 
     /// Waits until what the app wrote before now is in its log: the pipe is empty (FIONREAD on

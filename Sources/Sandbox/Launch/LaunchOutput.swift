@@ -44,6 +44,27 @@ public struct LogDestination {
     }
 }
 
+extension LogDestination {
+    /// `<logs>/<app>/`, made (0700) if missing, `logs` too when that is missing, and opened
+    /// O_DIRECTORY|O_NOFOLLOW: a symlink planted as the folder is refused, not followed. Where
+    /// the daemon's instances and `appd run` both have the relay write `<instance>.log`.
+    public static func openFolder(logs: String, app: String) throws -> Int32 {
+        let folder = "\(logs)/\(app)"
+        var made = mkdir(folder, 0o700) == 0 || errno == EEXIST
+        if !made && errno == ENOENT {
+            // No logs folder yet (a fresh state root): it first, then the app's.
+            if mkdir(logs, 0o700) != 0 && errno != EEXIST {
+                throw AppdError.system("mkdir \(logs)")
+            }
+            made = mkdir(folder, 0o700) == 0 || errno == EEXIST
+        }
+        guard made else { throw AppdError.system("mkdir \(folder)") }
+        let fd = open(folder, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("open \(folder)") }
+        return fd
+    }
+}
+
 extension SandboxLaunch {
     /// The one way a front door plans a launch (the daemon, `appd run`, appd-oci's create and
     /// exec): the compiled profile, the launcher (`Launcher=` of `[Sandbox]`, else found), the
