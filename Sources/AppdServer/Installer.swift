@@ -62,7 +62,7 @@ final class Installer: Sendable {
         var result: InstallResult
         var laps = Laps()
         do {
-            let extractor = try await onQueue { [store, configuration] in
+            let extractor = try await onQueue { [configuration] in
                 try ExtractorBox(into: received.path, limits: configuration.current.bundleLimits)
             }
             try await receive(request.body, into: extractor)
