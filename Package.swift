@@ -348,8 +348,8 @@ let package = Package(
         .testTarget(
             name: "SupervisorTests",
             dependencies: [
-                "Supervisor", "AppContainers", "AppdAPI", "AppdBase", "AppdConfig", "Sandbox",
-                "TestSupport",
+                "Supervisor", "AppContainers", "AppdAPI", "AppdBase", "AppdConfig", "CLinux",
+                "Sandbox", "TestSupport",
             ]),
         // Starts the built appd (found next to the test bundle) on a private state root and
         // attacks its socket: malformed HTTP, hostile bodies, slow and vanishing clients, load.

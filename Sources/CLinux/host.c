@@ -4,10 +4,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 // Debian 12's headers predate some of these numbers; they are the same on every architecture
@@ -17,6 +20,9 @@
 #endif
 #ifndef SYS_pidfd_open
 #define SYS_pidfd_open 434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal 424
 #endif
 #define APPD_LANDLOCK_CREATE_RULESET_VERSION (1U << 0)
 
@@ -29,6 +35,32 @@ int appd_prctl_get_mdwe(void) { return prctl(66 /* PR_GET_MDWE */, 0, 0, 0, 0); 
 
 int appd_pidfd_open(pid_t pid, unsigned int flags) {
     return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
+int appd_pidfd_kill(int pidfd, int signal) {
+    return (int)syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0);
+}
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+int appd_pidfd_reap(int pidfd, int *status) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    int result;
+    do {
+        result = waitid(P_PIDFD, (id_t)pidfd, &info, WEXITED | WNOHANG);
+    } while (result < 0 && errno == EINTR);
+    if (result < 0) return -1;
+    if (info.si_pid == 0) return 0;
+    switch (info.si_code) {
+    case CLD_EXITED: *status = (info.si_status & 0xff) << 8; break;
+    case CLD_KILLED: *status = info.si_status & 0x7f; break;
+    case CLD_DUMPED: *status = (info.si_status & 0x7f) | 0x80; break;
+    default: *status = 0; break;
+    }
+    return 1;
 }
 
 int appd_tune_malloc(int mmap_threshold, int arenas) {

@@ -1,5 +1,6 @@
 import AppdAPI
 import AppdBase
+import CLinux
 import Foundation
 import Glibc
 import Sandbox
@@ -9,11 +10,7 @@ extension Supervisor {
     /// the reason, clean the cgroup, tell waiters and subscribers.
     func launcherEnded(_ id: String) {
         guard var entry = table.entries[id], entry.state != .exited else { return }
-        var waitStatus: Int32?
-        if entry.isChild, let pid = entry.pid {
-            var raw: Int32 = 0
-            if retryingInterrupts({ waitpid(pid, &raw, 0) }) == pid { waitStatus = raw }
-        }
+        let waitStatus = entry.isChild ? Self.reap(entry) : nil
         let statusText = records.readStatus(id)
         let oomKills = (try? entry.cgroup?.events())??.oomKills ?? 0
         noteEnded(entry)
@@ -50,6 +47,19 @@ extension Supervisor {
         pruneExited()
         spawner.instanceEnded()
         keepAliveAfterExit(entry.api)
+    }
+
+    /// Reaps a launcher this daemon started, without waiting: through its pidfd, so that it
+    /// can never reap (or block the actor on) another process that took the pid. Without a
+    /// pidfd (pidfd_open failed) the pid is still the launcher's: only this daemon reaps its
+    /// launchers, and a zombie keeps its pid until then.
+    nonisolated static func reap(_ entry: Instance) -> Int32? {
+        var raw: Int32 = 0
+        if let watcher = entry.watcher {
+            return appd_pidfd_reap(watcher.pidfd, &raw) == 1 ? raw : nil
+        }
+        guard let pid = entry.pid else { return nil }
+        return retryingInterrupts({ waitpid(pid, &raw, WNOHANG) }) == pid ? raw : nil
     }
 
     /// The setting that set an instance's memory limit, for the OOM message: the app's own

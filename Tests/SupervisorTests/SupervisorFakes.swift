@@ -2,6 +2,7 @@ import AppContainers
 import AppdAPI
 import AppdBase
 import AppdConfig
+import CLinux
 import Foundation
 import Glibc
 import Sandbox
@@ -73,11 +74,13 @@ final class FakeCatalog: AppCatalog {
 }
 
 /// An instance cgroup that only records what was asked of it; its "processes" are the one
-/// child the fake spawner started, which `kill` ends with SIGKILL.
+/// child the fake spawner started, which `kill` ends with SIGKILL through its pidfd (never by
+/// pid: once reaped, the pid may be another test's process).
 final class FakeCgroup: InstanceCgroup {
     let app: String
     let instance: String
     let pid: Mutex<pid_t?> = Mutex(nil)
+    let child: Mutex<FakeChild?> = Mutex(nil)
     /// "freeze", "thaw", "kill", "remove", "limits", in order.
     let calls = Mutex<[String]>([])
     let memoryBytes = Mutex<Int64>(0)
@@ -99,7 +102,7 @@ final class FakeCgroup: InstanceCgroup {
     func isFrozen() throws -> Bool { calls.withLock { $0.last == "freeze" } }
     func kill(timeoutSeconds: Double) throws {
         calls.withLock { $0.append("kill") }
-        if let pid = pid.withLock({ $0 }) { Glibc.kill(pid, SIGKILL) }
+        child.withLock { $0 }?.kill()
     }
     func events() throws -> CgroupEvents { CgroupEvents() }
     func memory() throws -> CgroupMemory {
@@ -145,6 +148,7 @@ final class FakeSpawner: InstanceSpawner {
         var instance: String
         var pid: pid_t
         var arguments: [String]
+        var child: FakeChild
     }
 
     let driver: FakeCgroupDriver
@@ -164,10 +168,14 @@ final class FakeSpawner: InstanceSpawner {
     {
         let cgroup = try driver.create(instance: instance, app: plan.app, limits: nil)
         let pid = try Self.spawn(program.withLock { $0 })
+        let child = FakeChild(pid: pid)
         (cgroup as? FakeCgroup)?.pid.withLock { $0 = pid }
+        (cgroup as? FakeCgroup)?.child.withLock { $0 = child }
         started.withLock {
             $0.append(
-                Started(app: plan.app, instance: instance, pid: pid, arguments: plan.arguments))
+                Started(
+                    app: plan.app, instance: instance, pid: pid, arguments: plan.arguments,
+                    child: child))
         }
         return SandboxLaunch.Started(pid: pid, cgroup: cgroup)
     }
@@ -202,6 +210,32 @@ final class FakeSpawner: InstanceSpawner {
     }
 }
 
+/// A child the fake spawner started, held by a pidfd taken at once (it cannot have been reaped
+/// yet: only the Supervisor reaps it, after it ends). Signals and the last reap go through the
+/// pidfd: the test process runs many suites side by side, and on a host with pid_max 32768 a
+/// reaped child's pid is soon another test's child; `kill(pid)` and `waitpid(pid)` once reaped
+/// and blocked one Supervisor's actor on another test's long-lived process.
+final class FakeChild: Sendable {
+    let pid: pid_t
+    let pidfd: Int32
+
+    init(pid: pid_t) {
+        self.pid = pid
+        pidfd = appd_pidfd_open(pid, 0)
+    }
+
+    func kill() { _ = appd_pidfd_kill(pidfd, SIGKILL) }
+
+    /// Kills it and reaps it unless the Supervisor has (at most 10 s).
+    func end() {
+        kill()
+        var status: Int32 = 0
+        for _ in 0..<1000 where appd_pidfd_reap(pidfd, &status) == 0 { usleep(10_000) }
+    }
+
+    deinit { if pidfd >= 0 { close(pidfd) } }
+}
+
 /// A Supervisor on fakes, its records and logs in a temporary folder.
 struct FakeDaemon {
     let catalog = FakeCatalog()
@@ -233,11 +267,7 @@ struct FakeDaemon {
     /// Stops watching, ends every child still running, removes the folder.
     func finish(removing: Bool = true) async {
         await supervisor.shutdown()
-        for launch in spawner.launches {
-            Glibc.kill(launch.pid, SIGKILL)
-            var status: Int32 = 0
-            _ = waitpid(launch.pid, &status, 0)
-        }
+        for launch in spawner.launches { launch.child.end() }
         if removing { try? FileManager.default.removeItem(atPath: folder) }
     }
 }

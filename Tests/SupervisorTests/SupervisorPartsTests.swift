@@ -1,7 +1,9 @@
 import AppdAPI
 import AppdBase
 import AppdConfig
+import CLinux
 import Foundation
+import Glibc
 import Testing
 
 @testable import Supervisor
@@ -212,5 +214,44 @@ struct JetsamVictimsTests {
             pressure: MemoryPressure(some10: 50, full10: 50), critical: true)
         #expect(victims.map(\.entry.id) == ["b"])
         #expect(victims.first?.message.contains("memory pressure full 50.0%") == true)
+    }
+}
+
+@Suite("reaping a launcher through its pidfd")
+struct PidfdReapTests {
+    @Test("a running child is not reaped, an ended one is with its status, once; never blocks")
+    func reap() throws {
+        let pid = try FakeSpawner.spawn(["/bin/sh", "-c", "read line; exit 7"])
+        let child = FakeChild(pid: pid)
+        #expect(child.pidfd >= 0)
+        var status: Int32 = -1
+        #expect(appd_pidfd_reap(child.pidfd, &status) == 0)
+        child.kill()
+        var result: Int32 = 0
+        for _ in 0..<1000 {
+            result = appd_pidfd_reap(child.pidfd, &status)
+            if result != 0 { break }
+            usleep(10_000)
+        }
+        #expect(result == 1)
+        #expect(status & 0x7f == SIGKILL)
+        // Reaped: a second reap is ECHILD, and a signal goes nowhere (ESRCH), whoever has the
+        // pid now.
+        #expect(appd_pidfd_reap(child.pidfd, &status) == -1 && errno == ECHILD)
+        #expect(appd_pidfd_kill(child.pidfd, SIGKILL) == -1 && errno == ESRCH)
+    }
+
+    @Test("an exit code comes back in waitpid's form")
+    func exitCode() throws {
+        let child = FakeChild(pid: try FakeSpawner.spawn(["/bin/sh", "-c", "exit 7"]))
+        var status: Int32 = -1
+        var result: Int32 = 0
+        for _ in 0..<1000 {
+            result = appd_pidfd_reap(child.pidfd, &status)
+            if result != 0 { break }
+            usleep(10_000)
+        }
+        #expect(result == 1)
+        #expect(status == 7 << 8)
     }
 }

@@ -21,6 +21,14 @@ int appd_prctl_get_mdwe(void);
 
 /// pidfd_open(2) (Linux 5.3); -1/ENOSYS on older kernels.
 int appd_pidfd_open(pid_t pid, unsigned int flags);
+/// pidfd_send_signal(2) (Linux 5.1): `signal` to the process of `pidfd`, never to another that
+/// took its pid; -1/ESRCH once it has ended.
+int appd_pidfd_kill(int pidfd, int signal);
+/// Reaps the child of `pidfd` if it has ended, without waiting (waitid(P_PIDFD, WEXITED |
+/// WNOHANG), Linux 5.4): 1 with `*status` in waitpid(2)'s form, 0 while it runs, -1 with errno
+/// (ECHILD: not a child of this process, or reaped already). Unlike waitpid(pid), it cannot
+/// reap, or wait for, another process that took the pid.
+int appd_pidfd_reap(int pidfd, int *status);
 
 /// epoll(7) for the supervisor's one event thread (KernelEvents): sys/epoll.h is not in Swift's
 /// Glibc module. A registration carries a 64-bit token, which appd_epoll_wait hands back with
