@@ -67,8 +67,8 @@ struct Instance {
 
     var cgroup: (any InstanceCgroup)?
     var watcher: ExitWatcher?
-    /// Our own child (spawned by this daemon): reaped with waitpid. Adopted launchers are
-    /// reaped by init; their status file is all there is.
+    /// Our own child (spawned by this daemon): reaped through its pidfd (Supervisor.reap).
+    /// Adopted launchers are reaped by init; their status file is all there is.
     var isChild = false
     /// Who waits for its exit, by a token of `waitForExit`'s, so that a waiter that gives up
     /// (its client went away) takes its continuation out again.

@@ -110,10 +110,9 @@ extension Supervisor {
     /// No `ready` within `LaunchWatchdog` of `hello`: killed. A frozen app cannot answer, so
     /// the watchdog starts again when it is thawed.
     func watchdogFired(_ id: String, after seconds: Double) {
-        guard var entry = table.entries[id], entry.channel == .launching,
-            entry.state != .exited, entry.state != .terminating,
-            entry.state != .suspended
-        else { return }
+        guard var entry = table.entries[id], LifecycleController.watchdogEnds(entry) else {
+            return
+        }
         end(
             &entry, .launchWatchdog,
             message: "said hello but not ready within \(Self.seconds(seconds)) (LaunchWatchdog)")
@@ -129,48 +128,33 @@ extension Supervisor {
     @discardableResult
     func beginTask(_ entry: inout Instance, name: String, ref: Int?, seconds: Double?) -> Bool {
         var answer = DaemonMessage(.backgroundTaskBegan, [.task: 0])
-        var granted = false
         if let ref { answer.fields[.ref] = ref }
-        if entry.state == .terminating {
-            answer.fields[.reason] = "the app is terminating"
-        } else if entry.life.tasks.count >= lifecycle.maxBackgroundTasks {
-            answer.fields[.reason] =
-                "it holds \(entry.life.tasks.count) background tasks already (MaxBackgroundTasks)"
-        } else {
-            let task = entry.life.nextTask
-            entry.life.nextTask += 1
-            let time = lifecycle.taskTime(requested: seconds)
-            entry.life.tasks[task] = BackgroundTask(
-                name: name, deadline: Date().addingTimeInterval(time))
-            entry.backgroundTasks = entry.life.tasks.count
+        let decision = controller.beginTask(&entry, name: name, seconds: seconds, now: Date())
+        switch decision {
+        case .refused(let reason):
+            answer.fields[.reason] = reason
+        case .granted(let task, let time):
             answer.fields[.task] = task
             answer.fields[.timeRemaining] = time
-            granted = true
             let id = entry.id
             Task {
                 try? await Task.sleep(nanoseconds: UInt64(time * 1e9))
                 self.taskExpired(id, task)
             }
         }
-        send(entry, answer, publishing: granted)
-        return granted
+        send(entry, answer, publishing: decision.isGranted)
+        return decision.isGranted
     }
 
     /// The task's time is up: the app is warned and gets `BackgroundTaskExpirationGrace` to end it.
     func taskExpired(_ id: String, _ task: Int) {
-        guard var entry = table.entries[id], var held = entry.life.tasks[task], !held.warned else {
-            return
-        }
-        if entry.state == .suspended {
-            // Frozen by request while it held the task: it cannot end it, and needs no time.
-            entry.life.tasks[task] = nil
-            entry.backgroundTasks = entry.life.tasks.count
+        guard var entry = table.entries[id],
+            let expiry = controller.taskExpired(&entry, task: task)
+        else { return }
+        guard case .warn(let grace) = expiry else {
             save(entry)
             return
         }
-        held.warned = true
-        entry.life.tasks[task] = held
-        let grace = lifecycle.backgroundTaskExpirationGrace
         send(entry, DaemonMessage(.backgroundTaskWillExpire, [.task: task, .timeRemaining: grace]))
         save(entry)
         Task {
@@ -182,21 +166,15 @@ extension Supervisor {
     /// Still held after the warning: in the background the app is killed (or frozen, by
     /// `ExpiredBackgroundTask`); in the foreground the task just ends.
     func taskOverdue(_ id: String, _ task: Int) {
-        guard var entry = table.entries[id], let held = entry.life.tasks.removeValue(forKey: task)
-        else {
-            return
-        }
-        entry.backgroundTasks = entry.life.tasks.count
+        guard var entry = table.entries[id],
+            let overdue = controller.taskOverdue(&entry, task: task)
+        else { return }
         save(entry)
-        guard entry.state == .background else { return }
-        if lifecycle.expiredTaskAction == .kill {
-            end(
-                &entry, .backgroundTaskExpired,
-                message:
-                    "background task \(task) '\(held.name)' was not ended in time (BackgroundTaskTime, then BackgroundTaskExpirationGrace)"
-            )
-        } else {
-            publish(.message, entry.api, detail: "background task \(task) '\(held.name)' expired")
+        switch overdue {
+        case .ended: break
+        case .kill(let message): end(&entry, .backgroundTaskExpired, message: message)
+        case .expired(let detail):
+            publish(.message, entry.api, detail: detail)
             backgroundCheck(id)
         }
     }

@@ -28,6 +28,8 @@ struct BackgroundTask {
 
 extension Supervisor {
     var lifecycle: LifecycleSettings { configuration.current.lifecycle }
+    /// The lifecycle's decisions under the settings in force (LifecycleController.swift).
+    var controller: LifecycleController { LifecycleController(settings: lifecycle) }
 
     // MARK: Requests
 
@@ -156,31 +158,23 @@ extension Supervisor {
     /// `hello` and `ready` it is launching and learns its state on `ready`.
     func tell(_ entry: inout Instance) {
         guard entry.channel == .ready, entry.life.channel != nil,
-            let goal = InstanceLifecycle.level(entry.state),
-            var level = InstanceLifecycle.level(entry.life.told)
+            InstanceLifecycle.level(entry.state) != nil
         else { return }
-        while level != goal {
-            let message: DaemonMessage
-            switch (level, level < goal) {
-            case (0, true): message = DaemonMessage(.willEnterForeground)
-            case (1, true): message = DaemonMessage(.didBecomeActive)
-            case (2, false): message = DaemonMessage(.willResignActive)
-            default:
-                var enter = DaemonMessage(.didEnterBackground)
-                // Absent when it will not be frozen (an allowed background mode, a service).
-                if !Self.neverFrozen(entry.api) {
-                    enter.fields[.gracePeriod] = lifecycle.backgroundGracePeriod
-                }
-                message = enter
+        let messages = controller.messages(
+            told: entry.life.told, to: entry.state,
+            neverFrozen: LifecycleController.neverFrozen(entry.api))
+        for message in messages {
+            if message.type == .didEnterBackground {
                 // The grace period is the app's time after it was told (an app launched into
                 // the background learns it on ready).
                 entry.life.backgroundSince = Date()
                 scheduleBackgroundCheck(entry.id, after: lifecycle.backgroundGracePeriod)
             }
-            level += level < goal ? 1 : -1
             send(entry, message)
         }
-        entry.life.told = InstanceLifecycle.ladder[goal]
+        if let level = InstanceLifecycle.level(entry.state) {
+            entry.life.told = InstanceLifecycle.ladder[level]
+        }
     }
 
     /// Sends and records the message as an event (`-> didBecomeActive`), unless `publishing`
@@ -199,11 +193,6 @@ extension Supervisor {
 
     // MARK: Background
 
-    /// A service, or an app with an allowed background mode: the grace period never freezes it.
-    static func neverFrozen(_ instance: APIInstance) -> Bool {
-        instance.service == true || !(instance.backgroundModes ?? []).isEmpty
-    }
-
     func scheduleBackgroundCheck(_ id: String, after seconds: Double) {
         Task {
             try? await Task.sleep(nanoseconds: UInt64(max(0, seconds) * 1e9))
@@ -211,17 +200,13 @@ extension Supervisor {
         }
     }
 
-    /// Freezes an instance that has been in the background for the grace period and holds
-    /// nothing that keeps it running. Runs whenever that may have changed; a check that comes
-    /// too early (it re-entered the background since) does nothing. An app between hello and
-    /// ready is not frozen: the launch watchdog bounds that time, and its grace period starts
-    /// when `ready` gets it didEnterBackground.
+    /// Freezes an instance whose grace period is over (LifecycleController.freezeDue). Runs
+    /// whenever that may have changed; an app between hello and ready gets its grace period
+    /// when `ready` tells it didEnterBackground.
     func backgroundCheck(_ id: String) {
-        guard var entry = table.entries[id], entry.state == .background,
-            entry.channel != .launching, entry.life.tasks.isEmpty, !Self.neverFrozen(entry.api),
-            let since = entry.life.backgroundSince,
-            Date().timeIntervalSince(since) >= lifecycle.backgroundGracePeriod - 0.005
-        else { return }
+        guard var entry = table.entries[id], controller.freezeDue(entry, now: Date()) else {
+            return
+        }
         do {
             try freeze(&entry, detail: "background grace period over")
         } catch {
