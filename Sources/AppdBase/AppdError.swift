@@ -101,6 +101,12 @@ public struct AppdError: Error, CustomStringConvertible, Sendable, Equatable {
         self.causeBox = cause.map(CauseBox.init)
     }
 
+    /// `error` as the cause of another: itself when it is an AppdError, else an internal error
+    /// with its description (a decoder's, the runtime's).
+    public static func from(_ error: any Error) -> AppdError {
+        error as? AppdError ?? AppdError(.internal, "\(error)")
+    }
+
     /// A failed system call: `"open /var/lib/appd/staging/x: EACCES (Permission denied)"`, or
     /// with a subject, the step alone (`open Info.plist` under the bundle).
     public static func system(

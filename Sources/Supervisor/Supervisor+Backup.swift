@@ -24,8 +24,8 @@ extension Supervisor {
             } catch {
                 thawAfterBackup(frozen)
                 throw AppdError(
-                    .unsupported, "cannot freeze instance \(id) for a consistent backup: \(error)",
-                    hint: "take it with --live, or terminate the app first")
+                    .unsupported, "cannot freeze instance \(id) for a consistent backup",
+                    hint: "take it with --live, or terminate the app first", cause: .from(error))
             }
         }
         return frozen.sorted()

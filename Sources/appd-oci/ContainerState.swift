@@ -118,7 +118,8 @@ struct StateRoot {
         do {
             return try JSONDecoder().decode(ContainerRecord.self, from: data)
         } catch {
-            throw AppdError(.io, "the state of container \(id) (\(file)) is unreadable: \(error)")
+            throw AppdError(
+                .io, "the state of container \(id) (\(file)) is unreadable", cause: .from(error))
         }
     }
 

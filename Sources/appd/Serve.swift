@@ -87,7 +87,7 @@ struct Serve: ParsableCommand {
             if toJournal { JournalLogHandler.flush() }
             if let error = failure {
                 if let error = error as? AppdError { throw error }
-                throw AppdError(.io, "appd serve stopped: \(error)")
+                throw AppdError(.io, "appd serve stopped", cause: .from(error))
             }
         }
     }

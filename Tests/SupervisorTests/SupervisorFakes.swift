@@ -97,7 +97,12 @@ final class FakeCgroup: InstanceCgroup {
     var log: [String] { calls.withLock { $0 } }
 
     func processes() throws -> [pid_t] { pid.withLock { $0.map { [$0] } ?? [] } }
-    func freeze(timeoutSeconds: Double) throws { calls.withLock { $0.append("freeze") } }
+    /// What `freeze` throws, if anything (a cgroup the kernel would not freeze).
+    let freezeFailure = Mutex<AppdError?>(nil)
+    func freeze(timeoutSeconds: Double) throws {
+        if let failure = freezeFailure.withLock({ $0 }) { throw failure }
+        calls.withLock { $0.append("freeze") }
+    }
     func thaw() throws { calls.withLock { $0.append("thaw") } }
     func isFrozen() throws -> Bool { calls.withLock { $0.last == "freeze" } }
     func kill(timeoutSeconds: Double) throws {

@@ -285,6 +285,39 @@ struct SupervisorServiceTests {
     }
 }
 
+@Suite("the Supervisor on fakes: a consistent backup", .serialized)
+struct SupervisorBackupFreezeTests {
+    @Test(
+        "a backup freezes the app's instances; one that cannot be frozen thaws the others, and the error names the instance, with the cgroup's error as its cause"
+    )
+    func freezeFailure() async throws {
+        let daemon = try FakeDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=3600\n")
+        daemon.catalog.add("com.example.app")
+        let supervisor = daemon.supervisor
+        let first = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
+        let second = try await supervisor.launch(
+            "com.example.app", arguments: [], caller: 1000, background: true)
+        #expect(try await supervisor.freezeForBackup(["COM.example.app"]).count == 2)
+        await supervisor.thawAfterBackup([first.id, second.id])
+        let kernel = AppdError.system("write cgroup.freeze", errno: EBUSY)
+        try #require(daemon.driver[second.id]).freezeFailure.withLock { $0 = kernel }
+        do {
+            _ = try await supervisor.freezeForBackup(["com.example.app"])
+            Issue.record("a freeze that fails must refuse the backup")
+        } catch let error as AppdError {
+            #expect(error.code == .unsupported)
+            #expect(error.message == "cannot freeze instance \(second.id) for a consistent backup")
+            #expect(error.cause == kernel)
+            #expect(error.hint == "take it with --live, or terminate the app first")
+            #expect(error.oneLine.contains("(because: write cgroup.freeze: EBUSY"))
+        }
+        // Whatever was frozen before the failure is thawed again.
+        let calls = try #require(daemon.driver[first.id]).log
+        #expect(calls.filter { $0 == "thaw" }.count == calls.filter { $0 == "freeze" }.count)
+        await daemon.finish()
+    }
+}
+
 @Suite("the Supervisor on fakes: re-adoption by the next daemon", .serialized)
 struct SupervisorAdoptionTests {
     @Test(
