@@ -90,15 +90,46 @@ public struct ProfileRecordShape: Sendable, Equatable {
     public func accepts(_ count: Int) -> Bool { count >= fields && count <= upTo }
 }
 
+/// A field of a `mount` record, after its kind.
+public enum ProfileMountField: Sendable {
+    /// A bind's host path, a kernel filesystem's source.
+    case source
+    /// Where it goes in the new root.
+    case destination
+    /// A symlink's target.
+    case target
+    /// The octal mode of a tmpfs, folder or file.
+    case mode
+    /// A file's content.
+    case content
+    /// A kernel filesystem's type (proc, sysfs, tmpfs…).
+    case fsType
+    /// A kernel filesystem's comma-separated options.
+    case options
+}
+
 extension ProfileMountKind {
-    /// How many fields follow the mount kind: `mount ro-bind SRC DEST` has 2.
-    public var fields: Int {
+    /// The fields that follow the mount kind, in order: declared once, for the daemon's encoder
+    /// and the launcher's parser (`mount ro-bind SRC DEST`: source, destination).
+    public var layout: [ProfileMountField] {
         switch self {
-        case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind, .tmpfs, .symlink, .dir: 2
-        case .proc, .dev, .mask, .roPath: 1
-        case .file: 3
-        case .fs: 4
+        case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind: [.source, .destination]
+        case .symlink: [.target, .destination]
+        case .tmpfs, .dir: [.destination, .mode]
+        case .proc, .dev, .mask, .roPath: [.destination]
+        case .file: [.destination, .mode, .content]
+        case .fs: [.fsType, .source, .destination, .options]
         }
+    }
+
+    /// How many fields follow the mount kind.
+    public var fields: Int { layout.count }
+
+    /// `field` of a record of this kind whose fields after `mount` are `values` (the kind
+    /// first); "" for a field this kind does not have. The reader has checked the count.
+    public func value(_ field: ProfileMountField, in values: [String]) -> String {
+        guard let index = layout.firstIndex(of: field), index + 1 < values.count else { return "" }
+        return values[index + 1]
     }
 }
 

@@ -30,26 +30,17 @@ extension SandboxProfile {
             record(.root, ProfileFormat.tmpfsRoot)
         }
         for mount in mounts {
-            switch mount.kind {
-            case .roBind, .roBindTry, .rwBind, .rwBindExec, .devBind:
-                record(.mount, mount.kind.rawValue, mount.source ?? "", mount.destination)
-            case .tmpfs, .dir:
-                record(.mount, mount.kind.rawValue, mount.destination, octal(mount.mode))
-            case .proc, .dev:
-                record(.mount, mount.kind.rawValue, mount.destination)
-            case .symlink:
-                record(.mount, mount.kind.rawValue, mount.source ?? "", mount.destination)
-            case .file:
-                record(
-                    .mount, mount.kind.rawValue, mount.destination, octal(mount.mode),
-                    mount.content ?? "")
-            case .fs:
-                record(
-                    .mount, mount.kind.rawValue, mount.fsType ?? "", mount.source ?? "",
-                    mount.destination, mount.options ?? "")
-            case .mask, .roPath:
-                record(.mount, mount.kind.rawValue, mount.destination)
+            let fields = mount.kind.layout.map { field in
+                switch field {
+                case .source, .target: mount.source ?? ""
+                case .destination: mount.destination
+                case .mode: octal(mount.mode)
+                case .content: mount.content ?? ""
+                case .fsType: mount.fsType ?? ""
+                case .options: mount.options ?? ""
+                }
             }
+            lines.append(ProfileField.record(.mount, [mount.kind.rawValue] + fields))
         }
         for sysctl in sysctls ?? [] { record(.sysctl, sysctl.name, sysctl.value) }
         if console { record(.console) }

@@ -222,9 +222,11 @@ struct ProfileParser {
     private static func mount(_ mountKind: ProfileMountKind, _ values: [String]) throws
         -> MountRecord
     {
+        // By name, as ProfileMountKind.layout lays the fields out.
+        func field(_ field: ProfileMountField) -> String { mountKind.value(field, in: values) }
+        func destination() throws -> String { try absolute(field(.destination)) }
         func bind(_ bind: BindKind) throws -> MountRecord {
-            return .bind(
-                bind, source: try absolute(values[1]), destination: try absolute(values[2]))
+            .bind(bind, source: try absolute(field(.source)), destination: try destination())
         }
         switch mountKind {
         case .roBind: return try bind(.readOnly)
@@ -232,33 +234,31 @@ struct ProfileParser {
         case .rwBind: return try bind(.readWrite)
         case .rwBindExec: return try bind(.readWriteExec)
         case .devBind: return try bind(.device)
-        case .tmpfs:
-            return .tmpfs(destination: try absolute(values[1]), mode: try mode(values[2]))
-        case .proc:
-            return .proc(destination: try absolute(values[1]))
-        case .dev:
-            return .dev(destination: try absolute(values[1]))
+        case .tmpfs: return .tmpfs(destination: try destination(), mode: try mode(field(.mode)))
+        case .proc: return .proc(destination: try destination())
+        case .dev: return .dev(destination: try destination())
         case .symlink:
-            guard !values[1].isEmpty else { throw LaunchFailure("profile", "empty symlink target") }
-            return .symlink(target: values[1], destination: try absolute(values[2]))
+            guard !field(.target).isEmpty else {
+                throw LaunchFailure("profile", "empty symlink target")
+            }
+            return .symlink(target: field(.target), destination: try destination())
         case .dir:
-            return .directory(destination: try absolute(values[1]), mode: try mode(values[2]))
+            return .directory(destination: try destination(), mode: try mode(field(.mode)))
         case .file:
             return .file(
-                destination: try absolute(values[1]), mode: try mode(values[2]),
-                content: Array(values[3].utf8))
+                destination: try destination(), mode: try mode(field(.mode)),
+                content: Array(field(.content).utf8))
         case .fs:
             let types = ["proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2"]
-            guard types.contains(values[1]) else {
-                throw LaunchFailure("profile", "mount fs of type '\(values[1])' is not allowed")
+            let type = field(.fsType)
+            guard types.contains(type) else {
+                throw LaunchFailure("profile", "mount fs of type '\(type)' is not allowed")
             }
             return .filesystem(
-                type: values[1], source: values[2], destination: try absolute(values[3]),
-                options: values[4])
-        case .mask:
-            return .mask(destination: try absolute(values[1]))
-        case .roPath:
-            return .readOnlyPath(destination: try absolute(values[1]))
+                type: type, source: field(.source), destination: try destination(),
+                options: field(.options))
+        case .mask: return .mask(destination: try destination())
+        case .roPath: return .readOnlyPath(destination: try destination())
         }
     }
 
