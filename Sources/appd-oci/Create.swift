@@ -77,82 +77,26 @@ extension OCIRuntime {
         }
     }
 
+    /// `create` in its phases, in runc's order: the profile, the network, the pins, the
+    /// cgroup, the launcher (its start gate and pipes), the checks made while it builds, what
+    /// comes once it is built (oom score, systemd scope, hooks), the record. What it opens is
+    /// closed here; what it makes (`cgroup`, `userRange`) the caller removes on failure.
     private func build(
         id: String, spec: OCISpec, bundle: String, root: HostPaths.Opened,
         cgroup made: inout (any InstanceCgroup)?, userRange: inout UInt32?
     ) throws -> Created {
-        let rootfs = root.path
         let config = try configuration()
-        let annotations = spec.annotations ?? [:]
-        let plain = line.plain || Self.isPlain(annotations)
-        try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
-        try OCIHooks.check(spec.hooks, allowed: config.oci.hooks)
-        // The pod's resolv.conf, hosts, hostname file and hostname: checked before anything
-        // is made, then bound in place of the sandbox's own.
-        let podFiles = try PodFiles.files(in: spec, stateRoot: state.path)
-        let podHostname = try PodFiles.hostname(in: spec, files: podFiles)
+        let plain = line.plain || Self.isPlain(spec.annotations ?? [:])
         let terminal = spec.process?.terminal ?? false
-        var prepared: PreparedSandbox
-        if plain {
-            let hostID = try PlainIDRange.allocate(owner: state.directory(id))
-            userRange = hostID
-            prepared = try PlainContainer.profile(
-                spec: spec, bundle: bundle, root: root, stateDirectory: state.directory(id),
-                stateRoot: state.path, config: config, console: terminal, hostID: hostID,
-                podFiles: podFiles, log: log)
-            if let podHostname { prepared.profile.hostname = podHostname }
-        } else {
-            guard let bundlePath = try AppImage.find(in: rootfs) else {
-                throw AppdError(
-                    .invalidBundle, "the image holds no Name.app at its root (\(rootfs))",
-                    hint:
-                        "build it with appd image Name.app; run other images with --plain or the annotation org.appd.plain=true"
-                )
-            }
-            prepared = try appProfile(
-                id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
-            PodFiles.apply(podFiles, hostname: podHostname, to: &prepared.profile)
-            AppTmp.link(in: &prepared.profile, dataContainer: AppPaths.data)
-        }
+        var prepared = try prepare(
+            id: id, spec: spec, bundle: bundle, root: root, config: config, plain: plain,
+            terminal: terminal, userRange: &userRange)
         // What the launcher was given by fd (binds, the data volume, the pod's files): open
         // until it is built.
-        prepared.held += podFiles.map(\.opened)
         defer { for opened in prepared.held { opened.close() } }
         var profile = prepared.profile
-        profile.environment += Self.extraEnvironment(
-            spec.process?.env ?? [], reserved: Set(profile.environment.map(\.name)))
-        profile.cgroupLimits = try Self.limits(
-            profile.cgroupLimits, by: spec.linux?.resources, ceiling: config.oci)
-
-        // The network: a pod's namespace given by path is joined when the app may use the
-        // network; otherwise (and for an app without a network entitlement always) the
-        // sandbox gets a namespace of its own with only a loopback.
-        var networkPath: String?
-        var network: Int32 = -1
-        // A plain container is the engine's own kind: it joins its pod's network, and its TCP
-        // is not the app rules' business.
-        if plain {
-            profile.landlock.restrictedTCP = []
-            profile.landlock.ports = []
-        }
-        if plain || !profile.namespaces.contains(.net) {
-            if !profile.namespaces.contains(.net) { profile.namespaces.append(.net) }
-            if let path = spec.namespace("network")?.path {
-                network = open(path, O_RDONLY | O_CLOEXEC)
-                guard network >= 0 else {
-                    throw AppdError.system("cannot open the network namespace \(path)")
-                }
-                networkPath = path
-            } else {
-                profile.loopback = true
-            }
-        }
-        defer { if network >= 0 { close(network) } }
-        if plain, network >= 0, let path = networkPath {
-            try PodNetwork.refuseAppNamespace(
-                fd: network, path: path,
-                appUIDs: [config.uidRange, NodeUIDs.range])
-        }
+        let network = try joinNetwork(spec: spec, plain: plain, config: config, profile: &profile)
+        defer { if network.fd >= 0 { close(network.fd) } }
 
         // What the profile names by fd (the root, binds, the data volume): pinned in a private
         // mount namespace the launcher inherits (MountPins), until the sandbox is built.
@@ -168,100 +112,31 @@ extension OCIRuntime {
                 overlay: prepared.overlay)
         }
 
-        if Self.systemdScope(spec.linux?.cgroupsPath ?? "", systemd: line.systemdCgroup) != nil {
-            try SystemdScope.requireSystemd(forPath: spec.linux?.cgroupsPath ?? "")
-        }
-        let place = try Self.cgroupPlace(
-            spec.linux?.cgroupsPath ?? "", id: id, systemd: line.systemdCgroup)
-        let settings = ContainerRecord.cgroupSettings(parent: place.parent)
-        try ContainerCgroup.refuseNesting(
-            parent: place.parent, app: place.app, instance: place.instance)
-        let cgroup = try Cgroups.driver(settings: settings).create(
-            instance: place.instance, app: place.app, limits: profile.cgroupLimits)
-        made = cgroup
-        ContainerCgroup.mark(cgroup, id: id)
-        PodNetwork.mark(cgroup, plain: plain)
+        let (cgroup, place, settings) = try makeCgroup(
+            id: id, spec: spec, plain: plain, limits: profile.cgroupLimits, made: &made)
         // Compiled here, not in the launch: `exec` gets the same program (seccomp.bpf).
         let bpf = profile.seccomp.required ? try SeccompCompiler.bpf(for: profile.seccomp) : []
 
-        // The start gate and the two pipes: `ready` from the app process, the launcher's
-        // status line (its error when the sandbox cannot be built).
-        let fifoPath = state.fifoPath(id)
-        guard mkfifo(fifoPath, 0o600) == 0, chmod(fifoPath, 0o622) == 0 else {
-            throw AppdError.system("cannot make the start gate \(fifoPath)")
-        }
-        // Read-write: the app process's read then waits for `start`'s byte, never for a writer.
-        let fifo = open(fifoPath, O_RDWR | O_CLOEXEC)
-        guard fifo >= 0 else { throw AppdError.system("cannot open \(fifoPath)") }
-        defer { close(fifo) }
-        var ready: [Int32] = [-1, -1]
-        var status: [Int32] = [-1, -1]
-        guard appd_pipe_cloexec(&ready) == 0 else { throw AppdError.system("pipe") }
-        guard appd_pipe_cloexec(&status) == 0 else {
-            close(ready[0])
-            close(ready[1])
-            throw AppdError.system("pipe")
-        }
-        var console: Console?
-        var consoleSocket = ""
-        if terminal {
-            guard let socket = line.options["console-socket"] else {
-                throw AppdError(
-                    .badRequest, "process.terminal is true but no --console-socket was given")
-            }
-            consoleSocket = socket
-            console = try Console.open()
-        }
-        // The engine's pipes, or the terminal whose master goes to its console socket.
-        var launch = try SandboxLaunch(
-            profile: profile, launcher: config.sandbox.launcher, cgroups: settings,
-            output: console.map { .terminal($0.terminal) } ?? .inherited(keepStdin: true))
-        if network >= 0 {
-            launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
-        }
-        launch.bpf = bpf
-        launch.startGate = (ready[1], fifo)
-        launch.initSignals = true
-        let started: SandboxLaunch.Started
-        do {
-            started = try launch.start(in: cgroup, statusFD: status[1], newSession: true)
-        } catch {
-            for fd in [ready[0], ready[1], status[0], status[1]] { close(fd) }
-            if let console {
-                close(console.master)
-                close(console.terminal)
-            }
-            throw error
-        }
-        close(ready[1])
-        close(status[1])
-        if let console {
-            close(console.terminal)
-            try console.send(to: consoleSocket)
-        }
-        // The profile `exec` reads back, encoded while the launcher builds the sandbox on
-        // another CPU. Without its seccomp rules: `exec` gets the compiled program
-        // (seccomp.bpf), and the rules were half of JSONEncoder's time (perf, bench-oci).
+        let gate = try StartGate(fifo: state.fifoPath(id))
+        defer { close(gate.fifo) }
+        let started = try startLauncher(
+            profile: profile, config: config, settings: settings, cgroup: cgroup,
+            network: network.fd, bpf: bpf, gate: gate, terminal: terminal)
         let encodedProfile: [UInt8]
         do {
-            var stored = profile
-            stored.seccomp.rules = []
-            encodedProfile = Array(try JSONEncoder().encode(stored))
-            // The app's files against its signature, on this CPU while the launcher builds
-            // the sandbox on another: the app process waits at the start gate, which only
-            // `start` opens, and `start` finds no container before this create returned.
-            try prepared.image?.checkContents(limits: config.bundleLimits)
+            encodedProfile = try whileBuilding(
+                profile: profile, image: &prepared.image, config: config)
         } catch {
             try? cgroup.kill()
             _ = SandboxLaunch.wait(started.pid)
-            close(ready[0])
-            close(status[0])
+            close(gate.ready[0])
+            close(gate.status[0])
             throw error
         }
-        guard Self.awaitReady(ready[0]) else {
-            let text = SandboxLaunch.readAll(status[0])
-            close(ready[0])
-            close(status[0])
+        guard Self.awaitReady(gate.ready[0]) else {
+            let text = SandboxLaunch.readAll(gate.status[0])
+            close(gate.ready[0])
+            close(gate.status[0])
             _ = SandboxLaunch.wait(started.pid)
             let reason =
                 SandboxLaunch.parseStatus(text).map { "\($0)" }
@@ -270,45 +145,19 @@ extension OCIRuntime {
         }
         // Built: the pins are the launcher's now; hooks and systemd see the host's mounts.
         pins?.leave()
-        if let adjust = spec.process?.oomScoreAdj {
-            // Every process of the container so far: PID 1 and the app process were forked
-            // before, and inherit nothing written now.
-            let processes = (try? cgroup.processes()) ?? [started.pid]
-            for pid in processes.isEmpty ? [started.pid] : processes {
-                applyOOMScore(adjust, to: pid)
-            }
-        }
-        if let scope = Self.systemdScope(spec.linux?.cgroupsPath ?? "", systemd: line.systemdCgroup)
-        {
-            try SystemdScope.start(
-                unit: scope.unit, slice: scope.slice, pid: started.pid, limits: profile.cgroupLimits
-            )
-        }
-
-        // runc's order: prestart, then createRuntime, with the sandbox built and the app
-        // process at the gate. A failure fails `create` (and removes what it made).
-        if let hooks = spec.hooks {
-            let hookState = OCIHooks.state(
-                id: id, status: ContainerStatus.created.rawValue, pid: started.pid,
-                bundle: bundle, annotations: spec.annotations ?? [:])
-            for (phase, list) in [
-                ("prestart", hooks.prestart), ("createRuntime", hooks.createRuntime),
-            ] {
-                try OCIHooks.run(
-                    list ?? [], phase: phase, state: hookState, allowed: config.oci.hooks,
-                    log: log, warnOnly: false)
-            }
-        }
+        try afterBuilt(
+            id: id, spec: spec, bundle: bundle, pid: started.pid, cgroup: cgroup,
+            limits: profile.cgroupLimits, config: config)
 
         var record = ContainerRecord(
-            id: id, bundle: bundle, rootfs: rootfs, pid: started.pid,
+            id: id, bundle: bundle, rootfs: root.path, pid: started.pid,
             pidStart: Process.startTime(started.pid) ?? 0, created: timestamp(),
             annotations: spec.annotations ?? [:], cgroupParent: place.parent,
             cgroupApp: place.app, cgroupInstance: place.instance, plain: plain,
             bundleID: prepared.bundleID, uid: profile.uid, gid: profile.gid,
             dataContainer: prepared.dataContainer, dataInVolume: prepared.dataInVolume,
             memoryMax: profile.cgroupLimits.memoryMax, pidsMax: profile.cgroupLimits.pidsMax,
-            networkNamespace: networkPath, userNamespaceHost: userRange)
+            networkNamespace: network.path, userNamespaceHost: userRange)
         if let hooks = spec.hooks, hooks.poststart != nil || hooks.poststop != nil {
             record.hooks = OCISpec.Hooks(poststart: hooks.poststart, poststop: hooks.poststop)
         }
@@ -319,7 +168,251 @@ extension OCIRuntime {
             try OCIFiles.writePidFile(pidFile, started.pid)
         }
         return Created(
-            pid: started.pid, ready: ready[0], status: status[0], record: record, cgroup: cgroup)
+            pid: started.pid, ready: gate.ready[0], status: gate.status[0], record: record,
+            cgroup: cgroup)
+    }
+
+    /// The sandbox's profile: the config checked (and its hooks against appd.conf), the pod's
+    /// resolv.conf, hosts, hostname file and hostname checked before anything is made and
+    /// bound in place of the sandbox's own; a plain container's profile or an app image's
+    /// (verified), with the config's environment and its limits under appd.conf's ceiling.
+    private func prepare(
+        id: String, spec: OCISpec, bundle: String, root: HostPaths.Opened,
+        config: AppdConfiguration, plain: Bool, terminal: Bool, userRange: inout UInt32?
+    ) throws -> PreparedSandbox {
+        try OCIConfigCheck.check(spec, plainBundle: plain ? bundle : nil)
+        try OCIHooks.check(spec.hooks, allowed: config.oci.hooks)
+        let podFiles = try PodFiles.files(in: spec, stateRoot: state.path)
+        var prepared: PreparedSandbox
+        do {
+            let podHostname = try PodFiles.hostname(in: spec, files: podFiles)
+            if plain {
+                let hostID = try PlainIDRange.allocate(owner: state.directory(id))
+                userRange = hostID
+                prepared = try PlainContainer.profile(
+                    spec: spec, bundle: bundle, root: root, stateDirectory: state.directory(id),
+                    stateRoot: state.path, config: config, console: terminal, hostID: hostID,
+                    podFiles: podFiles, log: log)
+                if let podHostname { prepared.profile.hostname = podHostname }
+            } else {
+                guard let bundlePath = try AppImage.find(in: root.path) else {
+                    throw AppdError(
+                        .invalidBundle, "the image holds no Name.app at its root (\(root.path))",
+                        hint:
+                            "build it with appd image Name.app; run other images with --plain or the annotation org.appd.plain=true"
+                    )
+                }
+                prepared = try appProfile(
+                    id: id, spec: spec, bundlePath: bundlePath, config: config, console: terminal)
+                PodFiles.apply(podFiles, hostname: podHostname, to: &prepared.profile)
+                AppTmp.link(in: &prepared.profile, dataContainer: AppPaths.data)
+            }
+        } catch {
+            for file in podFiles { file.opened.close() }
+            throw error
+        }
+        prepared.held += podFiles.map(\.opened)
+        do {
+            prepared.profile.environment += Self.extraEnvironment(
+                spec.process?.env ?? [], reserved: Set(prepared.profile.environment.map(\.name)))
+            prepared.profile.cgroupLimits = try Self.limits(
+                prepared.profile.cgroupLimits, by: spec.linux?.resources, ceiling: config.oci)
+        } catch {
+            for opened in prepared.held { opened.close() }
+            throw error
+        }
+        return prepared
+    }
+
+    /// The network namespace the sandbox joins, opened, and its path (the record's).
+    private struct JoinedNetwork {
+        var fd: Int32 = -1
+        var path: String?
+    }
+
+    /// The network: a pod's namespace given by path is joined when the app may use the
+    /// network; otherwise (and for an app without a network entitlement always) the sandbox
+    /// gets a namespace of its own with only a loopback. A plain container is the engine's own
+    /// kind: it joins its pod's network, its TCP is not the app rules' business, and the pod's
+    /// namespace must not be one an app's uid made.
+    private func joinNetwork(
+        spec: OCISpec, plain: Bool, config: AppdConfiguration, profile: inout SandboxProfile
+    ) throws -> JoinedNetwork {
+        if plain {
+            profile.landlock.restrictedTCP = []
+            profile.landlock.ports = []
+        }
+        guard plain || !profile.namespaces.contains(.net) else { return JoinedNetwork() }
+        if !profile.namespaces.contains(.net) { profile.namespaces.append(.net) }
+        guard let path = spec.namespace("network")?.path else {
+            profile.loopback = true
+            return JoinedNetwork()
+        }
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("cannot open the network namespace \(path)") }
+        if plain {
+            do {
+                try PodNetwork.refuseAppNamespace(
+                    fd: fd, path: path, appUIDs: [config.uidRange, NodeUIDs.range])
+            } catch {
+                close(fd)
+                throw error
+            }
+        }
+        return JoinedNetwork(fd: fd, path: path)
+    }
+
+    /// The start gate and the two pipes: `ready` from the app process, the launcher's status
+    /// line (its error when the sandbox cannot be built).
+    private struct StartGate {
+        /// Read-write: the app process's read then waits for `start`'s byte, never for a writer.
+        let fifo: Int32
+        var ready: [Int32] = [-1, -1]
+        var status: [Int32] = [-1, -1]
+
+        init(fifo path: String) throws {
+            guard mkfifo(path, 0o600) == 0, chmod(path, 0o622) == 0 else {
+                throw AppdError.system("cannot make the start gate \(path)")
+            }
+            fifo = open(path, O_RDWR | O_CLOEXEC)
+            guard fifo >= 0 else { throw AppdError.system("cannot open \(path)") }
+            guard appd_pipe_cloexec(&ready) == 0 else {
+                close(fifo)
+                throw AppdError.system("pipe")
+            }
+            guard appd_pipe_cloexec(&status) == 0 else {
+                close(fifo)
+                close(ready[0])
+                close(ready[1])
+                throw AppdError.system("pipe")
+            }
+        }
+
+        /// Both ends of both pipes (the fifo is the caller's to close).
+        func closePipes() { for fd in ready + status { close(fd) } }
+    }
+
+    /// The container's cgroup where the config's `cgroupsPath` puts it (in a systemd slice,
+    /// when systemd runs), never inside another container's, marked as this container's;
+    /// `made` holds it from the moment it exists.
+    private func makeCgroup(
+        id: String, spec: OCISpec, plain: Bool, limits: CgroupLimits,
+        made: inout (any InstanceCgroup)?
+    ) throws -> (
+        cgroup: any InstanceCgroup, place: (parent: String, app: String, instance: String),
+        settings: CgroupSettings
+    ) {
+        let cgroupsPath = spec.linux?.cgroupsPath ?? ""
+        if Self.systemdScope(cgroupsPath, systemd: line.systemdCgroup) != nil {
+            try SystemdScope.requireSystemd(forPath: cgroupsPath)
+        }
+        let place = try Self.cgroupPlace(cgroupsPath, id: id, systemd: line.systemdCgroup)
+        let settings = ContainerRecord.cgroupSettings(parent: place.parent)
+        try ContainerCgroup.refuseNesting(
+            parent: place.parent, app: place.app, instance: place.instance)
+        let cgroup = try Cgroups.driver(settings: settings).create(
+            instance: place.instance, app: place.app, limits: limits)
+        made = cgroup
+        ContainerCgroup.mark(cgroup, id: id)
+        PodNetwork.mark(cgroup, plain: plain)
+        return (cgroup, place, settings)
+    }
+
+    /// Starts the launcher in `cgroup` with the engine's pipes, or with a terminal whose master
+    /// goes to the engine's console socket; the app process will wait at the start gate. The
+    /// write ends of the gate's pipes are the launcher's from then on (closed here); on failure
+    /// every end is.
+    private func startLauncher(
+        profile: SandboxProfile, config: AppdConfiguration, settings: CgroupSettings,
+        cgroup: any InstanceCgroup, network: Int32, bpf: [UInt8], gate: StartGate, terminal: Bool
+    ) throws -> SandboxLaunch.Started {
+        var console: Console?
+        var consoleSocket = ""
+        let started: SandboxLaunch.Started
+        do {
+            if terminal {
+                guard let socket = line.options["console-socket"] else {
+                    throw AppdError(
+                        .badRequest, "process.terminal is true but no --console-socket was given")
+                }
+                consoleSocket = socket
+                console = try Console.open()
+            }
+            var launch = try SandboxLaunch(
+                profile: profile, launcher: config.sandbox.launcher, cgroups: settings,
+                output: console.map { .terminal($0.terminal) } ?? .inherited(keepStdin: true))
+            if network >= 0 {
+                launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
+            }
+            launch.bpf = bpf
+            launch.startGate = (gate.ready[1], gate.fifo)
+            launch.initSignals = true
+            started = try launch.start(in: cgroup, statusFD: gate.status[1], newSession: true)
+        } catch {
+            gate.closePipes()
+            if let console {
+                close(console.master)
+                close(console.terminal)
+            }
+            throw error
+        }
+        close(gate.ready[1])
+        close(gate.status[1])
+        if let console {
+            close(console.terminal)
+            do { try console.send(to: consoleSocket) } catch {
+                // The caller kills the cgroup; its read ends are not its to close yet.
+                close(gate.ready[0])
+                close(gate.status[0])
+                throw error
+            }
+        }
+        return started
+    }
+
+    /// While the launcher builds the sandbox on another CPU: the profile `exec` reads back,
+    /// without its seccomp rules (`exec` gets the compiled program, seccomp.bpf, and the rules
+    /// were half of JSONEncoder's time: perf, bench-oci), and the app's files against its
+    /// signature (the app process waits at the start gate, which only `start` opens, and
+    /// `start` finds no container before this create returned).
+    private func whileBuilding(
+        profile: SandboxProfile, image: inout AppImage?, config: AppdConfiguration
+    ) throws -> [UInt8] {
+        var stored = profile
+        stored.seccomp.rules = []
+        let encoded = Array(try JSONEncoder().encode(stored))
+        try image?.checkContents(limits: config.bundleLimits)
+        return encoded
+    }
+
+    /// Once the sandbox is built: the config's oom score on every process so far, the systemd
+    /// scope, then runc's hooks (prestart, then createRuntime, with the app process at the
+    /// gate). A failure fails `create` (and removes what it made).
+    private func afterBuilt(
+        id: String, spec: OCISpec, bundle: String, pid: pid_t, cgroup: any InstanceCgroup,
+        limits: CgroupLimits, config: AppdConfiguration
+    ) throws {
+        if let adjust = spec.process?.oomScoreAdj {
+            // PID 1 and the app process were forked before, and inherit nothing written now.
+            let processes = (try? cgroup.processes()) ?? [pid]
+            for process in processes.isEmpty ? [pid] : processes {
+                applyOOMScore(adjust, to: process)
+            }
+        }
+        let cgroupsPath = spec.linux?.cgroupsPath ?? ""
+        if let scope = Self.systemdScope(cgroupsPath, systemd: line.systemdCgroup) {
+            try SystemdScope.start(unit: scope.unit, slice: scope.slice, pid: pid, limits: limits)
+        }
+        guard let hooks = spec.hooks else { return }
+        let hookState = OCIHooks.state(
+            id: id, status: ContainerStatus.created.rawValue, pid: pid, bundle: bundle,
+            annotations: spec.annotations ?? [:])
+        for (phase, list) in [("prestart", hooks.prestart), ("createRuntime", hooks.createRuntime)]
+        {
+            try OCIHooks.run(
+                list ?? [], phase: phase, state: hookState, allowed: config.oci.hooks, log: log,
+                warnOnly: false)
+        }
     }
 
     /// Waits for the app process's `ready`; false when the pipe closed without it (the
