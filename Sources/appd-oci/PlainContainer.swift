@@ -49,16 +49,7 @@ enum PlainContainer {
         guard let args = spec.process?.args, let first = args.first else {
             throw AppdError(.invalidConfig, "config.json has no process.args")
         }
-        let user = spec.process?.user
-        let uid = user?.uid ?? 0
-        let gid = user?.gid ?? 0
-        let groups = user?.additionalGids ?? []
-        for id in [uid, gid] + groups where id >= idCount {
-            throw AppdError(
-                .invalidConfig,
-                "config.json's process.user holds the id \(id); a plain container has the ids 0-\(idCount - 1)"
-            )
-        }
+        let user = try user(of: spec)
         let environment = spec.process?.env ?? []
         let path =
             environment.first { $0.hasPrefix("PATH=") }.map { String($0.dropFirst(5)) }
@@ -80,182 +71,33 @@ enum PlainContainer {
             subject, settings: settings, kernel: .detect(), console: console)
 
         // The container's own tree: its root, then the config's mounts in its order, then
-        // masked and read-only paths. The root is the image's rootfs idmapped onto the
-        // container's ids where its filesystem allows (runc's root, writable unless
-        // root.readonly); elsewhere (overlayfs: every engine's layered image) a tmpfs with the
-        // image's top level bound read-only on it and a private /tmp.
-        var mounts: [SandboxProfile.Mount] = []
-        var landlock: [LandlockRules.PathRule] = []
-        let configMounts = spec.mounts ?? []
-        let destinations = Set(configMounts.map { OCIConfigCheck.normalized($0.destination) })
-        let idmapped = Self.allowsIdmappedRoot(rootfs)
-        let readOnlyRoot = spec.root?.readonly ?? false
-        if idmapped {
-            profile.imageRoot = .init(source: root.source, readOnly: readOnlyRoot)
-            landlock.append(.init(access: readOnlyRoot ? .rx : .rwx, path: "/"))
-        }
-        // An engine's overlay snapshot: a writable overlay of its layers idmapped read-only,
-        // its upper layer in the state folder (OverlayRoot; MountPins mounts it), as runc's
-        // root is writable. Idmapped layers of an overlay need Linux 5.19.
-        var overlay: OverlayRoot?
-        if !idmapped && !readOnlyRoot && Self.kernelAllowsIdmappedLayers()
-            && OverlayRoot.canHoldUpper(stateDirectory)
-        {
-            overlay = OverlayRoot.layers(of: root, stateRoot: stateRoot)
-        }
-        if let overlay {
-            held += overlay.layers
-            profile.imageRoot = .init(source: OverlayRoot.placeholder, readOnly: false, owned: true)
-            landlock.append(.init(access: .rwx, path: "/"))
-        }
-        let ownRoot = idmapped || overlay != nil
-        // The launcher makes mount points in an idmapped root or the overlay (as the
-        // container's root); the image's folders bound read-only need theirs made here, as
-        // runc makes them.
-        if !ownRoot {
-            PodFiles.makeMountPoints(podFiles, in: rootfs, log: log)
-            // The tmpfs root holds nothing but the container's own tree: `ls /` lists it, as
-            // under runc (the folders below keep their own, narrower rules for writing).
-            landlock.append(.init(access: .ro, path: "/"))
-        }
-        let names =
-            ownRoot ? [] : (try? FileManager.default.contentsOfDirectory(atPath: rootfs)) ?? []
-        for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
-            let source = "\(rootfs)/\(entry)"
-            var info = stat()
-            guard lstat(source, &info) == 0 else { continue }
-            switch info.st_mode & S_IFMT {
-            case S_IFLNK:
-                if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: source) {
-                    mounts.append(.symlink(target, at: "/\(entry)"))
-                }
-            case S_IFDIR, S_IFREG:
-                var bind = SandboxProfile.Mount.roBind("\(root.source)/\(entry)")
-                bind.destination = "/\(entry)"
-                mounts.append(bind)
-                landlock.append(.init(access: .rx, path: "/\(entry)"))
-            default: continue
-            }
-        }
-        if !destinations.contains("/tmp") && (!ownRoot || readOnlyRoot) {
-            mounts.append(.tmpfs("/tmp", mode: 0o1777))
-            landlock.append(.init(access: .rw, path: "/tmp"))
-        }
-        // appd-exec needs a procfs (the user namespace's maps are written through it) and
-        // the default devices; a config without them gets the sandbox's own.
-        if !destinations.contains("/proc") {
-            mounts.append(.at("/proc", .proc))
-        }
-        if !destinations.contains("/dev") {
-            mounts.append(.at("/dev", .dev))
-        }
-        landlock.append(.init(access: .ro, path: "/proc"))
-        landlock.append(.init(access: .rw, path: "/dev"))
-        for mount in configMounts {
-            let destination = OCIConfigCheck.normalized(mount.destination)
-            let options = mount.options ?? []
-            if mount.isBind, let file = podFiles.first(where: { $0.destination == destination }) {
-                // The pod's resolv.conf, hosts or hostname file (PodFiles checked it), read-only.
-                var bind = SandboxProfile.Mount.roBind(file.source)
-                bind.destination = destination
-                mounts.append(bind)
-                continue
-            }
-            if mount.isBind {
-                guard let source = mount.source,
-                    !["/proc", "/sys"].contains(where: { HostPaths.overlap(destination, $0) })
-                else {
-                    // procfs and sysfs are the container's own, nothing is bound into them.
-                    continue
-                }
-                // The engine's volumes (emptyDir, configMap, secret, PVC, `podman -v`) as
-                // runc mounts them, with the host's ids: the container's unprivileged range
-                // writes where the folder lets it, nothing is idmapped. Never appd's own
-                // state, whatever folder holds it; a writable one never a system folder
-                // either. What was checked is what is mounted (by its fd).
-                let writable = !mount.isReadOnly
-                let opened = try HostPaths.open(
-                    source, what: "the bind source for \(destination)", stateRoot: stateRoot,
-                    system: writable)
-                held.append(opened)
-                let made =
-                    try ownRoot
-                    || Self.makeMountPoint(for: opened, at: destination, in: rootfs, log: log)
-                guard made else { continue }
-                // As runc: executable unless the bind says noexec (an init container copies a
-                // tool into an emptyDir for the next to run).
-                let executable = !(mount.options ?? []).contains("noexec")
-                var bind =
-                    !writable
-                    ? SandboxProfile.Mount.roBind(opened.source)
-                    : executable
-                        ? SandboxProfile.Mount.rwBindExec(opened.source)
-                        : SandboxProfile.Mount.rwBind(opened.source)
-                bind.destination = destination
-                mounts.append(bind)
-                let access: LandlockRules.Access =
-                    !writable ? .rx : executable ? .rwx : .rw
-                landlock.append(.init(access: access, path: destination))
-                continue
-            }
-            guard let type = mount.type else { continue }
-            if type == "cgroup" {
-                // cgroup v1 needs a hierarchy per controller (runc mounts a tmpfs of binds):
-                // not made; said in the log.
-                log.warning("the cgroup (v1) mount at \(destination) is not made")
-                continue
-            }
-            mounts.append(
-                .fs(
-                    type, source: mount.source ?? type, at: destination,
-                    options: options.joined(separator: ",")))
-            let writable = !options.contains("ro") && type != "proc" && type != "sysfs"
-            landlock.append(.init(access: writable ? .rw : .ro, path: destination))
+        // masked and read-only paths.
+        var tree = Tree(configMounts: spec.mounts ?? [])
+        let overlay = try tree.root(
+            root, readOnly: spec.root?.readonly ?? false, stateDirectory: stateDirectory,
+            stateRoot: stateRoot, podFiles: podFiles, log: log, profile: &profile, held: &held)
+        for mount in tree.configMounts {
+            try tree.add(
+                mount, rootfs: rootfs, stateRoot: stateRoot, podFiles: podFiles, log: log,
+                held: &held)
         }
         for masked in spec.linux?.maskedPaths ?? [] where masked.hasPrefix("/") {
-            mounts.append(.at(OCIConfigCheck.normalized(masked), .mask))
+            tree.mounts.append(.at(OCIConfigCheck.normalized(masked), .mask))
         }
         for readOnly in spec.linux?.readonlyPaths ?? [] where readOnly.hasPrefix("/") {
-            mounts.append(.at(OCIConfigCheck.normalized(readOnly), .roPath))
+            tree.mounts.append(.at(OCIConfigCheck.normalized(readOnly), .roPath))
         }
-        profile.mounts = mounts
-        profile.landlock.paths = landlock
+        profile.mounts = tree.mounts
+        profile.landlock.paths = tree.landlock
         // As runc: no memory limit unless the engine sets one (OCILimits applies it, within
         // the node's [OCI] ceiling); [Sandbox] MemoryMax= is the apps' default.
         profile.cgroupLimits.memoryMax = nil
 
-        profile.uid = uid
-        profile.gid = gid
-        profile.groups = groups
+        profile.uid = user.uid
+        profile.gid = user.gid
+        profile.groups = user.groups
         profile.userNamespace = .init(hostUID: hostID, hostGID: hostID, count: idCount)
-        // As runc: a name this kernel's list does not hold is left out, with a warning.
-        let caps = spec.process?.capabilities
-        if let unknown = caps?.all.filter({ ProfileCapability.number($0) == nil }).sorted(),
-            !unknown.isEmpty
-        {
-            log.warning("ignoring unknown capabilities: \(unknown.joined(separator: ", "))")
-        }
-        func known(_ names: [String]?) -> [String] {
-            (names ?? []).filter { ProfileCapability.number($0) != nil }
-        }
-        var sets = SandboxProfile.CapabilitySets()
-        sets.bounding = known(caps?.bounding)
-        sets.effective = known(caps?.effective)
-        sets.permitted = known(caps?.permitted)
-        sets.inheritable = known(caps?.inheritable)
-        // As runc: an ambient capability the kernel would refuse to raise (not in both the
-        // permitted and inheritable sets: `runc spec`'s default lists no inheritable set) is
-        // left out with a warning, not a failed start.
-        let raisable = Set(sets.permitted).intersection(sets.inheritable)
-        let ambient = known(caps?.ambient)
-        sets.ambient = ambient.filter(raisable.contains)
-        let unraisable = ambient.filter { !raisable.contains($0) }
-        if !unraisable.isEmpty {
-            log.warning(
-                "not raising ambient capabilities outside the permitted and inheritable sets: \(unraisable.joined(separator: ", "))"
-            )
-        }
-        profile.capabilities = sets
+        profile.capabilities = capabilitySets(spec.process?.capabilities, log: log)
         if spec.process?.noNewPrivileges != true { profile.newPrivileges = true }
         profile.rlimits = try rlimits(spec.process?.rlimits ?? [], over: profile.rlimits)
         let sysctls = (spec.linux?.sysctl ?? [:]).sorted { $0.key < $1.key }
@@ -279,6 +121,217 @@ enum PlainContainer {
         return PreparedSandbox(
             profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false, held: held,
             overlay: overlay.map { ($0, hostID) })
+    }
+
+    /// config.json's `process.user`, within the container's ids (0 to `idCount` - 1).
+    static func user(of spec: OCISpec) throws -> (uid: UInt32, gid: UInt32, groups: [UInt32]) {
+        let user = spec.process?.user
+        let (uid, gid, groups) = (user?.uid ?? 0, user?.gid ?? 0, user?.additionalGids ?? [])
+        for id in [uid, gid] + groups where id >= idCount {
+            throw AppdError(
+                .invalidConfig,
+                "config.json's process.user holds the id \(id); a plain container has the ids 0-\(idCount - 1)"
+            )
+        }
+        return (uid, gid, groups)
+    }
+
+    /// The config's capability sets, as runc takes them: a name this kernel's list does not
+    /// hold is left out, and so is an ambient capability the kernel would refuse to raise (not
+    /// in both the permitted and inheritable sets: `runc spec`'s default lists no inheritable
+    /// set), each with a warning, not a failed start.
+    static func capabilitySets(_ caps: OCISpec.Capabilities?, log: OCILog)
+        -> SandboxProfile.CapabilitySets
+    {
+        if let unknown = caps?.all.filter({ ProfileCapability.number($0) == nil }).sorted(),
+            !unknown.isEmpty
+        {
+            log.warning("ignoring unknown capabilities: \(unknown.joined(separator: ", "))")
+        }
+        func known(_ names: [String]?) -> [String] {
+            (names ?? []).filter { ProfileCapability.number($0) != nil }
+        }
+        var sets = SandboxProfile.CapabilitySets()
+        sets.bounding = known(caps?.bounding)
+        sets.effective = known(caps?.effective)
+        sets.permitted = known(caps?.permitted)
+        sets.inheritable = known(caps?.inheritable)
+        let raisable = Set(sets.permitted).intersection(sets.inheritable)
+        let ambient = known(caps?.ambient)
+        sets.ambient = ambient.filter(raisable.contains)
+        let unraisable = ambient.filter { !raisable.contains($0) }
+        if !unraisable.isEmpty {
+            log.warning(
+                "not raising ambient capabilities outside the permitted and inheritable sets: \(unraisable.joined(separator: ", "))"
+            )
+        }
+        return sets
+    }
+
+    /// A plain container's own tree as it is built: the mounts in order, and the Landlock
+    /// rule of each place the container may read or write.
+    struct Tree {
+        let configMounts: [OCISpec.Mount]
+        /// Where the config mounts something of its own.
+        let destinations: Set<String>
+        var mounts: [SandboxProfile.Mount] = []
+        var landlock: [LandlockRules.PathRule] = []
+        /// The root is the container's own (idmapped, or an overlay), not the tmpfs layout.
+        var ownRoot = false
+
+        init(configMounts: [OCISpec.Mount]) {
+            self.configMounts = configMounts
+            destinations = Set(configMounts.map { OCIConfigCheck.normalized($0.destination) })
+        }
+
+        /// The root is the image's rootfs idmapped onto the container's ids where its
+        /// filesystem allows (runc's root, writable unless root.readonly); an engine's
+        /// overlay snapshot is a writable overlay of its layers idmapped read-only, its upper
+        /// layer in the state folder (OverlayRoot; MountPins mounts it; Linux 5.19); elsewhere
+        /// a tmpfs with the image's top level bound read-only on it and a private /tmp. Then
+        /// the /proc and /dev appd-exec needs, unless the config mounts its own. Returns the
+        /// overlay, if it is one.
+        mutating func root(
+            _ root: HostPaths.Opened, readOnly: Bool, stateDirectory: String, stateRoot: String,
+            podFiles: [PodFiles.File], log: OCILog, profile: inout SandboxProfile,
+            held: inout [HostPaths.Opened]
+        ) throws -> OverlayRoot? {
+            let rootfs = root.path
+            let idmapped = PlainContainer.allowsIdmappedRoot(rootfs)
+            if idmapped {
+                profile.imageRoot = .init(source: root.source, readOnly: readOnly)
+                landlock.append(.init(access: readOnly ? .rx : .rwx, path: "/"))
+            }
+            var overlay: OverlayRoot?
+            if !idmapped && !readOnly && PlainContainer.kernelAllowsIdmappedLayers()
+                && OverlayRoot.canHoldUpper(stateDirectory)
+            {
+                overlay = OverlayRoot.layers(of: root, stateRoot: stateRoot)
+            }
+            if let overlay {
+                held += overlay.layers
+                profile.imageRoot = .init(
+                    source: OverlayRoot.placeholder, readOnly: false, owned: true)
+                landlock.append(.init(access: .rwx, path: "/"))
+            }
+            ownRoot = idmapped || overlay != nil
+            if !ownRoot {
+                // The launcher makes mount points in an idmapped root or the overlay (as the
+                // container's root); the image's folders bound read-only need theirs made
+                // here, as runc makes them.
+                PodFiles.makeMountPoints(podFiles, in: rootfs, log: log)
+                // The tmpfs root holds nothing but the container's own tree: `ls /` lists it,
+                // as under runc (the folders below keep their own, narrower rules for writing).
+                landlock.append(.init(access: .ro, path: "/"))
+                imageTopLevel(root)
+            }
+            if !destinations.contains("/tmp") && (!ownRoot || readOnly) {
+                mounts.append(.tmpfs("/tmp", mode: 0o1777))
+                landlock.append(.init(access: .rw, path: "/tmp"))
+            }
+            // appd-exec needs a procfs (the user namespace's maps are written through it) and
+            // the default devices; a config without them gets the sandbox's own.
+            if !destinations.contains("/proc") { mounts.append(.at("/proc", .proc)) }
+            if !destinations.contains("/dev") { mounts.append(.at("/dev", .dev)) }
+            landlock.append(.init(access: .ro, path: "/proc"))
+            landlock.append(.init(access: .rw, path: "/dev"))
+            return overlay
+        }
+
+        /// The image's top level on the tmpfs root: each folder and file bound read-only, each
+        /// symlink made again; not proc, dev, sys and tmp (the container's own).
+        private mutating func imageTopLevel(_ root: HostPaths.Opened) {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: root.path)) ?? []
+            for entry in names.sorted() where !["proc", "dev", "sys", "tmp"].contains(entry) {
+                let source = "\(root.path)/\(entry)"
+                var info = stat()
+                guard lstat(source, &info) == 0 else { continue }
+                switch info.st_mode & S_IFMT {
+                case S_IFLNK:
+                    if let target = try? FileManager.default.destinationOfSymbolicLink(
+                        atPath: source)
+                    {
+                        mounts.append(.symlink(target, at: "/\(entry)"))
+                    }
+                case S_IFDIR, S_IFREG:
+                    var bind = SandboxProfile.Mount.roBind("\(root.source)/\(entry)")
+                    bind.destination = "/\(entry)"
+                    mounts.append(bind)
+                    landlock.append(.init(access: .rx, path: "/\(entry)"))
+                default: continue
+                }
+            }
+        }
+
+        /// One of the config's mounts: the pod's resolv.conf, hosts or hostname file
+        /// (PodFiles checked it) read-only; an engine's volume bound as runc binds it; a
+        /// kernel filesystem. procfs and sysfs are the container's own: nothing is bound into
+        /// them.
+        mutating func add(
+            _ mount: OCISpec.Mount, rootfs: String, stateRoot: String, podFiles: [PodFiles.File],
+            log: OCILog, held: inout [HostPaths.Opened]
+        ) throws {
+            let destination = OCIConfigCheck.normalized(mount.destination)
+            let options = mount.options ?? []
+            if mount.isBind, let file = podFiles.first(where: { $0.destination == destination }) {
+                var bind = SandboxProfile.Mount.roBind(file.source)
+                bind.destination = destination
+                mounts.append(bind)
+                return
+            }
+            if mount.isBind {
+                guard let source = mount.source,
+                    !["/proc", "/sys"].contains(where: { HostPaths.overlap(destination, $0) })
+                else { return }
+                try bindVolume(
+                    source, at: destination, readOnly: mount.isReadOnly,
+                    noexec: options.contains("noexec"), rootfs: rootfs, stateRoot: stateRoot,
+                    log: log, held: &held)
+                return
+            }
+            guard let type = mount.type else { return }
+            if type == "cgroup" {
+                // cgroup v1 needs a hierarchy per controller (runc mounts a tmpfs of binds):
+                // not made; said in the log.
+                log.warning("the cgroup (v1) mount at \(destination) is not made")
+                return
+            }
+            mounts.append(
+                .fs(
+                    type, source: mount.source ?? type, at: destination,
+                    options: options.joined(separator: ",")))
+            let writable = !options.contains("ro") && type != "proc" && type != "sysfs"
+            landlock.append(.init(access: writable ? .rw : .ro, path: destination))
+        }
+
+        /// The engine's volumes (emptyDir, configMap, secret, PVC, `podman -v`) as runc mounts
+        /// them, with the host's ids: the container's unprivileged range writes where the
+        /// folder lets it, nothing is idmapped. Never appd's own state, whatever folder holds
+        /// it; a writable one never a system folder either. What was checked is what is
+        /// mounted (by its fd). As runc: executable unless the bind says noexec (an init
+        /// container copies a tool into an emptyDir for the next to run).
+        private mutating func bindVolume(
+            _ source: String, at destination: String, readOnly: Bool, noexec: Bool,
+            rootfs: String, stateRoot: String, log: OCILog, held: inout [HostPaths.Opened]
+        ) throws {
+            let opened = try HostPaths.open(
+                source, what: "the bind source for \(destination)", stateRoot: stateRoot,
+                system: !readOnly)
+            held.append(opened)
+            let made =
+                try ownRoot
+                || PlainContainer.makeMountPoint(for: opened, at: destination, in: rootfs, log: log)
+            guard made else { return }
+            var bind =
+                readOnly
+                ? SandboxProfile.Mount.roBind(opened.source)
+                : noexec
+                    ? SandboxProfile.Mount.rwBind(opened.source)
+                    : SandboxProfile.Mount.rwBindExec(opened.source)
+            bind.destination = destination
+            mounts.append(bind)
+            landlock.append(.init(access: readOnly ? .rx : noexec ? .rw : .rwx, path: destination))
+        }
     }
 
     /// The config's rlimits (`RLIMIT_NOFILE`...) over the sandbox's: each one the config names
