@@ -66,7 +66,7 @@ extension AppStore {
     {
         guard !groups.isEmpty else { return [:] }
         var users: [String: Set<String>] = [:]
-        for other in try apps() where AppID(other.bundleID) != AppID(app.bundleID) {
+        for other in try apps() where other.appID != app.appID {
             let paths = Set(try groupContainers(for: other).map(\.path))
             let shared = groups.filter { paths.contains($0.path) }.map(\.groupID)
             if !shared.isEmpty { users[other.bundleID] = Set(shared) }

@@ -34,8 +34,8 @@ extension AppStore {
         try registry?.recordLaunch(bundleID, at: time)
     }
 
-    /// Lowercased bundle id → its last launch; apps never launched are absent.
-    public func lastLaunches() throws -> [String: Date] {
+    /// Each app's last launch; apps never launched are absent.
+    public func lastLaunches() throws -> [AppID: Date] {
         try registry?.lastLaunches() ?? [:]
     }
 

@@ -1,4 +1,5 @@
 import AppBundle
+import AppdBase
 import Foundation
 import GRDB
 
@@ -50,6 +51,10 @@ public struct InstalledApp: Sendable, Equatable, Codable, FetchableRecord, Persi
     public var treeHash: Data?
 
     public var gid: UInt32 { uid }
+
+    /// Its bundle id as the app's id: what the Supervisor, the denial log and the metrics key
+    /// the app by (case aside, as the registry compares it).
+    public var appID: AppID { AppID(bundleID) }
 
     public func bundleContainer(in root: StateRoot) -> String? {
         bundleUUID.map { root.bundleContainer($0) }

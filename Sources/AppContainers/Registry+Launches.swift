@@ -15,10 +15,10 @@ extension Registry {
         }
     }
 
-    /// Lowercased bundle id → its last launch.
-    public func lastLaunches() throws -> [String: Date] {
+    /// Each launched app's last launch.
+    public func lastLaunches() throws -> [AppID: Date] {
         try read { db in
-            var launches: [String: Date] = [:]
+            var launches: [AppID: Date] = [:]
             for row in try Row.fetchAll(
                 db, sql: "SELECT bundleID, lastLaunchedAt FROM appLaunches")
             {
@@ -26,7 +26,7 @@ extension Registry {
                     let text = row["lastLaunchedAt"] as String?,
                     let date = RegistryDates.date(from: text)
                 else { continue }
-                launches[AppID.folded(id)] = date
+                launches[AppID(id)] = date
             }
             return launches
         }

@@ -75,8 +75,12 @@ public struct AppOverride: Sendable, Equatable {
 }
 
 extension AppdConfiguration {
-    /// The override of `bundleID`, if the admin wrote one (ids compare without regard to case).
-    public func override(for bundleID: String) -> AppOverride? { apps[bundleID.lowercased()] }
+    /// The override of `app`, if the admin wrote one (ids compare without regard to case: the
+    /// sections are keyed by their validated, ASCII-only id folded as `AppID` folds).
+    public func override(for app: AppID) -> AppOverride? { apps[app.key] }
+
+    /// The same for a bundle id as written.
+    public func override(for bundleID: String) -> AppOverride? { override(for: AppID(bundleID)) }
 
     /// `[App ID]` opens a section for that bundle id.
     mutating func addApp(_ section: String, place: String) throws -> String {
@@ -89,13 +93,14 @@ extension AppdConfiguration {
                 "\(place): [\(section)] does not name a bundle id: \(error.message)",
                 hint: "write it as [App com.example.notes]")
         }
-        guard apps[id.lowercased()] == nil else {
+        let key = AppID(id).key
+        guard apps[key] == nil else {
             throw AppdError(
                 .invalidConfig, "\(place): [App \(id)] appears twice",
                 hint: "merge the two sections")
         }
-        apps[id.lowercased()] = AppOverride()
-        return id.lowercased()
+        apps[key] = AppOverride()
+        return key
     }
 
 }

@@ -29,8 +29,7 @@ extension AppdConfiguration {
         }
         func isApp(_ name: String) -> Bool {
             guard name.hasPrefix("App ") else { return false }
-            return name.dropFirst(4).trimmingWhitespace().lowercased()
-                == id.lowercased()
+            return AppID(name.dropFirst(4).trimmingWhitespace()) == AppID(id)
         }
         func key(_ line: String) -> String? {
             let trimmed = line.trimmingWhitespace()

@@ -39,6 +39,9 @@ struct Request {
         for item in components.queryItems ?? [] { query[item.name] = item.value ?? "" }
     }
 
+    /// `?app=ID`: the app a query is narrowed to.
+    var app: AppID? { query["app"].map { AppID($0) } }
+
     func flag(_ name: String) -> Bool {
         ["1", "true", "yes"].contains(query[name]?.lowercased() ?? "")
     }

@@ -1,3 +1,4 @@
+import AppdBase
 import Foundation
 import Supervisor
 import Synchronization
@@ -9,7 +10,8 @@ import Synchronization
 /// any instance makes every one of them stale.
 final class InstanceListCache: Sendable {
     struct Key: Hashable {
-        var app: String?
+        /// One answer for every spelling of the app.
+        var app: AppID?
         var all: Bool
     }
 
@@ -23,7 +25,7 @@ final class InstanceListCache: Sendable {
     private let state = Mutex(State())
 
     /// The answer for `version` and the query if it was made already; else `make()`'s, kept.
-    func data(version: ListingVersion, app: String?, all: Bool, _ make: () throws -> Data) rethrows
+    func data(version: ListingVersion, app: AppID?, all: Bool, _ make: () throws -> Data) rethrows
         -> Data
     {
         let key = Key(app: app, all: all)

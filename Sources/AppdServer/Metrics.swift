@@ -21,10 +21,10 @@ final class DaemonMetrics: Sendable {
     let startedAt = Date()
     /// Denials per app (the `deny` work): nil until wired, and then the metric
     /// `appd_denials_total{app=}` appears. Never a made-up value.
-    let denials = Mutex<(@Sendable () async -> [String: Int])?>(nil)
+    let denials = Mutex<(@Sendable () async -> [AppID: Int])?>(nil)
     /// Caches reclaimed per app since the start (Supervisor+Caches.swift), read at scrape time:
     /// `appd_cache_reclaims_total{app=}` and `appd_cache_reclaimed_bytes_total{app=}`.
-    let cacheReclaims = Mutex<(@Sendable () -> [String: CacheReclaims.Count])?>(nil)
+    let cacheReclaims = Mutex<(@Sendable () -> [AppID: CacheReclaims.Count])?>(nil)
 
     static let installBuckets: [Duration] = [
         .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -96,8 +96,10 @@ final class DaemonMetrics: Sendable {
 
     // MARK: Read when scraped
 
-    /// The whole exposition: the counters, then what the scrape read.
-    func render(usage: [APIInstanceUsage], installed: [String], endedCPU: [String: Double]) async
+    /// The whole exposition: the counters, then what the scrape read. Each per-app series is
+    /// an installed app's, labelled as the registry spells it, whatever the spelling of the
+    /// instances, denials and reclaims it sums.
+    func render(usage: [APIInstanceUsage], installed: [AppID], endedCPU: [AppID: Double]) async
         -> [UInt8]
     {
         let now = PrometheusCollectorRegistry()
@@ -118,61 +120,60 @@ final class DaemonMetrics: Sendable {
         }
         // Per installed app (label values come from the registry, never from the instances).
         var memory: [AppID: Int64] = [:]
-        var cpu = Dictionary(endedCPU.map { (AppID($0.key), $0.value) }, uniquingKeysWith: +)
-        var counted: Set<AppID> = []
+        var cpu = endedCPU
+        var live: Set<AppID> = []
         for instance in usage {
-            let key = AppID(instance.app)
-            if let bytes = instance.memoryBytes {
-                memory[key, default: 0] += bytes
-                counted.insert(key)
-            }
-            if let seconds = instance.cpuSeconds { cpu[key, default: 0] += seconds }
+            let app = AppID(instance.app)
+            live.insert(app)
+            if let bytes = instance.memoryBytes { memory[app, default: 0] += bytes }
+            if let seconds = instance.cpuSeconds { cpu[app, default: 0] += seconds }
         }
-        let live = Set(usage.map { AppID($0.app) })
         for app in installed {
-            let key = AppID(app)
-            if counted.contains(key) || live.contains(key) {
+            if live.contains(app) {
                 now.makeGauge(
                     descriptor: Self.named(
                         "app_memory", "bytes",
                         "Memory charged to the app's live instances (cgroup memory.current / memory.usage_in_bytes)"
-                    ), labels: [("app", app)]
+                    ), labels: [("app", app.spelling)]
                 )
-                .set(Double(memory[key] ?? 0))
+                .set(Double(memory[app] ?? 0))
             }
-            if let seconds = cpu[key] {
+            if let seconds = cpu[app] {
                 now.makeCounter(
                     descriptor: Self.named(
                         "app_cpu", "seconds_total",
                         "CPU time of the app's instances since this daemon started (cgroup cpu.stat usage_usec)"
-                    ), labels: [("app", app)]
+                    ), labels: [("app", app.spelling)]
                 )
                 .increment(by: max(0, seconds))
             }
         }
-        let installedIDs = Set(installed.map { AppID($0) })
         if let source = denials.withLock({ $0 }) {
-            for (app, count) in await source() where installedIDs.contains(AppID(app)) {
+            let counts = await source()
+            for app in installed {
+                guard let count = counts[app] else { continue }
                 now.makeCounter(
                     descriptor: Self.named(
                         "denials", "total", "Operations the sandbox refused, per app"),
-                    labels: [("app", app)]
+                    labels: [("app", app.spelling)]
                 ).increment(by: Int64(max(0, count)))
             }
         }
         if let source = cacheReclaims.withLock({ $0 }) {
-            for (app, count) in source() where installedIDs.contains(AppID(app)) {
+            let counts = source()
+            for app in installed {
+                guard let count = counts[app] else { continue }
                 now.makeCounter(
                     descriptor: Self.named(
                         "cache_reclaims", "total",
                         "Times the app's Library/Caches was emptied to free space"),
-                    labels: [("app", app)]
+                    labels: [("app", app.spelling)]
                 ).increment(by: Int64(max(0, count.reclaims)))
                 now.makeCounter(
                     descriptor: Self.named(
                         "cache_reclaimed_bytes", "total",
                         "Bytes freed by emptying the app's Library/Caches"),
-                    labels: [("app", app)]
+                    labels: [("app", app.spelling)]
                 ).increment(by: max(0, count.bytes))
             }
         }

@@ -17,11 +17,11 @@ extension Router {
 
     func appInfo(_ id: String) async throws -> Reply {
         let app = try store.app(id)
-        let running = await supervisor.runningCount(app: app.bundleID)
+        let running = await supervisor.runningCount(app: app.appID)
         var info = APIApp(app, root: store.root, withEntitlements: true, running: running)
-        info.denials = supervisor.denials.perAppCounts()[app.bundleID] ?? 0
+        info.denials = supervisor.denials.perAppCounts()[app.appID] ?? 0
         info.adminOverride = APIApp.adminOverride(configuration.current.override(for: app.bundleID))
-        info.service = await supervisor.service(app.bundleID)
+        info.service = await supervisor.service(app.appID)
         info.storage = await Self.measureStorage(of: app, in: store)
         return try .json(info)
     }
@@ -67,7 +67,7 @@ extension Router {
 
     func uninstall(_ id: String, _ request: Request) async throws -> Reply {
         let keepData = request.flag("keepData")
-        let result = try await supervisor.whileNotRunning(id) { [store, installer] in
+        let result = try await supervisor.whileNotRunning(AppID(id)) { [store, installer] in
             try await installer.onQueue { try store.uninstall(id, keepData: keepData) }
         }
         appList.invalidate()

@@ -15,7 +15,8 @@ extension Router {
         let body = try await request.decode(LaunchRequest.self, limit: maxRequestBytes)
         try Self.checkLaunch(body)
         let (instance, timings) = try await supervisor.launchTimed(
-            id, arguments: body.arguments, caller: request.caller.uid, background: body.background)
+            AppID(id), arguments: body.arguments, caller: request.caller.uid,
+            background: body.background)
         let supervisor = supervisor
         let first = try APICoding.encoder().encode(instance)
         return .stream(

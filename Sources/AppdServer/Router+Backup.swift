@@ -55,7 +55,8 @@ extension Router {
             do {
                 if !live {
                     for bundleID in [app.bundleID] + users.keys.sorted() {
-                        holds.held(bundleID, try await supervisor.freezeForBackup([bundleID]))
+                        holds.held(
+                            bundleID, try await supervisor.freezeForBackup([AppID(bundleID)]))
                     }
                 }
             } catch {
@@ -160,7 +161,7 @@ extension Router {
         let allowSignerChange = request.flag("allowSignerChange")
         let restoreGroups = request.flag("groups")
         let groups = restoreGroups ? try store.groupContainers(for: app) : []
-        let closed = [app.bundleID] + (try store.appsSharing(groups))
+        let closed = [app.appID] + (try store.appsSharing(groups)).map { AppID($0) }
         let store = store
         // Read by this request alone, in order, inside the closure below.
         let body = UncheckedBody(request.body)
@@ -250,7 +251,7 @@ extension Router {
     )
         throws
     {
-        guard AppID(manifest.bundleID) == AppID(app.bundleID) else {
+        guard AppID(manifest.bundleID) == app.appID else {
             throw AppdError.backup(
                 "it is a backup of \(BackupFormat.shown(manifest.bundleID)), not of \(app.bundleID)"
             )

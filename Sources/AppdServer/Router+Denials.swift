@@ -7,19 +7,19 @@ extension Router {
     /// `GET /v1/denials[?app=ID|instance=IID][&follow=1]`: the kept denials, oldest first; with
     /// `follow=1` as JSON lines, then each new one as it is recorded, until the client goes.
     func denials(_ request: Request) async throws -> Reply {
-        let app = request.query["app"]
+        let app = request.app
         let instance = request.query["instance"]
         if app != nil && instance != nil {
             throw AppdError(.badRequest, "give app or instance, not both")
         }
-        if let app { _ = try store.app(app) }
+        if let app { _ = try store.app(app.spelling) }
         if let instance { _ = try await supervisor.instance(instance) }
         let log = supervisor.denials
         let matches: @Sendable (APIDenial) -> Bool = { denial in
             if let instance, denial.instance?.caseInsensitiveCompare(instance) != .orderedSame {
                 return false
             }
-            if let app, !AppID(app).matches(denial.app) { return false }
+            if let app, !app.matches(denial.app) { return false }
             return true
         }
         guard request.flag("follow") else {

@@ -11,7 +11,8 @@ extension Router {
         let body = try await request.decode(LaunchRequest.self, limit: maxRequestBytes)
         try Self.checkLaunch(body)
         let (instance, timings) = try await supervisor.launchTimed(
-            id, arguments: body.arguments, caller: request.caller.uid, background: body.background)
+            AppID(id), arguments: body.arguments, caller: request.caller.uid,
+            background: body.background)
         // The daemon's stages of the launch (scripts/bench-launch prints them): cheap to measure,
         // free to ignore.
         return try .json(instance, status: 201, headers: [("Server-Timing", timings.serverTiming)])
@@ -20,13 +21,11 @@ extension Router {
     /// GET /v1/instances: the answer for a version of the supervisor's instances is encoded
     /// once (InstanceListCache); 1,000 idle instances are one cached body.
     func listInstances(_ request: Request) async throws -> Reply {
-        let app = request.query["app"]
-        if let app { _ = try store.app(app) }
+        let app = request.app
+        if let app { _ = try store.app(app.spelling) }
         let all = request.flag("all")
         let listed = await supervisor.listed(app: app, includeExited: all)
-        let data = try instanceList.data(
-            version: listed.version, app: app.map { AppID($0).key }, all: all
-        ) {
+        let data = try instanceList.data(version: listed.version, app: app, all: all) {
             var data = try APICoding.encoder().encode(listed.instances.map(supervisor.withDenials))
             data.append(0x0A)
             return data

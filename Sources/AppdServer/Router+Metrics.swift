@@ -6,7 +6,7 @@ extension Router {
     /// `GET /v1/metrics`: Prometheus text exposition 0.0.4. The same right as `GET /v1/instances`
     /// (read): it tells which apps run and how much they use, no more than `appctl ps` does.
     func metricsText() async throws -> Reply {
-        let installed = try store.apps().map(\.bundleID)
+        let installed = try store.apps().map(\.appID)
         let usage = Supervisor.sampleUsage(await supervisor.usageTargets())
         let ended = await supervisor.endedCPUSeconds()
         let text = await metrics.render(usage: usage, installed: installed, endedCPU: ended)
@@ -18,8 +18,8 @@ extension Router {
 
     /// `GET /v1/usage[?app=ID]`: memory and CPU time of each live instance now.
     func usage(_ request: Request) async throws -> Reply {
-        if let app = request.query["app"] { _ = try store.app(app) }
-        let targets = await supervisor.usageTargets(app: request.query["app"])
+        if let app = request.app { _ = try store.app(app.spelling) }
+        let targets = await supervisor.usageTargets(app: request.app)
         let sampledAt = Date()
         let instances = Supervisor.sampleUsage(targets).sorted {
             ($0.startedAt, $0.id) < ($1.startedAt, $1.id)

@@ -162,9 +162,9 @@ final class Router: Sendable {
             try .json(try await r.supervisor.background(p[0]))
         },
         Route(method: .POST, pattern: ["memory-warning"], right: .control) { r, q, _ in
-            if let app = q.query["app"] { _ = try r.store.app(app) }
+            if let app = q.app { _ = try r.store.app(app.spelling) }
             return try .json(
-                APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.query["app"])))
+                APIMemoryWarning(delivered: await r.supervisor.memoryWarning(app: q.app)))
         },
         Route(method: .GET, pattern: ["instances", "{iid}", "logs"], right: .control) { r, q, p in
             try await r.logs(p[0], q)
@@ -177,7 +177,7 @@ final class Router: Sendable {
         },
         Route(method: .POST, pattern: ["reclaim-caches"], right: .admin) { r, q, _ in
             try .json(
-                try await r.supervisor.reclaimCaches(app: q.query["app"], byHand: true))
+                try await r.supervisor.reclaimCaches(app: q.app, byHand: true))
         },
         Route(method: .GET, pattern: ["metrics"], right: .read) { r, _, _ in
             try await r.metricsText()

@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import AppdConfig
 import Foundation
 
@@ -19,7 +20,8 @@ public protocol AppCatalog: Sendable {
     func emptyTemporaryDirectory(of app: InstalledApp) throws -> Int
     func emptyCaches(of app: InstalledApp) throws -> AppStore.CachesReclaimed
     func recordLaunch(of bundleID: String, at time: Date) throws
-    func lastLaunches() throws -> [String: Date]
+    /// Each launched app's last launch.
+    func lastLaunches() throws -> [AppID: Date]
     func freeSpace() -> FreeSpace?
 }
 

@@ -14,14 +14,14 @@ extension DenialLog {
     /// Landlock domain seen before. Nil for a process of no instance (another sandbox on the
     /// host) — its records are not ours.
     func resolve(pid: Int32?, uid: UInt32?, domain: String?, session: UInt32? = nil) -> (
-        app: String, instance: String
+        app: AppID, instance: String
     )? {
         let groups = pid.flatMap(Self.cgroupPaths(of:))
-        return state.withLock { state -> (String, String)? in
+        return state.withLock { state -> (AppID, String)? in
             if let groups {
                 for group in groups {
                     guard let last = group.split(separator: "/").last,
-                        let tracked = state.tracked[String(last)],
+                        let tracked = state.tracked[.instance(String(last))],
                         tracked.cgroups.contains(where: { $0.hasSuffix(group) })
                     else { continue }
                     if let domain { state.domains[domain] = String(last) }
@@ -31,20 +31,23 @@ extension DenialLog {
             // A session of its own (AuditSession in appd-exec) names the instance for certain; a
             // session that is not the daemon's and none of its instances' is another's.
             if let session, session != Self.noSession, session != Self.ownSession {
-                guard let id = instance(session: session, &state), let tracked = state.tracked[id]
+                guard let id = instance(session: session, &state),
+                    let tracked = state.tracked[.instance(id)]
                 else { return nil }
                 if let domain { state.domains[domain] = id }
                 return (tracked.app, id)
             }
-            if let domain, let id = state.domains[domain], let tracked = state.tracked[id] {
+            if let domain, let id = state.domains[domain],
+                let tracked = state.tracked[.instance(id)]
+            {
                 return (tracked.app, id)
             }
             // By uid only for records without a session of their own (appd-exec could not
             // start one), and only to an instance without one either: a sessionless process
             // of that uid is not one of an instance that has a session.
             if let uid {
-                for (id, tracked) in state.tracked where tracked.uid == uid && tracked.live {
-                    learnSession(id, &state)
+                for (key, tracked) in state.tracked where tracked.uid == uid && tracked.live {
+                    if let id = key.instance { learnSession(id, &state) }
                 }
                 // A live instance of the app first; else one that just ended (its records may
                 // arrive after its exit was handled). Two of either: the uid cannot tell.
@@ -54,7 +57,9 @@ extension DenialLog {
                     $0.value.endedAt.map { -$0.timeIntervalSinceNow < 5 } ?? false
                 }
                 let candidates = live.isEmpty ? recent : live
-                if candidates.count == 1, let (id, tracked) = candidates.first {
+                if candidates.count == 1, let (key, tracked) = candidates.first,
+                    let id = key.instance
+                {
                     if let domain { state.domains[domain] = id }
                     return (tracked.app, id)
                 }
@@ -80,12 +85,12 @@ extension DenialLog {
     /// nil: a refusal of the app as such (a launch appd refused).
     @discardableResult
     func record(
-        app: String, instance: String?, pid: Int32? = nil, source: APIDenial.Source, what: String,
+        app: AppID, instance: String?, pid: Int32? = nil, source: APIDenial.Source, what: String,
         syscall: String? = nil, path: String? = nil, detail: String? = nil, count: Int = 1,
         now: Date = Date()
     ) -> APIDenial? {
         let count = max(1, count)
-        let key = instance ?? "app:\(AppID.folded(app))"
+        let key: Subject = instance.map { .instance($0) } ?? .app(app)
         let recorded = state.withLock { state -> APIDenial? in
             state.changes &+= 1
             state.perApp[app, default: 0] += count
@@ -121,7 +126,8 @@ extension DenialLog {
             }
             tracked.tokens -= 1
             let denial = APIDenial(
-                seq: state.next, time: now, app: app, instance: instance, pid: pid, source: source,
+                seq: state.next, time: now, app: app.spelling, instance: instance, pid: pid,
+                source: source,
                 what: Self.clip(what, 128) ?? "?", syscall: Self.clip(syscall, 64),
                 path: Self.clip(path, 1024),
                 detail: Self.clip(detail, 512), count: count)

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import CLinux
 import Foundation
 import Glibc
@@ -11,9 +12,9 @@ import Synchronization
 extension DenialLog {
     // MARK: Instances
 
-    func register(instance: String, app: String, uid: UInt32, cgroups: [String]) {
+    func register(instance: String, app: AppID, uid: UInt32, cgroups: [String]) {
         state.withLock { state in
-            state.tracked[instance] = Tracked(
+            state.tracked[.instance(instance)] = Tracked(
                 app: app, uid: uid, cgroups: cgroups, tokens: limits.burst, refilledAt: Date(),
                 lastUsed: Date())
             Self.evict(&state, keep: limits.maximumTracked)
@@ -24,8 +25,8 @@ extension DenialLog {
     /// its launch's return is not missed.
     func setCgroups(instance: String, cgroups: [String], launcherPid: Int32? = nil) {
         state.withLock { state in
-            state.tracked[instance]?.cgroups = cgroups
-            state.tracked[instance]?.launcherPid = launcherPid
+            state.tracked[.instance(instance)]?.cgroups = cgroups
+            state.tracked[.instance(instance)]?.launcherPid = launcherPid
             learnSession(instance, &state)
         }
     }
@@ -57,8 +58,8 @@ extension DenialLog {
     /// read yet. Nil: not one of ours.
     func instance(session: UInt32, _ state: inout State) -> String? {
         if let id = state.sessions[session] { return id }
-        for (id, tracked) in state.tracked where tracked.live && tracked.session == nil {
-            learnSession(id, &state)
+        for (key, tracked) in state.tracked where tracked.live && tracked.session == nil {
+            if let id = key.instance { learnSession(id, &state) }
         }
         if state.sessions.count > 4 * limits.maximumTracked { state.sessions.removeAll() }
         return state.sessions[session]
@@ -67,12 +68,12 @@ extension DenialLog {
     /// The session of an instance's launcher, once it has one of its own: from its
     /// AUDIT_LOGIN record, else from /proc.
     func learnSession(_ id: String, _ state: inout State) {
-        guard let tracked = state.tracked[id], tracked.session == nil,
+        guard let tracked = state.tracked[.instance(id)], tracked.session == nil,
             let pid = tracked.launcherPid,
             let read = state.logins[pid] ?? Self.readSession(pid), read != Self.noSession,
             read != Self.ownSession
         else { return }
-        state.tracked[id]?.session = read
+        state.tracked[.instance(id)]?.session = read
         state.sessions[read] = id
     }
 
@@ -87,7 +88,7 @@ extension DenialLog {
             }
             if let id = state.tracked.first(where: {
                 $0.value.launcherPid == pid && $0.value.session == nil
-            })?.key {
+            })?.key.instance {
                 learnSession(id, &state)
             }
         }
@@ -96,7 +97,7 @@ extension DenialLog {
     /// A launch that failed: nothing of it is kept.
     func forget(instance: String) {
         let counters = state.withLock { state in
-            state.kept -= state.tracked.removeValue(forKey: instance)?.ring.count ?? 0
+            state.kept -= state.tracked.removeValue(forKey: .instance(instance))?.ring.count ?? 0
             return state.filterCounters.removeValue(forKey: instance) ?? []
         }
         for counter in counters { close(counter.fd) }
@@ -136,14 +137,14 @@ extension DenialLog {
             case .loopback: appd_connect_counter_read(counter.fd, &refused, &port, &type, &family)
             }
         guard read == 0, refused > counter.reported else { return }
-        let app: String? = state.withLock { state in
+        let app: AppID? = state.withLock { state in
             guard
                 let index = state.filterCounters[instance]?.firstIndex(where: {
                     $0.kind == counter.kind
                 })
             else { return nil }
             state.filterCounters[instance]?[index].reported = refused
-            return state.tracked[instance]?.app
+            return state.tracked[.instance(instance)]?.app
         }
         guard let app else { return }
         let socket =
@@ -175,8 +176,8 @@ extension DenialLog {
             for counter in removed { close(counter.fd) }
         }
         state.withLock {
-            $0.tracked[instance]?.live = false
-            $0.tracked[instance]?.endedAt = Date()
+            $0.tracked[.instance(instance)]?.live = false
+            $0.tracked[.instance(instance)]?.endedAt = Date()
         }
     }
 

@@ -30,8 +30,17 @@ public final class DenialLog: Sendable {
         public init() {}
     }
 
+    /// Whose denials a ring holds: an instance's, or an app's own (appd's refusals before an
+    /// instance existed: a launch it refused).
+    enum Subject: Hashable {
+        case instance(String)
+        case app(AppID)
+
+        var instance: String? { if case .instance(let id) = self { id } else { nil } }
+    }
+
     struct Tracked {
-        var app: String
+        var app: AppID
         var uid: UInt32?
         /// The instance's cgroup directories (host paths), to tell its processes by
         /// /proc/PID/cgroup.
@@ -55,8 +64,7 @@ public final class DenialLog: Sendable {
         /// One more on each change of any instance's counts: the instance listing's cache
         /// (GET /v1/instances) is kept per value.
         var changes: UInt64 = 0
-        /// Instance id, or `app:<bundle id>` for refusals before an instance existed.
-        var tracked: [String: Tracked] = [:]
+        var tracked: [Subject: Tracked] = [:]
         /// Landlock domain id → instance, learned from a record whose process was still there.
         var domains: [String: String] = [:]
         /// Audit session id → instance.
@@ -66,7 +74,7 @@ public final class DenialLog: Sendable {
         var logins: [Int32: UInt32] = [:]
         var loginOrder: [Int32] = []
         /// Denials per app since the daemon started (for metrics), recorded or dropped.
-        var perApp: [String: Int] = [:]
+        var perApp: [AppID: Int] = [:]
         var kernelReports = false
         var reason: String? = "the audit reader has not started"
         /// Records the kernel or the socket lost (ENOBUFS), seen by the reader.
@@ -99,15 +107,15 @@ public final class DenialLog: Sendable {
 
     /// The kept denials of an instance, of an app (its instances' and its own), or of all,
     /// oldest first, and how many of theirs were dropped.
-    public func list(app: String? = nil, instance: String? = nil) -> (
+    public func list(app: AppID? = nil, instance: String? = nil) -> (
         denials: [APIDenial], dropped: Int
     ) {
         state.withLock { state in
             var denials: [APIDenial] = []
             var dropped = 0
             for (key, tracked) in state.tracked {
-                if let instance, key != instance.lowercased() { continue }
-                if let app, !AppID(tracked.app).matches(app) { continue }
+                if let instance, key != .instance(instance.lowercased()) { continue }
+                if let app, tracked.app != app { continue }
                 denials += tracked.ring
                 dropped += tracked.dropped
             }
@@ -117,14 +125,16 @@ public final class DenialLog: Sendable {
 
     /// How many denials an instance had (recorded, repeated and dropped alike), and dropped.
     public func counts(instance: String) -> (total: Int, dropped: Int)? {
-        state.withLock { state in state.tracked[instance].map { ($0.total, $0.dropped) } }
+        state.withLock { state in
+            state.tracked[.instance(instance)].map { ($0.total, $0.dropped) }
+        }
     }
 
     /// Changes so far to the counts `counts(instance:)` reports.
     public var changes: UInt64 { state.withLock { $0.changes } }
 
     /// Denials per app since the daemon started, recorded or dropped: for `/v1/metrics`.
-    public func perAppCounts() -> [String: Int] { state.withLock { $0.perApp } }
+    public func perAppCounts() -> [AppID: Int] { state.withLock { $0.perApp } }
 
     /// Whether the kernel's denials reach the log, and why not.
     public var kernelStatus: (reports: Bool, reason: String?) {

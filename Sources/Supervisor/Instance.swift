@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import Glibc
 import Sandbox
@@ -18,7 +19,8 @@ struct Instance {
     // MARK: Fixed at launch
 
     let id: String
-    let app: String
+    /// The app, as the registry spells it: what the API shows; compared without regard to case.
+    let app: AppID
     /// The app's own uid, which its processes run as.
     let uid: UInt32
     let arguments: [String]
@@ -89,7 +91,7 @@ struct Instance {
     }
 
     init(
-        id: String, app: String, uid: UInt32, arguments: [String], launchedBy: UInt32,
+        id: String, app: AppID, uid: UInt32, arguments: [String], launchedBy: UInt32,
         startedAt: Date, log: String, state: InstanceState
     ) {
         self.id = id
@@ -106,7 +108,7 @@ struct Instance {
     /// `Supervisor.withDenials`).
     var api: APIInstance {
         var instance = APIInstance(
-            id: id, app: app, state: state, pid: pid, uid: uid, arguments: arguments,
+            id: id, app: app.spelling, state: state, pid: pid, uid: uid, arguments: arguments,
             launchedBy: launchedBy, startedAt: startedAt, endedAt: endedAt, exit: exit,
             cgroup: cgroupPath, log: log)
         instance.channel = channel

@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 
 /// What the daemon keeps of one instance in `<runtime>/instances/<id>.json`: enough for a
@@ -57,7 +58,7 @@ struct InstanceRecord: Codable, Equatable {
     init(_ instance: Instance) {
         version = Self.currentVersion
         id = instance.id
-        app = instance.app
+        app = instance.app.spelling
         uid = instance.uid
         arguments = instance.arguments
         launchedBy = instance.launchedBy
@@ -93,7 +94,7 @@ struct InstanceRecord: Codable, Equatable {
             throw UnknownWord(field: "state", word: state)
         }
         var instance = Instance(
-            id: id, app: app, uid: uid, arguments: arguments, launchedBy: launchedBy,
+            id: id, app: AppID(app), uid: uid, arguments: arguments, launchedBy: launchedBy,
             startedAt: startedAt, log: log, state: state)
         instance.version = appVersion
         instance.bundle = bundle
@@ -197,7 +198,8 @@ struct RecordV1: Decodable {
     /// The instance it describes, as version 2 holds it.
     func current() -> Instance {
         var result = Instance(
-            id: instance.id, app: instance.app, uid: instance.uid, arguments: instance.arguments,
+            id: instance.id, app: AppID(instance.app), uid: instance.uid,
+            arguments: instance.arguments,
             launchedBy: instance.launchedBy, startedAt: instance.startedAt, log: instance.log,
             state: instance.state)
         result.version = instance.version

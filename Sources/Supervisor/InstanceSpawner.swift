@@ -1,4 +1,5 @@
 import AppContainers
+import AppdBase
 import AppdConfig
 import Foundation
 import Glibc
@@ -27,7 +28,7 @@ public protocol InstanceSpawner: Sendable {
     func apply(_ configuration: AppdConfiguration) throws
 
     /// The app is being uninstalled or restored: nothing of its containers may stay held.
-    func forget(app: String)
+    func forget(app: AppID)
 
     /// An instance has ended: what no instance holds any more can go.
     func instanceEnded()
@@ -115,7 +116,7 @@ public final class SandboxSpawner: InstanceSpawner {
         launcher.withLock { $0 = found }
     }
 
-    public func forget(app: String) { templates.forget(app: app) }
+    public func forget(app: AppID) { templates.forget(app: app) }
 
     public func instanceEnded() { templates.sweep() }
 }

@@ -18,15 +18,15 @@ struct InstanceTable {
     private(set) var version: UInt64 = 0
     /// Every instance sorted by start, and the live ones, kept until `entries` changes.
     private var listing: (all: [APIInstance], live: [APIInstance])?
-    /// Launches under way (admitted, not yet recorded) by lowercased app id: an uninstall
-    /// refuses while there are any, as it refuses while instances run.
-    private var launching: [String: Int] = [:]
+    /// Launches under way (admitted, not yet recorded) by app: an uninstall refuses while
+    /// there are any, as it refuses while instances run.
+    private var launching: [AppID: Int] = [:]
     /// The same launches by the uid that asked (`[Supervisor] MaxInstancesPerUser`).
     private var launchingBy: [UInt32: Int] = [:]
 
     /// The instances sorted by start (the live ones, or all), of `app` or of every app; their
     /// denial counts are not filled in.
-    mutating func listed(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
+    mutating func listed(app: AppID? = nil, includeExited: Bool = false) -> [APIInstance] {
         let current: (all: [APIInstance], live: [APIInstance])
         if let listing {
             current = listing
@@ -39,7 +39,7 @@ struct InstanceTable {
         }
         let chosen = includeExited ? current.all : current.live
         guard let app else { return chosen }
-        return chosen.filter { AppID($0.app).matches(app) }
+        return chosen.filter { app.matches($0.app) }
     }
 
     func entry(_ id: String) throws -> Instance {
@@ -65,39 +65,37 @@ struct InstanceTable {
 
     // MARK: Launches under way
 
-    mutating func launchStarted(app key: String, by caller: UInt32) {
-        launching[key, default: 0] += 1
+    mutating func launchStarted(app: AppID, by caller: UInt32) {
+        launching[app, default: 0] += 1
         launchingBy[caller, default: 0] += 1
     }
 
-    mutating func launchEnded(app key: String, by caller: UInt32) {
-        launching[key, default: 1] -= 1
-        if launching[key] == 0 { launching[key] = nil }
+    mutating func launchEnded(app: AppID, by caller: UInt32) {
+        launching[app, default: 1] -= 1
+        if launching[app] == 0 { launching[app] = nil }
         launchingBy[caller, default: 1] -= 1
         if launchingBy[caller] == 0 { launchingBy[caller] = nil }
     }
 
-    /// Launches of app `key` under way.
-    func launches(of key: String) -> Int { launching[key, default: 0] }
+    /// Launches of `app` under way.
+    func launches(of app: AppID) -> Int { launching[app, default: 0] }
 
-    /// Live instances and launches under way: in all, of `caller`'s, of app `key` (lowercased).
-    func liveCounts(app key: String, caller: UInt32) -> (total: Int, own: Int, app: Int) {
+    /// Live instances and launches under way: in all, of `caller`'s, of `app`.
+    func liveCounts(app: AppID, caller: UInt32) -> (total: Int, own: Int, app: Int) {
         var total = launching.values.reduce(0, +)
         var own = launchingBy[caller, default: 0]
-        var app = launching[key, default: 0]
+        var ofApp = launching[app, default: 0]
         for entry in entries.values where entry.state.isLive {
             total += 1
             if entry.launchedBy == caller { own += 1 }
-            if AppID.folded(entry.app) == key { app += 1 }
+            if entry.app == app { ofApp += 1 }
         }
-        return (total, own, app)
+        return (total, own, ofApp)
     }
 
-    /// Whether an instance of app `key` (lowercased) other than `except` is live or launching.
-    func appIsRunning(_ key: String, except: String? = nil) -> Bool {
-        if launches(of: key) > 0 { return true }
-        return entries.values.contains {
-            $0.id != except && $0.state.isLive && AppID.folded($0.app) == key
-        }
+    /// Whether an instance of `app` other than `except` is live or launching.
+    func appIsRunning(_ app: AppID, except: String? = nil) -> Bool {
+        if launches(of: app) > 0 { return true }
+        return entries.values.contains { $0.id != except && $0.state.isLive && $0.app == app }
     }
 }

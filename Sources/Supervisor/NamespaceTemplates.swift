@@ -69,7 +69,7 @@ public final class NamespaceTemplates: Sendable {
     /// How long the daemon waits for `appd-exec --template` to say it is ready.
     static let buildTimeoutMilliseconds: Int32 = 5000
 
-    private let slots = Mutex<[String: Slot]>([:])
+    private let slots = Mutex<[SlotName: Slot]>([:])
     private let failureReporter = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     public init() {}
@@ -92,7 +92,7 @@ public final class NamespaceTemplates: Sendable {
         guard Self.eligible(profile) else { return nil }
         // Console launches (a devpts in /dev) have a template of their own: switching between
         // the two does not rebuild either.
-        let app = Self.slot(profile.app.bundleID, console: profile.console)
+        let app = SlotName(app: AppID(profile.app.bundleID), console: profile.console)
         let key = Self.key(profile)
         let now = ContinuousClock.now
         enum Next {
@@ -148,15 +148,19 @@ public final class NamespaceTemplates: Sendable {
     }
 
     /// Drops the app's template (an uninstall: nothing of its containers stays held).
-    public func forget(app: String) {
+    public func forget(app: AppID) {
         let removed = slots.withLock { slots in
-            [false, true].compactMap { slots.removeValue(forKey: Self.slot(app, console: $0)) }
+            [false, true].compactMap {
+                slots.removeValue(forKey: SlotName(app: app, console: $0))
+            }
         }
         for case .ready(let template) in removed { template.fds.close() }
     }
 
-    private static func slot(_ app: String, console: Bool) -> String {
-        AppID.folded(app) + (console ? " console" : "")
+    /// Whose template a slot holds: an app's, for console launches or the others.
+    struct SlotName: Hashable {
+        var app: AppID
+        var console: Bool
     }
 
     /// Drops the templates no launch used for `idleLimit`.
@@ -218,8 +222,8 @@ public final class NamespaceTemplates: Sendable {
         return lease
     }
 
-    private static func evict(_ slots: inout [String: Slot]) {
-        var ready = slots.compactMap { app, slot -> (String, Template)? in
+    private static func evict(_ slots: inout [SlotName: Slot]) {
+        var ready = slots.compactMap { app, slot -> (SlotName, Template)? in
             if case .ready(let template) = slot { (app, template) } else { nil }
         }
         guard ready.count > capacity else { return }

@@ -25,7 +25,7 @@ extension Supervisor {
         for record in loaded.records {
             let id = record.id
             var entry = InstanceLifecycle.adopted(record)
-            let cgroup = try? driver.open(instance: id, app: record.app)
+            let cgroup = try? driver.open(instance: id, app: record.app.spelling)
             entry.cgroup = cgroup ?? nil
             let launcherStart = record.pid.flatMap(ProcessInfoReader.startTime)
             switch InstanceLifecycle.adoption(of: record, launcherStartTime: launcherStart) {

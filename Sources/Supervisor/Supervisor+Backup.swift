@@ -10,11 +10,11 @@ extension Supervisor {
     /// Freezes every live instance of `appIDs` (the app, and with `--groups` the apps sharing
     /// its groups) that is not suspended, and returns their ids (what `thawAfterBackup` thaws).
     /// If one cannot be frozen, the ones frozen so far are thawed and the error is thrown.
-    public func freezeForBackup(_ appIDs: [String]) throws -> [String] {
-        let keys = Set(appIDs.map { AppID.folded($0) })
+    public func freezeForBackup(_ appIDs: [AppID]) throws -> [String] {
+        let apps = Set(appIDs)
         var frozen: [String] = []
         for (id, entry) in table.entries
-        where keys.contains(AppID.folded(entry.app)) && entry.state.isLive
+        where apps.contains(entry.app) && entry.state.isLive
             && entry.state != .suspended
         {
             guard let cgroup = entry.cgroup else { continue }

@@ -26,7 +26,7 @@ extension Supervisor {
     /// Empties Caches: of `app` alone (refused while it runs), or by the policy (below the
     /// level, least recently launched first, until above it; by hand without a level set, of
     /// every app not running). One run at a time: a second waits for the first.
-    public func reclaimCaches(app appID: String?, byHand: Bool) async throws -> APICachesReclaim {
+    public func reclaimCaches(app appID: AppID?, byHand: Bool) async throws -> APICachesReclaim {
         let previous = reclaimRun
         let run = Task { () async throws -> APICachesReclaim in
             await previous?.value
@@ -38,7 +38,7 @@ extension Supervisor {
         return try await run.value
     }
 
-    private func reclaimCachesNow(app appID: String?, byHand: Bool) async throws
+    private func reclaimCachesNow(app appID: AppID?, byHand: Bool) async throws
         -> APICachesReclaim
     {
         let level = configuration.current.storage.reclaimCachesBelow
@@ -49,8 +49,8 @@ extension Supervisor {
         let launches = (try? catalog.lastLaunches()) ?? [:]
         let candidates: [InstalledApp]
         if let appID {
-            let app = try catalog.app(appID)
-            guard !appIsRunning(AppID.folded(app.bundleID)) else {
+            let app = try catalog.app(appID.spelling)
+            guard !appIsRunning(app.appID) else {
                 throw AppdError(
                     .conflict,
                     "\(app.bundleID) has an instance running: appd never empties a running app's Caches",
@@ -60,9 +60,7 @@ extension Supervisor {
         } else {
             if !byHand, let level, let before, level.isAbove(before) { return answer }
             candidates = try catalog.apps().filter { $0.state == .installed }.sorted {
-                let (a, b) = (
-                    launches[AppID.folded($0.bundleID)], launches[AppID.folded($1.bundleID)]
-                )
+                let (a, b) = (launches[$0.appID], launches[$1.appID])
                 return (a ?? .distantPast, $0.bundleID) < (b ?? .distantPast, $1.bundleID)
             }
         }
@@ -74,7 +72,7 @@ extension Supervisor {
             if appID == nil, let level, let space = catalog.freeSpace(), level.isAbove(space) {
                 break
             }
-            let key = AppID.folded(app.bundleID)
+            let key = app.appID
             guard !appIsRunning(key) else {
                 answer.running.append(app.bundleID)
                 continue
@@ -105,7 +103,7 @@ extension Supervisor {
     /// Empties the app's Caches on a task of its own, registered as an emptying of the app so
     /// that its launches wait; the caller has checked that no instance runs or launches, and
     /// nothing suspends between that check and the registration.
-    private func emptyCachesOffActor(_ app: InstalledApp, key: String) async throws
+    private func emptyCachesOffActor(_ app: InstalledApp, key: AppID) async throws
         -> AppStore.CachesReclaimed
     {
         let previous = emptyingTemporary[key]
@@ -124,7 +122,7 @@ extension Supervisor {
         _ hub: EventHub, _ reclaims: CacheReclaims, _ appID: String, bytes: Int64?,
         _ detail: String
     ) {
-        if let bytes { reclaims.record(appID, bytes: bytes) }
+        if let bytes { reclaims.record(AppID(appID), bytes: bytes) }
         reclaims.log(appID, detail)
         hub.publish { seq in
             APIEvent(seq: seq, time: Date(), kind: .message, app: appID, detail: detail)
@@ -140,7 +138,7 @@ public final class CacheReclaims: Sendable {
         public var bytes: Int64 = 0
     }
 
-    private let counts = Mutex<[String: Count]>([:])
+    private let counts = Mutex<[AppID: Count]>([:])
     private let observer = Mutex<(@Sendable (String, String) -> Void)?>(nil)
 
     init() {}
@@ -150,10 +148,10 @@ public final class CacheReclaims: Sendable {
         observer.withLock { $0 = body }
     }
 
-    /// Bundle id → reclaims and bytes freed since the daemon started.
-    public func perApp() -> [String: Count] { counts.withLock { $0 } }
+    /// App → reclaims and bytes freed since the daemon started.
+    public func perApp() -> [AppID: Count] { counts.withLock { $0 } }
 
-    func record(_ app: String, bytes: Int64) {
+    func record(_ app: AppID, bytes: Int64) {
         counts.withLock {
             $0[app, default: Count()].reclaims += 1
             $0[app, default: Count()].bytes =
@@ -170,10 +168,10 @@ public final class CacheReclaims: Sendable {
 extension Supervisor {
     /// After a launch, off its path: the registry notes the launch (what "least recently
     /// launched" goes by), then the free space is checked.
-    nonisolated func launchRecorded(_ appID: String) {
+    nonisolated func launchRecorded(_ appID: AppID) {
         let (catalog, time) = (catalog, Date())
         Task.detached {
-            try? catalog.recordLaunch(of: appID, at: time)
+            try? catalog.recordLaunch(of: appID.spelling, at: time)
             self.reclaimCachesIfLow()
         }
     }

@@ -183,10 +183,10 @@ extension Supervisor {
 
     /// didReceiveMemoryWarning to every instance (of `app`, if given) that speaks the channel
     /// and is not frozen; returns the ones it reached.
-    public func memoryWarning(app: String? = nil) -> [String] {
+    public func memoryWarning(app: AppID? = nil) -> [String] {
         var delivered: [String] = []
         for entry in table.entries.values
-        where (app == nil || AppID(entry.app).matches(app ?? ""))
+        where (app == nil || entry.app == app)
             && (entry.channel == .ready || entry.channel == .launching)
             && entry.state != .suspended && entry.state != .exited
         {

@@ -32,7 +32,7 @@ extension Supervisor {
         else { return }
         for key in granted.values.keys.sorted() where override.revokes(key) {
             denials.record(
-                app: app.bundleID, instance: instance, source: .appd, what: "entitlement",
+                app: app.appID, instance: instance, source: .appd, what: "entitlement",
                 detail:
                     "\(key) revoked by [App \(app.bundleID)] RevokeEntitlements=")
         }

@@ -65,7 +65,7 @@ extension Supervisor {
     /// The setting that set an instance's memory limit, for the OOM message: the app's own
     /// `[App ID]` override when it has one, else `[Sandbox]`. A reload applies a changed limit to
     /// running instances (Supervisor+Settings), so the current settings are the ones in force.
-    func memoryLimitSource(app: String) -> String {
+    func memoryLimitSource(app: AppID) -> String {
         let config = configuration.current
         if let value = config.override(for: app)?.sandboxValue("MemoryMax") {
             return "MemoryMax=\(value) of [App \(app)] in appd.conf"

@@ -49,7 +49,7 @@ extension Supervisor {
     }
 
     public func launch(
-        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false
+        _ appID: AppID, arguments: [String], caller: UInt32, background: Bool = false
     ) async throws
         -> APIInstance
     {
@@ -63,30 +63,29 @@ extension Supervisor {
     /// a big bundle to hash, holds up no other request). Until it is recorded, a launch counts
     /// in `launching`: an uninstall waits for no launch, it refuses while one is under way.
     public func launchTimed(
-        _ appID: String, arguments: [String], caller: UInt32, background: Bool = false,
+        _ appID: AppID, arguments: [String], caller: UInt32, background: Bool = false,
         origin: LaunchOrigin = .client
     )
         async throws -> (instance: APIInstance, timings: LaunchTimings)
     {
-        let key = AppID.folded(appID)
         // A launch that names no arguments gets the admin's `Arguments=`, if any.
         let arguments =
             arguments.isEmpty
             ? configuration.current.override(for: appID)?.service.arguments ?? [] : arguments
         // No suspension from here until `launching` counts this launch.
-        await waitForTemporaryEmptying(key)
-        guard !closedApps.contains(key) else {
+        await waitForTemporaryEmptying(appID)
+        guard !closedApps.contains(appID) else {
             throw AppdError(.conflict, "\(appID) is being uninstalled")
         }
-        try admitLaunch(key, appID: appID, caller: caller)
+        try admitLaunch(appID, caller: caller)
         emptyTemporaryBeforeLaunch(appID: appID)
-        table.launchStarted(app: key, by: caller)
-        defer { table.launchEnded(app: key, by: caller) }
+        table.launchStarted(app: appID, by: caller)
+        defer { table.launchEnded(app: appID, by: caller) }
         let spawned = try await Self.spawnInstance(
             appID, arguments: arguments, caller: caller, with: launchDependencies)
         var timings = spawned.timings
         var recording = Laps()
-        launchedApps[key] = spawned.app
+        launchedApps[appID] = spawned.app
         var entry = spawned.instance
         // The modes the admin allows ([Lifecycle] AllowedBackgroundModes), narrowed by the
         // app's [App ID] BackgroundModes.
@@ -124,9 +123,9 @@ extension Supervisor {
     /// to take them all. Launches under way count as live. root is never refused: its instances
     /// count toward MaxInstances, and no cap applies to it. Runs on the actor, so two launches
     /// cannot both take the last place.
-    func admitLaunch(_ key: String, appID: String, caller: UInt32) throws {
+    func admitLaunch(_ appID: AppID, caller: UInt32) throws {
         guard caller != 0 else { return }
-        let (total, own, app) = table.liveCounts(app: key, caller: caller)
+        let (total, own, app) = table.liveCounts(app: appID, caller: caller)
         if total >= settings.maxInstances {
             throw AppdError(
                 .unavailable,
@@ -152,7 +151,7 @@ extension Supervisor {
     /// Everything of a launch that does not touch the actor's state: runs on the global
     /// executor, many at once. On failure nothing is left (no record, no cgroup, no fd).
     nonisolated static func spawnInstance(
-        _ appID: String, arguments: [String], caller: UInt32, with dependencies: LaunchDependencies
+        _ appID: AppID, arguments: [String], caller: UInt32, with dependencies: LaunchDependencies
     ) async throws -> SpawnedInstance {
         try spawnInstance(
             appID, arguments: arguments, caller: caller, spawner: dependencies.spawner,
@@ -161,7 +160,7 @@ extension Supervisor {
 
     /// The same with the spawner's own type, which ties its plan to its start.
     private nonisolated static func spawnInstance<Spawner: InstanceSpawner>(
-        _ appID: String, arguments: [String], caller: UInt32, spawner: Spawner,
+        _ appID: AppID, arguments: [String], caller: UInt32, spawner: Spawner,
         with dependencies: LaunchDependencies
     ) throws -> SpawnedInstance {
         let (catalog, records, logs, denials) = (
@@ -169,7 +168,7 @@ extension Supervisor {
         )
         var timings = LaunchTimings()
         var laps = Laps()
-        let app = try catalog.app(appID)
+        let app = try catalog.app(appID.spelling)
         timings.app = laps.lap()
         let plan: Spawner.Plan
         do {
@@ -180,14 +179,14 @@ extension Supervisor {
         } catch {
             // appd's own refusal: the admin sees it next to the kernel's.
             denials.record(
-                app: app.bundleID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
+                app: app.appID, instance: nil, source: .appd, what: "launch", detail: "\(error)")
             throw error
         }
         timings.profile = laps.lap()
         let info = catalog.launchInfo(of: app)
         let id = newInstanceID()
         var instance = Instance(
-            id: id, app: app.bundleID, uid: app.uid, arguments: arguments, launchedBy: caller,
+            id: id, app: app.appID, uid: app.uid, arguments: arguments, launchedBy: caller,
             startedAt: Date(), log: logs.path(app: app.bundleID, instance: id), state: .launching)
         instance.channel = .silent
         instance.service = info.backgroundOnly ? true : nil
@@ -214,7 +213,7 @@ extension Supervisor {
         let started: SandboxLaunch.Started
         // Registered before the launcher starts: an app quicker than the launch's return
         // (a denial at its first instruction) is not missed.
-        denials.register(instance: id, app: app.bundleID, uid: app.uid, cgroups: [])
+        denials.register(instance: id, app: app.appID, uid: app.uid, cgroups: [])
         do {
             started = try spawner.start(plan, app: app, instance: id, files: files)
         } catch {

@@ -27,11 +27,11 @@ struct ServiceRun {
     var generation = 0
 }
 
-/// The service keeper: the KeepAlive decisions for every app run as a service, by lowercased
-/// id (restart after the backoff, or give up at `KeepAliveLimit`). It decides; the actor acts
-/// on the decision (schedules the restart, launches, publishes the notice).
+/// The service keeper: the KeepAlive decisions for every app run as a service (restart after
+/// the backoff, or give up at `KeepAliveLimit`). It decides; the actor acts on the decision
+/// (schedules the restart, launches, publishes the notice).
 struct ServiceKeeper {
-    private(set) var runs: [String: ServiceRun] = [:]
+    private(set) var runs: [AppID: ServiceRun] = [:]
 
     enum Decision: Equatable {
         /// An end KeepAlive does not restart: one appd was asked for, or a clean exit under
@@ -43,17 +43,17 @@ struct ServiceKeeper {
         case restart(attempt: Int, delay: Double, generation: Int)
     }
 
-    func run(_ key: String) -> ServiceRun { runs[key] ?? ServiceRun() }
+    func run(_ app: AppID) -> ServiceRun { runs[app] ?? ServiceRun() }
 
-    /// The last instance of app `key` ended after running `ran` seconds.
+    /// The last instance of `app` ended after running `ran` seconds.
     mutating func ended(
-        _ key: String, exit: APIExit?, ran: Double, mode: ServiceSettings.KeepAlive,
+        _ app: AppID, exit: APIExit?, ran: Double, mode: ServiceSettings.KeepAlive,
         lifecycle: LifecycleSettings, now: Date = Date()
     ) -> Decision {
-        var run = run(key)
+        var run = run(app)
         run.lastExit = exit
         run.nextTry = nil
-        defer { runs[key] = run }
+        defer { runs[app] = run }
         guard Self.restarts(exit, mode: mode) else { return .notRestarted }
         if ran >= lifecycle.keepAliveStableTime { run.restarts = 0 }
         guard run.restarts < lifecycle.keepAliveLimit else {
@@ -63,13 +63,13 @@ struct ServiceKeeper {
         return Self.schedule(&run, lifecycle: lifecycle, now: now)
     }
 
-    /// appd's own launch of `key` (RunAtLoad, a restart) failed: it counts as a failed run.
+    /// appd's own launch of `app` (RunAtLoad, a restart) failed: it counts as a failed run.
     mutating func launchFailed(
-        _ key: String, error: String, lifecycle: LifecycleSettings, now: Date = Date()
+        _ app: AppID, error: String, lifecycle: LifecycleSettings, now: Date = Date()
     ) -> Decision {
-        var run = run(key)
+        var run = run(app)
         run.lastExit = APIExit(reason: .failedToLaunch, message: error)
-        defer { runs[key] = run }
+        defer { runs[app] = run }
         guard run.restarts < lifecycle.keepAliveLimit else {
             run.gaveUp = true
             run.nextTry = nil
@@ -89,25 +89,25 @@ struct ServiceKeeper {
         return .restart(attempt: run.restarts, delay: delay, generation: run.generation)
     }
 
-    /// Restart `generation` of `key` is due: whether it is still the last one scheduled (then
+    /// Restart `generation` of `app` is due: whether it is still the last one scheduled (then
     /// it is taken, and no other will be).
-    mutating func due(_ key: String, generation: Int) -> Bool {
-        guard var run = runs[key], run.generation == generation, run.nextTry != nil else {
+    mutating func due(_ app: AppID, generation: Int) -> Bool {
+        guard var run = runs[app], run.generation == generation, run.nextTry != nil else {
             return false
         }
         run.nextTry = nil
-        runs[key] = run
+        runs[app] = run
         return true
     }
 
     /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
-    mutating func clientLaunched(_ key: String) {
-        guard var run = runs[key] else { return }
+    mutating func clientLaunched(_ app: AppID) {
+        guard var run = runs[app] else { return }
         run.restarts = 0
         run.gaveUp = false
         run.nextTry = nil
         run.generation &+= 1
-        runs[key] = run
+        runs[app] = run
     }
 
     /// Which ends KeepAlive restarts: never one appd was asked for (terminate, kill, restart);
@@ -128,18 +128,19 @@ extension Supervisor {
     /// running instance (one re-adopted from the previous daemon counts): called once by
     /// `start()`, after adoption.
     func runAtLoad() {
-        for (key, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
+        for (name, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
         where override.service.runAtLoad {
+            let key = AppID(name)
             guard listed(app: key).instances.isEmpty, table.launches(of: key) == 0 else { continue }
-            guard let app = try? catalog.app(key) else {
+            guard let app = try? catalog.app(name) else {
                 hub.publish { seq in
                     APIEvent(
-                        seq: seq, time: Date(), kind: .message, app: key,
-                        detail: "RunAtLoad: not started: \(key) is not installed")
+                        seq: seq, time: Date(), kind: .message, app: name,
+                        detail: "RunAtLoad: not started: \(name) is not installed")
                 }
                 continue
             }
-            launchService(app.bundleID, origin: .runAtLoad, generation: nil)
+            launchService(app.appID, origin: .runAtLoad, generation: nil)
         }
     }
 
@@ -148,35 +149,35 @@ extension Supervisor {
     /// An instance has ended: with `KeepAlive=` and no other instance of its app running, a
     /// restart is scheduled after the backoff, or appd gives up at `KeepAliveLimit`.
     func keepAliveAfterExit(_ instance: APIInstance) {
-        guard !stopping, let override = configuration.current.override(for: instance.app),
+        let app = AppID(instance.app)
+        guard !stopping, let override = configuration.current.override(for: app),
             override.service.keepAlive != .no
         else { return }
-        guard listed(app: instance.app).instances.isEmpty else { return }
+        guard listed(app: app).instances.isEmpty else { return }
         let ran = (instance.endedAt ?? Date()).timeIntervalSince(instance.startedAt)
         let mode = override.service.keepAlive
         switch keeper.ended(
-            AppID.folded(instance.app), exit: instance.exit, ran: ran, mode: mode,
-            lifecycle: lifecycle)
+            app, exit: instance.exit, ran: ran, mode: mode, lifecycle: lifecycle)
         {
         case .notRestarted:
             notice(
-                instance.app,
+                app,
                 "KeepAlive=\(mode.rawValue): not restarted (\(instance.exit?.description ?? "ended"))"
             )
         case .gaveUp(let restarts):
             notice(
-                instance.app,
-                "KeepAlive: crash loop: gave up after \(restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(instance.app) starts it again"
+                app,
+                "KeepAlive: crash loop: gave up after \(restarts) restarts in a row, each run shorter than KeepAliveStableTime=\(Self.seconds(lifecycle.keepAliveStableTime)) (KeepAliveLimit=\(lifecycle.keepAliveLimit)); appctl launch \(app) starts it again"
             )
         case .restart(let attempt, let delay, let generation):
             restartLater(
-                instance.app, attempt: attempt, delay: delay, generation: generation,
+                app, attempt: attempt, delay: delay, generation: generation,
                 after: instance.exit?.description ?? "ended")
         }
     }
 
     private func restartLater(
-        _ app: String, attempt: Int, delay: Double, generation: Int, after what: String
+        _ app: AppID, attempt: Int, delay: Double, generation: Int, after what: String
     ) {
         notice(
             app,
@@ -188,12 +189,11 @@ extension Supervisor {
         }
     }
 
-    private func keepAliveDue(_ app: String, generation: Int) {
-        let key = AppID.folded(app)
-        guard !stopping, keeper.due(key, generation: generation) else { return }
+    private func keepAliveDue(_ app: AppID, generation: Int) {
+        guard !stopping, keeper.due(app, generation: generation) else { return }
         // Started meanwhile, or being started (a client's launch, RunAtLoad, an adopted
         // instance): nothing to do.
-        guard listed(app: app).instances.isEmpty, table.launches(of: key) == 0,
+        guard listed(app: app).instances.isEmpty, table.launches(of: app) == 0,
             configuration.current.override(for: app)?.service.keepAlive ?? .no != .no
         else { return }
         launchService(app, origin: .keepAlive, generation: generation)
@@ -201,7 +201,7 @@ extension Supervisor {
 
     /// Launches `app` as appd itself (caller uid 0) with its `Arguments=`; a launch that fails
     /// counts as a failed run for KeepAlive.
-    private func launchService(_ app: String, origin: LaunchOrigin, generation: Int?) {
+    private func launchService(_ app: AppID, origin: LaunchOrigin, generation: Int?) {
         let arguments = configuration.current.override(for: app)?.service.arguments ?? []
         Task {
             do {
@@ -219,14 +219,14 @@ extension Supervisor {
         }
     }
 
-    private func serviceLaunchFailed(_ app: String, origin: LaunchOrigin, error: any Error) {
+    private func serviceLaunchFailed(_ app: AppID, origin: LaunchOrigin, error: any Error) {
         let label = origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"
         notice(app, "\(label): launch failed: \(error)")
         guard !stopping, let override = configuration.current.override(for: app),
             override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
         else { return }
-        switch keeper.launchFailed(AppID.folded(app), error: "\(error)", lifecycle: lifecycle) {
+        switch keeper.launchFailed(app, error: "\(error)", lifecycle: lifecycle) {
         case .notRestarted: break
         case .gaveUp(let restarts):
             notice(
@@ -241,11 +241,11 @@ extension Supervisor {
     }
 
     /// A client launched the app: a crash loop is over, a scheduled restart is dropped.
-    func serviceLaunched(_ app: String) { keeper.clientLaunched(AppID.folded(app)) }
+    func serviceLaunched(_ app: AppID) { keeper.clientLaunched(app) }
 
-    func notice(_ app: String, _ detail: String) {
+    func notice(_ app: AppID, _ detail: String) {
         hub.publish { seq in
-            APIEvent(seq: seq, time: Date(), kind: .message, app: app, detail: detail)
+            APIEvent(seq: seq, time: Date(), kind: .message, app: app.spelling, detail: detail)
         }
     }
 
@@ -253,21 +253,21 @@ extension Supervisor {
 
     /// Every app whose `[App ID]` sets RunAtLoad or KeepAlive, installed or not.
     public func services() -> [APIService] {
-        configuration.current.apps.keys.sorted().compactMap { service($0) }
+        configuration.current.apps.keys.sorted().compactMap { service(AppID($0)) }
     }
 
     /// How appd runs `app` as a service; nil when its `[App ID]` sets neither RunAtLoad nor
     /// KeepAlive.
-    public func service(_ app: String) -> APIService? {
+    public func service(_ app: AppID) -> APIService? {
         guard let override = configuration.current.override(for: app),
             override.service.runAtLoad || override.service.keepAlive != .no
         else { return nil }
-        let run = keeper.run(AppID.folded(app))
+        let run = keeper.run(app)
         let live = listed(app: app).instances
         let state: APIService.State =
             !live.isEmpty
             ? .running : run.gaveUp ? .crashLoop : run.nextTry != nil ? .waiting : .stopped
-        let name = live.first?.app ?? (try? catalog.app(app).bundleID) ?? app
+        let name = live.first?.app ?? (try? catalog.app(app.spelling).bundleID) ?? app.spelling
         return APIService(
             app: name, state: state, runAtLoad: override.service.runAtLoad,
             keepAlive: override.service.keepAlive.rawValue, arguments: override.service.arguments,
@@ -297,7 +297,7 @@ extension Supervisor {
         }
         let background = old.service == true || [.background, .suspended].contains(old.state)
         return try await launchTimed(
-            old.app, arguments: old.arguments, caller: caller, background: background
+            AppID(old.app), arguments: old.arguments, caller: caller, background: background
         ).instance
     }
 
@@ -306,7 +306,7 @@ extension Supervisor {
     public func appInstalled(_ app: InstalledApp) {
         for var entry in table.entries.values
         where entry.state != .exited
-            && AppID(entry.app).matches(app.bundleID)
+            && entry.app.matches(app.bundleID)
             && entry.outdated != true
             && entry.bundle != nil && entry.bundle != app.bundleUUID
         {
@@ -322,12 +322,9 @@ extension Supervisor {
 
     /// After adoption: an instance whose app was upgraded while no daemon ran is outdated too.
     func markOutdatedAdopted() {
-        let apps = Set(
-            table.entries.values.filter { $0.state != .exited }.map {
-                AppID.folded($0.app)
-            })
+        let apps = Set(table.entries.values.filter { $0.state != .exited }.map(\.app))
         for app in apps.sorted() {
-            if let installed = try? catalog.app(app) { appInstalled(installed) }
+            if let installed = try? catalog.app(app.spelling) { appInstalled(installed) }
         }
     }
 }

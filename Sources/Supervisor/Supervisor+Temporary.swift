@@ -11,18 +11,17 @@ import Foundation
 /// what the app put in tmp, which its data quota bounds; the remover is iterative, so depth
 /// costs no stack (AppStore+Temporary.swift).
 extension Supervisor {
-    /// Whether an instance of the app (lowercased `key`) other than `except` is live, or a
-    /// launch of it is under way.
-    func appIsRunning(_ key: String, except: String? = nil) -> Bool {
-        table.appIsRunning(key, except: except)
+    /// Whether an instance of `app` other than `except` is live, or a launch of it is under
+    /// way.
+    func appIsRunning(_ app: AppID, except: String? = nil) -> Bool {
+        table.appIsRunning(app, except: except)
     }
 
     /// An instance of `appID` ended: if it was the last, empties the app's tmp off the actor.
     /// Returns the emptying, which the exit's waiters wait for; nil when another instance runs.
     /// A failure (a mount point inside, an uninstalled app) is an event, not an error: the exit
     /// happened.
-    func emptyTemporaryAfterExit(appID: String, instance: String) -> Task<Void, Never>? {
-        let key = AppID.folded(appID)
+    func emptyTemporaryAfterExit(appID key: AppID, instance: String) -> Task<Void, Never>? {
         guard !appIsRunning(key, except: instance) else { return nil }
         let previous = emptyingTemporary[key]
         let (catalog, hub, launched) = (catalog, hub, launchedApps[key])
@@ -30,14 +29,14 @@ extension Supervisor {
             await previous?.value
             let when = "after its last instance exited"
             do {
-                let app = try launched ?? catalog.app(appID)
+                let app = try launched ?? catalog.app(key.spelling)
                 if Self.emptyTemporary(
                     catalog: catalog, hub: hub, app: app, instance: instance, when: when)
                 {
                     await self.temporaryEmptied(key)
                 }
             } catch {
-                Self.publish(hub, appID, instance, "tmp not emptied \(when): \(error)")
+                Self.publish(hub, key.spelling, instance, "tmp not emptied \(when): \(error)")
             }
         }
         emptyingTemporary[key] = task
@@ -50,17 +49,17 @@ extension Supervisor {
 
     /// The app's tmp is empty and none of its instances runs: until its next launch, nothing
     /// can write there (only its own uid may, and backups never hold tmp).
-    private func temporaryEmptied(_ key: String) {
+    private func temporaryEmptied(_ key: AppID) {
         if !appIsRunning(key), table.launches(of: key) == 0 { temporaryAtRest.insert(key) }
     }
 
-    private func emptyingDone(_ key: String, _ task: Task<Void, Never>) {
+    private func emptyingDone(_ key: AppID, _ task: Task<Void, Never>) {
         if emptyingTemporary[key] == task { emptyingTemporary[key] = nil }
     }
 
     /// Waits until no emptying of the app's tmp is under way. After it returns, the caller
     /// must not suspend before it counts its launch (or closes the app).
-    func waitForTemporaryEmptying(_ key: String) async {
+    func waitForTemporaryEmptying(_ key: AppID) async {
         while let pending = emptyingTemporary[key] {
             await pending.value
             // Awaiting a finished task need not yield the actor, so the `emptyingDone` queued
@@ -71,10 +70,9 @@ extension Supervisor {
 
     /// A launch of `appID` with none of its instances running: empties tmp if it holds
     /// anything (the exit that should have emptied it happened while appd was down).
-    func emptyTemporaryBeforeLaunch(appID: String) {
-        let key = AppID.folded(appID)
+    func emptyTemporaryBeforeLaunch(appID key: AppID) {
         guard temporaryAtRest.remove(key) == nil, !appIsRunning(key),
-            let app = try? catalog.app(appID),
+            let app = try? catalog.app(key.spelling),
             (try? catalog.temporaryDirectoryHasEntries(of: app)) == true
         else { return }
         Self.emptyTemporary(

@@ -6,14 +6,10 @@ import Sandbox
 extension Supervisor {
     /// The live instances and their cgroups: taken on the actor (cheap), read off it
     /// (`sampleUsage`), so that a scrape of 1,000 instances never holds launches up.
-    public func usageTargets(app: String? = nil) -> [(
+    public func usageTargets(app: AppID? = nil) -> [(
         instance: APIInstance, cgroup: (any InstanceCgroup)?
     )] {
-        table.entries.values.filter { $0.state != .exited }
-            .filter {
-                app == nil
-                    || AppID($0.app).matches(app ?? "")
-            }
+        table.entries.values.filter { $0.state != .exited && (app == nil || $0.app == app) }
             .map { ($0.api, $0.cgroup) }
     }
 
@@ -34,15 +30,15 @@ extension Supervisor {
         }
     }
 
-    /// CPU seconds of the instances that ended under this daemon, per app (lowercased), for
+    /// CPU seconds of the instances that ended under this daemon, per app, for
     /// `appd_app_cpu_seconds_total`. Kept for the daemon's life, across an uninstall and a
     /// reinstall (a counter that went back would read as a reset): one entry per bundle id
     /// launched since the daemon started, which only installs by an admin add.
-    public func endedCPUSeconds() -> [String: Double] { endedCPU }
+    public func endedCPUSeconds() -> [AppID: Double] { endedCPU }
 
     /// Called as an instance ends, before its cgroup goes: what it used stays counted.
     func noteEnded(_ entry: Instance) {
         guard let micro = (try? entry.cgroup?.cpuMicroseconds()) ?? nil, micro > 0 else { return }
-        endedCPU[AppID.folded(entry.app), default: 0] += Double(micro) / 1_000_000
+        endedCPU[entry.app, default: 0] += Double(micro) / 1_000_000
     }
 }

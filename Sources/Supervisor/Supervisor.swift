@@ -45,16 +45,16 @@ public actor Supervisor {
     /// until the denial log starts.
     var logDenials = false
     /// Apps being uninstalled: no launch until that is over.
-    var closedApps: Set<String> = []
-    /// Emptyings of an app's tmp after its last exit, by lowercased app id: its next launch
-    /// waits for them (Supervisor+Temporary.swift).
-    var emptyingTemporary: [String: Task<Void, Never>] = [:]
-    /// Apps whose tmp this daemon emptied after their last exit, with no launch since, by
-    /// lowercased app id: their next launch has nothing to empty and reads nothing to know it.
-    var temporaryAtRest: Set<String> = []
-    /// The installed app each app's latest launch ran, by lowercased app id: its instances'
-    /// exits empty that data container's tmp without asking the registry again.
-    var launchedApps: [String: InstalledApp] = [:]
+    var closedApps: Set<AppID> = []
+    /// Emptyings of an app's tmp after its last exit: its next launch waits for them
+    /// (Supervisor+Temporary.swift).
+    var emptyingTemporary: [AppID: Task<Void, Never>] = [:]
+    /// Apps whose tmp this daemon emptied after their last exit, with no launch since: their
+    /// next launch has nothing to empty and reads nothing to know it.
+    var temporaryAtRest: Set<AppID> = []
+    /// The installed app each app's latest launch ran: its instances' exits empty that data
+    /// container's tmp without asking the registry again.
+    var launchedApps: [AppID: InstalledApp] = [:]
     /// The run of Caches reclaiming under way (Supervisor+Caches.swift): one at a time.
     var reclaimRun: Task<Void, Never>?
     /// What reclaiming Caches did, for the metrics and the journal.
@@ -67,7 +67,7 @@ public actor Supervisor {
     /// Memory pressure seen so far (Jetsam.swift).
     var jetsam = JetsamState()
     /// CPU seconds of ended instances per app (Supervisor+Usage.swift, the metrics).
-    var endedCPU: [String: Double] = [:]
+    var endedCPU: [AppID: Double] = [:]
     /// The apps run as services: their KeepAlive restarts (ServiceKeeper, Supervisor+Services).
     var keeper = ServiceKeeper()
     /// The lifecycle channels' reads, on one queue like the exit watchers.
@@ -129,29 +129,26 @@ public actor Supervisor {
         return watcher
     }
 
-    /// Runs `body` (an uninstall) only if no instance of `appID` is running, and keeps new
+    /// Runs `body` (an uninstall) only if no instance of `app` is running, and keeps new
     /// launches of it out until `body` is done.
     public func whileNotRunning<T: Sendable>(
-        _ appID: String, _ body: @Sendable () async throws -> T
+        _ app: AppID, _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        try await whileNotRunning([appID], body)
+        try await whileNotRunning([app], body)
     }
 
     /// The same for several apps at once (a restore with `--groups`: the app and every app
     /// sharing its groups): none may run, and none is launched until `body` is done.
     public func whileNotRunning<T: Sendable>(
-        _ appIDs: [String], _ body: @Sendable () async throws -> T
+        _ appIDs: [AppID], _ body: @Sendable () async throws -> T
     ) async throws -> T {
-        var apps: [String] = []
-        for appID in appIDs where !apps.contains(where: { AppID($0) == AppID(appID) }) {
-            apps.append(appID)
-        }
-        let keys = apps.map { AppID.folded($0) }
-        for key in keys { await waitForTemporaryEmptying(key) }
+        var apps: [AppID] = []
+        for appID in appIDs where !apps.contains(appID) { apps.append(appID) }
+        for appID in apps { await waitForTemporaryEmptying(appID) }
         // No suspension from here to the closing: what is checked stays true.
-        for (appID, key) in zip(apps, keys) {
+        for appID in apps {
             let running = listed(app: appID).instances
-            let count = table.launches(of: key)
+            let count = table.launches(of: appID)
             if running.isEmpty, count > 0 {
                 throw AppdError(
                     .conflict, "\(appID) is being launched (\(count) launch(es) under way)",
@@ -163,12 +160,12 @@ public actor Supervisor {
                     "\(appID) has \(running.count) running instance(s): \(running.map(\.id).joined(separator: ", "))",
                     hint: "terminate them first: appctl terminate \(appID)")
             }
-            guard !closedApps.contains(key) else {
+            guard !closedApps.contains(appID) else {
                 throw AppdError(.conflict, "\(appID) is already being uninstalled or restored")
             }
         }
-        closedApps.formUnion(keys)
-        defer { closedApps.subtract(keys) }
+        closedApps.formUnion(apps)
+        defer { closedApps.subtract(apps) }
         // Nothing of their containers stays held by their shared namespaces.
         for appID in apps { spawner.forget(app: appID) }
         return try await body()
@@ -176,7 +173,7 @@ public actor Supervisor {
 
     // MARK: Queries
 
-    public func instances(app: String? = nil, includeExited: Bool = false) -> [APIInstance] {
+    public func instances(app: AppID? = nil, includeExited: Bool = false) -> [APIInstance] {
         listed(app: app, includeExited: includeExited).instances.map(withDenials)
     }
 
@@ -185,7 +182,7 @@ public actor Supervisor {
     /// encodes each version once. Sorted once per change, not once per request. Their denial
     /// counts are not filled in (`withDenials`, on a cache miss only); `version` changes with
     /// them too.
-    public func listed(app: String? = nil, includeExited: Bool = false) -> (
+    public func listed(app: AppID? = nil, includeExited: Bool = false) -> (
         version: ListingVersion, instances: [APIInstance]
     ) {
         let instances = table.listed(app: app, includeExited: includeExited)
@@ -205,7 +202,7 @@ public actor Supervisor {
 
     /// Live instances (of `app`, or all): counted from the cached listing, without the denial
     /// counts `instances` fills in for each.
-    public func runningCount(app: String? = nil) -> Int { listed(app: app).instances.count }
+    public func runningCount(app: AppID? = nil) -> Int { listed(app: app).instances.count }
 
     func entry(_ id: String) throws -> Instance { try table.entry(id) }
 
@@ -220,7 +217,7 @@ public actor Supervisor {
         if stopping { return current.api }
         if current.state == .exited {
             // As for the waiters `launcherEnded` resumes: the app at rest, its tmp emptied.
-            await waitForTemporaryEmptying(AppID.folded(current.app))
+            await waitForTemporaryEmptying(current.app)
             return table.entries[key]?.api ?? current.api
         }
         lastWaiter &+= 1

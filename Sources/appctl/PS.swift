@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import AppdCLI
 import AppdClient
 import ArgumentParser
@@ -81,7 +82,7 @@ struct PS: ParsableCommand {
             // A daemon before services answers 404: it has none to show.
             guard var services = try? client.services() else { return }
             if case .app(let id)? = target {
-                services = services.filter { $0.app.lowercased() == id.lowercased() }
+                services = services.filter { AppID(id).matches($0.app) }
             }
             guard !services.isEmpty else { return }
             print("")

@@ -31,7 +31,8 @@ struct NodeUIDs {
         guard case .success(let bytes) = readAll(fd, limit: 16 << 20) else {
             throw AppdError.system("cannot read \(path)")
         }
-        let key = bundleID.lowercased()
+        // The file's key: the id as AppID folds it (ASCII only, as the registry compares ids).
+        let key = AppID(bundleID).key
         var taken = Set<UInt32>()
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             let fields = line.split(separator: " ")

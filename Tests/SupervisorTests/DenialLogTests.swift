@@ -1,4 +1,5 @@
 import AppdAPI
+import AppdBase
 import Foundation
 import TestSupport
 import Testing
@@ -123,6 +124,20 @@ struct DenialLogTests {
         #expect(log.perAppCounts()["com.example.a"] == 1000)
     }
 
+    @Test("an app's denials are one count and one listing whatever the case of its id")
+    func appInAnyCase() {
+        let log = DenialLog(hub: EventHub())
+        log.register(instance: "aaaaaaaaaaaa", app: "com.Example.A", uid: 70001, cgroups: [])
+        log.record(app: "com.Example.A", instance: "aaaaaaaaaaaa", source: .seccomp, what: "mount")
+        // appd's own refusal before an instance, the app's id as a client typed it.
+        log.record(app: "COM.EXAMPLE.A", instance: nil, source: .appd, what: "launch")
+        log.record(app: "com.example.\u{212A}", instance: nil, source: .appd, what: "launch")
+        #expect(log.perAppCounts()["com.example.a"] == 2)
+        #expect(log.perAppCounts().count == 2)
+        #expect(log.list(app: "com.example.a").denials.map(\.what) == ["mount", "launch"])
+        #expect(log.list(app: "com.example.k").denials.isEmpty)
+    }
+
     @Test("a process of no instance is not ours; one of an app's uid is its only live instance's")
     func resolve() {
         let log = DenialLog(hub: EventHub())
@@ -179,7 +194,7 @@ struct DenialLogTests {
         limits.burst = 1000
         let log = DenialLog(hub: EventHub(), limits: limits)
         for (id, uid) in [("111111111111", UInt32(1)), ("222222222222", 2), ("333333333333", 3)] {
-            log.register(instance: id, app: "com.example.g\(uid)", uid: uid, cgroups: [])
+            log.register(instance: id, app: AppID("com.example.g\(uid)"), uid: uid, cgroups: [])
         }
         for index in 0..<20 {
             log.record(

@@ -20,7 +20,7 @@ final class FakeCatalog: AppCatalog {
         var apps: [String: InstalledApp] = [:]
         var info: [String: AppLaunchInfo] = [:]
         var refused: Set<String> = []
-        var launches: [String: Date] = [:]
+        var launches: [AppID: Date] = [:]
         /// The apps whose Caches were emptied, in order.
         var emptiedCaches: [String] = []
     }
@@ -67,9 +67,9 @@ final class FakeCatalog: AppCatalog {
         return AppStore.CachesReclaimed(bundleID: app.bundleID, bytes: 4096, entries: 1)
     }
     func recordLaunch(of bundleID: String, at time: Date) throws {
-        state.withLock { $0.launches[bundleID] = time }
+        state.withLock { $0.launches[AppID(bundleID)] = time }
     }
-    func lastLaunches() throws -> [String: Date] { state.withLock { $0.launches } }
+    func lastLaunches() throws -> [AppID: Date] { state.withLock { $0.launches } }
     func freeSpace() -> FreeSpace? { nil }
 }
 
@@ -186,7 +186,7 @@ final class FakeSpawner: InstanceSpawner {
     }
 
     func apply(_ configuration: AppdConfiguration) throws {}
-    func forget(app: String) { forgotten.withLock { $0.append(app) } }
+    func forget(app: AppID) { forgotten.withLock { $0.append(app.spelling) } }
     func instanceEnded() {}
 
     var launches: [Started] { started.withLock { $0 } }

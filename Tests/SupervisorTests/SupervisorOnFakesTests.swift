@@ -391,7 +391,7 @@ struct SupervisorCacheReclaimTests {
             ])
         // By name, a running app is refused.
         await #expect(throws: AppdError.self) {
-            _ = try await daemon.supervisor.reclaimCaches(app: running.app, byHand: true)
+            _ = try await daemon.supervisor.reclaimCaches(app: AppID(running.app), byHand: true)
         }
         await daemon.finish()
     }

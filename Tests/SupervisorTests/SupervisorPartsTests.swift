@@ -9,7 +9,7 @@ import Testing
 @testable import Supervisor
 
 private func instance(
-    _ id: String, app: String = "com.example.app", state: InstanceState = .active,
+    _ id: String, app: AppID = "com.example.app", state: InstanceState = .active,
     by caller: UInt32 = 1000, startedAt: Date = Date(), service: Bool? = nil
 ) -> Instance {
     var entry = Instance(
@@ -71,6 +71,22 @@ struct InstanceTableTests {
         #expect(table.launches(of: "com.example.two") == 0)
         let after = table.liveCounts(app: "com.example.two", caller: 1000)
         #expect(after.total == 2 && after.own == 1 && after.app == 0)
+    }
+
+    @Test("an app's instances and launches count under every ASCII spelling of its id, no other")
+    func appInAnyCase() {
+        var table = InstanceTable()
+        table.entries["a"] = instance("a", app: "com.Example.One")
+        table.launchStarted(app: "COM.EXAMPLE.TWO", by: 1000)
+        #expect(table.appIsRunning("com.example.one"))
+        #expect(table.liveCounts(app: "COM.example.ONE", caller: 0).app == 1)
+        #expect(table.launches(of: "com.example.two") == 1)
+        table.launchEnded(app: "com.example.Two", by: 1000)
+        #expect(!table.appIsRunning("COM.EXAMPLE.TWO"))
+        // U+212A (Kelvin) lowercases to "k" in Unicode, not in the registry or here.
+        table.entries["k"] = instance("k", app: "com.example.kit")
+        #expect(!table.appIsRunning("com.example.\u{212A}it"))
+        #expect(table.listed(app: "com.example.\u{212A}it").isEmpty)
     }
 }
 
@@ -165,6 +181,23 @@ struct ServiceKeeperTests {
         svc.keeper.clientLaunched("svc")
         let dropped = svc.due(next)
         #expect(!dropped)
+    }
+
+    @Test("an app's run is one, whatever the case its id is given in")
+    func anyCase() {
+        var keeper = ServiceKeeper()
+        let settings = LifecycleSettings()
+        let decision = keeper.ended(
+            "com.Example.Svc", exit: Self.crash, ran: 1, mode: .yes, lifecycle: settings)
+        guard case .restart(_, _, let generation) = decision else {
+            Issue.record("no restart scheduled")
+            return
+        }
+        #expect(keeper.run("COM.EXAMPLE.SVC").restarts == 1)
+        #expect(keeper.runs.count == 1)
+        let due = keeper.due("com.example.svc", generation: generation)
+        #expect(due)
+        #expect(keeper.run("com.example.\u{212A}vc").restarts == 0)
     }
 }
 
