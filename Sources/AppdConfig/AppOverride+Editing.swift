@@ -143,7 +143,7 @@ extension AppdConfiguration {
         let edited = replacingApp(id, with: new.lines, in: text)
         let check = try parse(edited, file: path)
         var expected = config
-        expected.apps[AppID(id).key] = new.lines.isEmpty ? nil : new
+        expected.apps[AppID(id)] = new.lines.isEmpty ? nil : new
         guard check == expected else {
             throw AppdError(
                 .conflict, "the edited \(path) would not say what was asked; it is left as it is")

@@ -75,15 +75,14 @@ public struct AppOverride: Sendable, Equatable {
 }
 
 extension AppdConfiguration {
-    /// The override of `app`, if the admin wrote one (ids compare without regard to case: the
-    /// sections are keyed by their validated, ASCII-only id folded as `AppID` folds).
-    public func override(for app: AppID) -> AppOverride? { apps[app.key] }
+    /// The override of `app`, if the admin wrote one (ids compare without regard to case).
+    public func override(for app: AppID) -> AppOverride? { apps[app] }
 
     /// The same for a bundle id as written.
     public func override(for bundleID: String) -> AppOverride? { override(for: AppID(bundleID)) }
 
     /// `[App ID]` opens a section for that bundle id.
-    mutating func addApp(_ section: String, place: String) throws -> String {
+    mutating func addApp(_ section: String, place: String) throws -> AppID {
         let id = section.dropFirst("App".count).trimmingWhitespace()
         do {
             _ = try BundleIdentifier(validating: id)
@@ -93,7 +92,7 @@ extension AppdConfiguration {
                 "\(place): [\(section)] does not name a bundle id: \(error.message)",
                 hint: "write it as [App com.example.notes]")
         }
-        let key = AppID(id).key
+        let key = AppID(id)
         guard apps[key] == nil else {
             throw AppdError(
                 .invalidConfig, "\(place): [App \(id)] appears twice",

@@ -34,8 +34,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var supervisor = SupervisorSettings()
     /// `[Lifecycle]`: states, background time, watchdog, memory budget (docs/lifecycle.md).
     public var lifecycle = LifecycleSettings()
-    /// `[App ID]` sections, by lowercased bundle id.
-    public var apps: [String: AppOverride] = [:]
+    /// `[App ID]` sections, by bundle id (as the section spells it; found in any case).
+    public var apps: [AppID: AppOverride] = [:]
     /// `[Signing]` and `[Signer NAME]`: trusted keys and what each may grant.
     public var signing = SigningPolicy()
     /// `[Storage]`: reclaiming Caches when the state root's filesystem runs short.
@@ -82,7 +82,7 @@ public struct AppdConfiguration: Sendable, Equatable {
         var header = ""
         var section: ConfigKey.Section?
         // The lowercased bundle id while in an [App ID] section.
-        var app: String?
+        var app: AppID?
         for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false)
             .enumerated()
         {

@@ -90,7 +90,7 @@ actor ConfigurationReloader {
         for id in ids {
             let before = old.override(for: id)?.sandboxValue("DataQuota")
             let after = new.override(for: id)?.sandboxValue("DataQuota")
-            guard before != after, let app = try? store.app(id) else { continue }
+            guard before != after, let app = try? store.app(id.spelling) else { continue }
             do {
                 if let done = try store.applyDataQuotaLimit(for: app) {
                     applied.append("\(app.bundleID): \(done)")

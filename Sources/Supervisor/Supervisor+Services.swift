@@ -128,15 +128,14 @@ extension Supervisor {
     /// running instance (one re-adopted from the previous daemon counts): called once by
     /// `start()`, after adoption.
     func runAtLoad() {
-        for (name, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
+        for (key, override) in configuration.current.apps.sorted(by: { $0.key < $1.key })
         where override.service.runAtLoad {
-            let key = AppID(name)
             guard listed(app: key).instances.isEmpty, table.launches(of: key) == 0 else { continue }
-            guard let app = try? catalog.app(name) else {
+            guard let app = try? catalog.app(key.spelling) else {
                 hub.publish { seq in
                     APIEvent(
-                        seq: seq, time: Date(), kind: .message, app: name,
-                        detail: "RunAtLoad: not started: \(name) is not installed")
+                        seq: seq, time: Date(), kind: .message, app: key.spelling,
+                        detail: "RunAtLoad: not started: \(key) is not installed")
                 }
                 continue
             }
@@ -253,7 +252,7 @@ extension Supervisor {
 
     /// Every app whose `[App ID]` sets RunAtLoad or KeepAlive, installed or not.
     public func services() -> [APIService] {
-        configuration.current.apps.keys.sorted().compactMap { service(AppID($0)) }
+        configuration.current.apps.keys.sorted().compactMap { service($0) }
     }
 
     /// How appd runs `app` as a service; nil when its `[App ID]` sets neither RunAtLoad nor
