@@ -254,7 +254,8 @@ struct JetsamVictimsTests {
 struct PidfdReapTests {
     @Test("a running child is not reaped, an ended one is with its status, once; never blocks")
     func reap() throws {
-        let pid = try FakeSpawner.spawn(["/bin/sh", "-c", "read line; exit 7"])
+        // Runs until killed (not `read`: the test runner's stdin may be at its end).
+        let pid = try FakeSpawner.spawn(["/bin/sleep", "600"])
         let child = FakeChild(pid: pid)
         #expect(child.pidfd >= 0)
         var status: Int32 = -1
