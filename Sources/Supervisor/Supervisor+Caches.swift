@@ -42,6 +42,7 @@ extension Supervisor {
         -> APICachesReclaim
     {
         let level = configuration.current.storage.reclaimCachesBelow
+        let reclaimer = CacheReclaimer(level: level, byHand: byHand)
         let before = catalog.freeSpace()
         var answer = APICachesReclaim(
             level: level?.description, freeBytesBefore: before?.availableBytes,
@@ -58,20 +59,12 @@ extension Supervisor {
             }
             candidates = [app]
         } else {
-            if !byHand, let level, let before, level.isAbove(before) { return answer }
-            candidates = try catalog.apps().filter { $0.state == .installed }.sorted {
-                let (a, b) = (launches[$0.appID], launches[$1.appID])
-                return (a ?? .distantPast, $0.bundleID) < (b ?? .distantPast, $1.bundleID)
-            }
+            if reclaimer.satisfied(before) { return answer }
+            candidates = CacheReclaimer.order(try catalog.apps(), lastLaunched: launches)
         }
-        let why =
-            byHand
-            ? "by appd reclaim-caches"
-            : "free space below [Storage] ReclaimCachesBelow=\(level?.description ?? "")"
+        let why = reclaimer.why
         for app in candidates {
-            if appID == nil, let level, let space = catalog.freeSpace(), level.isAbove(space) {
-                break
-            }
+            if appID == nil, reclaimer.done(catalog.freeSpace()) { break }
             let key = app.appID
             guard !appIsRunning(key) else {
                 answer.running.append(app.bundleID)
