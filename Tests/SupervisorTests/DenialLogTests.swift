@@ -237,4 +237,20 @@ struct DenialLogTests {
         #expect(log.counts(instance: String(format: "%012x", 99)) != nil)
         #expect(log.counts(instance: String(format: "%012x", 0)) == nil)
     }
+
+    @Test("past maximumTracked, the oldest ended ones go down to an eighth below it, at once")
+    func evictedInBatches() {
+        var limits = DenialLog.Limits()
+        limits.maximumTracked = 16
+        let log = DenialLog(hub: EventHub(), limits: limits)
+        let ids = (0..<17).map { String(format: "%012x", $0) }
+        for id in ids {
+            log.register(instance: id, app: "com.example.t", uid: 1, cgroups: [])
+            log.ended(instance: id)
+            usleep(100)  // each its own lastUsed
+        }
+        // The 17th made 17 > 16: the 3 oldest went, 14 are left, the newest among them.
+        let left = ids.filter { log.counts(instance: $0) != nil }
+        #expect(left == Array(ids.suffix(14)))
+    }
 }
