@@ -154,6 +154,9 @@ final class FakeSpawner: InstanceSpawner {
         var pid: pid_t
         var arguments: [String]
         var child: FakeChild
+        /// The app's end of the lifecycle channel (fd 3 in a real app), for a test to play
+        /// the app on (FakeApp).
+        var channel: FakeApp
     }
 
     let driver: FakeCgroupDriver
@@ -180,7 +183,7 @@ final class FakeSpawner: InstanceSpawner {
             $0.append(
                 Started(
                     app: plan.app, instance: instance, pid: pid, arguments: plan.arguments,
-                    child: child))
+                    child: child, channel: FakeApp(fd: fcntl(files.channel, F_DUPFD_CLOEXEC, 3))))
         }
         return SandboxLaunch.Started(pid: pid, cgroup: cgroup)
     }
@@ -239,6 +242,47 @@ final class FakeChild: Sendable {
     }
 
     deinit { if pidfd >= 0 { close(pidfd) } }
+}
+
+/// The app's side of a lifecycle channel: what AppRuntime sends and reads, one JSON message
+/// per SOCK_SEQPACKET datagram (docs/lifecycle.md).
+final class FakeApp: Sendable {
+    let fd: Int32
+
+    init(fd: Int32) { self.fd = fd }
+
+    /// Sends `message` (a JSON object) as the app would.
+    @discardableResult
+    func send(_ message: [String: Any]) -> Bool {
+        guard let data = try? JSONSerialization.data(withJSONObject: message) else { return false }
+        return data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, 0) } == data.count
+    }
+
+    /// The next message from the daemon, or nil after `seconds` (or at the channel's end).
+    func next(within seconds: Double = 60) -> [String: Any]? {
+        var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&entry, 1, Int32(seconds * 1000)) == 1 else { return nil }
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = recv(fd, &buffer, buffer.count, 0)
+        guard count > 0 else { return nil }
+        return (try? JSONSerialization.jsonObject(with: Data(buffer[..<count])))
+            as? [String: Any]
+    }
+
+    /// The types of the next messages until `type` (included), or all it read if it never came.
+    func types(until type: String, within seconds: Double = 60) -> [String] {
+        var types: [String] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while let message = next(within: max(0.01, deadline.timeIntervalSinceNow)),
+            let name = message["type"] as? String
+        {
+            types.append(name)
+            if name == type { break }
+        }
+        return types
+    }
+
+    deinit { if fd >= 0 { close(fd) } }
 }
 
 /// A Supervisor on fakes, its records and logs in a temporary folder.

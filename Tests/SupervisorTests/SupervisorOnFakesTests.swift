@@ -285,6 +285,77 @@ struct SupervisorServiceTests {
     }
 }
 
+@Suite("the Supervisor on fakes: the lifecycle channel, the test playing the app", .serialized)
+struct SupervisorChannelTests {
+    @Test(
+        "hello, ready, background and a background task, as AppRuntime speaks them: each answer and state change in order"
+    )
+    func conversation() async throws {
+        let daemon = try FakeDaemon(config: "[Lifecycle]\nBackgroundGracePeriod=3600\n")
+        daemon.catalog.add("com.example.app")
+        let supervisor = daemon.supervisor
+        let instance = try await supervisor.launch(
+            "com.example.app", arguments: ["--x"], caller: 1000)
+        let app = try #require(daemon.spawner.launches.first).channel
+        #expect(try await supervisor.instance(instance.id).channel == .silent)
+        app.send(["type": "hello", "version": 1])
+        let launched = try #require(app.next())
+        #expect(launched["type"] as? String == "didFinishLaunching")
+        #expect(launched["instance"] as? String == instance.id)
+        #expect(launched["arguments"] as? [String] == ["--x"])
+        #expect(launched["state"] as? String == "inactive")
+        #expect(try await soon { try await supervisor.instance(instance.id).channel == .launching })
+        // Launched into the foreground: ready brings it the rest of the way.
+        app.send(["type": "ready"])
+        #expect(app.types(until: "didBecomeActive") == ["didBecomeActive"])
+        _ = try await supervisor.background(instance.id)
+        let down = (0..<2).compactMap { _ in app.next() }
+        #expect(down.map { $0["type"] as? String } == ["willResignActive", "didEnterBackground"])
+        #expect(down.last?["gracePeriod"] as? Double == 3600)
+        app.send(["type": "beginBackgroundTask", "name": "upload", "ref": 7])
+        let began = try #require(app.next())
+        #expect(began["type"] as? String == "backgroundTaskBegan")
+        #expect(began["ref"] as? Int == 7)
+        #expect(began["task"] as? Int == 1)
+        #expect(try await soon { try await supervisor.instance(instance.id).backgroundTasks == 1 })
+        app.send(["type": "endBackgroundTask", "task": 1])
+        #expect(try await soon { try await supervisor.instance(instance.id).backgroundTasks == 0 })
+        await daemon.finish()
+    }
+
+    @Test("an app that says hello and never ready is ended by the launch watchdog")
+    func watchdog() async throws {
+        let daemon = try FakeDaemon(config: "[Lifecycle]\nLaunchWatchdog=0.3\n")
+        daemon.catalog.add("com.example.app")
+        let supervisor = daemon.supervisor
+        let instance = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
+        let app = try #require(daemon.spawner.launches.first).channel
+        app.send(["type": "hello", "version": 1])
+        #expect(app.next()?["type"] as? String == "didFinishLaunching")
+        let ended = try await exited(supervisor, instance.id)
+        #expect(ended.exit?.reason == .launchWatchdog)
+        #expect(daemon.driver[instance.id]?.log.contains("kill") == true)
+        await daemon.finish()
+    }
+
+    @Test("a message that is not the protocol closes the channel: the app reads its end")
+    func protocolError() async throws {
+        let daemon = try FakeDaemon()
+        daemon.catalog.add("com.example.app")
+        let supervisor = daemon.supervisor
+        let instance = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
+        let app = try #require(daemon.spawner.launches.first).channel
+        app.send(["type": "hello", "version": 1])
+        #expect(app.next()?["type"] as? String == "didFinishLaunching")
+        let garbage = Array("not json".utf8)
+        #expect(Glibc.send(app.fd, garbage, garbage.count, 0) == garbage.count)
+        #expect(try await soon { try await supervisor.instance(instance.id).channel == .closed })
+        #expect(app.next(within: 10) == nil)
+        #expect(try await supervisor.instance(instance.id).state == .active)
+        await daemon.finish()
+    }
+}
+
 @Suite("the Supervisor on fakes: a consistent backup", .serialized)
 struct SupervisorBackupFreezeTests {
     @Test(
