@@ -24,10 +24,7 @@ struct CacheReclaimer {
 
     /// A policy run has nothing to do: the filesystem is above the level (or cannot be
     /// measured). A run by hand always runs.
-    func satisfied(_ space: FreeSpace?) -> Bool {
-        guard !byHand, let level, let space else { return false }
-        return level.isAbove(space)
-    }
+    func satisfied(_ space: FreeSpace?) -> Bool { !byHand && done(space) }
 
     /// Whether a run over every app stops before the next one: the policy's, once the
     /// filesystem is above the level again.

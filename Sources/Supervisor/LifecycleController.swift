@@ -15,8 +15,8 @@ struct LifecycleController {
     // MARK: Telling the app
 
     /// A service, or an app with an allowed background mode: the grace period never freezes it.
-    static func neverFrozen(_ instance: APIInstance) -> Bool {
-        instance.service == true || !(instance.backgroundModes ?? []).isEmpty
+    static func neverFrozen(_ entry: Instance) -> Bool {
+        entry.service == true || !(entry.backgroundModes ?? []).isEmpty
     }
 
     /// The messages that bring an app told `told` to `state`, one ladder step each; none when
@@ -52,7 +52,7 @@ struct LifecycleController {
     /// it running. A check that comes early (it re-entered the background since) says no.
     func freezeDue(_ entry: Instance, now: Date) -> Bool {
         guard entry.state == .background, entry.channel != .launching, entry.life.tasks.isEmpty,
-            !Self.neverFrozen(entry.api), let since = entry.life.backgroundSince
+            !Self.neverFrozen(entry), let since = entry.life.backgroundSince
         else { return false }
         return now.timeIntervalSince(since) >= settings.backgroundGracePeriod - 0.005
     }

@@ -158,11 +158,11 @@ extension Supervisor {
     /// `hello` and `ready` it is launching and learns its state on `ready`.
     func tell(_ entry: inout Instance) {
         guard entry.channel == .ready, entry.life.channel != nil,
-            InstanceLifecycle.level(entry.state) != nil
+            let level = InstanceLifecycle.level(entry.state)
         else { return }
         let messages = controller.messages(
             told: entry.life.told, to: entry.state,
-            neverFrozen: LifecycleController.neverFrozen(entry.api))
+            neverFrozen: LifecycleController.neverFrozen(entry))
         for message in messages {
             if message.type == .didEnterBackground {
                 // The grace period is the app's time after it was told (an app launched into
@@ -172,9 +172,7 @@ extension Supervisor {
             }
             send(entry, message)
         }
-        if let level = InstanceLifecycle.level(entry.state) {
-            entry.life.told = InstanceLifecycle.ladder[level]
-        }
+        entry.life.told = InstanceLifecycle.ladder[level]
     }
 
     /// Sends and records the message as an event (`-> didBecomeActive`), unless `publishing`
