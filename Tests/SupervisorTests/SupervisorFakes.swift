@@ -79,7 +79,6 @@ final class FakeCatalog: AppCatalog {
 final class FakeCgroup: InstanceCgroup {
     let app: String
     let instance: String
-    let pid: Mutex<pid_t?> = Mutex(nil)
     let child: Mutex<FakeChild?> = Mutex(nil)
     /// "freeze", "thaw", "kill", "remove", "limits", in order.
     let calls = Mutex<[String]>([])
@@ -96,7 +95,7 @@ final class FakeCgroup: InstanceCgroup {
     var relayProcsFiles: [String] { [] }
     var log: [String] { calls.withLock { $0 } }
 
-    func processes() throws -> [pid_t] { pid.withLock { $0.map { [$0] } ?? [] } }
+    func processes() throws -> [pid_t] { child.withLock { $0.map { [$0.pid] } ?? [] } }
     /// What `freeze` throws, if anything (a cgroup the kernel would not freeze).
     let freezeFailure = Mutex<AppdError?>(nil)
     func freeze(timeoutSeconds: Double) throws {
@@ -177,7 +176,6 @@ final class FakeSpawner: InstanceSpawner {
         let cgroup = try driver.create(instance: instance, app: plan.app, limits: nil)
         let pid = try Self.spawn(program.withLock { $0 })
         let child = FakeChild(pid: pid)
-        (cgroup as? FakeCgroup)?.pid.withLock { $0 = pid }
         (cgroup as? FakeCgroup)?.child.withLock { $0 = child }
         started.withLock {
             $0.append(
@@ -237,8 +235,20 @@ final class FakeChild: Sendable {
     /// Kills it and reaps it unless the Supervisor has (at most 10 s).
     func end() {
         kill()
-        var status: Int32 = 0
-        for _ in 0..<1000 where appd_pidfd_reap(pidfd, &status) == 0 { usleep(10_000) }
+        _ = reap()
+    }
+
+    /// `appd_pidfd_reap`'s answer once it is not 0 (still running), polled for at most
+    /// `seconds`, and the status it gave.
+    func reap(within seconds: Double = 10) -> (result: Int32, status: Int32) {
+        var status: Int32 = -1
+        let deadline = Date().addingTimeInterval(seconds)
+        repeat {
+            let result = appd_pidfd_reap(pidfd, &status)
+            if result != 0 { return (result, status) }
+            usleep(10_000)
+        } while Date() < deadline
+        return (0, status)
     }
 
     deinit { if pidfd >= 0 { close(pidfd) } }

@@ -261,8 +261,9 @@ struct PidfdReapTests {
         var status: Int32 = -1
         #expect(appd_pidfd_reap(child.pidfd, &status) == 0)
         child.kill()
-        #expect(Self.reaped(child, &status) == 1)
-        #expect(status & 0x7f == SIGKILL)
+        let killed = child.reap()
+        #expect(killed.result == 1)
+        #expect(killed.status & 0x7f == SIGKILL)
         // Reaped: a second reap is ECHILD, and a signal goes nowhere (ESRCH), whoever has the
         // pid now.
         #expect(appd_pidfd_reap(child.pidfd, &status) == -1 && errno == ECHILD)
@@ -272,18 +273,8 @@ struct PidfdReapTests {
     @Test("an exit code comes back in waitpid's form")
     func exitCode() throws {
         let child = FakeChild(pid: try FakeSpawner.spawn(["/bin/sh", "-c", "exit 7"]))
-        var status: Int32 = -1
-        #expect(Self.reaped(child, &status) == 1)
-        #expect(status == 7 << 8)
-    }
-
-    /// The reap's answer once it is not 0 (still running), polled for at most 10 s.
-    static func reaped(_ child: FakeChild, _ status: inout Int32) -> Int32 {
-        for _ in 0..<1000 {
-            let result = appd_pidfd_reap(child.pidfd, &status)
-            if result != 0 { return result }
-            usleep(10_000)
-        }
-        return 0
+        let exited = child.reap()
+        #expect(exited.result == 1)
+        #expect(exited.status == 7 << 8)
     }
 }
