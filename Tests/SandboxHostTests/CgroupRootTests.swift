@@ -68,10 +68,14 @@ struct CgroupRootTests {
         #expect(cgroup.directories.allSatisfy { exists($0) })
         let child = try Child(in: cgroup, exec: "sleep 1000")
         #expect(try cgroup.processes() == [child.pid])
-        // /proc/PID/cgroup names the instance's app leaf in each hierarchy it joined.
+        // /proc/PID/cgroup names the instance in each hierarchy it joined: its app leaf where a
+        // suspend freezes (the v2 tree), the instance directory in the v1 hierarchies.
         let membership = try String(contentsOfFile: "/proc/\(child.pid)/cgroup", encoding: .utf8)
-        let lines = membership.split(separator: "\n").filter { $0.hasSuffix("/placement/app") }
+        let lines = membership.split(separator: "\n").filter {
+            $0.hasSuffix("/placement/app") || $0.hasSuffix("/placement")
+        }
         #expect(lines.count == cgroup.directories.count, "\(membership)")
+        #expect(lines.filter { $0.hasSuffix("/app") }.count == 1, "\(membership)")
         if cgroups.driver.layout.mode == .unified {
             #expect(
                 try String(contentsOfFile: cgroup.directories[0] + "/pids.max", encoding: .utf8)
@@ -330,7 +334,17 @@ struct CgroupRootTests {
         }
         let cgroups = try TestCgroups(layout: layout)
         let cgroup = try cgroups.create("leaves")
-        #expect(cgroup.relayProcsFiles.count == cgroup.procsFiles.count)
+        // Leaves only where a suspend freezes (the v2 tree, or the v1 freezer): the other v1
+        // hierarchies hold the launcher and the relay in the instance directory (issue 36).
+        let frozen = try #require(
+            cgroup.directories.first { $0.contains(legacy ? "/freezer/" : "/unified/") })
+        #expect(cgroup.relayProcsFiles == [frozen + "/relay/cgroup.procs"])
+        #expect(
+            cgroup.procsFiles.filter { $0.hasSuffix("/app/cgroup.procs") }
+                == [frozen + "/app/cgroup.procs"])
+        for directory in cgroup.directories where directory != frozen {
+            #expect(!exists(directory + "/app") && !exists(directory + "/relay"), "\(directory)")
+        }
         let app = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
         let relay = try Child(in: cgroup, relay: true, exec: "sh -c 'while :; do :; done'")
         #expect(Set(try cgroup.processes()) == [app.pid, relay.pid])
@@ -351,12 +365,38 @@ struct CgroupRootTests {
     }
 
     @Test(
+        "an instance an appd made with leaves in every hierarchy is adopted: its leaves are found, its relay stays running while it is frozen"
+    )
+    func adoptedWithLeavesEverywhere() throws {
+        let cgroups = try TestCgroups()
+        let made = try cgroups.create("older")
+        for directory in made.directories where !exists(directory + "/app") {
+            for leaf in [Cgroups.appLeaf, Cgroups.relayLeaf] {
+                #expect(mkdir(directory + "/" + leaf, 0o755) == 0)
+            }
+        }
+        let cgroup = try #require(
+            try cgroups.driver.open(instance: "older", app: "com.example.test"))
+        #expect(cgroup.procsFiles == made.directories.map { $0 + "/app/cgroup.procs" })
+        #expect(cgroup.relayProcsFiles == made.directories.map { $0 + "/relay/cgroup.procs" })
+        let app = try Child(in: cgroup, exec: "sh -c 'while :; do :; done'")
+        let relay = try Child(in: cgroup, relay: true, exec: "sh -c 'while :; do :; done'")
+        try expectFreezes(cgroup, app)
+        try expectRunning(relay, "the relay, while the app is frozen")
+        try cgroup.kill()
+        for child in [app, relay] { #expect(child.terminationSignal() == SIGKILL) }
+        try cgroup.thaw()
+        try cgroup.remove()
+        #expect(cgroup.directories.allSatisfy { !exists($0) })
+    }
+
+    @Test(
         "an instance an older appd made (no leaves) is adopted: open() finds it, freezes and kills it whole"
     )
     func adoptedWithoutLeaves() throws {
         let cgroups = try TestCgroups()
         let made = try cgroups.create("old")
-        for directory in made.directories {
+        for directory in made.directories where exists(directory + "/app") {
             for leaf in [Cgroups.appLeaf, Cgroups.relayLeaf] {
                 #expect(rmdir(directory + "/" + leaf) == 0)
             }

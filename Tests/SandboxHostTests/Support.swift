@@ -148,7 +148,8 @@ final class Child {
     convenience init(in cgroup: any InstanceCgroup, relay: Bool = false, exec command: String)
         throws
     {
-        let files = relay ? cgroup.relayProcsFiles : cgroup.procsFiles
+        // The relay is the launcher's child: in its directories, then born in its own leaf.
+        let files = relay ? cgroup.procsFiles + cgroup.relayProcsFiles : cgroup.procsFiles
         let joins = files.map { "echo $$ > '\($0)'" }.joined(separator: " && ")
         let marker = "\(NSTemporaryDirectory())/appd-test-joined.\(UUID().uuidString)"
         defer { unlink(marker) }

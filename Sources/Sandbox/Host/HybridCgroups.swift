@@ -13,11 +13,15 @@ import Glibc
 /// the cpuset hierarchy — used only by an instance whose limits hold a cpuset, since a host may
 /// not let appd write there at all (systemd delegates no v1 hierarchy, a container gets it
 /// read-only) — every level gets its parent's cpus and mems (CgroupCPU.swift). v1 has
-/// no "no internal processes" rule, so nothing has to move. Each instance directory has the leaves `app/` and
-/// `relay/` (InstanceCgroup); the launcher writes its pid into every `app` leaf's
-/// `cgroup.procs` (one `cgroup PATH` record each) and the relay's into every `relay` leaf's. A
-/// suspend freezes the `app` leaf of the v2 tree (or of the v1 freezer); the limits are on the
-/// instance directory, which v1 charges for its children (use_hierarchy is always on).
+/// no "no internal processes" rule, so nothing has to move. Only the hierarchy a suspend freezes
+/// — the v2 tree, or the v1 freezer on a legacy host — has the leaves `app/` and `relay/`
+/// (InstanceCgroup), so that the relay runs on while the app is frozen: the launcher is born in
+/// the v2 `app` leaf and writes its pid into each v1 instance directory's `cgroup.procs` (one
+/// `cgroup PATH` record each); the relay, its child, is born in the `relay` leaf and stays in the
+/// launcher's v1 directories. The limits are on the instance directory, which v1 charges for
+/// its children (use_hierarchy is always on). Leaves in the other v1 hierarchies would separate
+/// nothing a suspend needs, and cost two mkdirs and rmdirs each per launch; an instance an
+/// older appd made with leaves everywhere is still adopted (`open` finds the leaves it has).
 struct HybridCgroups: CgroupDriver {
     /// One hierarchy appd uses and the parent directory in it.
     struct Place: Sendable {
@@ -204,9 +208,9 @@ struct HybridCgroups: CgroupDriver {
         guard cgroup.allDirectories.contains(where: { CgroupFS.isDirectory($0.path) }) else {
             return nil
         }
-        cgroup.hasLeaves = cgroup.allDirectories.contains {
-            CgroupFS.isDirectory($0.leaf(Cgroups.appLeaf).path)
-        }
+        cgroup.leafed = Set(
+            cgroup.allDirectories.filter { CgroupFS.isDirectory($0.leaf(Cgroups.appLeaf).path) }
+                .map(\.path))
         return cgroup
     }
 
@@ -214,10 +218,18 @@ struct HybridCgroups: CgroupDriver {
         func directory(_ parent: String) -> CgroupDirectory {
             CgroupDirectory(parent + (app.isEmpty ? "" : "/" + app) + "/" + instance)
         }
+        let members = v1.map {
+            HybridInstanceCgroup.Member(
+                controllers: $0.controllers, directory: directory($0.parent))
+        }
+        // The leaves go where a suspend freezes: the v2 tree, else the v1 freezer.
+        let frozen =
+            unified.map { directory($0.parent) }
+            ?? members.first { $0.controllers.contains("freezer") }?.directory
         return HybridInstanceCgroup(
-            app: app, instance: instance,
-            v1: v1.map { .init(controllers: $0.controllers, directory: directory($0.parent)) },
-            unified: unified.map { directory($0.parent) }, hasLeaves: settings.instanceLeaves)
+            app: app, instance: instance, v1: members,
+            unified: unified.map { directory($0.parent) },
+            leafed: settings.instanceLeaves ? Set(frozen.map { [$0.path] } ?? []) : [])
     }
 }
 
@@ -231,8 +243,10 @@ struct HybridInstanceCgroup: InstanceCgroup {
     let instance: String
     var v1: [Member]
     let unified: CgroupDirectory?
-    /// False for an instance an older appd made (adopted): no `app` and `relay` leaves.
-    var hasLeaves: Bool
+    /// The directories (paths) with `app` and `relay` leaves: the frozen hierarchy's; none for
+    /// appd-oci's instances or one an older appd made without leaves; every hierarchy's for one
+    /// an appd made before only the frozen one had them (adopted).
+    var leafed: Set<String>
 
     var allDirectories: [CgroupDirectory] { v1.map(\.directory) + (unified.map { [$0] } ?? []) }
     /// The per-app level in each hierarchy; none without an app id (the instance is then
@@ -244,17 +258,20 @@ struct HybridInstanceCgroup: InstanceCgroup {
     var procsFiles: [String] { allDirectories.map { frozenPart(of: $0).file("cgroup.procs") } }
     var birthDirectory: String? { unified.map { frozenPart(of: $0).path } }
     var relayProcsFiles: [String] {
-        hasLeaves ? allDirectories.map { $0.leaf(Cgroups.relayLeaf).file("cgroup.procs") } : []
+        allDirectories.filter { leafed.contains($0.path) }.map {
+            $0.leaf(Cgroups.relayLeaf).file("cgroup.procs")
+        }
     }
     /// Every leaf in every hierarchy.
     var leaves: [CgroupDirectory] { allDirectories.flatMap(leaves(of:)) }
     func leaves(of directory: CgroupDirectory) -> [CgroupDirectory] {
-        hasLeaves ? [directory.leaf(Cgroups.appLeaf), directory.leaf(Cgroups.relayLeaf)] : []
+        leafed.contains(directory.path)
+            ? [directory.leaf(Cgroups.appLeaf), directory.leaf(Cgroups.relayLeaf)] : []
     }
-    /// What a suspend freezes in `directory`'s hierarchy: the app's leaf, or the whole
-    /// instance without leaves.
+    /// Where the launcher and the app are in `directory`'s hierarchy (and what a suspend freezes
+    /// in the frozen one): the `app` leaf, or the instance directory without leaves.
     private func frozenPart(of directory: CgroupDirectory) -> CgroupDirectory {
-        hasLeaves ? directory.leaf(Cgroups.appLeaf) : directory
+        leafed.contains(directory.path) ? directory.leaf(Cgroups.appLeaf) : directory
     }
 
     func member(_ controller: String) -> CgroupDirectory? {
@@ -357,7 +374,7 @@ struct HybridInstanceCgroup: InstanceCgroup {
         // signals are delivered (a task frozen by v1 does not die until thawed); repeat. A
         // suspended app's leaf stays frozen when its parent thaws (v1 self_freezing): it is
         // thawed first.
-        if hasLeaves {
+        if leafed.contains(freezer.path) {
             try setV1Freezer(frozenPart(of: freezer), "THAWED", timeoutSeconds: timeoutSeconds)
         }
         let deadline = Deadline(seconds: timeoutSeconds)
