@@ -9,7 +9,7 @@ import Testing
     /// The app process (the Probe) of an instance: the process of its cgroup running Probe.
     static func appProcess(_ instance: APIInstance) -> Int32? {
         guard let cgroup = instance.cgroup else { return nil }
-        return instanceProcesses(cgroup: cgroup, leaves: ["/app"]).first { pid in
+        return instanceProcesses(cgroup: cgroup).first { pid in
             (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) == "Probe\n"
         }
     }
