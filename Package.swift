@@ -273,7 +273,8 @@ let package = Package(
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
         // The key table without a daemon or root: every key parsed, override-edited and
         // documented; bad values and unknown keys refused by name.
-        .testTarget(name: "AppdConfigTests", dependencies: ["AppdConfig", "AppdBase"]),
+        .testTarget(
+            name: "AppdConfigTests", dependencies: ["AppdConfig", "AppdBase", "AppBundle"]),
         .testTarget(
             name: "AppBundleTests",
             dependencies: ["AppdBase", "AppBundle", "PrintableText", "TestSupport"]),

@@ -305,6 +305,7 @@ extension InfoPlist {
         }
         let before = problems.count
         _ = HostExecutables.paths(in: dict, problems: &problems)
+        _ = BundleHandlers.read(in: dict, problems: &problems)
         guard let identifier, let executable, let version, problems.count == before,
             Self.badExecutableName(executable) == nil,
             packageType == nil || packageType == "APPL"

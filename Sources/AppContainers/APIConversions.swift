@@ -23,6 +23,14 @@ extension APIApp {
         if withEntitlements, let decoded = try? app.decodedEntitlements() {
             entitlements = APIEntitlements(decoded)
         }
+        if withEntitlements { setHandlers(app.handlers(in: root)) }
+    }
+
+    /// Its URL schemes and document types, as the API shows them (none: absent).
+    public mutating func setHandlers(_ handlers: BundleHandlers) {
+        urlSchemes = handlers.schemes.isEmpty ? nil : handlers.schemes
+        documentTypes =
+            handlers.documentTypes.isEmpty ? nil : handlers.documentTypes.map(APIDocumentType.init)
     }
 
     /// The app's `[App ID]` section as the API shows it.
@@ -31,6 +39,15 @@ extension APIApp {
         var settings: [String: String] = [:]
         for line in override.lines { settings[line.key] = line.value }
         return settings.isEmpty ? nil : settings
+    }
+}
+
+extension APIDocumentType {
+    public init(_ type: BundleHandlers.DocumentType) {
+        self.init(
+            name: type.name, role: type.role.rawValue, extensions: type.extensions,
+            mimeTypes: type.mimeTypes,
+            contentTypes: type.contentTypes.isEmpty ? nil : type.contentTypes)
     }
 }
 

@@ -1,3 +1,4 @@
+import AppBundle
 import Foundation
 
 /// The installed bundle's Info.plist, read when a key of it decides something at run time
@@ -24,5 +25,13 @@ extension InstalledApp {
     /// `UIFileSharingEnabled` = YES: its Documents are shared with the computer (`appctl files`).
     public func fileSharingEnabled(in root: StateRoot) -> Bool {
         Self.infoFlag(installedInfo(in: root)?[FileSharing.infoKey])
+    }
+}
+
+extension InstalledApp {
+    /// `CFBundleURLTypes` and `CFBundleDocumentTypes` of the installed (signed, checked at
+    /// install against its signer's policy) Info.plist; none when it cannot be read.
+    public func handlers(in root: StateRoot) -> BundleHandlers {
+        installedInfo(in: root).flatMap(BundleHandlers.read(foundation:)) ?? BundleHandlers()
     }
 }

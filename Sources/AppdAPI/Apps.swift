@@ -9,6 +9,32 @@ import AppdBase
     import Glibc
 #endif
 
+/// One `CFBundleDocumentTypes` entry: its role (`Editor`, `Viewer`, `None`), the extensions
+/// (without their dot) and MIME types it claims, its known content types' included.
+public struct APIDocumentType: Codable, Sendable, Equatable {
+    public var name: String?
+    public var role: String
+    public var extensions: [String]
+    public var mimeTypes: [String]
+    public var contentTypes: [String]?
+
+    public init(
+        name: String?, role: String, extensions: [String], mimeTypes: [String],
+        contentTypes: [String]?
+    ) {
+        self.name = name
+        self.role = role
+        self.extensions = extensions
+        self.mimeTypes = mimeTypes
+        self.contentTypes = contentTypes
+    }
+
+    /// `Editor: .txt .text text/plain` as `appd info` and `appd verify` print it.
+    public var text: String {
+        "\(role): " + (extensions.map { "." + $0 } + mimeTypes).joined(separator: " ")
+    }
+}
+
 /// An installed app as `GET /v1/apps` and `GET /v1/apps/{id}` return it (and `appd list`,
 /// `appd info`, `appctl list`, `appctl info` print it).
 public struct APIApp: Codable, Sendable, Equatable {
@@ -48,6 +74,12 @@ public struct APIApp: Codable, Sendable, Equatable {
     /// What the app takes on disk, as iOS's storage screen shows it; only in `GET /v1/apps/{id}`
     /// (and `appd info --no-daemon`).
     public var storage: APIStorage?
+    /// The URL schemes it opens (`CFBundleURLTypes` of its signed Info.plist), in single-app
+    /// answers; absent when it claims none.
+    public var urlSchemes: [String]?
+    /// The documents it opens (`CFBundleDocumentTypes`), in single-app answers; absent when it
+    /// claims none.
+    public var documentTypes: [APIDocumentType]?
 
     public init(
         bundleId: String, state: String, title: String? = nil, version: String? = nil,

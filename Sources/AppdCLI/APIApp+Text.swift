@@ -38,6 +38,10 @@ extension APIApp {
             rows.append(("denials", "\(denials) (appctl denials \(bundleId))"))
         }
         if let service { rows.append(("service", Self.serviceText(service, now: Date()))) }
+        if let urlSchemes {
+            rows.append(("opens URLs", urlSchemes.map { $0 + ":" }.joined(separator: " ")))
+        }
+        for type in documentTypes ?? [] { rows.append(("opens", type.text)) }
         for (label, value) in rows {
             Output.line("  \(label.padded(toLength: 11)) \(value)")
         }

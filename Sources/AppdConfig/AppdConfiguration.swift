@@ -42,6 +42,8 @@ public struct AppdConfiguration: Sendable, Equatable {
     public var storage = StorageSettings()
     /// `[OCI]`: the hooks appd-oci may run.
     public var oci = OCISettings()
+    /// `[Handlers]`: the app that opens a URL scheme or a document type, chosen by the admin.
+    public var handlers = HandlerSettings()
 
     public init() {}
 

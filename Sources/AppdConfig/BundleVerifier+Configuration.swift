@@ -20,10 +20,10 @@ private struct ConfiguredSigners: SignerPolicy {
 
     func authorize(
         signature: CodeSignature?, bundleID: String, entitlements: Entitlements,
-        hostExecutables: [String]
+        hostExecutables: [String], handlers: BundleHandlers
     ) throws -> SigningDecision {
         try policy.authorize(
             signature: signature, bundleID: bundleID, entitlements: entitlements,
-            hostExecutables: hostExecutables)
+            hostExecutables: hostExecutables, handlers: handlers)
     }
 }

@@ -8,7 +8,7 @@ import AppdBase
 extension ConfigKey {
     public static let all: [ConfigKey] =
         bundle + users + sandbox + api + supervisor + lifecycle + storage + oci + signing
-        + signer + app
+        + signer + handlers + app
 
     static let bundle: [ConfigKey] = [
         .key(.bundle, "MaxFiles", .count, \.bundleLimits.maxFiles, "entries a bundle may hold"),
@@ -232,6 +232,12 @@ extension ConfigKey {
             .signing, "UnsignedHostExecutables", .programPaths, \.signing.unsignedHostExecutables,
             "host programs an unsigned app may name"),
         .key(
+            .signing, "UnsignedURLSchemes", .patterns, \.signing.unsignedURLSchemes,
+            "URL schemes an unsigned app may claim"),
+        .key(
+            .signing, "UnsignedDocumentTypes", .patterns, \.signing.unsignedDocumentTypes,
+            "document types an unsigned app may claim"),
+        .key(
             .signing, "LaunchCheckMaxBytes", .size(atLeast: 0), \.signing.launchCheckMaxBytes,
             "bundles up to this size are hashed whole at launch"),
     ]
@@ -254,6 +260,10 @@ extension ConfigKey {
         .signer("Groups", .patterns, \.groups, "application groups its apps may use"),
         .signer(
             "HostExecutables", .programPaths, \.hostExecutables, "host programs its apps may name"),
+        .signer("URLSchemes", .patterns, \.urlSchemes, "URL schemes its apps may claim"),
+        .signer(
+            "DocumentTypes", .patterns, \.documentTypes,
+            "document types (MIME types, .ext) its apps may claim"),
     ]
 
     static let app: [ConfigKey] = [

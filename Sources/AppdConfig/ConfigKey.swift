@@ -16,6 +16,8 @@ public struct ConfigKey: Sendable {
         case signing = "Signing"
         /// `[Signer NAME]`, one per trusted key.
         case signer = "Signer"
+        /// `[Handlers]`: the admin's choice of the app that opens a scheme or a type.
+        case handlers = "Handlers"
         /// `[App ID]`: keys only an app's section has (the `[Sandbox]` keys it may set are
         /// declared in `[Sandbox]`, with `app` set).
         case app = "App"

@@ -4,13 +4,15 @@ import Foundation
 
 extension SigningPolicy {
     /// Decides whether `signature` (nil: unsigned) may install `bundleID` with `entitlements`
-    /// and the host programs its Info.plist names (`hostExecutables`, AppdHostExecutables).
-    /// Throws `permissionDenied` naming the reason: unsigned, untrusted key, a signer not
-    /// allowed for this id, the entitlement keys the signer may not grant (all of them), or the
-    /// host programs it may not grant (all of them, each interpreter said so).
+    /// the host programs its Info.plist names (`hostExecutables`, AppdHostExecutables) and the
+    /// URL schemes and document types it claims (`handlers`). Throws `permissionDenied` naming
+    /// the reason: unsigned, untrusted key, a signer not allowed for this id, the entitlement
+    /// keys the signer may not grant (all of them), the host programs it may not grant (all of
+    /// them, each interpreter said so), or the schemes and types it may not grant (all of them,
+    /// naming the Info.plist key).
     public func authorize(
         signature: CodeSignature?, bundleID: String, entitlements: Entitlements,
-        hostExecutables: [String] = []
+        hostExecutables: [String] = [], handlers: BundleHandlers = BundleHandlers()
     ) throws -> SigningDecision {
         let requested = entitlements.values.keys.filter { !Self.alwaysAllowed.contains($0) }
             .sorted()
@@ -43,6 +45,10 @@ extension SigningPolicy {
                     }
                 },
                 bundleID: bundleID, by: "an unsigned app ([Signing] UnsignedHostExecutables)")
+            try refuseHandlers(
+                handlers, bundleID: bundleID, by: "an unsigned app",
+                schemes: unsignedURLSchemes, documentTypes: unsignedDocumentTypes,
+                keys: ("[Signing] UnsignedURLSchemes=", "[Signing] UnsignedDocumentTypes="))
             return SigningDecision(
                 keyID: nil, signerNames: [],
                 warning:
@@ -93,6 +99,11 @@ extension SigningPolicy {
                     signer.hostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
                 }
             }, bundleID: bundleID, by: whom)
+        try refuseHandlers(
+            handlers, bundleID: bundleID, by: whom,
+            schemes: applicable.flatMap(\.urlSchemes),
+            documentTypes: applicable.flatMap(\.documentTypes),
+            keys: ("URLSchemes= of the signer", "DocumentTypes= of the signer"))
         return SigningDecision(
             keyID: signature.keyID, signerNames: names, warning: nil, groups: groups)
     }
@@ -127,6 +138,37 @@ extension SigningPolicy {
             hint:
                 "remove them from AppdHostExecutables, or an admin allows them with HostExecutables= of the signer in appd.conf"
         )
+    }
+
+    /// Refuses the URL schemes (`CFBundleURLTypes`) and document types
+    /// (`CFBundleDocumentTypes`: MIME types, `.ext` extensions) that `whom` may not grant,
+    /// all of them, naming the key.
+    private func refuseHandlers(
+        _ handlers: BundleHandlers, bundleID: String, by whom: String, schemes: [String],
+        documentTypes: [String], keys: (schemes: String, types: String)
+    ) throws {
+        let refusedSchemes = handlers.schemes.filter { scheme in
+            !schemes.contains { Self.matches($0, scheme, ignoringCase: true) }
+        }
+        if !refusedSchemes.isEmpty {
+            throw AppdError(
+                .permissionDenied,
+                "\(bundleID) claims URL schemes in \(BundleHandlers.urlTypesKey) (Info.plist) that \(whom) may not grant: \(refusedSchemes.joined(separator: ", "))",
+                hint:
+                    "remove them from CFBundleURLTypes, or an admin allows them with \(keys.schemes) in appd.conf"
+            )
+        }
+        let refusedTypes = handlers.documentClaims.filter { claim in
+            !documentTypes.contains { Self.matches($0, claim, ignoringCase: true) }
+        }
+        if !refusedTypes.isEmpty {
+            throw AppdError(
+                .permissionDenied,
+                "\(bundleID) claims document types in \(BundleHandlers.documentTypesKey) (Info.plist) that \(whom) may not grant: \(refusedTypes.joined(separator: ", "))",
+                hint:
+                    "remove them from CFBundleDocumentTypes, or an admin allows them with \(keys.types) in appd.conf (MIME types and .ext extensions)"
+            )
+        }
     }
 
     /// The group ids of `com.apple.security.application-groups`, each checked to look like a

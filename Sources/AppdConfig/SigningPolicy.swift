@@ -16,6 +16,12 @@ public struct SigningPolicy: Sendable, Equatable {
     /// Host programs an unsigned app may name in `AppdHostExecutables` (patterns, like a
     /// signer's `HostExecutables`). Empty by default: an unsigned app runs no host program.
     public var unsignedHostExecutables: [String] = []
+    /// URL schemes an unsigned app may claim in `CFBundleURLTypes` (patterns, like a signer's
+    /// `URLSchemes`). Empty by default.
+    public var unsignedURLSchemes: [String] = []
+    /// Document types (MIME types, `.ext` extensions) an unsigned app may claim in
+    /// `CFBundleDocumentTypes` (patterns, like a signer's `DocumentTypes`). Empty by default.
+    public var unsignedDocumentTypes: [String] = []
     public var signers: [Signer] = []
     /// At launch the whole bundle container is hashed and compared with what was installed
     /// when it holds at most this many bytes; a larger one has only its executable checked.
@@ -41,6 +47,14 @@ public struct SigningPolicy: Sendable, Equatable {
         /// apps may name in Info.plist's `AppdHostExecutables` (HostExecutables). Empty: none:
         /// its apps run only their bundle's executables.
         public var hostExecutables: [String] = []
+        /// Patterns of the URL schemes (`notes`, `x-example-*`) its apps may claim in
+        /// `CFBundleURLTypes`, compared without case. Empty: none, so that no app claims
+        /// `https` unasked.
+        public var urlSchemes: [String] = []
+        /// Patterns of the document types its apps may claim in `CFBundleDocumentTypes`: each
+        /// MIME type (`text/plain`, `image/*`) and each extension with its dot (`.txt`, `.*`),
+        /// compared without case. Empty: none.
+        public var documentTypes: [String] = []
 
         public init(name: String) { self.name = name }
     }

@@ -117,6 +117,10 @@ struct BundleView: Encodable {
     /// are given (`interpreters`) let it run code that was never signed.
     var hostExecutables: [String]
     var interpreters: [String]
+    /// `CFBundleURLTypes` and `CFBundleDocumentTypes`: what it opens (its signer must grant
+    /// each claim: `refusal` of the signature says when not).
+    var urlSchemes: [String]
+    var documentTypes: [APIDocumentType]
     var warnings: [BundleProblem]
     var signature: SignatureView?
     var programs: ProgramsView?
@@ -134,6 +138,9 @@ struct BundleView: Encodable {
         entitlements = APIEntitlements(bundle.entitlements)
         hostExecutables = bundle.info.hostExecutables
         interpreters = hostExecutables.filter(HostExecutables.isInterpreter)
+        let handlers = bundle.info.handlers
+        urlSchemes = handlers.schemes
+        documentTypes = handlers.documentTypes.map(APIDocumentType.init)
         warnings = bundle.warnings
     }
 
@@ -153,6 +160,10 @@ struct BundleView: Encodable {
                 ? " (an interpreter: the app may run code that was never signed through it)" : ""
             Output.line("  host program \(Printable(path))\(note)")
         }
+        if !urlSchemes.isEmpty {
+            Output.line("  opens URLs  \(urlSchemes.map { $0 + ":" }.joined(separator: " "))")
+        }
+        for type in documentTypes { Output.line("  opens       \(type.text)") }
         for warning in warnings { Output.line("  warning: \(warning)") }
     }
 }

@@ -11,7 +11,7 @@ private final class RecordingPolicy: SignerPolicy, @unchecked Sendable {
 
     func authorize(
         signature: CodeSignature?, bundleID: String, entitlements: Entitlements,
-        hostExecutables: [String]
+        hostExecutables: [String], handlers: BundleHandlers
     ) throws -> SigningDecision {
         asked.append(
             (signature?.keyID, bundleID, entitlements.values.keys.sorted(), hostExecutables))

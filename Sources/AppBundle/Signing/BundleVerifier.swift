@@ -86,7 +86,8 @@ public struct BundleVerifier {
         let bundle = verified.bundle
         verified.decision = try policy.authorize(
             signature: verified.signature, bundleID: bundle.info.identifier.rawValue,
-            entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables)
+            entitlements: bundle.entitlements, hostExecutables: bundle.info.hostExecutables,
+            handlers: bundle.info.handlers)
     }
 
     /// The launch-time integrity check of an installed (sealed) bundle: its tree at `path`
@@ -165,12 +166,12 @@ public struct VerifiedBundle: Sendable {
 }
 
 /// The `[Signer]` policy as the verifier asks it (docs/code-signing.md): whether `signature`
-/// (nil: unsigned) may carry `bundleID`, `entitlements` and the host programs its Info.plist
-/// names. appd.conf's `SigningPolicy` is the one there is; it lives with the configuration.
+/// (nil: unsigned) may carry `bundleID`, `entitlements`, the host programs its Info.plist
+/// names and the URL schemes and document types it claims (`handlers`). appd.conf's `SigningPolicy` is the one there is; it lives with the configuration.
 public protocol SignerPolicy: Sendable {
     func authorize(
         signature: CodeSignature?, bundleID: String, entitlements: Entitlements,
-        hostExecutables: [String]
+        hostExecutables: [String], handlers: BundleHandlers
     ) throws -> SigningDecision
 }
 
