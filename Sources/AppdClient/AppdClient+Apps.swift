@@ -53,4 +53,9 @@ extension AppdClient {
     {
         try post(Self.path("apps", id, "launch"), body: request)
     }
+
+    /// `POST /v1/open`: the URL opened by the app that claims it (`appctl open`).
+    public func open(_ request: OpenRequest) throws(AppdError) -> APIOpenResult {
+        try post(Self.path("open"), body: request)
+    }
 }

@@ -101,6 +101,9 @@ final class Router: Sendable {
         Route(method: .POST, pattern: ["apps", "{id}", "launch"], right: .control) { r, q, p in
             try await r.launch(p[0], q)
         },
+        Route(method: .POST, pattern: ["open"], right: .control) { r, q, _ in
+            try await r.open(q)
+        },
         Route(method: .GET, pattern: ["instances"], right: .read) { r, q, _ in
             try await r.listInstances(q)
         },

@@ -45,7 +45,8 @@ struct AppctlCommand: ParsableCommand {
             """,
         version: AppdVersion.current,
         subcommands: [
-            Launch.self, Activate.self, Background.self, Terminate.self, Restart.self, Kill.self,
+            Launch.self, Open.self, Activate.self, Background.self, Terminate.self, Restart.self,
+            Kill.self,
             Suspend.self,
             Resume.self, MemoryWarning.self, PS.self, List.self,
             Info.self,
