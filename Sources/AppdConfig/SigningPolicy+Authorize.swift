@@ -122,6 +122,21 @@ extension SigningPolicy {
         }
     }
 
+    /// Whether the policy in force lets the app `bundleID` signed by `keyID` (nil: unsigned)
+    /// claim the URL scheme `scheme` (`CFBundleURLTypes`): what install checked, asked again at
+    /// each `appctl open`, so a grant taken away by a reload takes the claim with it.
+    public func allowsURLScheme(_ scheme: String, keyID: String?, bundleID: String) -> Bool {
+        guard let keyID else {
+            return allowUnsigned
+                && unsignedURLSchemes.contains { Self.matches($0, scheme, ignoringCase: true) }
+        }
+        return signers.contains { signer in
+            signer.key?.keyID == keyID
+                && signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
+                && signer.urlSchemes.contains { Self.matches($0, scheme, ignoringCase: true) }
+        }
+    }
+
     /// Refuses the host programs `whom` may not grant, all of them, saying which are
     /// interpreters (an app allowed one may run code that was never signed).
     private func refuseHostExecutables(_ refused: [String], bundleID: String, by whom: String)

@@ -4,8 +4,9 @@ import AppdBase
 import Foundation
 
 extension Router {
-    /// POST /v1/open: the handler of a URL chosen (HandlerRule) among the installed apps and
-    /// launched with the URL as its last argument, after its `[App ID] Arguments=`.
+    /// POST /v1/open: the handler of a URL chosen (HandlerRule) among the installed apps, each
+    /// claim asked again of the signer policy in force, and launched with the URL as its last
+    /// argument, after its `[App ID] Arguments=`.
     func open(_ request: Request) async throws -> Reply {
         let body = try await request.decode(OpenRequest.self, limit: maxRequestBytes)
         let item = try OpenItem(body.item)
@@ -16,9 +17,17 @@ extension Router {
                 hint: "share it with appctl files, for an app with UIFileSharingEnabled")
         }
         let config = configuration.current
-        let candidates = try store.apps().filter { $0.state == .installed }.map {
-            HandlerCandidate(
-                id: $0.appID, installedAt: $0.installedAt, handlers: $0.handlers(in: store.root))
+        // What each app claims, as its signer's grant in force still allows (a reload that
+        // takes a grant away takes the claim with it, as for AppdHostExecutables).
+        let candidates = try store.apps().filter { $0.state == .installed }.map { app in
+            var handlers = app.handlers(in: store.root)
+            for index in handlers.urlTypes.indices {
+                handlers.urlTypes[index].schemes.removeAll {
+                    !config.signing.allowsURLScheme(
+                        $0, keyID: app.signerKeyID, bundleID: app.bundleID)
+                }
+            }
+            return HandlerCandidate(id: app.appID, installedAt: app.installedAt, handlers: handlers)
         }
         let choice = try HandlerRule.choose(
             item, among: candidates, admin: config.handlers, named: body.with.map { AppID($0) })

@@ -71,5 +71,15 @@ struct OpenURLTests {
         #expect(chosen.app == "com.example.second" && chosen.chosenBy == "[Handlers]")
         #expect(chosen.instance.arguments.last == "NOTES:later")
         #expect(try daemon.wait(chosen.instance.id).exit?.code == 4)
+
+        // A grant taken away by a reload takes the claim with it: nobody opens notes: now.
+        let revoked = try String(contentsOfFile: daemon.configPath, encoding: .utf8)
+            .replacingOccurrences(of: "URLSchemes=notes\n", with: "")
+        try revoked.write(toFile: daemon.configPath, atomically: true, encoding: .utf8)
+        _ = try daemon.client.post("/v1/reload", as: APIReloadResult.self)
+        let gone = try open(daemon, ["notes:again"])
+        #expect(gone.code == 1)
+        #expect(
+            gone.output.contains("no installed app opens the URL scheme notes:"), "\(gone.output)")
     }
 }
