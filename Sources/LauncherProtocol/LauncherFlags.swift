@@ -19,6 +19,10 @@ public enum LauncherFlag {
     public static let rootFD = "--root-fd"
     public static let netNamespaceFD = "--net-ns-fd"
     public static let utsNamespaceFD = "--uts-ns-fd"
+    /// A pod's ipc and pid namespaces (appd-oci's plain containers, given by path): joined
+    /// instead of created; with the pid namespace PID 1 of the launch is a process of the pod's.
+    public static let ipcNamespaceFD = "--ipc-ns-fd"
+    public static let pidNamespaceFD = "--pid-ns-fd"
     /// Build the shared namespaces, say `ready` and wait (no value).
     public static let template = "--template"
     /// A created-but-not-started container (appd-oci, docs/oci-runtime.md): the app process
@@ -43,6 +47,7 @@ public enum LauncherFlag {
         + "[\(outputFD) R \(logDirectoryFD) D \(logName) NAME \(logMaxBytes) N [\(journalFD) J] "
         + "[\(journalField) KEY=VALUE]...] "
         + "[\(mountNamespaceFD) F \(rootFD) F] [\(netNamespaceFD) F] [\(utsNamespaceFD) F] "
+        + "[\(ipcNamespaceFD) F] [\(pidNamespaceFD) F] "
         + "[\(readyFD) R \(startFD) F] [\(enterFD) P] [\(initSignals)]; "
         + "or: appd-exec \(template) \(profileFD) N \(statusFD) S"
 }

@@ -92,6 +92,11 @@ public enum ProfileMountKind: String, Sendable, Codable, CaseIterable {
     case mask
     /// `mount ro-path DEST`: DEST made read-only where it is (readonly paths).
     case roPath = "ro-path"
+    /// `mount node DEST MODE TYPE:MAJOR:MINOR:UID:GID`: a device node (`c`, `b`) or fifo
+    /// (`p`) made with mknod(2), owned by the host ids UID:GID, on a `nodev` mount only (a
+    /// node made there can never be opened as a device: the config's `linux.devices` without
+    /// a host node to bind). Plain containers only.
+    case node
 }
 
 /// The access of `landlock-fs`.

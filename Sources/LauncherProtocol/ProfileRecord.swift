@@ -119,6 +119,7 @@ extension ProfileMountKind {
         case .proc, .dev, .mask, .roPath: [.destination]
         case .file: [.destination, .mode, .content]
         case .fs: [.fsType, .source, .destination, .options]
+        case .node: [.destination, .mode, .options]
         }
     }
 

@@ -77,7 +77,7 @@ extension SandboxProfile {
                             + Self.via(followed))
                 }
                 return landlockVerdict(current, mount: mount, shown: shown, followed: followed)
-            case .tmpfs, .proc, .dev, .dir, .file, .fs, .mask, .roPath:
+            case .tmpfs, .proc, .dev, .dir, .file, .fs, .mask, .roPath, .node:
                 let instead =
                     switch mount.kind {
                     case .tmpfs: "an empty tmpfs of its own"
@@ -174,6 +174,7 @@ extension SandboxProfile {
         case .fs: "\(mount.destination) \(mount.fsType ?? "")"
         case .mask: "\(mount.destination) masked"
         case .roPath: "\(mount.destination) read-only"
+        case .node: "\(mount.destination) device node (nodev)"
         }
     }
 

@@ -186,6 +186,11 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         public static func devBind(_ path: String) -> Mount {
             Mount(kind: .devBind, source: path, destination: path)
         }
+        /// A device node of the host bound at another path (a plain container's terminal at
+        /// /dev/console).
+        public static func devBind(_ source: String, at destination: String) -> Mount {
+            Mount(kind: .devBind, source: source, destination: destination)
+        }
         public static func symlink(_ target: String, at path: String) -> Mount {
             Mount(kind: .symlink, source: target, destination: path)
         }
@@ -201,6 +206,16 @@ public struct SandboxProfile: Sendable, Equatable, Codable {
         /// A record with only a destination (proc, dev, mask, ro-path).
         public static func at(_ path: String, _ kind: Kind) -> Mount {
             Mount(kind: kind, destination: path)
+        }
+        /// A device node or fifo made in place (`type` c, b or p), owned by the host ids
+        /// `uid`:`gid`, on a nodev mount: `mount node`.
+        public static func node(
+            _ path: String, type: Character, major: UInt32, minor: UInt32, mode: UInt32,
+            uid: UInt32, gid: UInt32
+        ) -> Mount {
+            Mount(
+                kind: .node, destination: path, mode: mode,
+                options: "\(type):\(major):\(minor):\(uid):\(gid)")
         }
         public static func fs(_ type: String, source: String, at path: String, options: String)
             -> Mount

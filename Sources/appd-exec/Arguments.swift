@@ -46,6 +46,8 @@ struct Arguments {
         var rootFD: Int32?
         var netNamespaceFD: Int32?
         var utsNamespaceFD: Int32?
+        var ipcNamespaceFD: Int32?
+        var pidNamespaceFD: Int32?
         var readyFD: Int32?
         var startFD: Int32?
         var enterFD: Int32?
@@ -76,7 +78,8 @@ struct Arguments {
             case LauncherFlag.profileFD, LauncherFlag.seccompFD, LauncherFlag.statusFD,
                 LauncherFlag.channelFD, LauncherFlag.outputFD, LauncherFlag.logDirectoryFD,
                 LauncherFlag.journalFD, LauncherFlag.mountNamespaceFD, LauncherFlag.rootFD,
-                LauncherFlag.netNamespaceFD, LauncherFlag.utsNamespaceFD, LauncherFlag.readyFD,
+                LauncherFlag.netNamespaceFD, LauncherFlag.utsNamespaceFD,
+                LauncherFlag.ipcNamespaceFD, LauncherFlag.pidNamespaceFD, LauncherFlag.readyFD,
                 LauncherFlag.startFD, LauncherFlag.enterFD:
                 let given: Bool
                 switch option {
@@ -90,6 +93,8 @@ struct Arguments {
                 case LauncherFlag.rootFD: given = rootFD != nil
                 case LauncherFlag.netNamespaceFD: given = netNamespaceFD != nil
                 case LauncherFlag.utsNamespaceFD: given = utsNamespaceFD != nil
+                case LauncherFlag.ipcNamespaceFD: given = ipcNamespaceFD != nil
+                case LauncherFlag.pidNamespaceFD: given = pidNamespaceFD != nil
                 case LauncherFlag.readyFD: given = readyFD != nil
                 case LauncherFlag.startFD: given = startFD != nil
                 case LauncherFlag.enterFD: given = enterFD != nil
@@ -114,6 +119,8 @@ struct Arguments {
                 case LauncherFlag.rootFD: rootFD = fd
                 case LauncherFlag.netNamespaceFD: netNamespaceFD = fd
                 case LauncherFlag.utsNamespaceFD: utsNamespaceFD = fd
+                case LauncherFlag.ipcNamespaceFD: ipcNamespaceFD = fd
+                case LauncherFlag.pidNamespaceFD: pidNamespaceFD = fd
                 case LauncherFlag.readyFD: readyFD = fd
                 case LauncherFlag.startFD: startFD = fd
                 case LauncherFlag.enterFD: enterFD = fd
@@ -153,7 +160,8 @@ struct Arguments {
             guard seccompFD == nil, channelFD == nil, outputFD == nil, logDirectoryFD == nil,
                 journalFD == nil,
                 logName == nil, logMaxBytes == nil, fields.isEmpty, mountNamespaceFD == nil,
-                rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil, readyFD == nil,
+                rootFD == nil, netNamespaceFD == nil, utsNamespaceFD == nil,
+                ipcNamespaceFD == nil, pidNamespaceFD == nil, readyFD == nil,
                 startFD == nil, enterFD == nil
             else {
                 throw LaunchFailure(
@@ -183,6 +191,8 @@ struct Arguments {
         try checkOpen(rootFD)
         try checkOpen(netNamespaceFD)
         try checkOpen(utsNamespaceFD)
+        try checkOpen(ipcNamespaceFD)
+        try checkOpen(pidNamespaceFD)
         try checkOpen(readyFD)
         try checkOpen(startFD)
         try checkOpen(enterFD)
@@ -193,15 +203,23 @@ struct Arguments {
             guard let rootFD else {
                 throw LaunchFailure("arguments", "--mount-ns-fd needs --root-fd; \(usage)")
             }
+            guard ipcNamespaceFD == nil, pidNamespaceFD == nil else {
+                throw LaunchFailure(
+                    "arguments", "--mount-ns-fd takes no --ipc-ns-fd or --pid-ns-fd; \(usage)")
+            }
             arguments.joined = JoinedNamespaces(
                 mount: mountNamespaceFD, root: rootFD, net: netNamespaceFD ?? -1,
                 uts: utsNamespaceFD ?? -1)
         } else if rootFD != nil {
             throw LaunchFailure("arguments", "--root-fd needs --mount-ns-fd; \(usage)")
-        } else if netNamespaceFD != nil || utsNamespaceFD != nil {
-            // A pod's network (and uts) namespace, joined by a launch that builds its own root.
+        } else if netNamespaceFD != nil || utsNamespaceFD != nil || ipcNamespaceFD != nil
+            || pidNamespaceFD != nil
+        {
+            // A pod's network, uts, ipc and pid namespaces, joined by a launch that builds its
+            // own root.
             arguments.joined = JoinedNamespaces(
-                mount: -1, root: -1, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1)
+                mount: -1, root: -1, net: netNamespaceFD ?? -1, uts: utsNamespaceFD ?? -1,
+                ipc: ipcNamespaceFD ?? -1, pid: pidNamespaceFD ?? -1)
         }
         guard (readyFD == nil) == (startFD == nil) else {
             throw LaunchFailure("arguments", "--ready-fd and --start-fd go together; \(usage)")

@@ -112,6 +112,14 @@ struct Mounts {
         let asContainerRoot = profile.imageRoot != nil ? profile.userNamespace : nil
         if let map = asContainerRoot { try Self.setFilesystemIDs(uid: map.uid, gid: map.gid) }
         for index in 0..<count {
+            if case .node = profile.mounts[index], let map = asContainerRoot {
+                // mknod needs CAP_MKNOD, which a non-zero fsuid clears: the host's root makes
+                // the node (on a nodev mount) and gives it to its owner.
+                try Self.setFilesystemIDs(uid: 0, gid: 0)
+                try apply(profile.mounts[index], source: sources[index], root: "")
+                try Self.setFilesystemIDs(uid: map.uid, gid: map.gid)
+                continue
+            }
             try apply(profile.mounts[index], source: sources[index], root: "")
         }
         if asContainerRoot != nil { try Self.setFilesystemIDs(uid: 0, gid: 0) }
@@ -303,7 +311,31 @@ struct Mounts {
                 throw LaunchFailure.system("mount", "cannot write file \(destination)")
             }
             try sys(fchmod(fd, mode), "mount", "chmod \(destination)")
+        case .node(let destination, let kind, let mode, let device, let uid, let gid):
+            try makeNode(
+                destination, kind: kind, mode: mode, device: device, uid: uid, gid: gid, root: root)
         }
+    }
+
+    /// `mount node`: only where the mount is nodev, so that what the config names can never be
+    /// opened as a device (a fifo is an ordinary file's peer). Made as the host's root (CAP_MKNOD),
+    /// then given to `uid`:`gid` and `mode` (mknod's mode is cut by the umask).
+    private func makeNode(
+        _ destination: String, kind: mode_t, mode: mode_t, device: dev_t, uid: UInt32, gid: UInt32,
+        root: String
+    ) throws {
+        let path = root + destination
+        let parent = FileIO.parent(of: path)
+        try FileIO.makeDirectories(parent, mode: 0o755, step: "mount")
+        var info = statvfs()
+        try sys(statvfs(parent, &info), "mount", "statvfs \(FileIO.parent(of: destination))")
+        guard info.f_flag & 4 != 0 else {  // ST_NODEV
+            throw LaunchFailure(
+                "mount", "node \(destination): its folder is not on a nodev mount")
+        }
+        try sys(mknod(path, kind | mode, device), "mount", "mknod \(destination)")
+        try sys(lchown(path, uid, gid), "mount", "chown \(destination)")
+        try sys(chmod(path, mode), "mount", "chmod \(destination)")
     }
 
     /// A cloned source moved onto its mount point, then the flags as `restrict` sets them. The

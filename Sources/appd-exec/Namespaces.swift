@@ -80,11 +80,26 @@ enum Namespaces {
                 }
                 flags &= ~APPD_CLONE_NEWUTS
             }
+            if joined.ipc >= 0 {
+                guard profile.namespaces.contains(.ipc) else {
+                    throw LaunchFailure("unshare", "--ipc-ns-fd needs 'unshare ipc'")
+                }
+                flags &= ~APPD_CLONE_NEWIPC
+            }
+            if joined.pid >= 0 {
+                guard profile.namespaces.contains(.pid) else {
+                    throw LaunchFailure("unshare", "--pid-ns-fd needs 'unshare pid'")
+                }
+                flags &= ~APPD_CLONE_NEWPID
+            }
         }
         try unshare(flags, profile)
         if let joined {
             if joined.net >= 0 { try enter(joined.net, APPD_CLONE_NEWNET, "net") }
             if joined.uts >= 0 { try enter(joined.uts, APPD_CLONE_NEWUTS, "uts") }
+            if joined.ipc >= 0 { try enter(joined.ipc, APPD_CLONE_NEWIPC, "ipc") }
+            // The next fork's child is a process of the pod's pid namespace, not its PID 1.
+            if joined.pid >= 0 { try enter(joined.pid, APPD_CLONE_NEWPID, "pid") }
             joined.close()
         }
     }
@@ -136,6 +151,9 @@ struct JoinedNamespaces {
     var root: Int32
     var net: Int32
     var uts: Int32
+    /// A pod's ipc and pid namespaces (appd-oci, by path); -1: not joined.
+    var ipc: Int32 = -1
+    var pid: Int32 = -1
 
     func close() {
         // Not a loop over an array literal: `[Int32]` is a runtime metadata lookup per launch.
@@ -143,5 +161,7 @@ struct JoinedNamespaces {
         if root >= 0 { _ = Glibc.close(root) }
         if net >= 0 { _ = Glibc.close(net) }
         if uts >= 0 { _ = Glibc.close(uts) }
+        if ipc >= 0 { _ = Glibc.close(ipc) }
+        if pid >= 0 { _ = Glibc.close(pid) }
     }
 }

@@ -103,6 +103,9 @@ enum MountRecord {
     case filesystem(type: String, source: String, destination: String, options: String)
     case mask(destination: String)
     case readOnlyPath(destination: String)
+    /// A device node or fifo (`kind` S_IFCHR, S_IFBLK or S_IFIFO), made on a nodev mount only.
+    case node(
+        destination: String, kind: mode_t, mode: mode_t, device: dev_t, uid: UInt32, gid: UInt32)
 }
 
 /// A plain container's root: the rootfs at `source`, read-only once the mounts are made when
@@ -189,7 +192,7 @@ extension Profile {
             case .bind(_, _, let destination), .tmpfs(let destination, _), .proc(let destination),
                 .dev(let destination), .symlink(_, let destination), .file(let destination, _, _),
                 .filesystem(_, _, let destination, _), .mask(let destination),
-                .readOnlyPath(let destination):
+                .readOnlyPath(let destination), .node(let destination, _, _, _, _, _):
                 if Self.isRoot(destination) {
                     throw refuse(
                         "a mount record cannot have / as its destination (the root is the 'root' record's)"

@@ -259,6 +259,30 @@ struct ProfileParser {
                 options: field(.options))
         case .mask: return .mask(destination: try destination())
         case .roPath: return .readOnlyPath(destination: try destination())
+        case .node:
+            // TYPE:MAJOR:MINOR:UID:GID, each number plain decimal.
+            let parts = field(.options).split(separator: ":", omittingEmptySubsequences: false)
+            let kinds: [Substring: mode_t] = ["c": S_IFCHR, "b": S_IFBLK, "p": S_IFIFO]
+            guard parts.count == 5, let kind = kinds[parts[0]],
+                let major = number(String(parts[1])), major <= 0xFFF,
+                let minor = number(String(parts[2])), minor <= 0xF_FFFF,
+                let uid = number(String(parts[3])), uid < UInt64(UInt32.max),
+                let gid = number(String(parts[4])), gid < UInt64(UInt32.max)
+            else {
+                throw LaunchFailure(
+                    "profile", "mount node: bad device '\(singleLine(field(.options)))'")
+            }
+            let permissions = try mode(field(.mode))
+            guard permissions & ~0o777 == 0 else {
+                throw LaunchFailure(
+                    "profile",
+                    "mount node: mode \(String(permissions, radix: 8)) is more than rwx bits")
+            }
+            // The kernel's encoding (makedev): minor's low byte, major, minor's high bits.
+            let device = (minor & 0xFF) | (major << 8) | ((minor & ~0xFF) << 12)
+            return .node(
+                destination: try destination(), kind: kind, mode: permissions,
+                device: dev_t(device), uid: UInt32(uid), gid: UInt32(gid))
         }
     }
 

@@ -138,6 +138,7 @@ struct ProfileText {
             case .fs: item("\(mount.destination)  \(mount.fsType ?? "") (\(mount.options ?? ""))")
             case .mask: item("\(mount.destination)  masked")
             case .roPath: item("\(mount.destination)  made read-only")
+            case .node: item("\(mount.destination)  device node \(mount.options ?? "") (nodev)")
             }
         }
         section(

@@ -37,6 +37,7 @@ struct ProfileRecordTests {
             .file("/etc/hosts", mode: 0o644, content: "127.0.0.1 a\n"),
             .fs("sysfs", source: "sysfs", at: "/sys", options: "ro,nosuid"),
             .at("/proc/kcore", .mask), .at("/proc/sys", .roPath),
+            .node("/dev/x", type: "c", major: 10, minor: 666, mode: 0o640, uid: 7, gid: 8),
         ]
         profile.sysctls = [.init(name: "net.ipv4.ip_forward", value: "1")]
         profile.console = true
@@ -97,6 +98,7 @@ struct ProfileRecordTests {
         mount fs sysfs sysfs /sys ro,nosuid
         mount mask /proc/kcore
         mount ro-path /proc/sys
+        mount node /dev/x 640 c:10:666:7:8
         sysctl net.ipv4.ip_forward 1
         console
         uid 70000

@@ -127,6 +127,23 @@ struct ProfileErrorTests {
             mentioning: "'root image' takes SRC, ro or rw, and owned or nothing")
     }
 
+    @Test(
+        "mount node: a type other than c, b, p, numbers past the kernel's, more than rwx bits, a field missing: refused before anything is made"
+    )
+    func nodeRecordRefused() throws {
+        for (record, message) in [
+            ("mount node /dev/x 640 s:1:3:0:0", "mount node: bad device 's:1:3:0:0'"),
+            ("mount node /dev/x 640 c:4096:3:0:0", "mount node: bad device"),
+            ("mount node /dev/x 640 c:1:3:0", "mount node: bad device"),
+            ("mount node /dev/x 4640 c:1:3:0:0", "mount node: mode 4640 is more than rwx bits"),
+            ("mount node dev/x 640 c:1:3:0:0", "path 'dev/x' is not absolute"),
+        ] {
+            expectRefused(
+                try launch(profile: profileText(sandboxRecords() + [record], command: Self.app)),
+                mentioning: message)
+        }
+    }
+
     @Test("mounts without a mount namespace are refused")
     func mountsNeedNamespace() throws {
         let profile = profileText(

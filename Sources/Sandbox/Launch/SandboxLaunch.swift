@@ -343,6 +343,8 @@ public struct SandboxLaunch {
             }
             if namespaces.net >= 0 { place(namespaces.net, LauncherFlag.netNamespaceFD) }
             if namespaces.uts >= 0 { place(namespaces.uts, LauncherFlag.utsNamespaceFD) }
+            if namespaces.ipc >= 0 { place(namespaces.ipc, LauncherFlag.ipcNamespaceFD) }
+            if namespaces.pid >= 0 { place(namespaces.pid, LauncherFlag.pidNamespaceFD) }
         }
         if let startGate {
             place(startGate.ready, LauncherFlag.readyFD)

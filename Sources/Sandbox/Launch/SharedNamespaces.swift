@@ -12,15 +12,21 @@ public struct SharedNamespaces: Sendable {
     public var root: Int32
     public var net: Int32
     public var uts: Int32
+    /// A pod's ipc and pid namespaces (appd-oci's plain containers); -1: not joined.
+    public var ipc: Int32
+    public var pid: Int32
 
-    public init(mount: Int32, root: Int32, net: Int32, uts: Int32) {
+    public init(mount: Int32, root: Int32, net: Int32, uts: Int32, ipc: Int32 = -1, pid: Int32 = -1)
+    {
         self.mount = mount
         self.root = root
         self.net = net
         self.uts = uts
+        self.ipc = ipc
+        self.pid = pid
     }
 
     public func close() {
-        for fd in [mount, root, net, uts] where fd >= 0 { Glibc.close(fd) }
+        for fd in [mount, root, net, uts, ipc, pid] where fd >= 0 { Glibc.close(fd) }
     }
 }
