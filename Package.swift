@@ -267,7 +267,7 @@ let package = Package(
         .testTarget(
             name: "AppdOCITests",
             dependencies: [
-                "appd-oci", "AppdBase", "AppContainers", "AppdConfig", "Sandbox", "TestSupport",
+                "appd-oci", "AppdBase", "AppContainers", "AppdConfig", "CLinux", "Sandbox", "TestSupport",
             ]
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),

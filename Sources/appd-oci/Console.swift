@@ -1,6 +1,7 @@
 import AppdBase
 import CLinux
 import Glibc
+import Sandbox
 
 /// A terminal for a container (`process.terminal`): appd-oci opens a pseudo-terminal, gives
 /// the app its terminal end as stdin, stdout and stderr, and sends the master end to the
@@ -17,6 +18,27 @@ struct Console {
             throw AppdError.system("cannot open a pseudo-terminal")
         }
         return Console(master: master, terminal: terminal)
+    }
+
+    /// A plain container's terminal is also its `/dev/console`, as under runc: the host's
+    /// pseudo-terminal end bound there (it is this container's alone), owned by the
+    /// container's process user as a login's terminal is its user's.
+    static func bind(
+        _ console: Console, at path: String, owner map: SandboxProfile.UserNamespace,
+        in profile: inout SandboxProfile
+    ) throws {
+        var buffer = [CChar](repeating: 0, count: 256)
+        let count = readlink("/proc/self/fd/\(console.terminal)", &buffer, buffer.count - 1)
+        let name =
+            count > 0
+            ? String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+        guard name.hasPrefix("/dev/pts/"), !name.dropFirst(9).contains("/") else {
+            throw AppdError(
+                .unsupported, "the container's terminal is not a /dev/pts node (\(name))")
+        }
+        guard fchown(console.terminal, map.hostUID + profile.uid, map.hostGID + profile.gid) == 0
+        else { throw AppdError.system("cannot give the terminal \(name) to the container") }
+        profile.mounts.append(.devBind(name, at: path))
     }
 
     /// Sends the master end over the socket at `path` and closes it here.

@@ -97,6 +97,9 @@ extension OCIRuntime {
         var profile = prepared.profile
         let network = try joinNetwork(spec: spec, plain: plain, config: config, profile: &profile)
         defer { if network.fd >= 0 { close(network.fd) } }
+        var joined = SharedNamespaces(mount: -1, root: -1, net: network.fd, uts: -1)
+        defer { for fd in [joined.uts, joined.ipc, joined.pid] where fd >= 0 { close(fd) } }
+        if plain { try joinPod(spec: spec, config: config, into: &joined) }
 
         // What the profile names by fd (the root, binds, the data volume): pinned in a private
         // mount namespace the launcher inherits (MountPins), until the sandbox is built.
@@ -121,7 +124,7 @@ extension OCIRuntime {
         defer { close(gate.fifo) }
         let started = try startLauncher(
             profile: profile, config: config, settings: settings, cgroup: cgroup,
-            network: network.fd, bpf: bpf, gate: gate, terminal: terminal)
+            namespaces: joined, bpf: bpf, gate: gate, terminal: terminal)
         let encodedProfile: [UInt8]
         do {
             encodedProfile = try whileBuilding(
@@ -262,6 +265,36 @@ extension OCIRuntime {
         return JoinedNetwork(fd: fd, path: path)
     }
 
+    /// A plain container's pod: the pid, ipc and uts namespaces config.json gives by path
+    /// (OCIConfigCheck.checkJoinable checked each), opened into `joined`; never an app's own.
+    private func joinPod(
+        spec: OCISpec, config: AppdConfiguration, into joined: inout SharedNamespaces
+    )
+        throws
+    {
+        let namespaces = spec.linux?.namespaces ?? []
+        for type in ["uts", "ipc", "pid"] {
+            guard let index = namespaces.firstIndex(where: { $0.type == type }),
+                let given = namespaces[index].path
+            else { continue }
+            let path = OCIConfigCheck.podNamespacePath(given, type)
+            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            guard fd >= 0 else {
+                throw AppdError.system("cannot open the \(type) namespace \(path)")
+            }
+            switch type {
+            case "uts": joined.uts = fd
+            case "ipc": joined.ipc = fd
+            default: joined.pid = fd
+            }
+            try OCIConfigCheck.checkType(fd: fd, path, type)
+            try OCIConfigCheck.checkJoinable(
+                fd: fd, path, type, field: "linux.namespaces[\(index)].path")
+            try PodNetwork.refuseAppNamespace(
+                fd: fd, path: path, appUIDs: [config.uidRange, NodeUIDs.range], type: type)
+        }
+    }
+
     /// The start gate and the two pipes: `ready` from the app process, the launcher's status
     /// line (its error when the sandbox cannot be built).
     private struct StartGate {
@@ -324,7 +357,8 @@ extension OCIRuntime {
     /// every end is.
     private func startLauncher(
         profile: SandboxProfile, config: AppdConfiguration, settings: CgroupSettings,
-        cgroup: any InstanceCgroup, network: Int32, bpf: [UInt8], gate: StartGate, terminal: Bool
+        cgroup: any InstanceCgroup, namespaces: SharedNamespaces, bpf: [UInt8], gate: StartGate,
+        terminal: Bool
     ) throws -> SandboxLaunch.Started {
         var console: Console?
         var consoleSocket = ""
@@ -338,11 +372,17 @@ extension OCIRuntime {
                 consoleSocket = socket
                 console = try Console.open()
             }
+            var launched = profile
+            if let console, let map = profile.userNamespace {
+                try Console.bind(console, at: "/dev/console", owner: map, in: &launched)
+            }
             var launch = try SandboxLaunch(
-                profile: profile, launcher: config.sandbox.launcher, cgroups: settings,
+                profile: launched, launcher: config.sandbox.launcher, cgroups: settings,
                 output: console.map { .terminal($0.terminal) } ?? .inherited(keepStdin: true))
-            if network >= 0 {
-                launch.namespaces = SharedNamespaces(mount: -1, root: -1, net: network, uts: -1)
+            if [namespaces.net, namespaces.uts, namespaces.ipc, namespaces.pid].contains(where: {
+                $0 >= 0
+            }) {
+                launch.namespaces = namespaces
             }
             launch.bpf = bpf
             launch.startGate = (gate.ready[1], gate.fifo)

@@ -32,7 +32,14 @@ extension OCIRuntime {
             throw AppdError(
                 .notFound, "the seccomp program of container \(id) is missing (\(program))")
         }
-        profile.executable = try Self.executable(first, profile: profile, rootfs: record)
+        guard let cgroup = try record.cgroup() else {
+            throw AppdError(.notFound, "the cgroup of container \(id) is gone")
+        }
+        guard let initPID = record.initPID(among: try cgroup.processes()) else {
+            throw AppdError(.conflict, "the container's PID 1 is gone")
+        }
+        profile.executable = try Self.executable(
+            first, profile: profile, rootfs: record, initPID: initPID)
         profile.arguments = args
         profile.environment += Self.extraEnvironment(
             process.env ?? [], reserved: Set(profile.environment.map(\.name)))
@@ -40,12 +47,6 @@ extension OCIRuntime {
         let terminal = process.terminal ?? line.flag("tty")
         profile.console = terminal
 
-        guard let cgroup = try record.cgroup() else {
-            throw AppdError(.notFound, "the cgroup of container \(id) is gone")
-        }
-        guard let initPID = record.initPID(among: try cgroup.processes()) else {
-            throw AppdError(.conflict, "the container's PID 1 is gone")
-        }
         let pidfd = appd_pidfd_open(initPID, 0)
         guard pidfd >= 0 else { throw AppdError.system("cannot open a pidfd of \(initPID)") }
         defer { close(pidfd) }
@@ -109,10 +110,12 @@ extension OCIRuntime {
     }
 
     /// An absolute path as given; a bare name looked up in the sandbox's PATH, on the host
-    /// folders the sandbox shows at the same paths (or in a plain container's image).
-    static func executable(_ name: String, profile: SandboxProfile, rootfs record: ContainerRecord)
-        throws -> String
-    {
+    /// folders the sandbox shows at the same paths, or for a plain container in its root as
+    /// its PID 1 sees it (`/proc/PID/root`: the overlay's upper layer and its volumes
+    /// included, which the engine's rootfs folder does not show).
+    static func executable(
+        _ name: String, profile: SandboxProfile, rootfs record: ContainerRecord, initPID: pid_t
+    ) throws -> String {
         if name.hasPrefix("/") {
             // An app image's paths are the image's: `/Name.app/Name` is the bundle, which the
             // sandbox shows there (AppPaths); a container created before it did shows it
@@ -127,10 +130,32 @@ extension OCIRuntime {
             return name
         }
         let path = profile.environment.last { $0.name == "PATH" }?.value ?? "/usr/bin:/bin"
-        let prefix = record.plain ? record.rootfs : ""
-        for directory in path.split(separator: ":") where directory.hasPrefix("/") {
-            if access("\(prefix)\(directory)/\(name)", X_OK) == 0 { return "\(directory)/\(name)" }
+        if record.plain {
+            // The container's tree is its own: each candidate is opened with the container's
+            // root as the root (RESOLVE_IN_ROOT), so its links resolve as they would inside.
+            let root = open("/proc/\(initPID)/root", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            guard root >= 0 else {
+                throw AppdError.system("cannot open the root of the container's PID 1")
+            }
+            defer { close(root) }
+            for directory in path.split(separator: ":") where directory.hasPrefix("/") {
+                if isExecutable("\(directory)/\(name)", in: root) { return "\(directory)/\(name)" }
+            }
+        } else {
+            for directory in path.split(separator: ":") where directory.hasPrefix("/") {
+                if access("\(directory)/\(name)", X_OK) == 0 { return "\(directory)/\(name)" }
+            }
         }
         throw AppdError(.notFound, "\(name): not found in the container's PATH (\(path))")
+    }
+
+    /// Whether `path` is a regular file with an execute bit, opened beneath `root` as its root.
+    private static func isExecutable(_ path: String, in root: Int32) -> Bool {
+        let fd = appd_open_in_root(root, path)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var info = stat()
+        return fstat(fd, &info) == 0 && info.st_mode & S_IFMT == S_IFREG
+            && info.st_mode & 0o111 != 0
     }
 }

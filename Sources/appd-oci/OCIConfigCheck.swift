@@ -1,6 +1,8 @@
 import AppdBase
+import CLinux
 import Glibc
 import LauncherProtocol
+import Sandbox
 
 /// What an engine's config.json may ask of appd-oci (docs/oci-runtime.md, "Narrow, never
 /// widen"). The sandbox comes from the bundle's entitlements and the node's appd.conf; the
@@ -67,20 +69,31 @@ enum OCIConfigCheck {
                 "the capabilities \(added.joined(separator: ", "))",
                 "a privileged container (--privileged, --cap-add) cannot run under appd-oci")
         }
-        for device in spec.linux?.devices ?? [] where !standardDevices.contains(device.path) {
+        // A plain container's devices are PlainContainer's: a host node bound as rootless runc
+        // does (reached through its permission bits as the container's unprivileged range),
+        // else an inert node on its nodev /dev.
+        for device in spec.linux?.devices ?? []
+        where bundle == nil && !standardDevices.contains(device.path) {
             throw refuse("the host device \(device.path)", "--device is not supported")
         }
-        for namespace in spec.linux?.namespaces ?? [] {
-            if let path = namespace.path { try checkType(path, namespace.type) }
+        for (index, namespace) in (spec.linux?.namespaces ?? []).enumerated() {
+            guard let path = namespace.path else { continue }
+            try checkType(path, namespace.type)
+            // A plain container joins its pod's pid, ipc, uts and network namespaces.
+            if bundle != nil, joinable.contains(namespace.type) {
+                try checkJoinable(
+                    podNamespacePath(path, namespace.type), namespace.type,
+                    field: "linux.namespaces[\(index)].path")
+            }
         }
         for type in requiredNamespaces where spec.namespace(type) == nil {
             throw refuse(
                 "the host's \(type) namespace",
                 "--\(type == "network" ? "net" : type)=host is not supported")
         }
-        // A pod's pid, ipc and uts namespaces given by path are not joined: the container gets
-        // its own (it sees less, never more; a pod's pid path names appd-oci's launcher, which
-        // is in the host's pid namespace). The network namespace is joined: the host's is refused.
+        // An app's pid, ipc and uts namespaces given by path are not joined: the app gets its
+        // own (it sees less, never more). A plain container joins them (checkJoinable). The
+        // network namespace is joined: the host's is refused.
         if let path = spec.namespace("network")?.path, isHostNamespace(path, type: "network") {
             throw refuse("the host's network namespace (\(path))")
         }
@@ -153,9 +166,17 @@ enum OCIConfigCheck {
     /// Whether the namespace file at `path` is the one the host's PID 1 or appd-oci itself (run
     /// by an engine in the host's namespaces) is in.
     static func isHostNamespace(_ path: String, type: String) -> Bool {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return isHostNamespace(fd: fd, type: type)
+    }
+
+    /// `isHostNamespace` of the namespace open at `fd`.
+    static func isHostNamespace(fd: Int32, type: String) -> Bool {
         let file = type == "network" ? "net" : type
         var given = stat()
-        guard stat(path, &given) == 0 else { return false }
+        guard fstat(fd, &given) == 0 else { return false }
         for owner in ["/proc/1/ns/\(file)", "/proc/self/ns/\(file)"] {
             var host = stat()
             if stat(owner, &host) == 0, given.st_dev == host.st_dev, given.st_ino == host.st_ino {
@@ -168,6 +189,16 @@ enum OCIConfigCheck {
     /// The namespace file at `path` is a namespace of `type` (NS_GET_NSTYPE), or a
     /// one-line error naming both.
     static func checkType(_ path: String, _ type: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw AppdError.system("cannot open the \(type) namespace \(path)")
+        }
+        defer { close(fd) }
+        try checkType(fd: fd, path, type)
+    }
+
+    /// `checkType` of the namespace open at `fd`.
+    static func checkType(fd: Int32, _ path: String, _ type: String) throws {
         let flags: [String: Int32] = [
             "pid": 0x2000_0000, "network": 0x4000_0000, "mount": 0x0002_0000,
             "ipc": 0x0800_0000, "uts": 0x0400_0000, "user": 0x1000_0000, "cgroup": 0x0200_0000,
@@ -175,16 +206,74 @@ enum OCIConfigCheck {
         guard let expected = flags[type] else {
             throw AppdError(.invalidConfig, "config.json names an unknown namespace type \(type)")
         }
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            throw AppdError.system("cannot open the \(type) namespace \(path)")
-        }
-        defer { close(fd) }
         let found = ioctl(fd, UInt(0xB703))  // NS_GET_NSTYPE
         guard found == expected else {
             throw AppdError(
                 .invalidConfig,
                 "config.json's \(type) namespace path \(path) is not a \(type) namespace")
+        }
+    }
+
+    /// The namespaces a plain container joins by path: its pod's.
+    static let joinable: Set<String> = ["pid", "ipc", "uts", "network"]
+
+    /// A namespace a plain container may join by path, or a one-line error naming `field`: a
+    /// namespace file (nsfs), not the host's own (PID 1's or appd-oci's), owned by the user
+    /// namespace appd-oci and its engine run in — so one the engine made for the pod, or
+    /// appd-oci's launcher for the pod's sandbox container — never one another user namespace
+    /// owns, whose root could change what the container shares with it (Create refuses an
+    /// app's own besides, PodNetwork).
+    static func checkJoinable(_ path: String, _ type: String, field: String) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw AppdError.system("cannot open config.json's \(field) \(path)") }
+        defer { close(fd) }
+        try checkJoinable(fd: fd, path, type, field: field)
+    }
+
+    /// The pid namespace a pod's path means: an engine names the pod's as `/proc/PID/ns/pid`
+    /// of its sandbox container's `state.pid`, which for a sandbox appd-oci runs is its outer
+    /// launcher, in the host's pid namespace; the sandbox's own is that launcher's
+    /// `pid_for_children`. Only for a process of a plain appd-oci container (its cgroup marked
+    /// `plain`, PodNetwork); any other path is meant as given.
+    static func podNamespacePath(_ path: String, _ type: String) -> String {
+        guard type == "pid", path.hasPrefix("/proc/"), path.hasSuffix("/ns/pid"),
+            let pid = pid_t(path.dropFirst(6).dropLast(7)), pid > 0,
+            isHostNamespace(path, type: "pid")
+        else { return path }
+        let plainIDs =
+            PlainIDRange.first...(PlainIDRange.first + PlainIDRange.slots * PlainIDRange.size - 1)
+        let member = PodNetwork.member(
+            pid, unified: CgroupLayout.detect().unified, appUIDs: [], plainIDs: plainIDs)
+        return member == .plain ? "/proc/\(pid)/ns/pid_for_children" : path
+    }
+
+    /// `checkJoinable` of the namespace open at `fd`: what is checked is what is joined.
+    static func checkJoinable(fd: Int32, _ path: String, _ type: String, field: String) throws {
+        // NSFS_MAGIC, of the file open at `fd` (Swift's Glibc has no fstatfs).
+        guard appd_filesystem_type("/proc/self/fd/\(fd)") == 0x6E73_6673 else {
+            throw AppdError(
+                .invalidConfig, "config.json's \(field) \(path) is not a namespace file (nsfs)")
+        }
+        if isHostNamespace(fd: fd, type: type) {
+            throw AppdError(
+                .permissionDenied,
+                "config.json's \(field) \(path) is the host's \(type) namespace, which would widen the sandbox"
+            )
+        }
+        let owner = ioctl(fd, UInt(0xB701))  // NS_GET_USERNS
+        guard owner >= 0 else {
+            throw AppdError.system("cannot read the owner of config.json's \(field) \(path)")
+        }
+        defer { close(owner) }
+        var ownerInfo = stat()
+        var ours = stat()
+        guard fstat(owner, &ownerInfo) == 0, stat("/proc/self/ns/user", &ours) == 0,
+            ownerInfo.st_dev == ours.st_dev, ownerInfo.st_ino == ours.st_ino
+        else {
+            throw AppdError(
+                .permissionDenied,
+                "config.json's \(field) \(path) is owned by another user namespace: a plain container joins only its pod's namespaces, made by its engine or appd-oci"
+            )
         }
     }
 

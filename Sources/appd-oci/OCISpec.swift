@@ -112,6 +112,13 @@ struct OCISpec: Decodable {
 
     struct Device: Decodable {
         var path: String
+        /// c, b, u (unbuffered char) or p (fifo); the numbers of c and b.
+        var type: String?
+        var major: Int64?
+        var minor: Int64?
+        var fileMode: UInt32?
+        var uid: UInt32?
+        var gid: UInt32?
     }
 
     struct IDMapping: Decodable {

@@ -81,6 +81,7 @@ enum PlainContainer {
                 mount, rootfs: rootfs, stateRoot: stateRoot, podFiles: podFiles, log: log,
                 held: &held)
         }
+        tree.mounts += try devices(spec.linux?.devices ?? [], hostID: hostID)
         for masked in spec.linux?.maskedPaths ?? [] where masked.hasPrefix("/") {
             tree.mounts.append(.at(OCIConfigCheck.normalized(masked), .mask))
         }
@@ -121,6 +122,89 @@ enum PlainContainer {
         return PreparedSandbox(
             profile: profile, bundleID: nil, dataContainer: home, dataInVolume: false, held: held,
             overlay: overlay.map { ($0, hostID) })
+    }
+
+    /// The most `linux.devices` a config may list.
+    static let maximumDevices = 256
+
+    /// `linux.devices` (those beyond the default set, which /dev has already), each under
+    /// `/dev`: the host's node at the same path, when it is one of the same type and numbers,
+    /// bound as rootless runc binds it — the container opens it only as its unprivileged range
+    /// may, through the node's permission bits (a host file it does not own is nobody's to
+    /// it) — else a node made on the container's nodev /dev with the config's type, numbers,
+    /// mode and owner, which shows what the config asked and can never be opened as a device.
+    /// A fifo is made as asked. Refused at `create`, naming the field: a path outside /dev or
+    /// with `..`, an unknown type, numbers past the kernel's, an owner past the container's ids.
+    static func devices(_ devices: [OCISpec.Device], hostID: UInt32) throws -> [SandboxProfile
+        .Mount]
+    {
+        guard devices.count <= maximumDevices else {
+            throw AppdError(
+                .invalidConfig,
+                "config.json lists \(devices.count) linux.devices; at most \(maximumDevices) are accepted"
+            )
+        }
+        var mounts: [SandboxProfile.Mount] = []
+        for (index, device) in devices.enumerated()
+        where !OCIConfigCheck.standardDevices.contains(device.path) {
+            let field = "linux.devices[\(index)]"
+            let path = OCIConfigCheck.normalized(device.path)
+            guard path.hasPrefix("/dev/"), !path.split(separator: "/").contains(".."),
+                !["/dev/pts", "/dev/shm", "/dev/mqueue"].contains(where: {
+                    HostPaths.overlap(path, $0)
+                })
+            else {
+                throw AppdError(
+                    .invalidConfig,
+                    "config.json's \(field) path \(device.path) is not a node of its own below /dev"
+                )
+            }
+            let types: [String: Character] = ["c": "c", "u": "c", "b": "b", "p": "p"]
+            guard let type = types[device.type ?? ""] else {
+                throw AppdError(
+                    .invalidConfig,
+                    "config.json's \(field) type '\(device.type ?? "")' is not c, u, b or p")
+            }
+            let major = device.major ?? 0
+            let minor = device.minor ?? 0
+            guard (0...0xFFF).contains(major), (0...0xF_FFFF).contains(minor) else {
+                throw AppdError(
+                    .invalidConfig,
+                    "config.json's \(field) numbers \(major):\(minor) are past the kernel's")
+            }
+            let uid = device.uid ?? 0
+            let gid = device.gid ?? 0
+            guard uid < idCount, gid < idCount else {
+                throw AppdError(
+                    .invalidConfig,
+                    "config.json's \(field) owner \(uid):\(gid) is past the container's ids (0-\(idCount - 1))"
+                )
+            }
+            if type != "p", hostNode(path, type: type, major: major, minor: minor) {
+                mounts.append(.devBind(path))
+                continue
+            }
+            mounts.append(
+                .node(
+                    path, type: type, major: UInt32(major), minor: UInt32(minor),
+                    mode: (device.fileMode ?? 0o666) & 0o777, uid: hostID + uid, gid: hostID + gid))
+        }
+        return mounts
+    }
+
+    /// Whether the host's `path` is itself (not a link to) a device node of `type` with these
+    /// numbers.
+    private static func hostNode(_ path: String, type: Character, major: Int64, minor: Int64)
+        -> Bool
+    {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        let kind = info.st_mode & S_IFMT
+        guard kind == (type == "b" ? S_IFBLK : S_IFCHR) else { return false }
+        let device = UInt64(info.st_rdev)
+        let hostMajor = Int64((device >> 8) & 0xFFF)
+        let hostMinor = Int64((device & 0xFF) | ((device >> 12) & 0xF_FF00))
+        return hostMajor == major && hostMinor == minor
     }
 
     /// config.json's `process.user`, within the container's ids (0 to `idCount` - 1).

@@ -60,7 +60,8 @@ enum PodFiles {
     /// not starting with `-` or `.`. Without one, the name in the pod's `/etc/hostname`
     /// (`files`, checked): containerd's CRI gives `hostname` to the pod's sandbox container
     /// only, and its other containers join that container's uts namespace by path, which
-    /// appd-oci does not join. nil when neither names one.
+    /// appd-oci joins for a plain container only (the launcher sets no hostname in a joined
+    /// namespace), not for an app. nil when neither names one.
     static func hostname(in spec: OCISpec, files: [File] = []) throws -> String? {
         guard let name = spec.hostname, !name.isEmpty else {
             guard let file = files.first(where: { $0.destination == "/etc/hostname" }),

@@ -29,10 +29,12 @@ enum PodNetwork {
         }
     }
 
-    /// Throws when the network namespace open at `fd` (given by `path`) is an app's own.
-    static func refuseAppNamespace(fd: Int32, path: String, appUIDs: [ClosedRange<UInt32>])
-        throws
-    {
+    /// Throws when the network namespace open at `fd` (given by `path`) is an app's own;
+    /// `type` another kind (`pid`, `ipc`, `uts`: a pod's, joined by path, by the same rule).
+    static func refuseAppNamespace(
+        fd: Int32, path: String, appUIDs: [ClosedRange<UInt32>], type: String = "network"
+    ) throws {
+        let file = type == "network" ? "net" : type
         var namespace = stat()
         guard fstat(fd, &namespace) == 0 else { return }
         let unified = CgroupLayout.detect().unified
@@ -44,7 +46,7 @@ enum PodNetwork {
         for entry in entries.prefix(1 << 20) {
             guard let pid = pid_t(entry) else { continue }
             var info = stat()
-            guard stat("/proc/\(pid)/ns/net", &info) == 0, info.st_dev == namespace.st_dev,
+            guard stat("/proc/\(pid)/ns/\(file)", &info) == 0, info.st_dev == namespace.st_dev,
                 info.st_ino == namespace.st_ino
             else { continue }
             switch member(pid, unified: unified, appUIDs: appUIDs, plainIDs: plainIDs) {
@@ -56,8 +58,8 @@ enum PodNetwork {
         if let app, !sandbox {
             throw AppdError(
                 .permissionDenied,
-                "config.json's network namespace \(path) is an app's own (process \(app) is an app's): a plain container joins its pod's network only",
-                hint: "an app's loopback is its own; give the container its pod's network namespace"
+                "config.json's \(type) namespace \(path) is an app's own (process \(app) is an app's): a plain container joins its pod's namespaces only",
+                hint: "an app's namespaces are its own; give the container its pod's"
             )
         }
     }

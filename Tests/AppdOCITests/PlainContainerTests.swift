@@ -1,4 +1,5 @@
 import AppdBase
+import CLinux
 import Foundation
 import Glibc
 import Sandbox
@@ -383,6 +384,275 @@ struct PlainContainerTests {
         #expect(access(upper, F_OK) != 0, "the upper layer goes with delete")
     }
 
+    /// A process holding new namespaces (`unshare` options) until `body` returns;
+    /// `body` gets its pid once it is in them.
+    static func holdingNamespaces<T>(_ options: [String], _ body: (pid_t) throws -> T) throws -> T {
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
+        holder.arguments = options + ["--fork", "--kill-child", "/usr/bin/sleep", "60"]
+        try holder.run()
+        defer {
+            kill(holder.processIdentifier, SIGKILL)  // --kill-child: its sleep goes with it
+            holder.waitUntilExit()
+        }
+        let pid = holder.processIdentifier
+        let own = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/ns/ipc"))
+        for _ in 0..<250 {
+            let theirs = try? FileManager.default.destinationOfSymbolicLink(
+                atPath: "/proc/\(pid)/ns/ipc")
+            if theirs != nil && theirs != own { break }
+            usleep(20_000)
+        }
+        return try body(pid)
+    }
+
+    @Test(
+        "a pod's pid, ipc and uts namespaces given by path are joined: the container's process is in the very namespaces the engine made"
+    )
+    func joinsPodNamespaces() throws {
+        try Self.holdingNamespaces(["--ipc", "--uts", "--pid"]) { pod in
+            let bundle = try Bundle()
+            defer { bundle.remove() }
+            let paths = [
+                "ipc": "/proc/\(pod)/ns/ipc", "uts": "/proc/\(pod)/ns/uts",
+                "pid": "/proc/\(pod)/ns/pid_for_children",
+            ]
+            try bundle.write(
+                script:
+                    "for n in ipc uts pid; do busybox readlink /proc/self/ns/$n; done; busybox ps -o comm"
+            ) { config in
+                var linux = config["linux"] as? [String: Any] ?? [:]
+                linux["namespaces"] = ["network", "mount", "ipc", "uts", "pid"].map { type in
+                    paths[type].map { ["type": type, "path": $0] } ?? ["type": type]
+                }
+                config["linux"] = linux
+                config.removeValue(forKey: "hostname")
+            }
+            let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
+            let output = result.stdout + result.stderr
+            #expect(result.code == 0, "\(output)")
+            for type in ["ipc", "uts", "pid"] {
+                let expected = try FileManager.default.destinationOfSymbolicLink(
+                    atPath: paths[type] ?? "")
+                #expect(output.contains(expected), "\(type): \(expected) in \(output)")
+            }
+            // The pod's processes are its: the holder's sleep is there.
+            #expect(output.contains("sleep"), "\(output)")
+        }
+    }
+
+    @Test(
+        "a pod whose sandbox container is appd-oci's: the engine's /proc/STATE_PID/ns/{pid,ipc,uts} are the sandbox's own namespaces, joined (shareProcessNamespace)"
+    )
+    func joinsAppdSandboxNamespaces() throws {
+        let sandbox = try Bundle()
+        defer {
+            _ = try? sandbox.oci(["delete", "--force", sandbox.id])
+            sandbox.remove()
+        }
+        try sandbox.write(script: "busybox sleep 30")
+        #expect(
+            try sandbox.oci(["create", "--bundle", sandbox.bundle, sandbox.id], detached: true).code
+                == 0)
+        #expect(try sandbox.oci(["start", sandbox.id], detached: true).code == 0)
+        let state = try sandbox.oci(["state", sandbox.id])
+        let json = try JSONSerialization.jsonObject(with: Data(state.stdout.utf8)) as? [String: Any]
+        let pid = try #require(json?["pid"] as? Int, "\(state.stdout)\(state.stderr)")
+
+        let member = try Bundle()
+        defer { member.remove() }
+        try member.write(
+            script:
+                "for n in ipc uts pid; do busybox readlink /proc/self/ns/$n; done; busybox ps -o comm"
+        ) { config in
+            var linux = config["linux"] as? [String: Any] ?? [:]
+            linux["namespaces"] =
+                ["network", "mount"].map { ["type": $0] }
+                + ["ipc", "uts", "pid"].map { ["type": $0, "path": "/proc/\(pid)/ns/\($0)"] }
+            config["linux"] = linux
+            config.removeValue(forKey: "hostname")
+        }
+        let result = try member.oci(["run", "--bundle", member.bundle, member.id])
+        let output = result.stdout + result.stderr
+        #expect(result.code == 0, "\(output)")
+        for (type, file) in [("ipc", "ipc"), ("uts", "uts"), ("pid", "pid_for_children")] {
+            let expected = try FileManager.default.destinationOfSymbolicLink(
+                atPath: "/proc/\(pid)/ns/\(file)")
+            #expect(output.contains(expected), "\(type): \(expected) in \(output)")
+        }
+        // The sandbox's PID 1 (appd-exec's, in its own pid namespace) is seen beside its own.
+        #expect(
+            output.components(separatedBy: "appd-exec").count - 1 >= 2,
+            "the sandbox's processes are seen: \(output)")
+    }
+
+    @Test(
+        "a namespace path another user namespace owns, or the host's own, is refused naming the field"
+    )
+    func podNamespacesRefused() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        func refusal(_ type: String, _ path: String) throws -> String {
+            let namespaces = ["network", "mount", "ipc", "uts", "pid"].map { name in
+                name == type ? #"{"type":"\#(name)","path":"\#(path)"}"# : #"{"type":"\#(name)"}"#
+            }
+            let spec = try AppdOCITests.spec(
+                #"{"linux": {"namespaces": [\#(namespaces.joined(separator: ","))]}}"#)
+            do {
+                try OCIConfigCheck.check(spec, plainBundle: bundle.bundle)
+                return ""
+            } catch let error as AppdError { return error.message }
+        }
+        // The host's own (appd-oci's: it runs in this process's namespaces here).
+        for type in ["ipc", "uts", "pid"] {
+            let message = try refusal(type, "/proc/self/ns/\(type)")
+            #expect(
+                message.contains("linux.namespaces[")
+                    && message.contains("the host's \(type) namespace")
+                    && !message.contains("\n"), "\(message)")
+        }
+        // Owned by a user namespace someone else is root of.
+        try Self.holdingNamespaces(["--user", "--map-root-user", "--ipc", "--uts"]) { other in
+            for type in ["ipc", "uts"] {
+                let message = try refusal(type, "/proc/\(other)/ns/\(type)")
+                #expect(
+                    message.contains("linux.namespaces[")
+                        && message.contains("owned by another user namespace"),
+                    "\(message)")
+            }
+        }
+    }
+
+    @Test(
+        "process.terminal: the container's terminal is also its /dev/console, as under runc, and the container's user may open it"
+    )
+    func consoleIsTheTerminal() throws {
+        let bundle = try Bundle()
+        defer {
+            _ = try? bundle.oci(["delete", "--force", bundle.id])
+            bundle.remove()
+        }
+        try bundle.write(
+            script:
+                "busybox stat -c '%n %F %u' /dev/console; echo via-console > /dev/console; echo wrote=$?"
+        ) { config in
+            var process = config["process"] as? [String: Any] ?? [:]
+            process["terminal"] = true
+            config["process"] = process
+        }
+        // The engine's end: a socket the master arrives on.
+        let path = "\(bundle.directory)/console.sock"
+        let listener = socket(
+            AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #expect(listener >= 0)
+        defer { close(listener) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        #expect(bound == 0 && listen(listener, 1) == 0)
+        let created = try bundle.oci(
+            ["create", "--console-socket", path, "--bundle", bundle.bundle, bundle.id],
+            detached: true)
+        #expect(created.code == 0, "\(created.stderr)")
+        let connection = accept(listener, nil, nil)
+        #expect(connection >= 0)
+        defer { close(connection) }
+        var tag: UInt8 = 0
+        var master: Int32 = -1
+        #expect(appd_recv_fds(connection, &tag, &master, 1) == 1 && master >= 0)
+        defer { close(master) }
+        #expect(try bundle.oci(["start", bundle.id], detached: true).code == 0)
+        var output = [UInt8]()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while output.count < 1 << 16 {
+            let count = read(master, &buffer, buffer.count)  // EIO once the container is gone
+            if count <= 0 { break }
+            output += buffer[..<count]
+        }
+        let text = String(decoding: output, as: UTF8.self)
+        #expect(text.contains("/dev/console character special file 0"), "\(text)")
+        #expect(text.contains("via-console") && text.contains("wrote=0"), "\(text)")
+    }
+
+    @Test(
+        "linux.devices: a node the host lacks is made on the container's nodev /dev as asked (type, numbers, mode, owner) and cannot be opened; a host node is bound as the host has it, nobody's to the container; a fifo is made"
+    )
+    func devices() throws {
+        let bundle = try Bundle()
+        defer { bundle.remove() }
+        try bundle.write(
+            script: """
+                busybox stat -c '%n %F %t:%T %a %u:%g' /dev/test1 /dev/test2 /dev/test3 /dev/loop-control
+                busybox cat /dev/test1 </dev/null; echo made-open=$?
+                busybox head -c1 /dev/loop-control >/dev/null; echo host-open=$?
+                """
+        ) { config in
+            var linux = config["linux"] as? [String: Any] ?? [:]
+            linux["devices"] = [
+                [
+                    "path": "/dev/test1", "type": "c", "major": 10, "minor": 666, "fileMode": 0o640,
+                    "uid": 0, "gid": 7,
+                ],
+                ["path": "/dev/test2", "type": "b", "major": 8, "minor": 666, "fileMode": 0o660],
+                ["path": "/dev/test3", "type": "p", "fileMode": 0o600],
+                ["path": "/dev/loop-control", "type": "c", "major": 10, "minor": 237],
+            ]
+            config["linux"] = linux
+        }
+        let result = try bundle.oci(["run", "--bundle", bundle.bundle, bundle.id])
+        let output = result.stdout + result.stderr
+        #expect(result.code == 0, "\(output)")
+        #expect(output.contains("/dev/test1 character special file a:29a 640 0:7"), "\(output)")
+        #expect(output.contains("/dev/test2 block special file 8:29a 660 0:0"), "\(output)")
+        #expect(output.contains("/dev/test3 fifo"), "\(output)")
+        // The host's node, as the host has it: root's 0600, so nobody's to the container.
+        #expect(
+            output.contains("/dev/loop-control character special file a:ed 600 65534:65534"),
+            "\(output)")
+        #expect(output.contains("made-open=1") && output.contains("host-open=1"), "\(output)")
+    }
+
+    @Test(
+        "exec finds a program the container wrote into its overlay's upper layer by name: the PATH is searched in the container's root, not the engine's rootfs folder"
+    )
+    func execFindsProgramInUpperLayer() throws {
+        let bundle = try Bundle()
+        defer {
+            _ = try? bundle.oci(["delete", "--force", bundle.id])
+            bundle.remove()
+        }
+        let lower = "\(bundle.directory)/lower"
+        #expect(rename("\(bundle.bundle)/rootfs", lower) == 0)
+        #expect(mkdir("\(bundle.bundle)/rootfs", 0o755) == 0)
+        try bundle.write(
+            script:
+                "printf '#!/bin/sh\\necho greeted-from-upper\\n' > /bin/greet && busybox chmod 755 /bin/greet && busybox sleep 30"
+        ) { config in
+            config["mounts"] = (config["mounts"] as? [[String: Any]] ?? []).filter {
+                $0["destination"] as? String != "/secret"
+            }
+        }
+        let created = try Self.onOverlay(
+            bundle, lowerdir: lower, ["create", "--bundle", bundle.bundle, bundle.id])
+        #expect(created.code == 0, "\(created.output)")
+        #expect(try bundle.oci(["start", bundle.id], detached: true).code == 0)
+        let upper = "\(bundle.state)/\(bundle.id)/upper"
+        for _ in 0..<200 where access("\(upper)/bin/greet", X_OK) != 0 { usleep(20_000) }
+        let exec = try bundle.oci(["exec", bundle.id, "greet"])
+        #expect(exec.code == 0, "\(exec.stderr)")
+        #expect(exec.stdout == "greeted-from-upper\n", "\(exec.stdout)\(exec.stderr)")
+        // A name the container does not have stays not found, naming it.
+        let missing = try bundle.oci(["exec", bundle.id, "no-such-tool"])
+        #expect(missing.code != 0 && missing.stderr.contains("no-such-tool"), "\(missing.stderr)")
+    }
+
     @Test(
         "an overlay whose layers name a system folder is not idmapped: the read-only layout, nothing of the host written"
     )
@@ -451,10 +721,9 @@ struct PlainContainerTests {
 @Suite("appd-oci --plain: widening refused at create")
 struct PlainRefusalTests {
     @Test(
-        "a non-namespaced sysctl, a host device, a host namespace, more than 1024 mounts: one line naming it",
+        "a non-namespaced sysctl, a host namespace, more than 1024 mounts: one line naming it",
         arguments: [
             (#"{"linux": {"namespaces": NS, "sysctl": {"kernel.panic": "1"}}}"#, "kernel.panic"),
-            (#"{"linux": {"namespaces": NS, "devices": [{"path": "/dev/sda"}]}}"#, "/dev/sda"),
             (
                 #"{"mounts": ["#
                     + Array(
@@ -477,6 +746,45 @@ struct PlainRefusalTests {
             json.replacingOccurrences(of: "NS", with: AppdOCITests.namespaces))
         #expect {
             try OCIConfigCheck.check(spec, plainBundle: "/nonexistent-bundle")
+        } throws: { error in
+            let message = (error as? AppdError)?.message ?? ""
+            return message.contains(named) && !message.contains("\n")
+        }
+    }
+
+    @Test(
+        "linux.devices outside /dev, of an unknown type, past the kernel's numbers or the container's ids: one line naming the field",
+        arguments: [
+            (
+                #"{"path": "/etc/x", "type": "c", "major": 1, "minor": 3}"#,
+                "linux.devices[0] path /etc/x"
+            ),
+            (
+                #"{"path": "/dev/../etc/x", "type": "c", "major": 1, "minor": 3}"#,
+                "linux.devices[0] path"
+            ),
+            (
+                #"{"path": "/dev/pts/9", "type": "c", "major": 136, "minor": 9}"#,
+                "linux.devices[0] path"
+            ),
+            (
+                #"{"path": "/dev/x", "type": "s", "major": 1, "minor": 3}"#,
+                "linux.devices[0] type 's'"
+            ),
+            (#"{"path": "/dev/x", "type": "c", "major": 4096, "minor": 3}"#, "numbers 4096:3"),
+            (
+                #"{"path": "/dev/x", "type": "c", "major": 1, "minor": 3, "uid": 65536}"#,
+                "owner 65536:0"
+            ),
+        ])
+    func devicesRefused(json: String, named: String) throws {
+        let spec = try AppdOCITests.spec(
+            #"{"linux": {"namespaces": NS, "devices": [DEVICE]}}"#
+                .replacingOccurrences(of: "NS", with: AppdOCITests.namespaces)
+                .replacingOccurrences(of: "DEVICE", with: json))
+        try OCIConfigCheck.check(spec, plainBundle: "/nonexistent-bundle")
+        #expect {
+            _ = try PlainContainer.devices(spec.linux?.devices ?? [], hostID: PlainIDRange.first)
         } throws: { error in
             let message = (error as? AppdError)?.message ?? ""
             return message.contains(named) && !message.contains("\n")

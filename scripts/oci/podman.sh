@@ -63,6 +63,16 @@ podman_checks() {
         done
     fi
 
+    # --device: the host's node at the same path (appd-oci --plain binds it; its 0600 root's
+    # node is nobody's to the container's unprivileged ids, so only its presence is compared).
+    out=$(pm run --rm --network none "${ULIMITS[@]}" --device /dev/loop-control "$IMAGE" \
+        sh -c 'test -c /dev/loop-control && echo present' 2>&1)
+    check $P "run --device /dev/loop-control: the node is there" present "$out"
+    # -t: the terminal is also /dev/console, as runc makes it.
+    out=$(pm run --rm --network none "${ULIMITS[@]}" -t "$IMAGE" \
+        sh -c 'test -c /dev/console && echo hi > /dev/console && echo console' </dev/null 2>&1 | tr -d '\r')
+    check $P "run -t: /dev/console is the terminal" "hi console" "$(echo $out)"
+
     # SIGTERM reaches the program (busybox sh as pid 1 only exits on it when it traps it).
     id=$(pm run -d --network none "${ULIMITS[@]}" "$IMAGE" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done')
     sleep 0.5
@@ -101,6 +111,11 @@ podman_checks() {
     check $P "exec: exit code" 3 "$rc"
     out=$(pm exec -t "$id" sh -c 'test -t 0 && test -t 1 && echo tty || echo no-tty' </dev/null 2>&1 | tr -d '\r')
     check $P "exec -t: stdin and stdout are a terminal" tty "$out"
+    # exec of a bare name the container wrote into its root (appd-oci: its overlay's upper
+    # layer, which the engine's rootfs folder does not show) is found in the container.
+    pm exec "$id" sh -c 'printf "#!/bin/sh\necho from-upper-layer\n" > /bin/upper-tool && chmod 755 /bin/upper-tool'
+    out=$(pm exec "$id" upper-tool 2>&1)
+    check $P "exec of a program the container wrote into its root, by name" from-upper-layer "$out"
 
     # update --memory: the runtime's `update` writes the container's memory cgroup.
     pm update --memory 64m "$id" >/dev/null 2>&1 || fail "$P: podman update --memory 64m failed"
