@@ -150,6 +150,9 @@ public struct APIInstance: Codable, Sendable, Equatable {
     /// was installed while it ran (`appd install --restart` restarts those).
     public var version: String?
     public var outdated: Bool?
+    /// What the kernel gave back of its memory when it was last frozen (`[Lifecycle]
+    /// SuspendedMemory`); absent before, while it is reclaimed, and once it is thawed.
+    public var memoryReclaim: APIMemoryReclaim?
 
     public init(
         id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32,
@@ -169,6 +172,32 @@ public struct APIInstance: Codable, Sendable, Equatable {
         self.exit = exit
         self.cgroup = cgroup
         self.log = log
+    }
+}
+
+/// Memory reclaimed from a frozen instance (docs/lifecycle.md, "Memory back on freeze").
+public struct APIMemoryReclaim: Codable, Sendable, Equatable {
+    /// The interface file used: `memory.reclaim` (cgroup v2) or `memory.limit_in_bytes` (v1).
+    public var method: String
+    /// Bytes: what it was asked down to, and the instance's usage before and after.
+    public var target: Int64
+    public var before: Int64
+    public var after: Int64
+    public var milliseconds: Double
+    /// Why it stopped above the target (nothing more to reclaim, the time bound, a thaw);
+    /// absent when it reached it.
+    public var stopped: String?
+
+    public init(
+        method: String, target: Int64, before: Int64, after: Int64, milliseconds: Double,
+        stopped: String?
+    ) {
+        self.method = method
+        self.target = target
+        self.before = before
+        self.after = after
+        self.milliseconds = milliseconds
+        self.stopped = stopped
     }
 }
 

@@ -183,6 +183,10 @@ extension ConfigKey {
             .lifecycle, "MemoryPressureCritical", .percent, \.lifecycle.memoryPressureCritical,
             "PSI level at which jetsam ends apps"),
         .key(
+            .lifecycle, "SuspendedMemory",
+            ConfigValue<Int64>.size(atLeast: 0).orEmpty(["off"], also: " or off"),
+            \.lifecycle.suspendedMemory, "what a frozen app's memory is reclaimed down to"),
+        .key(
             .lifecycle, "MemoryCheckInterval", .seconds(0.05...60), \.lifecycle.memoryCheckInterval,
             "seconds between memory checks"),
         .key(

@@ -49,6 +49,11 @@ public struct LifecycleSettings: Sendable, Equatable {
     public var memoryPressureWarning: Double = 10
     /// `full avg10` (percent) at which jetsam ends suspended, then background apps; 0: never.
     public var memoryPressureCritical: Double = 30
+    /// What a frozen app's memory is reclaimed down to (docs/lifecycle.md, "Memory back on
+    /// freeze"); nil: nothing is reclaimed. iOS's figure for an app it keeps suspended.
+    public var suspendedMemory: Int64? = 16 << 20
+    /// The most time one reclaim may take, after which it stops where it is.
+    public static let suspendedMemoryTimeout: Double = 2
     /// Seconds between two memory checks.
     public var memoryCheckInterval: Double = 1
     /// `[App ID] KeepAlive=`: seconds before the first restart; each restart in a row doubles

@@ -77,6 +77,8 @@ struct Instance {
     var waiters: [UInt64: CheckedContinuation<APIInstance, Never>] = [:]
     /// The lifecycle channel, background tasks, what the app was told (Supervisor+Lifecycle).
     var life = LifecycleState()
+    /// What its last freeze gave back (Supervisor+Reclaim.swift); nil once thawed.
+    var memoryReclaim: MemoryReclaim?
 
     enum Request: String, Codable, Sendable {
         case terminate
@@ -119,6 +121,11 @@ struct Instance {
         instance.service = service
         instance.version = version
         instance.outdated = outdated
+        instance.memoryReclaim = memoryReclaim.map {
+            APIMemoryReclaim(
+                method: $0.method.rawValue, target: $0.target, before: $0.before, after: $0.after,
+                milliseconds: ($0.seconds * 1e6).rounded() / 1e3, stopped: $0.stopped)
+        }
         return instance
     }
 }

@@ -91,7 +91,8 @@ struct JetsamState {
 /// Jetsam: reclaims memory the way iOS does. Over the budget (`[Lifecycle] MemoryBudget`, the
 /// sum of every instance cgroup's usage) or at critical pressure (PSI `full`), every app is
 /// first sent didReceiveMemoryWarning; if that did not help by the next check, suspended apps
-/// are killed (least recently used first, without a word to them), then background and
+/// are killed (those whose memory could not be reclaimed first, then least recently used
+/// first, without a word to them), then background and
 /// inactive ones, and the active app only when it alone uses more than `ActiveMemoryLimit`.
 /// Every kill is recorded with reason `jetsam` and why that instance was chosen.
 ///
@@ -245,8 +246,11 @@ extension Supervisor {
         let overBudget = settings.memoryBudget.map { total > $0 } ?? false
         func recency(_ entry: Instance) -> Date { entry.lastActiveAt ?? entry.startedAt }
         let ordinary = live.filter { $0.service != true }
+        // Suspended apps whose memory the kernel gave back (down to SuspendedMemory) are
+        // kept longest, as iOS keeps the ones it paged out: those that stayed above go first.
+        func keptMemory(_ entry: Instance) -> Bool { entry.memoryReclaim?.reachedTarget != true }
         let suspended = ordinary.filter { $0.state == .suspended }.sorted {
-            recency($0) < recency($1)
+            keptMemory($0) != keptMemory($1) ? keptMemory($0) : recency($0) < recency($1)
         }
         let background = ordinary.filter {
             [InstanceState.background, .inactive].contains($0.state)
@@ -276,7 +280,10 @@ extension Supervisor {
                             ? " over ActiveMemoryLimit"
                             : victim.service == true
                                 ? ", a service, ended once no ordinary background app was left"
-                                : ", least recently used of those left")
+                                : victim.state == .suspended && keptMemory(victim)
+                                    && settings.suspendedMemory != nil
+                                    ? ", its memory not reclaimed to SuspendedMemory"
+                                    : ", least recently used of those left")
                 ))
             total -= used
             // Budget met: stop. Pressure alone says nothing of how much: one instance per check.

@@ -12,7 +12,10 @@ extension Supervisor {
         var entry = try live(id, "terminate")
         let grace = max(0, grace ?? settings.terminateGracePeriod)
         let transition = try transition(entry, on: .terminate, "terminate")
-        if transition.actions.contains(.thaw) { try entry.cgroup?.thaw() }
+        if transition.actions.contains(.thaw) {
+            stopReclaim(&entry)
+            try entry.cgroup?.thaw()
+        }
         if entry.request == nil { entry.request = .terminate }
         entry.state = transition.state
         entry.graceDeadline = Date().addingTimeInterval(grace)

@@ -17,6 +17,8 @@ struct LifecycleState {
     var nextTask = 1
     /// When it last entered the background: the grace period runs from here.
     var backgroundSince: Date?
+    /// Stops the reclaim its last freeze started, once it is thawed (Supervisor+Reclaim.swift).
+    var reclaim: ReclaimStop?
 }
 
 struct BackgroundTask {
@@ -101,6 +103,7 @@ extension Supervisor {
         for action in transition.actions {
             switch action {
             case .thaw:
+                stopReclaim(&entry)
                 try entry.cgroup?.thaw()
                 thawed = true
             case .enter(let state):
@@ -151,6 +154,7 @@ extension Supervisor {
         let transition = try transition(entry, on: .freeze, "freeze")
         try cgroup.freeze()
         setState(&entry, transition.state, detail: detail)
+        giveMemoryBack(&entry, cgroup)
     }
 
     /// Brings what the app was told up to date with its state, one ladder step per message.

@@ -115,6 +115,37 @@ final class FakeCgroup: InstanceCgroup {
     func setLimits(_ limits: CgroupLimits) throws { calls.withLock { $0.append("limits") } }
     func cpuMicroseconds() throws -> Int64? { 0 }
     func remove() throws { calls.withLock { $0.append("remove") } }
+    /// How a reclaim goes: `reclaimable` bytes of `memoryBytes` can be given back (none by
+    /// default, as on a host without swap for an app of anonymous memory); with
+    /// `reclaimHangs` it blocks (as a write to memory.reclaim with slow swap does) until it is
+    /// told to stop or its time is up; with `reclaimFailure` it throws.
+    let reclaimable = Mutex<Int64>(0)
+    /// Reclaims asked for (not in `calls`: they run off the actor, after the freeze).
+    let reclaims = Mutex(0)
+    let reclaimHangs = Mutex(false)
+    let reclaimFailure = Mutex<AppdError?>(nil)
+    /// Whether a reclaim saw its stop (the instance was thawed while it ran).
+    let reclaimStopped = Mutex(false)
+    func reclaimMemory(to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool)
+        throws -> MemoryReclaim?
+    {
+        reclaims.withLock { $0 += 1 }
+        if let failure = reclaimFailure.withLock({ $0 }) { throw failure }
+        let before = memoryBytes.withLock { $0 }
+        if reclaimHangs.withLock({ $0 }) {
+            let end = Date().addingTimeInterval(timeoutSeconds)
+            while !stop() && Date() < end { usleep(1000) }
+            reclaimStopped.withLock { $0 = stop() }
+            return MemoryReclaim(
+                method: .reclaim, target: target, before: before, after: before,
+                seconds: timeoutSeconds, stopped: stop() ? "thawed" : "time bound passed")
+        }
+        let after = max(target, before - reclaimable.withLock { $0 })
+        memoryBytes.withLock { $0 = after }
+        return MemoryReclaim(
+            method: .reclaim, target: target, before: before, after: after, seconds: 0.001,
+            stopped: after > target ? "the kernel found no more to reclaim" : nil)
+    }
 }
 
 /// Hands out fake cgroups and finds them again (adoption opens an instance's cgroup).

@@ -171,11 +171,21 @@ public protocol InstanceCgroup: Sendable, CustomStringConvertible {
     /// CPU time of every process in it so far (`cpu.stat` usage_usec of the v2 directory, else
     /// v1 `cpuacct.usage`), in microseconds; nil where neither is kept.
     func cpuMicroseconds() throws -> Int64?
+    /// Asks the kernel to reclaim the instance's memory down to `target` bytes (into swap or
+    /// zswap where the host has them; file pages are dropped), for at most `timeoutSeconds`,
+    /// stopping early once `stop()` is true (the instance was thawed). Blocks while the kernel
+    /// reclaims: never call it on an actor. nil where the cgroup has no memory controller
+    /// (CgroupReclaim.swift).
+    func reclaimMemory(to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool)
+        throws -> MemoryReclaim?
     /// Removes every directory; the instance must be empty. Missing directories are fine.
     func remove() throws
 }
 
 extension InstanceCgroup {
+    public func reclaimMemory(
+        to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool
+    ) throws -> MemoryReclaim? { nil }
     public func freeze() throws { try freeze(timeoutSeconds: 5) }
     public func kill() throws { try kill(timeoutSeconds: 5) }
     public var description: String {

@@ -426,6 +426,15 @@ struct HybridInstanceCgroup: InstanceCgroup {
         return CgroupMemory(current: current, peak: try memory.number("memory.max_usage_in_bytes"))
     }
 
+    /// The memory controller is v1's here: its limit lowered step by step (CgroupReclaim).
+    func reclaimMemory(to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool)
+        throws -> MemoryReclaim?
+    {
+        guard let memory = member("memory") else { return nil }
+        return try CgroupReclaim.limitSteps(
+            memory, target: target, timeoutSeconds: timeoutSeconds, stop: stop)
+    }
+
     func cpuMicroseconds() throws -> Int64? {
         if let unified, let usage = try unified.counters("cpu.stat")["usage_usec"] { return usage }
         return try member("cpuacct")?.number("cpuacct.usage").map { $0 / 1000 }

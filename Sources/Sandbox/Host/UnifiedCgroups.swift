@@ -297,6 +297,13 @@ struct UnifiedInstanceCgroup: InstanceCgroup {
 
     func cpuMicroseconds() throws -> Int64? { try directory.counters("cpu.stat")["usage_usec"] }
 
+    func reclaimMemory(to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool)
+        throws -> MemoryReclaim?
+    {
+        try CgroupReclaim.unified(
+            directory, target: target, timeoutSeconds: timeoutSeconds, stop: stop)
+    }
+
     func remove() throws {
         try directory.remove(leaves: leaves)
         appDirectory?.removeIfUnused()
