@@ -29,8 +29,16 @@ final class NotesApp: AppDelegate {
         preferences.set(launches, forKey: "launches")
         let note = preferences.string(forKey: "note") ?? "note from launch \(launches)"
         notes.append(note)
+        say("greeting \(preferences.string(forKey: "greeting") ?? "none")")
         say("launch \(launches), added \"\(note)\" (\(notes.count) notes)")
         say("attached to appd: \(options.isAttachedToDaemon ? "yes" : "no")")
+    }
+
+    /// `appd defaults com.example.notes write greeting …` while it runs.
+    func defaultsDidChange() {
+        say(
+            "defaults changed: greeting \(Preferences.standard.string(forKey: "greeting") ?? "none")"
+        )
     }
 
     func didBecomeActive() { say("active") }

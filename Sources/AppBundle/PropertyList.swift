@@ -197,6 +197,34 @@ enum PropertyListReader {
     }
 }
 
+extension PlistValue {
+    /// The top-level dictionary of an XML or binary plist from outside (an app's preferences
+    /// file, a client's import), at most `maxBytes`, read as bundles' plists are (no entities,
+    /// no key twice, no text or OpenStep form). The error starts with `what`.
+    public static func dictionary(plist data: Data, maxBytes: Int, what: String) throws
+        -> [String: PlistValue]
+    {
+        do {
+            return try PropertyListReader.dictionary(from: data, maxBytes: maxBytes)
+        } catch {
+            throw AppdError(.badRequest, "\(what) \(error.message)")
+        }
+    }
+
+    /// `dictionary` as a binary (or XML) plist.
+    public static func plistData(_ dictionary: [String: PlistValue], xml: Bool = false) throws
+        -> Data
+    {
+        do {
+            return try PropertyListSerialization.data(
+                fromPropertyList: dictionary.mapValues(\.foundationObject),
+                format: xml ? .xml : .binary, options: 0)
+        } catch {
+            throw AppdError(.badRequest, "cannot write the values as a property list: \(error)")
+        }
+    }
+}
+
 /// Why a plist could not be read; the caller adds the file name.
 struct PlistFailure: Error {
     var message: String

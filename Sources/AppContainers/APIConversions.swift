@@ -95,3 +95,37 @@ extension JSONValue {
         }
     }
 }
+
+extension APIPlistValue {
+    /// A plist value as the API carries it.
+    public init(_ value: PlistValue) {
+        switch value {
+        case .string(let text): self = .string(text)
+        case .integer(let number): self = .integer(number)
+        case .real(let number): self = .real(number)
+        case .bool(let flag): self = .bool(flag)
+        case .date(let date): self = .date(date)
+        case .data(let data): self = .data(data)
+        case .array(let items): self = .array(items.map(APIPlistValue.init))
+        case .dictionary(let dict): self = .dictionary(dict.mapValues(APIPlistValue.init))
+        }
+    }
+
+    /// The plist value; nesting deeper than `PlistValue.maxDepth` is refused (a client's body).
+    public func plistValue(depth: Int = 0) throws -> PlistValue {
+        guard depth < 64 else {
+            throw AppdError(.badRequest, "a preferences value nests deeper than 64 levels")
+        }
+        switch self {
+        case .string(let text): return .string(text)
+        case .integer(let number): return .integer(number)
+        case .real(let number): return .real(number)
+        case .bool(let flag): return .bool(flag)
+        case .date(let date): return .date(date)
+        case .data(let data): return .data(data)
+        case .array(let items): return .array(try items.map { try $0.plistValue(depth: depth + 1) })
+        case .dictionary(let dict):
+            return .dictionary(try dict.mapValues { try $0.plistValue(depth: depth + 1) })
+        }
+    }
+}

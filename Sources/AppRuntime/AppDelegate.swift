@@ -22,6 +22,9 @@ public protocol AppDelegate: AnyObject {
     func willTerminate()
     /// The host is short of memory: drop caches now, or appd may terminate the app.
     func didReceiveMemoryWarning()
+    /// The admin changed the app's preferences (`appd defaults`); `Preferences.standard` has
+    /// read them again already.
+    func defaultsDidChange()
 }
 
 extension AppDelegate {
@@ -32,6 +35,7 @@ extension AppDelegate {
     public func willEnterForeground() {}
     public func willTerminate() {}
     public func didReceiveMemoryWarning() {}
+    public func defaultsDidChange() {}
 }
 
 /// The app's state as the runtime last heard it from appd (UIKit's `applicationState`).

@@ -114,6 +114,11 @@ public final class Application {
             backgroundTaskBegan(ref: ref, task: task, reason: reason)
         case .backgroundTaskWillExpire(let task, _):
             backgroundTaskWillExpire(task: task)
+        case .defaultsDidChange:
+            // appd rewrote the app's domain (`appd defaults`): the file wins over what is in
+            // memory, as after UserDefaults' didChangeExternallyNotification.
+            Preferences.standard.synchronize()
+            delegate.defaultsDidChange()
         case .unknown:
             break  // forward compatibility: a newer appd may send types this runtime predates
         }

@@ -58,6 +58,7 @@ enum DaemonMessage: Equatable, Sendable {
     case didReceiveMemoryWarning
     case backgroundTaskBegan(ref: Int, task: Int, timeRemaining: Double?, reason: String?)
     case backgroundTaskWillExpire(task: Int, timeRemaining: Double?)
+    case defaultsDidChange
     /// A type this runtime does not know: ignored, as the contract says.
     case unknown(type: String)
 
@@ -145,6 +146,7 @@ enum DaemonMessage: Equatable, Sendable {
         case .backgroundTaskWillExpire:
             return .backgroundTaskWillExpire(
                 task: try require(wire.task, .task), timeRemaining: wire.timeRemaining)
+        case .defaultsDidChange: return .defaultsDidChange
         }
     }
 }

@@ -92,6 +92,12 @@ final class Router: Sendable {
             r, q, p in
             try await r.removeFile(p[0], q)
         },
+        Route(method: .GET, pattern: ["apps", "{id}", "defaults"], right: .admin) { r, _, p in
+            try await r.readDefaults(p[0])
+        },
+        Route(method: .POST, pattern: ["apps", "{id}", "defaults"], right: .admin) { r, q, p in
+            try await r.changeDefaults(p[0], q)
+        },
         Route(method: .POST, pattern: ["apps", "{id}", "backup"], right: .admin) { r, q, p in
             try await r.backup(p[0], q)
         },

@@ -31,6 +31,8 @@ public enum DaemonMessageType: String, Sendable, CaseIterable {
     case didReceiveMemoryWarning
     case backgroundTaskBegan
     case backgroundTaskWillExpire
+    /// The admin changed the app's preferences (`appd defaults`): read them again.
+    case defaultsDidChange
 }
 
 /// Every field name of either direction (a `CodingKey`, so a Codable side can key by it).

@@ -31,7 +31,7 @@ struct AppdCommand: ParsableCommand {
             Backup.self, Restore.self,
             List.self, Info.self,
             Profile.self, Run.self, Serve.self,
-            Doctor.self, Reload.self, ReclaimCaches.self, Override.self,
+            Doctor.self, Reload.self, ReclaimCaches.self, Override.self, Defaults.self,
         ]
     )
 

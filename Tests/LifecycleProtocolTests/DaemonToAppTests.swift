@@ -35,6 +35,7 @@ struct DaemonToAppTests {
         case .willTerminate:
             (fields, expected) = ([.gracePeriod: 2.5], .willTerminate(gracePeriod: 2.5))
         case .didReceiveMemoryWarning: (fields, expected) = ([:], .didReceiveMemoryWarning)
+        case .defaultsDidChange: (fields, expected) = ([:], .defaultsDidChange)
         case .backgroundTaskBegan:
             fields = [.ref: 4, .task: 0, .timeRemaining: 0.0, .reason: "no time left"]
             expected = .backgroundTaskBegan(
