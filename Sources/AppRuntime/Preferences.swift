@@ -9,7 +9,9 @@ import Foundation
 ///    appd gives each app its own data container, so this file is global to the app only (as on
 ///    iOS, where the sandbox has its own); an app or its installer may write it with
 ///    `setPersistentDomain(_:forName:)`,
-/// 4. registration — `register(defaults:)`, in memory.
+/// 4. language — `AppleLanguages` (the preferred languages, `["de-DE", "de"]`) and
+///    `AppleLocale` (`de_DE`) from the locale appd gives the app (`LANG`: the host's),
+/// 5. registration — `register(defaults:)`, in memory.
 ///
 /// Each `set`/`removeObject` saves the application domain at once, atomically, as a binary
 /// plist: an app may be frozen and then killed without notice in the background, so there is no
@@ -39,6 +41,7 @@ public final class Preferences: @unchecked Sendable {
     private var application: [String: Any] = [:]
     private var global: [String: Any] = [:]
     private var registration: [String: Any] = [:]
+    private let language = LanguageDomain.values(ProcessInfo.processInfo.environment)
     /// The application domain differs from its file (a save failed).
     private var unsaved = false
 
@@ -101,16 +104,16 @@ public final class Preferences: @unchecked Sendable {
     /// The value for `key` from the first domain that has it.
     public func object(forKey key: String) -> Any? {
         lock.withLock {
-            arguments[key] ?? application[key] ?? global[key] ?? registration[key]
+            arguments[key] ?? application[key] ?? global[key] ?? language[key]
+                ?? registration[key]
         }
     }
 
     /// Every key visible through the domains, each with the value that wins.
     public func dictionaryRepresentation() -> [String: Any] {
         lock.withLock {
-            registration.merging(global) { $1 }.merging(application) { $1 }.merging(arguments) {
-                $1
-            }
+            registration.merging(language) { $1 }.merging(global) { $1 }
+                .merging(application) { $1 }.merging(arguments) { $1 }
         }
     }
 
@@ -200,5 +203,23 @@ public final class Preferences: @unchecked Sendable {
             unsaved = true
             runtimeLog("Preferences: \(error); the change is kept in memory until synchronize()")
         }
+    }
+}
+
+/// The language domain: what NSUserDefaults answers for `AppleLanguages` and `AppleLocale`,
+/// from the app's locale environment (Localization's reading of it).
+enum LanguageDomain {
+    static func values(_ environment: [String: String]) -> [String: Any] {
+        var values: [String: Any] = [:]
+        let languages = Localization.preferredLanguages(environment: environment)
+        if !languages.isEmpty { values["AppleLanguages"] = languages }
+        let locale = ["LC_ALL", "LC_MESSAGES", "LANG"].lazy.compactMap { environment[$0] }
+            .first { !$0.isEmpty }
+        if let locale, let name = locale.split(separator: ".").first.map(String.init),
+            !["C", "POSIX"].contains(name), !name.isEmpty
+        {
+            values["AppleLocale"] = String(name.split(separator: "@")[0])
+        }
+        return values
     }
 }

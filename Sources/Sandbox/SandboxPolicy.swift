@@ -244,7 +244,7 @@ public struct SandboxPolicy: Sendable {
             ("PATH", settings.path),
             ("USER", Self.userName(for: app)),
             ("LOGNAME", Self.userName(for: app)),
-            ("LANG", "C.UTF-8"),
+            ("LANG", HostLocale.current),
         ]
         if console { variables.append(("TERM", "xterm-256color")) }
         return variables.map { .init(name: $0.0, value: $0.1) }

@@ -173,3 +173,17 @@ struct PreferencesTests {
         }
     }
 }
+
+@Suite("the language domain")
+struct LanguageDomainTests {
+    @Test("AppleLanguages and AppleLocale come from the locale appd gives the app")
+    func fromLocale() {
+        let values = LanguageDomain.values(["LANG": "de_DE.UTF-8"])
+        #expect(values["AppleLanguages"] as? [String] == ["de-DE", "de"])
+        #expect(values["AppleLocale"] as? String == "de_DE")
+        #expect(LanguageDomain.values(["LANG": "C.UTF-8"]).isEmpty)
+        let listed = LanguageDomain.values(["LANGUAGE": "fr:en", "LANG": "fr_CA.UTF-8@x"])
+        #expect(listed["AppleLanguages"] as? [String] == ["fr", "en"])
+        #expect(listed["AppleLocale"] as? String == "fr_CA")
+    }
+}
