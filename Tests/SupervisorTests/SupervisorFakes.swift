@@ -126,6 +126,8 @@ final class FakeCgroup: InstanceCgroup {
     let reclaimFailure = Mutex<AppdError?>(nil)
     /// Whether a reclaim saw its stop (the instance was thawed while it ran).
     let reclaimStopped = Mutex(false)
+    /// A hanging reclaim is blocked in the kernel, as it were, right now.
+    let reclaimRunning = Mutex(false)
     func reclaimMemory(to target: Int64, timeoutSeconds: Double, stop: @Sendable () -> Bool)
         throws -> MemoryReclaim?
     {
@@ -133,9 +135,13 @@ final class FakeCgroup: InstanceCgroup {
         if let failure = reclaimFailure.withLock({ $0 }) { throw failure }
         let before = memoryBytes.withLock { $0 }
         if reclaimHangs.withLock({ $0 }) {
-            let end = Date().addingTimeInterval(timeoutSeconds)
+            // Until stopped (at most 60 s, not its own bound: a loaded run must not make the
+            // bound pass before the test thaws it).
+            reclaimRunning.withLock { $0 = true }
+            let end = Date().addingTimeInterval(60)
             while !stop() && Date() < end { usleep(1000) }
             reclaimStopped.withLock { $0 = stop() }
+            reclaimRunning.withLock { $0 = false }
             return MemoryReclaim(
                 method: .reclaim, target: target, before: before, after: before,
                 seconds: timeoutSeconds, stopped: stop() ? "thawed" : "time bound passed")
