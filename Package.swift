@@ -267,7 +267,8 @@ let package = Package(
         .testTarget(
             name: "AppdOCITests",
             dependencies: [
-                "appd-oci", "AppdBase", "AppContainers", "AppdConfig", "CLinux", "Sandbox", "TestSupport",
+                "appd-oci", "AppdBase", "AppContainers", "AppdConfig", "CLinux", "Sandbox",
+                "TestSupport",
             ]
         ),
         .testTarget(name: "AppdBaseTests", dependencies: ["AppdBase"]),
