@@ -387,12 +387,11 @@ struct PlainContainerTests {
     /// A process holding new namespaces (`unshare` options) until `body` returns;
     /// `body` gets its pid once it is in them.
     static func holdingNamespaces<T>(_ options: [String], _ body: (pid_t) throws -> T) throws -> T {
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/unshare")
-        holder.arguments = options + ["--fork", "--kill-child", "/usr/bin/sleep", "60"]
-        try holder.run()
+        let holder = try ChildProcess(
+            "/usr/bin/unshare", options + ["--fork", "--kill-child", "/usr/bin/sleep", "60"],
+            stdout: .discard, stderr: .discard)
         defer {
-            kill(holder.processIdentifier, SIGKILL)  // --kill-child: its sleep goes with it
+            holder.signal(SIGKILL)  // --kill-child: its sleep goes with it
             holder.waitUntilExit()
         }
         let pid = holder.processIdentifier
