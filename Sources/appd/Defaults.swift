@@ -16,13 +16,12 @@ struct Defaults: ParsableCommand {
             channel is told (defaultsDidChange) and reads its preferences again; a suspended \
             one when it is thawed. Needs the admin right.
 
-              read [KEY]               the domain as an XML property list, or one value
-              write KEY VALUE...       set KEY; --type string (default), int, float, bool, \
-            date (ISO 8601), data (hex), array (each VALUE a string), dict (KEY VALUE pairs \
-            of strings)
-              delete KEY               remove KEY
-              import FILE              replace the domain with an XML or binary plist (- : stdin)
-              export                   the domain as an XML property list on stdout
+            Actions: 'read [KEY]' prints the domain as an XML property list, or one value. \
+            'write KEY VALUE...' sets KEY; --type is string (the default), int, float, bool, \
+            date (ISO 8601), data (hex), array (each VALUE a string) or dict (KEY VALUE pairs \
+            of strings). 'delete KEY' removes KEY. 'import FILE' replaces the domain with an \
+            XML or binary plist (- for stdin). 'export' prints the domain as an XML property \
+            list on stdout.
 
             Examples:
               appd defaults com.example.notes read
