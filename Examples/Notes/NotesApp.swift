@@ -8,6 +8,7 @@ import Foundation
 final class NotesApp: AppDelegate {
     private var notes: [String] = []
     private var file: URL?
+    private var fetches = 0
 
     func didFinishLaunching(options: LaunchOptions) {
         let container: AppContainer
@@ -32,6 +33,20 @@ final class NotesApp: AppDelegate {
         say("greeting \(preferences.string(forKey: "greeting") ?? "none")")
         say("launch \(launches), added \"\(note)\" (\(notes.count) notes)")
         say("attached to appd: \(options.isAttachedToDaemon ? "yes" : "no")")
+
+        // Background fetch: appd wakes it, suspended, at most this often (-fetchInterval
+        // SECONDS; appd's MinimumFetchInterval bounds it).
+        let interval = preferences.double(forKey: "fetchInterval")
+        Application.shared.setMinimumBackgroundFetchInterval(interval > 0 ? interval : 3600)
+    }
+
+    /// Woken for a background fetch: a "fetched" note, saved, and the answer.
+    func performFetch(completion: @escaping @MainActor (BackgroundFetchResult) -> Void) {
+        fetches += 1
+        notes.append("fetched \(fetches)")
+        say("fetched \(fetches) (\(notes.count) notes)")
+        save(reason: "performFetch")
+        completion(.newData)
     }
 
     /// `appd defaults com.example.notes write greeting …` while it runs.

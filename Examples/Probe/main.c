@@ -37,6 +37,9 @@
 //                               the apps over the budget: its channel is open by then)
 //       procs N                 N-1 sleeping child processes besides itself
 //       garbage                 after ready, sends a datagram that is not JSON
+//       fetch SECONDS           after ready, asks for background fetches every SECONDS, and
+//                               answers each performFetch with newData
+//       fetch-silent            ... and never answers performFetch (the deadline)
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -463,7 +466,8 @@ static volatile sig_atomic_t lifecycle_terminating;
 static void lifecycle_on_term(int signo) { (void)signo; lifecycle_terminating = 1; }
 
 static int lifecycle(int argc, char **argv) {
-    int no_ready = 0, end_on_expire = 0, spin = 0, garbage = 0, procs = 1;
+    int no_ready = 0, end_on_expire = 0, spin = 0, garbage = 0, procs = 1, fetch_silent = 0;
+    double fetch_seconds = -1;
     size_t late_alloc = 0;
     double task_seconds = -1;
     for (int i = 2; i < argc; i++) {
@@ -471,6 +475,8 @@ static int lifecycle(int argc, char **argv) {
         else if (!strcmp(argv[i], "end-on-expire")) end_on_expire = 1;
         else if (!strcmp(argv[i], "spin")) spin = 1;
         else if (!strcmp(argv[i], "garbage")) garbage = 1;
+        else if (!strcmp(argv[i], "fetch-silent")) fetch_silent = 1;
+        else if (!strcmp(argv[i], "fetch") && i + 1 < argc) fetch_seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "task") && i + 1 < argc) task_seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "procs") && i + 1 < argc) procs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "alloc-after-ready") && i + 1 < argc) late_alloc = (size_t)atoi(argv[++i]) << 20;
@@ -488,6 +494,12 @@ static int lifecycle(int argc, char **argv) {
     send_json(fd, "{\"type\":\"hello\",\"version\":1}");
     if (!no_ready) send_json(fd, "{\"type\":\"ready\"}");
     if (garbage) send_json(fd, "this is not JSON");
+    if (fetch_seconds >= 0) {
+        char message[128];
+        snprintf(message, sizeof message,
+                 "{\"type\":\"setMinimumBackgroundFetchInterval\",\"interval\":%.3f}", fetch_seconds);
+        send_json(fd, message);
+    }
     value("lifecycle", no_ready ? "hello" : "ready");
     if (late_alloc) {
         char *memory = malloc(late_alloc);
@@ -545,6 +557,15 @@ static int lifecycle(int argc, char **argv) {
             else held = 0;
         } else if (!strcmp(type, "backgroundTaskWillExpire") && end_on_expire && held) {
             end_at = now_ns();
+        } else if (!strcmp(type, "performFetch") && !fetch_silent) {
+            char message[128];
+            snprintf(message, sizeof message,
+                     "{\"type\":\"fetchCompleted\",\"fetch\":%ld,\"result\":\"newData\"}",
+                     json_number(buffer, "fetch"));
+            // Printed first: the daemon freezes us as soon as it reads the answer.
+            printf("lifecycle: value fetched %ld\n", json_number(buffer, "fetch"));
+            fflush(stdout);
+            send_json(fd, message);
         }
     }
 }

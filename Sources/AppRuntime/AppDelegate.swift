@@ -25,6 +25,11 @@ public protocol AppDelegate: AnyObject {
     /// The admin changed the app's preferences (`appd defaults`); `Preferences.standard` has
     /// read them again already.
     func defaultsDidChange()
+    /// appd woke the suspended app to fetch new content (`setMinimumBackgroundFetchInterval`
+    /// asked for it): fetch, then call `completion` with what came, within the seconds appd
+    /// gave (`Application.fetchTimeRemaining`, 30 by default). appd freezes the app again
+    /// when it is called, or when the time is up (then appd wakes it less often).
+    func performFetch(completion: @escaping @MainActor (BackgroundFetchResult) -> Void)
 }
 
 extension AppDelegate {
@@ -36,6 +41,16 @@ extension AppDelegate {
     public func willTerminate() {}
     public func didReceiveMemoryWarning() {}
     public func defaultsDidChange() {}
+    public func performFetch(completion: @escaping @MainActor (BackgroundFetchResult) -> Void) {
+        completion(.noData)
+    }
+}
+
+/// What a background fetch brought (UIKit's `UIBackgroundFetchResult`).
+public enum BackgroundFetchResult: String, Sendable, CaseIterable {
+    case newData
+    case noData
+    case failed
 }
 
 /// The app's state as the runtime last heard it from appd (UIKit's `applicationState`).

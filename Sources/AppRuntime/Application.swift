@@ -14,6 +14,8 @@ public final class Application {
     /// Seconds appd gives the app in the background before freezing it, from the last
     /// `didEnterBackground`; nil when not told.
     public private(set) var backgroundGracePeriod: Double?
+    /// Seconds appd gave the fetch in hand (performFetch's `timeRemaining`); nil when none.
+    public internal(set) var fetchTimeRemaining: Double?
     /// Whether a lifecycle channel connects the app to appd right now.
     public var isAttachedToDaemon: Bool { channel != nil }
 
@@ -119,6 +121,8 @@ public final class Application {
             // memory, as after UserDefaults' didChangeExternallyNotification.
             Preferences.standard.synchronize()
             delegate.defaultsDidChange()
+        case .performFetch(let fetch, let timeRemaining):
+            performFetch(fetch, timeRemaining: timeRemaining, delegate: delegate)
         case .unknown:
             break  // forward compatibility: a newer appd may send types this runtime predates
         }

@@ -11,6 +11,23 @@ enum AppMessage: Equatable, Sendable {
     case ready
     case beginBackgroundTask(name: String?, ref: Int)
     case endBackgroundTask(task: Int)
+    /// nil: "never".
+    case setMinimumBackgroundFetchInterval(seconds: Double?)
+    case fetchCompleted(fetch: Int, result: BackgroundFetchResult)
+
+    /// setMinimumBackgroundFetchInterval's `interval`: seconds, or "never".
+    private enum Interval: Encodable {
+        case seconds(Double)
+        case never
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .seconds(let value): try container.encode(value)
+            case .never: try container.encode(LifecycleWire.fetchIntervalNever)
+            }
+        }
+    }
 
     private struct Wire: Encodable {
         var type: AppMessageType
@@ -18,6 +35,9 @@ enum AppMessage: Equatable, Sendable {
         var name: String?
         var ref: Int?
         var task: Int?
+        var interval: Interval?
+        var fetch: Int?
+        var result: String?
 
         func encode(to encoder: any Encoder) throws {
             var container = encoder.container(keyedBy: LifecycleField.self)
@@ -26,6 +46,9 @@ enum AppMessage: Equatable, Sendable {
             try container.encodeIfPresent(name, forKey: .name)
             try container.encodeIfPresent(ref, forKey: .ref)
             try container.encodeIfPresent(task, forKey: .task)
+            try container.encodeIfPresent(interval, forKey: .interval)
+            try container.encodeIfPresent(fetch, forKey: .fetch)
+            try container.encodeIfPresent(result, forKey: .result)
         }
     }
 
@@ -37,6 +60,12 @@ enum AppMessage: Equatable, Sendable {
         case .beginBackgroundTask(let name, let ref):
             wire = Wire(type: .beginBackgroundTask, name: name, ref: ref)
         case .endBackgroundTask(let task): wire = Wire(type: .endBackgroundTask, task: task)
+        case .setMinimumBackgroundFetchInterval(let seconds):
+            wire = Wire(
+                type: .setMinimumBackgroundFetchInterval,
+                interval: seconds.map { Interval.seconds($0) } ?? Interval.never)
+        case .fetchCompleted(let fetch, let result):
+            wire = Wire(type: .fetchCompleted, fetch: fetch, result: result.rawValue)
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -59,6 +88,7 @@ enum DaemonMessage: Equatable, Sendable {
     case backgroundTaskBegan(ref: Int, task: Int, timeRemaining: Double?, reason: String?)
     case backgroundTaskWillExpire(task: Int, timeRemaining: Double?)
     case defaultsDidChange
+    case performFetch(fetch: Int, timeRemaining: Double?)
     /// A type this runtime does not know: ignored, as the contract says.
     case unknown(type: String)
 
@@ -83,6 +113,7 @@ enum DaemonMessage: Equatable, Sendable {
         var task: Int?
         var timeRemaining: Double?
         var reason: String?
+        var fetch: Int?
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: LifecycleField.self)
@@ -96,6 +127,7 @@ enum DaemonMessage: Equatable, Sendable {
             task = try container.decodeIfPresent(Int.self, forKey: .task)
             timeRemaining = try container.decodeIfPresent(Double.self, forKey: .timeRemaining)
             reason = try container.decodeIfPresent(String.self, forKey: .reason)
+            fetch = try container.decodeIfPresent(Int.self, forKey: .fetch)
         }
     }
 
@@ -147,6 +179,9 @@ enum DaemonMessage: Equatable, Sendable {
             return .backgroundTaskWillExpire(
                 task: try require(wire.task, .task), timeRemaining: wire.timeRemaining)
         case .defaultsDidChange: return .defaultsDidChange
+        case .performFetch:
+            return .performFetch(
+                fetch: try require(wire.fetch, .fetch), timeRemaining: wire.timeRemaining)
         }
     }
 }

@@ -153,6 +153,10 @@ public struct APIInstance: Codable, Sendable, Equatable {
     /// What the kernel gave back of its memory when it was last frozen (`[Lifecycle]
     /// SuspendedMemory`); absent before, while it is reclaimed, and once it is thawed.
     public var memoryReclaim: APIMemoryReclaim?
+    /// When appd next wakes the app for a background fetch, if it asked for fetches
+    /// (docs/lifecycle.md, "Background fetch"); the schedule is the app's, shared by its
+    /// instances.
+    public var nextFetch: Date?
 
     public init(
         id: String, app: String, state: InstanceState, pid: Int32?, uid: UInt32,

@@ -35,12 +35,19 @@ public struct APIService: Codable, Sendable, Equatable {
     public var nextTry: Date?
     /// How its last instance ended.
     public var lastExit: APIExit?
+    /// Its next scheduled run (`StartInterval=`, `StartCalendarInterval=`), when it has a
+    /// schedule; and the last one.
+    public var nextRun: Date?
+    public var lastRun: Date?
 
     public init(
         app: String, state: State, runAtLoad: Bool, keepAlive: String, arguments: [String]?,
         instances: [String],
-        restarts: Int, restartLimit: Int, nextTry: Date? = nil, lastExit: APIExit? = nil
+        restarts: Int, restartLimit: Int, nextTry: Date? = nil, lastExit: APIExit? = nil,
+        nextRun: Date? = nil, lastRun: Date? = nil
     ) {
+        self.nextRun = nextRun
+        self.lastRun = lastRun
         self.app = app
         self.state = state
         self.runAtLoad = runAtLoad

@@ -22,6 +22,9 @@ public struct AppOverride: Sendable, Equatable {
     public var revokedEntitlements: [String] = []
     /// `RunAtLoad=`, `KeepAlive=`, `Arguments=`, `Environment=`: how appd runs it as a service.
     public var service = ServiceSettings()
+    /// `MinimumFetchInterval=`: the shortest background fetch interval this app gets, in place
+    /// of `[Lifecycle] MinimumFetchInterval`; nil: the host's.
+    public var minimumFetchInterval: Double?
 
     public init() {}
 
@@ -62,6 +65,11 @@ public struct AppOverride: Sendable, Equatable {
 
     public func revokes(_ key: String) -> Bool {
         revokedEntitlements.contains { EntitlementPattern.matches($0, key, ignoringCase: false) }
+    }
+
+    /// The shortest background fetch interval the app gets under `lifecycle`.
+    public func fetchBound(_ lifecycle: LifecycleSettings) -> Double {
+        minimumFetchInterval ?? lifecycle.minimumFetchInterval
     }
 
     /// What an admin reads in `appd profile`: `MemoryMax=64M, revoked com.apple.security.network.client`.

@@ -199,6 +199,12 @@ extension ConfigKey {
         .key(
             .lifecycle, "KeepAliveStableTime", .seconds(0...86400), \.lifecycle.keepAliveStableTime,
             "a run this long ends the crash-loop count"),
+        .key(
+            .lifecycle, "FetchDeadline", .seconds(0.1...600), \.lifecycle.fetchDeadline,
+            "seconds a woken app has to answer performFetch"),
+        .key(
+            .lifecycle, "MinimumFetchInterval", .seconds(0.1...31_536_000),
+            \.lifecycle.minimumFetchInterval, "the shortest background fetch interval"),
     ]
 
     static let storage: [ConfigKey] = [
@@ -307,5 +313,21 @@ extension ConfigKey {
             },
             \.service.environmentSetting,
             written: { $0?.text }, "variables added to its environment"),
+        .app(
+            "StartInterval", ConfigValue<Double>.seconds(1...31_536_000).map { Optional($0) },
+            \.service.startInterval, written: { $0.map(ConfigText.number) },
+            "launched or woken every so many seconds"),
+        .app(
+            "StartCalendarInterval",
+            ConfigValue<ServiceSettings.Written<CalendarInterval>>.calendarInterval.map {
+                Optional($0)
+            },
+            \.service.startCalendarSetting, written: { $0?.text },
+            "launched or woken at these times"),
+        .app(
+            "MinimumFetchInterval",
+            ConfigValue<Double>.seconds(0.1...31_536_000).map { Optional($0) },
+            \.minimumFetchInterval, written: { $0.map(ConfigText.number) },
+            "its shortest background fetch interval"),
     ]
 }

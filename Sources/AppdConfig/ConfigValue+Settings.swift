@@ -174,3 +174,19 @@ extension ConfigValue where Value == ServiceSettings.Written<[ServiceSettings.Va
         })
     }
 }
+
+extension ConfigValue where Value == ServiceSettings.Written<CalendarInterval> {
+    /// A calendar event (CalendarInterval: a subset of systemd's OnCalendar=).
+    static var calendarInterval: ConfigValue {
+        ConfigValue(reading: {
+            (text: String) throws(ConfigProblem) -> ServiceSettings.Written<CalendarInterval> in
+            switch CalendarInterval.parse(text) {
+            case .failure(let problem):
+                throw .notA(
+                    "a calendar event (daily, hourly, Mon..Fri 09:00, *-*-* 03:30, ...): \(problem)"
+                )
+            case .success(let event): return .init(text: text, value: event)
+            }
+        })
+    }
+}

@@ -65,6 +65,12 @@ public struct LifecycleSettings: Sendable, Equatable {
     public var keepAliveLimit = 5
     /// A run at least this long ends the crash loop count.
     public var keepAliveStableTime: Double = 60
+    /// Seconds an app woken for a background fetch has to answer performFetch before it is
+    /// frozen again regardless (and its interval lengthens).
+    public var fetchDeadline: Double = 30
+    /// The shortest background fetch interval an app gets, whatever it asks for
+    /// (`[App ID] MinimumFetchInterval=` bounds one app instead).
+    public var minimumFetchInterval: Double = 60
 
     /// Seconds before restart number `attempt` (1 for the first).
     public func keepAliveDelay(attempt: Int) -> Double {

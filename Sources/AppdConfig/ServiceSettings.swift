@@ -36,6 +36,16 @@ public struct ServiceSettings: Sendable, Equatable {
     /// `Arguments=` and `Environment=` as written (quoted words) and as read.
     var argumentsSetting: Written<[String]>?
     var environmentSetting: Written<[Variable]>?
+    /// `StartInterval=SECONDS`: launched (or, suspended, woken) every so many seconds, as
+    /// launchd's StartInterval. nil: not set.
+    public var startInterval: Double?
+    /// `StartCalendarInterval=`: launched (or woken) at these times (CalendarInterval's subset
+    /// of systemd's calendar events), as a timer unit's OnCalendar=.
+    public var startCalendar: CalendarInterval? { startCalendarSetting?.value }
+    var startCalendarSetting: Written<CalendarInterval>?
+
+    /// Whether appd starts it on a schedule (StartInterval or StartCalendarInterval).
+    public var isScheduled: Bool { startInterval != nil || startCalendarSetting != nil }
 
     public typealias Variable = (name: String, value: String)
 
@@ -51,6 +61,8 @@ public struct ServiceSettings: Sendable, Equatable {
         a.runAtLoad == b.runAtLoad && a.keepAlive == b.keepAlive
             && a.argumentsSetting?.text == b.argumentsSetting?.text
             && a.environmentSetting?.text == b.environmentSetting?.text
+            && a.startInterval == b.startInterval
+            && a.startCalendarSetting?.text == b.startCalendarSetting?.text
     }
 
     /// Whether any key is set: the app is run as a service by appd.

@@ -25,6 +25,9 @@ final class DaemonMetrics: Sendable {
     /// Caches reclaimed per app since the start (Supervisor+Caches.swift), read at scrape time:
     /// `appd_cache_reclaims_total{app=}` and `appd_cache_reclaimed_bytes_total{app=}`.
     let cacheReclaims = Mutex<(@Sendable () -> [AppID: CacheReclaims.Count])?>(nil)
+    /// Background fetches per app and result (Supervisor+Fetch.swift), read at scrape time:
+    /// `appd_background_fetches_total{app=,result=}`; the results are appd's own words.
+    let fetches = Mutex<(@Sendable () -> [AppID: [String: Int]])?>(nil)
 
     static let installBuckets: [Duration] = [
         .milliseconds(10), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -175,6 +178,22 @@ final class DaemonMetrics: Sendable {
                         "Bytes freed by emptying the app's Library/Caches"),
                     labels: [("app", app.spelling)]
                 ).increment(by: max(0, count.bytes))
+            }
+        }
+        if let source = fetches.withLock({ $0 }) {
+            let counts = source()
+            for app in installed {
+                guard let byResult = counts[app] else { continue }
+                for result in FetchCounts.results {
+                    guard let count = byResult[result] else { continue }
+                    now.makeCounter(
+                        descriptor: Self.named(
+                            "background_fetches", "total",
+                            "Background fetches of the app, by result: woken, newData, noData, failed, missed (no answer by FetchDeadline), deferred (memory pressure)"
+                        ),
+                        labels: [("app", app.spelling), ("result", result)]
+                    ).increment(by: Int64(max(0, count)))
+                }
             }
         }
         var buffer: [UInt8] = []

@@ -43,6 +43,8 @@ final class Router: Sendable {
         metrics.denials.withLock { $0 = { denialLog.perAppCounts() } }
         let reclaims = supervisor.cacheReclaims
         metrics.cacheReclaims.withLock { $0 = { reclaims.perApp() } }
+        let fetches = supervisor.fetchCounts
+        metrics.fetches.withLock { $0 = { fetches.perApp() } }
     }
 
     /// `[API]` as last (re)loaded: who may do what, and how large a request may be.

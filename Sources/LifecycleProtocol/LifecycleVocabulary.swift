@@ -10,6 +10,17 @@ public enum LifecycleWire {
     public static let version = 1
     /// The variable that names the app's end of the channel (fd 3).
     public static let environmentVariable = "APPD_LIFECYCLE_FD"
+    /// setMinimumBackgroundFetchInterval's `interval` that turns background fetch off (iOS's
+    /// `UIApplication.backgroundFetchIntervalNever`); otherwise a number of seconds.
+    public static let fetchIntervalNever = "never"
+}
+
+/// fetchCompleted's `result`: what a background fetch brought (iOS's
+/// `UIBackgroundFetchResult`).
+public enum FetchResult: String, Sendable, CaseIterable, Codable {
+    case newData
+    case noData
+    case failed
 }
 
 /// The `type` of a message the app sends to the daemon.
@@ -18,6 +29,10 @@ public enum AppMessageType: String, Sendable, CaseIterable {
     case ready
     case beginBackgroundTask
     case endBackgroundTask
+    /// Asks for background fetches at most this often (`interval`: seconds, or "never").
+    case setMinimumBackgroundFetchInterval
+    /// The answer to performFetch (`fetch`, `result`).
+    case fetchCompleted
 }
 
 /// The `type` of a message the daemon sends to the app.
@@ -33,6 +48,8 @@ public enum DaemonMessageType: String, Sendable, CaseIterable {
     case backgroundTaskWillExpire
     /// The admin changed the app's preferences (`appd defaults`): read them again.
     case defaultsDidChange
+    /// The app was woken to fetch (`fetch`, `timeRemaining`); it answers fetchCompleted.
+    case performFetch
 }
 
 /// Every field name of either direction (a `CodingKey`, so a Codable side can key by it).
@@ -54,6 +71,12 @@ public enum LifecycleField: String, Sendable, CaseIterable, CodingKey {
     case timeRemaining
     /// backgroundTaskBegan: why the task got no time (task 0).
     case reason
+    /// setMinimumBackgroundFetchInterval: seconds, or "never".
+    case interval
+    /// performFetch, fetchCompleted: the daemon's number of the fetch.
+    case fetch
+    /// fetchCompleted: newData, noData or failed (`FetchResult`).
+    case result
 }
 
 /// The states the app sees (didFinishLaunching's `state`).

@@ -48,6 +48,9 @@ struct Instance {
     /// LSBackgroundOnly: it runs in the background, never as the active app.
     var service: Bool?
     var outdated: Bool?
+    /// The app's next background fetch (the supervisor's schedule, not this record's: filled
+    /// in again from it after a restart).
+    var nextFetch: Date?
     /// What appd asked of it; decides the exit reason.
     var request: Request?
     /// When the grace period of a terminate runs out.
@@ -126,6 +129,7 @@ struct Instance {
                 method: $0.method.rawValue, target: $0.target, before: $0.before, after: $0.after,
                 milliseconds: ($0.seconds * 1e6).rounded() / 1e3, stopped: $0.stopped)
         }
+        instance.nextFetch = nextFetch
         return instance
     }
 }

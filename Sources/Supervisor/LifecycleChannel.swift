@@ -14,6 +14,10 @@ enum AppMessage: Sendable, Equatable {
     /// `seconds`: the time the app asks for (nil: `BackgroundTaskTime`).
     case beginBackgroundTask(name: String, ref: Int?, seconds: Double?)
     case endBackgroundTask(task: Int)
+    /// Background fetches at most every `seconds` (nil: "never").
+    case setFetchInterval(seconds: Double?)
+    /// The answer to performFetch number `fetch`.
+    case fetchCompleted(fetch: Int, result: FetchResult)
     /// A type this daemon does not know: ignored, for forward compatibility.
     case unknown(type: String)
     /// Not JSON, no `type`, or over 64 KiB: the channel is closed and the app is a plain
@@ -28,6 +32,8 @@ enum AppMessage: Sendable, Equatable {
         case .ready: AppMessageType.ready.rawValue
         case .beginBackgroundTask: AppMessageType.beginBackgroundTask.rawValue
         case .endBackgroundTask: AppMessageType.endBackgroundTask.rawValue
+        case .setFetchInterval: AppMessageType.setMinimumBackgroundFetchInterval.rawValue
+        case .fetchCompleted: AppMessageType.fetchCompleted.rawValue
         case .unknown(let type): type
         case .protocolError: "protocol error"
         case .closed: "closed"
@@ -113,6 +119,34 @@ enum AppMessage: Sendable, Equatable {
             case .success(nil): return .protocolError("endBackgroundTask without a \"task\" number")
             case .failure(let failure): return .protocolError(failure.message)
             }
+        case .setMinimumBackgroundFetchInterval:
+            switch field(.interval) {
+            case .string(LifecycleWire.fetchIntervalNever)?: return .setFetchInterval(seconds: nil)
+            case .number(let literal, let value)?:
+                // Finite (the reader refuses others); the daemon bounds it from below.
+                guard value >= 0 else {
+                    return .protocolError("\(type): \"interval\" is \(literal), not ≥ 0")
+                }
+                return .setFetchInterval(seconds: value)
+            default:
+                return .protocolError(
+                    "\(type): \"interval\" is neither a number of seconds nor \"\(LifecycleWire.fetchIntervalNever)\""
+                )
+            }
+        case .fetchCompleted:
+            let fetch: Int
+            switch integer(.fetch, in: 1...maxInteger) {
+            case .success(let number?): fetch = number
+            case .success(nil): return .protocolError("fetchCompleted without a \"fetch\" number")
+            case .failure(let failure): return .protocolError(failure.message)
+            }
+            guard case .string(let text)? = field(.result), let result = FetchResult(rawValue: text)
+            else {
+                return .protocolError(
+                    "fetchCompleted: \"result\" is not one of "
+                        + FetchResult.allCases.map(\.rawValue).joined(separator: ", "))
+            }
+            return .fetchCompleted(fetch: fetch, result: result)
         }
     }
 

@@ -48,10 +48,11 @@ struct LifecycleController {
 
     /// Whether a background instance is due to be frozen at `now`: the grace period has passed
     /// since it entered the background (or was told so), it is not between hello and ready (the
-    /// launch watchdog bounds that time), and it holds no background task and nothing that keeps
-    /// it running. A check that comes early (it re-entered the background since) says no.
+    /// launch watchdog bounds that time), and it holds no background task, no background fetch
+    /// (its answer or its deadline freezes it) and nothing that keeps it running. A check that comes early (it re-entered the background since) says no.
     func freezeDue(_ entry: Instance, now: Date) -> Bool {
         guard entry.state == .background, entry.channel != .launching, entry.life.tasks.isEmpty,
+            entry.life.fetch == nil,
             !Self.neverFrozen(entry), let since = entry.life.backgroundSince
         else { return false }
         return now.timeIntervalSince(since) >= settings.backgroundGracePeriod - 0.005

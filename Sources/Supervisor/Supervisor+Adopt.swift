@@ -69,8 +69,10 @@ extension Supervisor {
             }
         }
         startJetsam()
+        loadFetchSchedule()
         markOutdatedAdopted()
         runAtLoad()
+        loadServiceSchedule()
         return report
     }
 }

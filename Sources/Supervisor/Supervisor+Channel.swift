@@ -73,6 +73,15 @@ extension Supervisor {
             save(entry)
             backgroundCheck(id)
             return
+        case .setFetchInterval(let seconds):
+            guard speaking else { return }
+            setFetchInterval(entry, seconds: seconds)
+            return
+        case .fetchCompleted(let fetch, let result):
+            // Out of turn (no fetch in hand, or another one's number): ignored.
+            guard entry.life.fetch?.number == fetch else { return }
+            heard(entry)
+            fetchAnswered(&entry, result)
         case .unknown:
             return
         case .protocolError(let why):

@@ -96,6 +96,7 @@ extension Supervisor {
         // the background, LSBackgroundOnly neither; it is an ordinary app.
         if override?.backgroundModes == [] { entry.service = nil }
         entry.cgroup = spawned.started.cgroup
+        entry.nextFetch = nextFetch(entry.app)
         entry.isChild = true
         if origin == .client { serviceLaunched(entry.app) }
         if stopping {

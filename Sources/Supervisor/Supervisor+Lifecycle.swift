@@ -19,6 +19,8 @@ struct LifecycleState {
     var backgroundSince: Date?
     /// Stops the reclaim its last freeze started, once it is thawed (Supervisor+Reclaim.swift).
     var reclaim: ReclaimStop?
+    /// The background fetch it was woken for and has not answered (Supervisor+Fetch.swift).
+    var fetch: PendingFetch?
 }
 
 struct BackgroundTask {

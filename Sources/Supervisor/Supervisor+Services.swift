@@ -11,6 +11,18 @@ public enum LaunchOrigin: Sendable {
     case runAtLoad
     /// A `KeepAlive=` restart.
     case keepAlive
+    /// `StartInterval=` or `StartCalendarInterval=` (Supervisor+Schedule.swift).
+    case scheduled
+
+    /// The key that asked for it, in events.
+    var label: String {
+        switch self {
+        case .client: "launch"
+        case .runAtLoad: "RunAtLoad"
+        case .keepAlive: "KeepAlive"
+        case .scheduled: "schedule"
+        }
+    }
 }
 
 /// What appd remembers of an app it runs as a service (docs/lifecycle.md, "Services"): its
@@ -200,7 +212,7 @@ extension Supervisor {
 
     /// Launches `app` as appd itself (caller uid 0) with its `Arguments=`; a launch that fails
     /// counts as a failed run for KeepAlive.
-    private func launchService(_ app: AppID, origin: LaunchOrigin, generation: Int?) {
+    func launchService(_ app: AppID, origin: LaunchOrigin, generation: Int?) {
         let arguments = configuration.current.override(for: app)?.service.arguments ?? []
         Task {
             do {
@@ -210,7 +222,7 @@ extension Supervisor {
                 .instance
                 self.notice(
                     app,
-                    "\(origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"): started instance \(instance.id)"
+                    "\(origin.label): started instance \(instance.id)"
                 )
             } catch {
                 self.serviceLaunchFailed(app, origin: origin, error: error)
@@ -219,8 +231,7 @@ extension Supervisor {
     }
 
     private func serviceLaunchFailed(_ app: AppID, origin: LaunchOrigin, error: any Error) {
-        let label = origin == .runAtLoad ? "RunAtLoad" : "KeepAlive"
-        notice(app, "\(label): launch failed: \(error)")
+        notice(app, "\(origin.label): launch failed: \(error)")
         guard !stopping, let override = configuration.current.override(for: app),
             override.service.keepAlive != .no,
             listed(app: app).instances.isEmpty
@@ -250,7 +261,7 @@ extension Supervisor {
 
     // MARK: Queries
 
-    /// Every app whose `[App ID]` sets RunAtLoad or KeepAlive, installed or not.
+    /// Every app whose `[App ID]` sets RunAtLoad, KeepAlive or a schedule, installed or not.
     public func services() -> [APIService] {
         configuration.current.apps.keys.sorted().compactMap { service($0) }
     }
@@ -260,6 +271,7 @@ extension Supervisor {
     public func service(_ app: AppID) -> APIService? {
         guard let override = configuration.current.override(for: app),
             override.service.runAtLoad || override.service.keepAlive != .no
+                || override.service.isScheduled
         else { return nil }
         let run = keeper.run(app)
         let live = listed(app: app).instances
@@ -272,7 +284,8 @@ extension Supervisor {
             keepAlive: override.service.keepAlive.rawValue, arguments: override.service.arguments,
             instances: live.map(\.id), restarts: run.restarts,
             restartLimit: lifecycle.keepAliveLimit,
-            nextTry: live.isEmpty ? run.nextTry : nil, lastExit: run.lastExit)
+            nextTry: live.isEmpty ? run.nextTry : nil, lastExit: run.lastExit,
+            nextRun: nextScheduledRun(app), lastRun: scheduled.runs[app]?.last)
     }
 
     // MARK: Restart and upgrades

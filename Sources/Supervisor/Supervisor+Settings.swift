@@ -8,6 +8,7 @@ extension Supervisor {
     /// sandbox, cgroup and limits. The caller has checked that the launcher exists and kept
     /// `CgroupParent` and `LogMaxBytes`, which only a restart changes.
     public func applySettings(_ config: AppdConfiguration) throws {
+        defer { serviceScheduleChanged() }
         try spawner.apply(config)
         settings = config.supervisor
         // Audit's failure mode may have changed since the start (DenialLog itself is restart-only).

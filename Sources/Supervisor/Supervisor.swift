@@ -72,6 +72,15 @@ public actor Supervisor {
     var keeper = ServiceKeeper()
     /// The lifecycle channels' reads, on one queue like the exit watchers.
     let channelQueue = DispatchQueue(label: "appd.supervisor.channels")
+    /// The state root: the background fetch schedule is kept there (Supervisor+Fetch.swift).
+    let stateRoot: String
+    /// Scheduled services: their last runs (Supervisor+Schedule.swift).
+    var scheduled = ServiceSchedule()
+    var scheduleTimer = 0
+    /// Background fetch: the schedule, the timer (Supervisor+Fetch.swift).
+    var fetches = FetchState()
+    /// Background fetches by app and result, for the metrics.
+    public nonisolated let fetchCounts = FetchCounts()
 
     /// `catalog` and `spawner` are the apps and the launches (the daemon's: its AppStore and a
     /// `SandboxSpawner` on `driver`, which `Supervisor.cgroupDriver` makes and prepares); the
@@ -84,6 +93,7 @@ public actor Supervisor {
         self.spawner = spawner
         self.driver = driver
         self.configuration = configuration
+        self.stateRoot = stateRoot
         hub = EventHub()
         denials = DenialLog(hub: hub)
         auditReader = AuditReader(log: denials)
@@ -298,6 +308,7 @@ public actor Supervisor {
     /// Stops watching; the apps keep running for the next daemon to adopt.
     public func shutdown() {
         stopping = true
+        if fetches.writePending { writeFetchSchedule() }
         for entry in table.entries.values { entry.watcher?.cancel() }
         for (id, entry) in table.entries {
             for waiter in entry.waiters.values { waiter.resume(returning: entry.api) }

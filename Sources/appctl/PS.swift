@@ -20,13 +20,14 @@ struct PS: ParsableCommand {
         discussion: """
             One row per instance: INSTANCE APP STATE PID UPTIME/ENDED EXIT DENIED, and NOTE \
             when an instance is a service (LSBackgroundOnly) or outdated (another version was \
-            installed since it started: 'appd install --restart' restarts those). For a running \
+            installed since it started: 'appd install --restart' restarts those), and when \
+            appd next wakes its app for a background fetch ('fetch in 14m'). For a running \
             instance the time is how long it has run, for an ended one how long ago it ended; \
             EXIT is the code it exited with or how it was ended (SIGSEGV, killed, \
             out-of-memory...). PID is the launcher's on the host. DENIED counts what the sandbox \
             and appd refused the instance ('appctl denials INSTANCE' lists it). Below, the apps \
             appd.conf runs as services (RunAtLoad, KeepAlive): running, waiting (NEXT TRY is the \
-            KeepAlive restart), stopped, or crash-loop (KeepAliveLimit restarts in a row: appd \
+            KeepAlive restart, or 'run in' the next StartInterval/StartCalendarInterval run), stopped, or crash-loop (KeepAliveLimit restarts in a row: appd \
             gave up until the app is launched).
 
             Examples:
@@ -92,11 +93,15 @@ struct PS: ParsableCommand {
         }
     }
 
-    /// `service` (LSBackgroundOnly) and `outdated (runs 1.0)` once another version was installed.
+    /// `service` (LSBackgroundOnly), `outdated (runs 1.0)` once another version was installed,
+    /// and `fetch in 14m` when the app asked for background fetches.
     static func note(_ instance: APIInstance) -> String {
         var notes: [String] = []
         if instance.service == true { notes.append("service") }
         if instance.outdated == true { notes.append("outdated (runs \(instance.version ?? "?"))") }
+        if let next = instance.nextFetch, instance.state != .exited {
+            notes.append("fetch in \(Table.duration(max(0, next.timeIntervalSinceNow)))")
+        }
         return notes.joined(separator: ", ")
     }
 
@@ -104,7 +109,9 @@ struct PS: ParsableCommand {
         [
             service.app, service.state.rawValue, "\(service.restarts)/\(service.restartLimit)",
             service.nextTry.map { "in \(Table.duration(max(0, $0.timeIntervalSince(now))))" }
-                ?? "-",
+                ?? service.nextRun.map {
+                    "run in \(Table.duration(max(0, $0.timeIntervalSince(now))))"
+                } ?? "-",
             service.lastExit.map(shortExit) ?? "-",
         ]
     }

@@ -100,6 +100,24 @@ struct Override: ParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Launch (or wake) it every so many seconds ('default': no schedule).",
+            valueName: "seconds"))
+    var startInterval: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Launch (or wake) it at these times: daily, hourly, 'Mon..Fri 09:00', '*-*-* 03:30' ('default': none).",
+            valueName: "calendar"))
+    var startCalendarInterval: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Its shortest background fetch interval in seconds ('default': [Lifecycle] MinimumFetchInterval).",
+            valueName: "seconds"))
+    var minimumFetchInterval: String?
+
+    @Option(
+        help: ArgumentHelp(
             "Launch it when appd starts: yes or no ('default': no).", valueName: "yes|no"))
     var runAtLoad: String?
 
@@ -147,8 +165,11 @@ struct Override: ParsableCommand {
             ("DataQuota", "--data-quota", dataQuota),
             ("LoopbackPorts", "--loopback-ports", loopbackPorts),
             ("CPUWeight", "--cpu-weight", cpuWeight),
+            ("MinimumFetchInterval", "--minimum-fetch-interval", minimumFetchInterval),
             ("RunAtLoad", "--run-at-load", runAtLoad), ("KeepAlive", "--keep-alive", keepAlive),
             ("Arguments", "--arguments", arguments), ("Environment", "--environment", environment),
+            ("StartInterval", "--start-interval", startInterval),
+            ("StartCalendarInterval", "--start-calendar-interval", startCalendarInterval),
         ]
     }
 

@@ -49,6 +49,7 @@ struct ConfigKeyTests {
         "Lifecycle.SuspendedMemory": ("8M", "lots"), "Lifecycle.MemoryCheckInterval": ("0.5", "0"),
         "Lifecycle.KeepAliveDelay": ("2", "0"),
         "Lifecycle.KeepAliveLimit": ("3", "0"), "Lifecycle.KeepAliveStableTime": ("10", "-1"),
+        "Lifecycle.FetchDeadline": ("10", "0"), "Lifecycle.MinimumFetchInterval": ("600", "-1"),
         "Storage.ReclaimCachesBelow": ("10%", "100%"), "Storage.BackupMaxBytes": ("1G", "0"),
         "OCI.Hooks": ("/usr/bin/hook", "hook"), "OCI.MemoryMax": ("1G", "lots"),
         "OCI.TasksMax": ("100", "0"),
@@ -70,6 +71,9 @@ struct ConfigKeyTests {
         "App.RevokeEntitlements": ("com.apple.security.network.*", "a*b"),
         "App.RunAtLoad": ("yes", "maybe"), "App.KeepAlive": ("on-failure", "sometimes"),
         "App.Arguments": ("serve 'two words'", "'open"), "App.Environment": ("A=1", "LD_PRELOAD=x"),
+        "App.MinimumFetchInterval": ("1800", "often"),
+        "App.StartInterval": ("3600", "0"),
+        "App.StartCalendarInterval": ("Mon..Fri 09:00", "Fry 9"),
     ]
     /// A public key written inline (32 bytes, base64).
     static let key = "ed25519:" + Data(repeating: 7, count: 32).base64EncodedString()

@@ -19,10 +19,34 @@ struct AppToDaemonTests {
         case .beginBackgroundTask:
             expected = .beginBackgroundTask(name: "sync notes", ref: 4, seconds: nil)
         case .endBackgroundTask: expected = .endBackgroundTask(task: 9)
+        case .setMinimumBackgroundFetchInterval: expected = .setFetchInterval(seconds: 900)
+        case .fetchCompleted: expected = .fetchCompleted(fetch: 3, result: .newData)
         }
         let parsed = AppMessage.parse(AppSide.encoded(type))
         #expect(parsed == expected)
         #expect(parsed.name == type.rawValue)
+    }
+
+    @Test("backgroundFetchIntervalNever reaches the daemon as \"never\": fetches off")
+    func fetchNever() {
+        #expect(AppMessage.parse(AppSide.fetchNever()) == .setFetchInterval(seconds: nil))
+    }
+
+    @Test(
+        "a fetch answer with a result or number outside the vocabulary is a protocol error",
+        arguments: [
+            #"{"type":"fetchCompleted","fetch":1,"result":"maybe"}"#,
+            #"{"type":"fetchCompleted","fetch":0,"result":"noData"}"#,
+            #"{"type":"fetchCompleted","result":"noData"}"#,
+            #"{"type":"setMinimumBackgroundFetchInterval","interval":-5}"#,
+            #"{"type":"setMinimumBackgroundFetchInterval","interval":"sometimes"}"#,
+            #"{"type":"setMinimumBackgroundFetchInterval"}"#,
+        ])
+    func fetchErrors(text: String) {
+        guard case .protocolError = AppMessage.parse(Array(text.utf8)) else {
+            Issue.record("\(text) parsed as \(AppMessage.parse(Array(text.utf8)))")
+            return
+        }
     }
 
     @Test("a type the vocabulary does not name is unknown to the daemon, not an error")

@@ -45,6 +45,10 @@ struct DaemonToAppTests {
                 [.task: 9, .timeRemaining: 1.0],
                 .backgroundTaskWillExpire(task: 9, timeRemaining: 1)
             )
+        case .performFetch:
+            (fields, expected) = (
+                [.fetch: 3, .timeRemaining: 30.0], .performFetch(fetch: 3, timeRemaining: 30)
+            )
         }
         #expect(try DaemonMessage.decode(Data(DaemonSide.encoded(type, fields))) == expected)
     }
@@ -73,7 +77,16 @@ enum AppSide {
         case .ready: message = .ready
         case .beginBackgroundTask: message = .beginBackgroundTask(name: "sync notes", ref: 4)
         case .endBackgroundTask: message = .endBackgroundTask(task: 9)
+        case .setMinimumBackgroundFetchInterval:
+            message = .setMinimumBackgroundFetchInterval(seconds: 900)
+        case .fetchCompleted: message = .fetchCompleted(fetch: 3, result: .newData)
         }
         return Array(message.encoded())
+    }
+
+    /// `setMinimumBackgroundFetchInterval(Application.backgroundFetchIntervalNever)`'s message.
+    static func fetchNever() -> [UInt8] {
+        #expect(!Application.backgroundFetchIntervalNever.isFinite)
+        return Array(AppMessage.setMinimumBackgroundFetchInterval(seconds: nil).encoded())
     }
 }

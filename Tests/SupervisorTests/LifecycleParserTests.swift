@@ -143,13 +143,16 @@ struct LifecycleParserTests {
         #"{"type":"hello","version":1}"#, #"{"type":"ready"}"#,
         #"{"type":"beginBackgroundTask","name":"save","ref":7,"seconds":1.5}"#,
         #"{"type":"endBackgroundTask","task":3}"#,
+        #"{"type":"setMinimumBackgroundFetchInterval","interval":900}"#,
+        #"{"type":"setMinimumBackgroundFetchInterval","interval":"never"}"#,
+        #"{"type":"fetchCompleted","fetch":2,"result":"noData"}"#,
         #"{"type":"x","a":[1,{"b":[true,false,null]}],"c":"\u00e9"}"#,
     ]
     static let fragments: [String] = [
         "{", "}", "[", "]", ",", ":", "\"", "\\", "\\u", "d800", "1e19", "-1e19", "1e300", "1e400",
         "-0", "0.5", "9007199254740993",
         "NaN", "true", "null", "\"type\"", "\"task\"", "\"ref\"", "\"version\"", "\"hello\"",
-        "\"endBackgroundTask\"",
+        "\"endBackgroundTask\"", "\"fetchCompleted\"", "\"result\"", "\"newData\"", "\"never\"",
         "\u{FF}", " ", "\n", "\0",
     ]
 
@@ -210,6 +213,10 @@ struct LifecycleParserTests {
         case .hello(let version): #"{"type":"hello","version":\#(version)}"#
         case .ready: #"{"type":"ready"}"#
         case .endBackgroundTask(let task): #"{"type":"endBackgroundTask","task":\#(task)}"#
+        case .fetchCompleted(let fetch, let result):
+            #"{"type":"fetchCompleted","fetch":\#(fetch),"result":"\#(result.rawValue)"}"#
+        case .setFetchInterval(nil):
+            #"{"type":"setMinimumBackgroundFetchInterval","interval":"never"}"#
         default: nil
         }
     }
