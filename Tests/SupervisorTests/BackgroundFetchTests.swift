@@ -2,7 +2,6 @@ import AppdAPI
 import AppdBase
 import Foundation
 import Glibc
-import LifecycleProtocol
 import Testing
 
 @testable import Supervisor
