@@ -66,6 +66,31 @@ struct FetchSchedulerTests {
     }
 }
 
+extension FakeApp {
+    /// `next`, off Swift's cooperative pool: its poll blocks a thread for up to `seconds`, and
+    /// the supervisor's actor (and every other suite running meanwhile) needs the pool's few.
+    func waitMessage(within seconds: Double = 60) async -> [String: Any]? {
+        let data: Data? = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    returning: self.next(within: seconds).flatMap {
+                        try? JSONSerialization.data(withJSONObject: $0)
+                    })
+            }
+        }
+        return data.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+    }
+
+    /// `types(until:)`, off the cooperative pool.
+    func waitTypes(until type: String, within seconds: Double = 60) async -> [String] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: self.types(until: type, within: seconds))
+            }
+        }
+    }
+}
+
 /// The Supervisor on fakes, the test playing the app over its channel: woken from suspended,
 /// frozen again after its answer or its deadline.
 @Suite("background fetch: the Supervisor on fakes", .serialized)
@@ -89,7 +114,7 @@ struct BackgroundFetchOnFakesTests {
         let app = try #require(daemon.spawner.launches.first).channel
         app.send(["type": "hello", "version": 1])
         app.send(["type": "ready"])
-        #expect(app.types(until: "didEnterBackground").last == "didEnterBackground")
+        #expect(await app.waitTypes(until: "didEnterBackground").last == "didEnterBackground")
         // Before it suspends: an answer out of turn is ignored, not a protocol error.
         app.send(["type": "fetchCompleted", "fetch": 1, "result": "newData"])
         app.send(["type": "setMinimumBackgroundFetchInterval", "interval": interval])
@@ -104,7 +129,7 @@ struct BackgroundFetchOnFakesTests {
         let supervisor = daemon.supervisor
         let (instance, app) = try await suspendedFetching(daemon)
         let cgroup = try #require(daemon.driver[instance.id])
-        let fetch = try #require(app.next(within: 30))
+        let fetch = try #require(await app.waitMessage(within: 30))
         #expect(fetch["type"] as? String == "performFetch")
         #expect(fetch["timeRemaining"] as? Double == 1)
         #expect(try await supervisor.instance(instance.id).state == .background)
@@ -125,7 +150,7 @@ struct BackgroundFetchOnFakesTests {
         let daemon = try FakeDaemon(config: Self.config)
         let supervisor = daemon.supervisor
         let (instance, app) = try await suspendedFetching(daemon)
-        #expect(app.next(within: 30)?["type"] as? String == "performFetch")
+        #expect(await app.waitMessage(within: 30)?["type"] as? String == "performFetch")
         #expect(try await supervisor.instance(instance.id).state == .background)
         #expect(try await soon { try await supervisor.instance(instance.id).state == .suspended })
         let plan = try #require(await supervisor.fetches.scheduler.plan(AppID("com.example.app")))
