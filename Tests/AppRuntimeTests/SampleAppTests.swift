@@ -72,6 +72,10 @@ struct SampleAppTests {
             #expect(await app.daemon.receiveType() == "hello")
             app.daemon.send(
                 #"{"type":"didFinishLaunching","instance":"n\#(launch)","state":"inactive"}"#)
+            // It asks for background fetches while it launches (every hour by default).
+            let fetching = try #require(await app.daemon.receive())
+            #expect(fetching["type"] as? String == "setMinimumBackgroundFetchInterval")
+            #expect(fetching["interval"] as? Double == 3600)
             #expect(await app.daemon.receiveType() == "ready")
             app.daemon.send(#"{"type":"didBecomeActive"}"#)
             app.daemon.send(#"{"type":"willResignActive"}"#)
@@ -101,6 +105,28 @@ struct SampleAppTests {
             folder: home.url.appendingPathComponent("Library/Preferences"),
             bundleIdentifier: "com.example.notes")
         #expect(prefs.integer(forKey: "launches") == 2)
+    }
+
+    @Test("Notes woken for a background fetch adds a note, saves it and answers newData")
+    func notesFetch() async throws {
+        let home = Scratch()
+        let app = try SampleProcess(
+            "Notes", home: home.url, arguments: ["-note", "first", "-fetchInterval", "900"])
+        #expect(await app.daemon.receiveType() == "hello")
+        app.daemon.send(#"{"type":"didFinishLaunching","instance":"f1","state":"inactive"}"#)
+        let fetching = try #require(await app.daemon.receive())
+        #expect(fetching["interval"] as? Double == 900)
+        #expect(await app.daemon.receiveType() == "ready")
+        app.daemon.send(#"{"type":"performFetch","fetch":7,"timeRemaining":30}"#)
+        let answer = try #require(await app.daemon.receive())
+        #expect(answer["type"] as? String == "fetchCompleted")
+        #expect(answer["fetch"] as? Int == 7)
+        #expect(answer["result"] as? String == "newData")
+        app.daemon.send(#"{"type":"willTerminate","gracePeriod":5}"#)
+        let (status, output) = await app.finish()
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("notes: fetched 1 (2 notes)"), "\(output)")
+        #expect(output.contains("notes: saved 2 notes (performFetch)"), "\(output)")
     }
 
     /// Player launched, active for `active` seconds, in the background for `background`
