@@ -64,7 +64,7 @@ struct ScheduledServiceOnFakesTests {
         daemon.catalog.add("com.example.report")
         _ = await daemon.supervisor.start()
         #expect(daemon.spawner.launches.isEmpty)
-        #expect(try await soon(30) { daemon.spawner.launches.count == 1 })
+        #expect(try await soon { daemon.spawner.launches.count == 1 })
         let instance = try #require(
             await daemon.supervisor.instances(app: AppID("com.example.report")).first)
         #expect(instance.launchedBy == 0 && instance.arguments == ["--report"])
@@ -87,7 +87,7 @@ struct ScheduledServiceOnFakesTests {
         ])
         try left.encoded().write(to: URL(fileURLWithPath: "\(daemon.folder)/service-runs.json"))
         _ = await daemon.supervisor.start()
-        #expect(try await soon(30) { daemon.spawner.launches.count == 1 })
+        #expect(try await soon { daemon.spawner.launches.count == 1 })
         try await Task.sleep(nanoseconds: 500_000_000)
         #expect(daemon.spawner.launches.count == 1)
         let kept = try #require(
