@@ -66,31 +66,6 @@ struct FetchSchedulerTests {
     }
 }
 
-extension FakeApp {
-    /// `next`, off Swift's cooperative pool: its poll blocks a thread for up to `seconds`, and
-    /// the supervisor's actor (and every other suite running meanwhile) needs the pool's few.
-    func waitMessage(within seconds: Double = 60) async -> [String: Any]? {
-        let data: Data? = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(
-                    returning: self.next(within: seconds).flatMap {
-                        try? JSONSerialization.data(withJSONObject: $0)
-                    })
-            }
-        }
-        return data.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
-    }
-
-    /// `types(until:)`, off the cooperative pool.
-    func waitTypes(until type: String, within seconds: Double = 60) async -> [String] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(returning: self.types(until: type, within: seconds))
-            }
-        }
-    }
-}
-
 /// The Supervisor on fakes, the test playing the app over its channel: woken from suspended,
 /// frozen again after its answer or its deadline.
 @Suite("background fetch: the Supervisor on fakes", .serialized)

@@ -306,7 +306,9 @@ final class FakeApp: Sendable {
     }
 
     /// The next message from the daemon, or nil after `seconds` (or at the channel's end).
-    func next(within seconds: Double = 60) -> [String: Any]? {
+    /// Blocks its thread: tests (async) call `waitMessage`, which runs it off the cooperative
+    /// pool the Supervisor's actor needs.
+    private func next(within seconds: Double = 60) -> [String: Any]? {
         var entry = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         guard poll(&entry, 1, Int32(seconds * 1000)) == 1 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 65_536)
@@ -317,7 +319,7 @@ final class FakeApp: Sendable {
     }
 
     /// The types of the next messages until `type` (included), or all it read if it never came.
-    func types(until type: String, within seconds: Double = 60) -> [String] {
+    private func types(until type: String, within seconds: Double = 60) -> [String] {
         var types: [String] = []
         let deadline = Date().addingTimeInterval(seconds)
         while let message = next(within: max(0.01, deadline.timeIntervalSinceNow)),
@@ -389,4 +391,29 @@ func exited(_ supervisor: Supervisor, _ id: String, within seconds: Double = 60)
 {
     await supervisor.waitForExit(id, atMost: .seconds(seconds))
     return try await supervisor.instance(id)
+}
+
+extension FakeApp {
+    /// `next`, off Swift's cooperative pool: its poll blocks a thread for up to `seconds`, and
+    /// the supervisor's actor (and every other suite running meanwhile) needs the pool's few.
+    func waitMessage(within seconds: Double = 60) async -> [String: Any]? {
+        let data: Data? = await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(
+                    returning: self.next(within: seconds).flatMap {
+                        try? JSONSerialization.data(withJSONObject: $0)
+                    })
+            }
+        }
+        return data.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: Any] }
+    }
+
+    /// `types(until:)`, off the cooperative pool.
+    func waitTypes(until type: String, within seconds: Double = 60) async -> [String] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(returning: self.types(until: type, within: seconds))
+            }
+        }
+    }
 }

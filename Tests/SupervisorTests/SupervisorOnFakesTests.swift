@@ -299,7 +299,7 @@ struct SupervisorChannelTests {
         let app = try #require(daemon.spawner.launches.first).channel
         #expect(try await supervisor.instance(instance.id).channel == .silent)
         app.send(["type": "hello", "version": 1])
-        let launched = try #require(app.next())
+        let launched = try #require(await app.waitMessage())
         #expect(launched["type"] as? String == "didFinishLaunching")
         #expect(launched["instance"] as? String == instance.id)
         #expect(launched["arguments"] as? [String] == ["--x"])
@@ -307,13 +307,14 @@ struct SupervisorChannelTests {
         #expect(try await soon { try await supervisor.instance(instance.id).channel == .launching })
         // Launched into the foreground: ready brings it the rest of the way.
         app.send(["type": "ready"])
-        #expect(app.types(until: "didBecomeActive") == ["didBecomeActive"])
+        #expect(await app.waitTypes(until: "didBecomeActive") == ["didBecomeActive"])
         _ = try await supervisor.background(instance.id)
-        let down = (0..<2).compactMap { _ in app.next() }
+        var down: [[String: Any]] = []
+        for _ in 0..<2 { if let message = await app.waitMessage() { down.append(message) } }
         #expect(down.map { $0["type"] as? String } == ["willResignActive", "didEnterBackground"])
         #expect(down.last?["gracePeriod"] as? Double == 3600)
         app.send(["type": "beginBackgroundTask", "name": "upload", "ref": 7])
-        let began = try #require(app.next())
+        let began = try #require(await app.waitMessage())
         #expect(began["type"] as? String == "backgroundTaskBegan")
         #expect(began["ref"] as? Int == 7)
         #expect(began["task"] as? Int == 1)
@@ -331,7 +332,7 @@ struct SupervisorChannelTests {
         let instance = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
         let app = try #require(daemon.spawner.launches.first).channel
         app.send(["type": "hello", "version": 1])
-        #expect(app.next()?["type"] as? String == "didFinishLaunching")
+        #expect(await app.waitMessage()?["type"] as? String == "didFinishLaunching")
         let ended = try await exited(supervisor, instance.id)
         #expect(ended.exit?.reason == .launchWatchdog)
         #expect(daemon.driver[instance.id]?.log.contains("kill") == true)
@@ -346,11 +347,11 @@ struct SupervisorChannelTests {
         let instance = try await supervisor.launch("com.example.app", arguments: [], caller: 1000)
         let app = try #require(daemon.spawner.launches.first).channel
         app.send(["type": "hello", "version": 1])
-        #expect(app.next()?["type"] as? String == "didFinishLaunching")
+        #expect(await app.waitMessage()?["type"] as? String == "didFinishLaunching")
         let garbage = Array("not json".utf8)
         #expect(Glibc.send(app.fd, garbage, garbage.count, 0) == garbage.count)
         #expect(try await soon { try await supervisor.instance(instance.id).channel == .closed })
-        #expect(app.next(within: 10) == nil)
+        #expect(await app.waitMessage(within: 10) == nil)
         #expect(try await supervisor.instance(instance.id).state == .active)
         await daemon.finish()
     }
