@@ -68,30 +68,10 @@ enum Namespaces {
             }
         }
         if let joined {
-            if joined.net >= 0 {
-                guard profile.namespaces.contains(.net) else {
-                    throw LaunchFailure("unshare", "--net-ns-fd needs 'unshare net'")
-                }
-                flags &= ~APPD_CLONE_NEWNET
-            }
-            if joined.uts >= 0 {
-                guard profile.namespaces.contains(.uts) else {
-                    throw LaunchFailure("unshare", "--uts-ns-fd needs 'unshare uts'")
-                }
-                flags &= ~APPD_CLONE_NEWUTS
-            }
-            if joined.ipc >= 0 {
-                guard profile.namespaces.contains(.ipc) else {
-                    throw LaunchFailure("unshare", "--ipc-ns-fd needs 'unshare ipc'")
-                }
-                flags &= ~APPD_CLONE_NEWIPC
-            }
-            if joined.pid >= 0 {
-                guard profile.namespaces.contains(.pid) else {
-                    throw LaunchFailure("unshare", "--pid-ns-fd needs 'unshare pid'")
-                }
-                flags &= ~APPD_CLONE_NEWPID
-            }
+            try joinInstead(joined.net, .net, &flags, profile)
+            try joinInstead(joined.uts, .uts, &flags, profile)
+            try joinInstead(joined.ipc, .ipc, &flags, profile)
+            try joinInstead(joined.pid, .pid, &flags, profile)
         }
         try unshare(flags, profile)
         if let joined {
@@ -122,6 +102,19 @@ enum Namespaces {
     }
 
     /// setns(2) into a namespace the daemon holds; the fd's type must match `type`.
+    /// `fd` (-1: none) is joined after the unshare instead of a new `namespace` made: the
+    /// profile must unshare it, and its flag leaves `flags`.
+    private static func joinInstead(
+        _ fd: Int32, _ namespace: Namespace, _ flags: inout Int32, _ profile: Profile
+    ) throws {
+        guard fd >= 0 else { return }
+        guard profile.namespaces.contains(namespace) else {
+            let name = namespace.rawValue
+            throw LaunchFailure("unshare", "--\(name)-ns-fd needs 'unshare \(name)'")
+        }
+        flags &= ~namespace.cloneFlag
+    }
+
     private static func enter(_ fd: Int32, _ type: Int32, _ name: String) throws {
         guard appd_setns(fd, type) == 0 else {
             let code = errno
