@@ -111,29 +111,36 @@ extension SigningPolicy {
     /// Whether the policy in force lets the app `bundleID` signed by `keyID` (nil: unsigned)
     /// execute the host program `path`: what install checked, asked again at each launch.
     public func allowsHostExecutable(_ path: String, keyID: String?, bundleID: String) -> Bool {
-        guard let keyID else {
-            return allowUnsigned
-                && unsignedHostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
-        }
-        return signers.contains { signer in
-            signer.key?.keyID == keyID
-                && signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
-                && signer.hostExecutables.contains { Self.matches($0, path, ignoringCase: false) }
-        }
+        grants(
+            path, keyID: keyID, bundleID: bundleID, unsigned: unsignedHostExecutables,
+            signer: \.hostExecutables, ignoringCase: false)
     }
 
     /// Whether the policy in force lets the app `bundleID` signed by `keyID` (nil: unsigned)
     /// claim the URL scheme `scheme` (`CFBundleURLTypes`): what install checked, asked again at
     /// each `appctl open`, so a grant taken away by a reload takes the claim with it.
     public func allowsURLScheme(_ scheme: String, keyID: String?, bundleID: String) -> Bool {
+        grants(
+            scheme, keyID: keyID, bundleID: bundleID, unsigned: unsignedURLSchemes,
+            signer: \.urlSchemes, ignoringCase: true)
+    }
+
+    /// Whether `item` matches a pattern of `unsigned` (an unsigned app, when they are allowed)
+    /// or of the `signer` list of a signer with key `keyID` that may sign `bundleID`.
+    private func grants(
+        _ item: String, keyID: String?, bundleID: String, unsigned: [String],
+        signer patterns: KeyPath<Signer, [String]>, ignoringCase: Bool
+    ) -> Bool {
         guard let keyID else {
             return allowUnsigned
-                && unsignedURLSchemes.contains { Self.matches($0, scheme, ignoringCase: true) }
+                && unsigned.contains { Self.matches($0, item, ignoringCase: ignoringCase) }
         }
         return signers.contains { signer in
             signer.key?.keyID == keyID
                 && signer.bundleIDs.contains { Self.matches($0, bundleID, ignoringCase: true) }
-                && signer.urlSchemes.contains { Self.matches($0, scheme, ignoringCase: true) }
+                && signer[keyPath: patterns].contains {
+                    Self.matches($0, item, ignoringCase: ignoringCase)
+                }
         }
     }
 
